@@ -1,0 +1,68 @@
+"""Every exception emb raises.
+
+Each inherits from :class:`EmbError` and from the builtin it resembles, so callers can catch
+either.  Messages say what is wrong, what was found, and what to do.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EmbError",
+    "SuiteError",
+    "LexiconError",
+    "CorpusError",
+    "ModelError",
+    "TargetNotFoundError",
+    "StoreError",
+    "StoreMismatchError",
+    "IncompleteStoreError",
+    "MissingStimuliError",
+    "AnalysisError",
+]
+
+
+class EmbError(Exception):
+    """Base class of all emb errors."""
+
+
+class SuiteError(EmbError, ValueError):
+    """A stimulus suite is malformed (schema violation, bad placeholder, unknown generator)."""
+
+
+class LexiconError(EmbError, ValueError):
+    """A lexicon file is empty, has duplicate words, or non-numeric ratings."""
+
+
+class CorpusError(EmbError, ValueError):
+    """A corpus cannot be read or has no usable sentences."""
+
+
+class ModelError(EmbError, ValueError):
+    """A model cannot be loaded (unknown id or path, unsupported architecture)."""
+
+
+class TargetNotFoundError(EmbError, ValueError):
+    """A target word cannot be located among its context's subtokens."""
+
+
+class StoreError(EmbError, ValueError):
+    """A store cannot be opened, read or written."""
+
+
+class StoreMismatchError(StoreError):
+    """Writing into a store made from another model, revision or suite definition."""
+
+
+class IncompleteStoreError(StoreError):
+    """A store (or one suite in it) was not finished; re-run the same 'emb extract' to complete it."""
+
+
+class MissingStimuliError(EmbError, KeyError):
+    """An analysis needs words that the store does not hold."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class AnalysisError(EmbError, ValueError):
+    """An analysis got options or data it cannot use."""
