@@ -1,0 +1,28 @@
+"""Shared fixtures: the test-data directory (../shared/data or $EMB_TEST_DATA)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _data_dir() -> Path:
+    return Path(os.environ.get("EMB_TEST_DATA", REPO.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The shared test data. Fails loudly under CI=true when it is missing; skips elsewhere."""
+    path = _data_dir()
+    if not (path / "README.md").is_file():
+        message = (
+            f"test data not found at {path}; set EMB_TEST_DATA to the shared/data directory"
+        )
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
