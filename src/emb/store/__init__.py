@@ -1,1 +1,25 @@
-"""emb.store."""
+"""The embedding store: one zarr v3 store per model, one xarray-readable group per suite."""
+
+from __future__ import annotations
+
+from emb.store.store import (
+    Store,
+    StoreInfo,
+    SuiteInfo,
+    ValidationReport,
+    describe,
+    open_store,
+)
+from emb.store.writer import SuiteWriter, block_size_for, open_for_writing
+
+__all__ = [
+    "Store",
+    "StoreInfo",
+    "SuiteInfo",
+    "SuiteWriter",
+    "ValidationReport",
+    "block_size_for",
+    "describe",
+    "open_for_writing",
+    "open_store",
+]

@@ -1,0 +1,467 @@
+"""``emb extract``: feed suites through a model and write every layer's target embedding to a store.
+
+The plan of a suite is a function of its items alone: items are cut into blocks of
+``block_size`` (one zarr shard each); within a block, each distinct (context, char span) whose first
+occurrence lies in that block is computed once (length-bucketed batches), items repeating an earlier
+key copy its stored row, and keys already stored by another finished suite of the same model and
+settings are copied from there.  Blocks are written by a background thread while the next one is
+computed; each block's done-marker follows its shard, so an interrupted run resumes where it stopped
+and ends bitwise identical to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import xarray as xr
+import zarr
+
+from emb.errors import EmbError, StoreError
+from emb.schemas import datamodel as dm
+from emb.store.writer import EXTRACTION_IDENTITY_KEYS, SuiteWriter, open_for_writing
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emb.extract.model import Runner
+    from emb.extract.suites import Suite
+
+__all__ = ["ExtractionSettings", "SuiteReport", "extract"]
+
+Key = tuple[str, int, int]
+
+#: What storing in float16 costs, recorded in the store's attributes.
+FLOAT16_NOTE = (
+    "float16 storage keeps 11 significant bits: each value has relative error <= 2**-11 "
+    "(4.9e-4); cosine similarities between stored vectors change by < 1e-3 and correlations "
+    "built on them by far less. Values beyond ±65504 would overflow and are refused."
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtractionSettings:
+    """How embeddings were computed and stored (written to each suite's attributes)."""
+
+    poolings: tuple[str, ...] = dm.POOLINGS
+    dtype: str = "float32"
+    storage_dtype: str = "float16"
+    batch_size: int = 64
+    device: str = "auto"
+    bos: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["poolings"] = list(self.poolings)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ExtractionSettings:
+        fields = {k: d[k] for k in ("dtype", "storage_dtype", "batch_size", "device", "bos") if k in d}
+        return cls(poolings=tuple(d.get("poolings", dm.POOLINGS)), **fields)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteReport:
+    """What one suite's extraction did."""
+
+    name: str
+    n_items: int
+    n_unique: int
+    n_computed: int
+    n_copied: int
+    blocks_written: int
+    blocks_total: int
+    already_complete: bool
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _parse_settings(
+    poolings: Sequence[str], dtype: str, storage_dtype: str, batch_size: int
+) -> tuple[str, ...]:
+    pools = tuple(poolings)
+    bad = [p for p in pools if p not in dm.POOLINGS]
+    if bad or not pools or len(set(pools)) != len(pools):
+        raise EmbError(
+            f"poolings must be distinct names among {list(dm.POOLINGS)}; got {list(pools)}"
+        )
+    if dtype not in ("float32", "float16", "bfloat16"):
+        raise EmbError(f"dtype must be float32, float16 or bfloat16; got {dtype!r}")
+    if storage_dtype not in ("float16", "float32"):
+        raise EmbError(f"storage dtype must be float16 or float32; got {storage_dtype!r}")
+    if batch_size < 1:
+        raise EmbError(f"batch size must be >= 1; got {batch_size}")
+    return pools
+
+
+def extract(
+    model: str | Runner,
+    suites: Suite | Sequence[Suite],
+    store: str,
+    *,
+    poolings: Sequence[str] = dm.POOLINGS,
+    dtype: str = "float32",
+    storage_dtype: str = "float16",
+    batch_size: int = 64,
+    device: str = "auto",
+    bos: bool | None = None,
+    revision: str | None = None,
+    names: Sequence[str] | None = None,
+    overwrite: bool = False,
+    progress: bool = True,
+    storage_options: dict[str, Any] | None = None,
+) -> list[SuiteReport]:
+    """Extract every layer's embedding of each suite item's target into ``store``.
+
+    Parameters
+    ----------
+    model
+        Hugging Face model id, local model directory, ``.gguf`` file, or an already loaded Runner.
+    suites
+        One or more :class:`~emb.extract.suites.Suite`; each becomes a group of the store.
+    store
+        Local path or fsspec URL of the (new or existing) store.
+    poolings
+        Subtoken poolings to store, a subset of ``first, last, mean, max``.
+    dtype, storage_dtype
+        Model compute dtype; dtype of the stored vectors (float16 halves the size; see
+        :data:`FLOAT16_NOTE`).
+    batch_size, device, bos
+        Batching, ``auto``/``cpu``/``cuda``, BOS policy (None = the tokenizer's own behaviour).
+    names
+        Group names (default: the suites' names).
+    overwrite
+        Replace existing groups of the same name instead of refusing a different definition.
+
+    Returns
+    -------
+    list of SuiteReport
+
+    Raises
+    ------
+    ModelError, TargetNotFoundError
+        Before anything is written.
+    StoreMismatchError
+        The store holds another model, or the group another suite definition / settings.
+    """
+    suite_list = [suites] if not isinstance(suites, Sequence) else list(suites)
+    group_names = list(names) if names is not None else [s.name for s in suite_list]
+    if len(group_names) != len(suite_list) or len(set(group_names)) != len(group_names):
+        raise EmbError(f"need one distinct group name per suite; got {group_names}")
+    pools = _parse_settings(poolings, dtype, storage_dtype, batch_size)
+
+    if isinstance(model, str):
+        from emb.extract.model import load_model  # torch is imported only here
+
+        runner = load_model(model, dtype=dtype, device=device, revision=revision)
+    else:
+        runner = model
+    info = runner.info.to_dict()
+    settings = ExtractionSettings(
+        poolings=pools,
+        dtype=dtype,
+        storage_dtype=storage_dtype,
+        batch_size=batch_size,
+        device=str(info.get("device", device)),
+        bos=bos,
+    )
+    # Tokenise every suite before touching the store: a target that cannot be found fails here.
+    plans = [_Plan.build(runner, suite, bos=bos) for suite in suite_list]
+
+    _zstore, root = open_for_writing(store, model=info, storage_options=storage_options)
+    reports = []
+    for suite, plan, name in zip(suite_list, plans, group_names, strict=True):
+        reports.append(
+            _extract_suite(
+                runner,
+                root,
+                store,
+                name=name,
+                suite=suite,
+                plan=plan,
+                settings=settings,
+                overwrite=overwrite,
+                progress=progress,
+            )
+        )
+    return reports
+
+
+# -- planning ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Plan:
+    """Tokenised suite: unique keys, their encodings, and each item's key index."""
+
+    keys: list[Key]
+    encodings: list[Any]
+    item_key: np.ndarray  # (n_items,) index into keys
+    first_item: np.ndarray  # (n_keys,) first item that uses each key
+
+    @classmethod
+    def build(cls, runner: Runner, suite: Suite, *, bos: bool | None) -> _Plan:
+        index: dict[Key, int] = {}
+        keys: list[Key] = []
+        item_key = np.empty(len(suite.items), dtype=np.int64)
+        for i, item in enumerate(suite.items):
+            key = (item.context, int(item.char_start), int(item.char_end))
+            k = index.get(key)
+            if k is None:
+                k = index[key] = len(keys)
+                keys.append(key)
+            item_key[i] = k
+        encodings = runner.encode([k[0] for k in keys], [(k[1], k[2]) for k in keys], bos=bos)
+        first_item = np.full(len(keys), -1, dtype=np.int64)
+        for i in range(len(item_key) - 1, -1, -1):
+            first_item[item_key[i]] = i
+        return cls(keys, encodings, item_key, first_item)
+
+
+def _coords(suite: Suite, plan: _Plan, n_layers: int, poolings: Sequence[str]) -> xr.Dataset:
+    items = suite.items
+    enc = [plan.encodings[k] for k in plan.item_key]
+    targets = [np.asarray(e.target) for e in enc]
+    n_sub = np.array([t.size for t in targets], dtype=np.int32)
+    width = max(1, int(n_sub.max(initial=1)))
+    sub_ids = np.full((len(items), width), -1, dtype=np.int32)
+    for i, e in enumerate(enc):
+        ids = np.asarray(e.subtoken_ids, dtype=np.int32)
+        sub_ids[i, : ids.size] = ids
+    item_coords: dict[str, Any] = {
+        "word": ("item", np.array([it.word for it in items], dtype=object)),
+        "context": ("item", np.array([it.context for it in items], dtype=object)),
+        "setting": ("item", np.array([it.setting for it in items], dtype=object)),
+        "stimulus_set": ("item", np.array([it.stimulus_set for it in items], dtype=object)),
+        "char_start": ("item", np.array([it.char_start for it in items], dtype=np.int32)),
+        "char_end": ("item", np.array([it.char_end for it in items], dtype=np.int32)),
+        "n_subtokens": ("item", n_sub),
+        "token_start": ("item", np.array([int(t.min()) for t in targets], dtype=np.int32)),
+        "token_end": ("item", np.array([int(t.max()) + 1 for t in targets], dtype=np.int32)),
+        "n_tokens": ("item", np.array([len(e.input_ids) for e in enc], dtype=np.int32)),
+        "subtoken_ids": (("item", dm.SUBTOKEN_DIM), sub_ids),
+    }
+    label_keys = sorted({k for it in items for k in it.labels})
+    for key in label_keys:
+        if key in item_coords or key in ("item", "layer", "pooling", "feature"):
+            raise StoreError(f"suite label {key!r} clashes with a store coordinate; rename it")
+        values = [it.labels.get(key) for it in items]
+        if all(v is None or isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            item_coords[key] = ("item", np.array([np.nan if v is None else v for v in values], float))
+        else:
+            item_coords[key] = (
+                "item",
+                np.array(["" if v is None else str(v) for v in values], dtype=object),
+            )
+    coords = {
+        "item": np.arange(len(items), dtype=np.int64),
+        "layer": np.arange(n_layers, dtype=np.int64),
+        "pooling": np.array(list(poolings), dtype=object),
+        **item_coords,
+    }
+    return xr.Dataset(coords=coords)
+
+
+def _suite_attrs(suite: Suite) -> dict[str, Any]:
+    settings = sorted({it.setting for it in suite.items})
+    sets = sorted({it.stimulus_set for it in suite.items})
+    return {
+        "name": suite.name,
+        "description": getattr(suite, "description", "") or "",
+        "generator": suite.generator,
+        "parameters": dict(suite.parameters or {}),
+        "content_hash": suite.content_hash(),
+        "n_items": len(suite.items),
+        "settings": settings,
+        "stimulus_sets": sets,
+    }
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for pkg in ("emb", "torch", "transformers", "tokenizers", "zarr", "numcodecs", "xarray", "numpy", "dask"):
+        try:
+            out[pkg] = importlib.metadata.version(pkg)
+        except importlib.metadata.PackageNotFoundError:
+            out[pkg] = "not installed"
+    return out
+
+
+def _reuse_sources(root: zarr.Group, name: str, extraction: Mapping[str, Any]) -> dict[Key, tuple[str, int]]:
+    """Keys already stored by other finished suites with the same extraction settings."""
+    sources: dict[Key, tuple[str, int]] = {}
+    for other, node in sorted(root.members()):
+        if other == name or not isinstance(node, zarr.Group):
+            continue
+        if not node.attrs.get(dm.ATTR_COMPLETE) or dm.ATTR_EXTRACTION not in node.attrs:
+            continue
+        ex = node.attrs[dm.ATTR_EXTRACTION]
+        if any(_listify(ex.get(k)) != _listify(extraction.get(k)) for k in EXTRACTION_IDENTITY_KEYS):
+            continue
+        contexts = np.asarray(node["context"][:])
+        starts = np.asarray(node["char_start"][:])
+        ends = np.asarray(node["char_end"][:])
+        for row, key in enumerate(zip(contexts.tolist(), starts.tolist(), ends.tolist(), strict=True)):
+            sources.setdefault((str(key[0]), int(key[1]), int(key[2])), (other, row))
+    return sources
+
+
+def _listify(value: Any) -> Any:
+    return list(value) if isinstance(value, (tuple, list)) else value
+
+
+# -- running ----------------------------------------------------------------------------------------
+def _extract_suite(
+    runner: Runner,
+    root: zarr.Group,
+    location: str,
+    *,
+    name: str,
+    suite: Suite,
+    plan: _Plan,
+    settings: ExtractionSettings,
+    overwrite: bool,
+    progress: bool,
+) -> SuiteReport:
+    t0 = time.perf_counter()
+    info = runner.info
+    n_layers = int(info.n_layers) + 1
+    shape = (len(suite.items), n_layers, len(settings.poolings), int(info.hidden_size))
+    extraction = {
+        **settings.to_dict(),
+        "bos_token_added": bool(plan.encodings and getattr(plan.encodings[0], "bos_added", False)),
+        "layer_semantics": (
+            f"layer 0 = embedding output; layers 1..{n_layers - 1} = the {n_layers - 1} blocks' "
+            f"hidden states as the model returns them; the last is {info.last_layer}"
+        ),
+        "precision_note": FLOAT16_NOTE if settings.storage_dtype == "float16" else "float32 storage",
+        "versions": _versions(),
+    }
+    writer = SuiteWriter.open(
+        location,
+        root,
+        name=name,
+        coords=_coords(suite, plan, n_layers, settings.poolings),
+        shape=shape,
+        storage_dtype=settings.storage_dtype,
+        suite_attrs=_suite_attrs(suite),
+        extraction_attrs=extraction,
+        overwrite=overwrite,
+    )
+    ranges = writer.block_ranges()
+    pending = writer.pending_blocks()
+    if writer.group.attrs.get(dm.ATTR_COMPLETE) and not pending:
+        return SuiteReport(
+            name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
+            blocks_written=0, blocks_total=len(ranges), already_complete=True,
+            seconds=time.perf_counter() - t0,
+        )
+    group_extraction = writer.group.attrs[dm.ATTR_EXTRACTION]
+    reuse = _reuse_sources(root, name, group_extraction)
+    to_compute = _count_compute(plan, ranges, pending, reuse)
+    bar = _progress_bar(progress, total=to_compute, desc=f"{name}")
+    n_computed = n_copied = 0
+    dtype = np.dtype(settings.storage_dtype)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="emb-writer") as pool:
+        inflight: Future[None] | None = None
+        for b in pending:
+            start, stop = ranges[b]
+            block = np.empty((stop - start, *shape[1:]), dtype=dtype)
+            items = np.arange(start, stop)
+            keys = plan.item_key[items]
+            firsts = plan.first_item[keys]
+            compute_keys: list[int] = []
+            seen: dict[int, int] = {}
+            self_rows: list[tuple[int, int]] = []  # (position in block, earlier row of this suite)
+            other_rows: dict[str, list[tuple[int, int]]] = {}
+            later: list[tuple[int, int]] = []  # (position, position of the first use in block)
+            for pos, (k, first) in enumerate(zip(keys.tolist(), firsts.tolist(), strict=True)):
+                src = reuse.get(plan.keys[k])
+                if src is not None:
+                    other_rows.setdefault(src[0], []).append((pos, src[1]))
+                elif first < start:
+                    self_rows.append((pos, first))
+                elif k in seen:
+                    later.append((pos, seen[k]))
+                else:
+                    seen[k] = pos
+                    compute_keys.append(k)
+            if compute_keys:
+                values = runner.embed(
+                    [plan.encodings[k] for k in compute_keys],
+                    poolings=settings.poolings,
+                    batch_size=settings.batch_size,
+                    progress=bar.update if bar is not None else None,
+                )
+                cast = values.astype(dtype)
+                if dtype == np.float16 and not np.isfinite(cast).all():
+                    raise StoreError(
+                        f"suite {name!r}: values up to {float(np.abs(values).max()):.4g} exceed the "
+                        "float16 range (±65504); re-run with --storage-dtype float32 (and --overwrite)"
+                    )
+                positions = [seen[k] for k in compute_keys]
+                block[positions] = cast
+                n_computed += len(compute_keys)
+            if self_rows:
+                if inflight is not None:
+                    inflight.result()
+                pos, rows = zip(*self_rows, strict=True)
+                block[list(pos)] = writer.read_rows(rows)
+            for other, pairs in other_rows.items():
+                pos, rows = zip(*pairs, strict=True)
+                block[list(pos)] = _read_rows(root, other, rows)
+            for pos, first_pos in later:
+                block[pos] = block[first_pos]
+            n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)
+            if inflight is not None:
+                inflight.result()
+            inflight = pool.submit(writer.write_block, b, block)
+        if inflight is not None:
+            inflight.result()
+    if bar is not None:
+        bar.close()
+    writer.finish()
+    return SuiteReport(
+        name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=n_computed,
+        n_copied=n_copied, blocks_written=len(pending), blocks_total=len(ranges),
+        already_complete=False, seconds=time.perf_counter() - t0,
+    )
+
+
+def _count_compute(
+    plan: _Plan, ranges: list[tuple[int, int]], pending: list[int], reuse: Mapping[Key, Any]
+) -> int:
+    total = 0
+    for b in pending:
+        start, stop = ranges[b]
+        firsts = plan.first_item[plan.item_key[start:stop]]
+        keys = plan.item_key[start:stop]
+        mask = firsts >= start
+        uniq = {int(k) for k in keys[mask] if plan.keys[int(k)] not in reuse}
+        total += len(uniq)
+    return total
+
+
+def _read_rows(root: zarr.Group, group: str, rows: Sequence[int]) -> np.ndarray:
+    arr = root[f"{group}/{dm.EMBEDDING}"]
+    idx = np.asarray(rows, dtype=np.int64)
+    order = np.argsort(idx, kind="stable")
+    values = arr.get_orthogonal_selection((idx[order],))
+    out = np.empty_like(values)
+    out[order] = values
+    return out
+
+
+def _progress_bar(enabled: bool, *, total: int, desc: str) -> Any:
+    if not enabled or total == 0:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="item", dynamic_ncols=True, smoothing=0.1)
+
+
+ProgressCallback = Callable[[int], Any]

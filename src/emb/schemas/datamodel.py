@@ -1,0 +1,69 @@
+"""The store's data model, declared once: dimension names, item coordinates, attribute keys.
+
+Every suite group of a store is one xarray Dataset::
+
+    embedding(item, layer, pooling, feature)   float16 | float32
+    item coordinates (item,): word, context, setting, stimulus_set, char_start, char_end,
+        n_subtokens, token_start, token_end, n_tokens, <suite labels...>
+    subtoken_ids(item, subtoken)               int32, -1 padded
+    layer (layer,) int: 0 = embedding output, 1..L = blocks, as the model returns them
+    pooling (pooling,) str: the requested subset of POOLINGS, in request order
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+__all__ = [
+    "ATTR_COMPLETE",
+    "ATTR_CREATED",
+    "ATTR_EXTRACTION",
+    "ATTR_MODEL",
+    "ATTR_SCHEMA_VERSION",
+    "ATTR_SKELETON",
+    "ATTR_SUITE",
+    "DIMS",
+    "EMBEDDING",
+    "ITEM_COORDS",
+    "POOLINGS",
+    "PROGRESS_GROUP",
+    "STORE_SCHEMA_VERSION",
+    "Pooling",
+    "StorageDType",
+]
+
+#: Version of the on-disk layout; bumped on any incompatible change.
+STORE_SCHEMA_VERSION: Final = 1
+
+Pooling = Literal["first", "last", "mean", "max"]
+POOLINGS: Final[tuple[str, ...]] = ("first", "last", "mean", "max")
+StorageDType = Literal["float16", "float32"]
+
+EMBEDDING: Final = "embedding"
+DIMS: Final[tuple[str, str, str, str]] = ("item", "layer", "pooling", "feature")
+SUBTOKEN_DIM: Final = "subtoken"
+
+#: Item coordinates every suite group has (suite labels come on top).
+ITEM_COORDS: Final[tuple[str, ...]] = (
+    "word",
+    "context",
+    "setting",
+    "stimulus_set",
+    "char_start",
+    "char_end",
+    "n_subtokens",
+    "token_start",
+    "token_end",
+    "n_tokens",
+)
+
+ATTR_SCHEMA_VERSION: Final = "emb_schema_version"
+ATTR_MODEL: Final = "model"
+ATTR_EXTRACTION: Final = "extraction"
+ATTR_SUITE: Final = "suite"
+ATTR_CREATED: Final = "created"
+ATTR_COMPLETE: Final = "complete"
+ATTR_SKELETON: Final = "skeleton_written"
+
+#: Sub-group of a suite group holding one done-marker per block (hidden from xarray).
+PROGRESS_GROUP: Final = "_progress"

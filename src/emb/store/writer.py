@@ -1,0 +1,272 @@
+"""Writing suite groups: layout first, then one shard per block, each followed by its done-marker.
+
+Crash safety.  A suite group is written in this order:
+
+1. the coordinates (xarray), the empty sharded ``embedding`` array and the ``_progress/done`` markers,
+   then the group attribute ``skeleton_written``;
+2. for each block of ``block_size`` items: one shard of ``embedding`` (a single object in the store),
+   then that block's done-marker (a one-byte chunk of its own);
+3. the attribute ``complete``.
+
+A run killed at any moment therefore leaves either a group without ``skeleton_written`` (the next run
+rewrites it) or blocks whose markers say exactly what is finished: a torn or missing shard is never
+marked done, and the next run rewrites every block that is not.  Blocks are computed from the suite's
+items alone, so a resumed store ends bitwise identical to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import xarray as xr
+import zarr
+import zarr.codecs
+
+from emb.errors import StoreError, StoreMismatchError
+from emb.schemas import datamodel as dm
+from emb.store._location import open_zarr_store
+from emb.store.store import _read_done
+
+__all__ = [
+    "MODEL_IDENTITY_KEYS",
+    "SuiteWriter",
+    "block_size_for",
+    "open_for_writing",
+]
+
+#: Model attributes that must match to write into an existing store.
+MODEL_IDENTITY_KEYS = ("model_id", "revision", "fingerprint")
+#: Extraction settings that must match to resume a suite or reuse its vectors.
+EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos")
+
+_TARGET_SHARD_BYTES = 64 * 2**20
+
+
+def block_size_for(n_layers: int, n_poolings: int, n_features: int, itemsize: int) -> int:
+    """Items per shard: a power of two in [16, 1024] keeping a shard near 64 MiB."""
+    per_item = n_layers * n_poolings * n_features * itemsize
+    size = 1024
+    while size > 16 and size * per_item > _TARGET_SHARD_BYTES:
+        size //= 2
+    return size
+
+
+def _compressor() -> zarr.codecs.BloscCodec:
+    # zstd level 3 with bit-shuffle: float16 activations keep their exponent bits together after
+    # the shuffle, which zstd then finds; fast enough to hide behind the forward pass.
+    return zarr.codecs.BloscCodec(cname="zstd", clevel=3, shuffle="bitshuffle")
+
+
+def open_for_writing(
+    location: str, *, model: Mapping[str, Any], storage_options: dict[str, Any] | None = None
+) -> tuple[Any, zarr.Group]:
+    """Open (or create) a store for ``model``; refuse one written by another model or revision."""
+    zstore = open_zarr_store(location, mode="a", storage_options=storage_options)
+    root = zarr.open_group(zstore, mode="a", zarr_format=3)
+    existing = root.attrs.get(dm.ATTR_MODEL)
+    if existing:
+        diffs = [
+            f"{key}: store has {existing.get(key)!r}, this run has {model.get(key)!r}"
+            for key in MODEL_IDENTITY_KEYS
+            if existing.get(key) != model.get(key)
+        ]
+        if diffs:
+            raise StoreMismatchError(
+                f"{location} holds embeddings of another model ({'; '.join(diffs)}); "
+                "write this model into a new store (one store per model)"
+            )
+        version = root.attrs.get(dm.ATTR_SCHEMA_VERSION)
+        if version != dm.STORE_SCHEMA_VERSION:
+            raise StoreMismatchError(
+                f"{location} has store schema version {version}, this emb writes "
+                f"{dm.STORE_SCHEMA_VERSION}; write into a new store"
+            )
+    else:
+        root.attrs.update(
+            {dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION, dm.ATTR_MODEL: dict(model)}
+        )
+    return zstore, root
+
+
+class SuiteWriter:
+    """Writes one suite group block by block.  Constructed by :meth:`open`."""
+
+    def __init__(self, location: str, root: zarr.Group, name: str, block_size: int) -> None:
+        self.location = location
+        self.root = root
+        self.name = name
+        self.block_size = block_size
+
+    # -- layout -------------------------------------------------------------------------------------
+    @classmethod
+    def open(
+        cls,
+        location: str,
+        root: zarr.Group,
+        *,
+        name: str,
+        coords: xr.Dataset,
+        shape: tuple[int, int, int, int],
+        storage_dtype: str,
+        suite_attrs: Mapping[str, Any],
+        extraction_attrs: Mapping[str, Any],
+        overwrite: bool = False,
+    ) -> SuiteWriter:
+        """Create the group's layout, or reopen an unfinished group written by the same command.
+
+        Raises
+        ------
+        StoreMismatchError
+            The group exists with another suite definition or other extraction settings.
+        """
+        n_items, n_layers, n_poolings, n_features = shape
+        block = block_size_for(n_layers, n_poolings, n_features, np.dtype(storage_dtype).itemsize)
+        extraction = {**extraction_attrs, "block_size": block}
+        if name in root:
+            group = root[name]
+            if not isinstance(group, zarr.Group):
+                raise StoreError(f"{location}/{name} is not a group; remove it or choose another name")
+            if overwrite:
+                del root[name]
+            elif group.attrs.get(dm.ATTR_SKELETON):
+                _check_same(location, name, group, suite_attrs, extraction)
+                return cls(location, root, name, int(group.attrs[dm.ATTR_EXTRACTION]["block_size"]))
+            else:  # layout write interrupted: nothing of value in it
+                del root[name]
+        cls._write_layout(root, name, coords, shape, storage_dtype, block, suite_attrs, extraction)
+        return cls(location, root, name, block)
+
+    @staticmethod
+    def _write_layout(
+        root: zarr.Group,
+        name: str,
+        coords: xr.Dataset,
+        shape: tuple[int, int, int, int],
+        storage_dtype: str,
+        block: int,
+        suite_attrs: Mapping[str, Any],
+        extraction: Mapping[str, Any],
+    ) -> None:
+        coords.to_zarr(root.store, group=name, mode="w", zarr_format=3, consolidated=False)
+        group = zarr.open_group(root.store, path=name, mode="a", zarr_format=3)
+        n_items, n_layers, n_poolings, n_features = shape
+        item_coords = " ".join(
+            str(k) for k, v in coords.coords.items() if v.dims and v.dims[0] == "item" and k != "item"
+        )
+        zarr.create_array(
+            root.store,
+            name=f"{name}/{dm.EMBEDDING}",
+            shape=shape,
+            dtype=storage_dtype,
+            chunks=(block, 1, 1, n_features),
+            shards=(block, n_layers, n_poolings, n_features),
+            compressors=_compressor(),
+            fill_value=np.nan,
+            dimension_names=dm.DIMS,
+            attributes={"coordinates": item_coords, "long_name": "contextual embedding of the target"},
+            zarr_format=3,
+        )
+        n_blocks = max(1, -(-n_items // block))
+        zarr.create_array(
+            root.store,
+            name=f"{name}/{dm.PROGRESS_GROUP}/done",
+            shape=(n_blocks,),
+            dtype="uint8",
+            chunks=(1,),
+            compressors=None,
+            fill_value=0,
+            dimension_names=("block",),
+            zarr_format=3,
+        )
+        group.attrs.update(
+            {
+                dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION,
+                dm.ATTR_MODEL: dict(root.attrs[dm.ATTR_MODEL]),
+                dm.ATTR_SUITE: dict(suite_attrs),
+                dm.ATTR_EXTRACTION: dict(extraction),
+                dm.ATTR_CREATED: datetime.now(UTC).isoformat(timespec="seconds"),
+                dm.ATTR_COMPLETE: n_items == 0,
+            }
+        )
+        group.attrs[dm.ATTR_SKELETON] = True  # last: the layout is whole
+
+    # -- blocks -------------------------------------------------------------------------------------
+    @property
+    def group(self) -> zarr.Group:
+        return self.root[self.name]  # type: ignore[return-value]
+
+    @property
+    def array(self) -> zarr.Array:
+        return self.group[dm.EMBEDDING]  # type: ignore[return-value]
+
+    def block_ranges(self) -> list[tuple[int, int]]:
+        n = self.array.shape[0]
+        return [(s, min(s + self.block_size, n)) for s in range(0, n, self.block_size)]
+
+    def pending_blocks(self) -> list[int]:
+        """Blocks whose done-marker is not set."""
+        done = _read_done(self.group[f"{dm.PROGRESS_GROUP}/done"])
+        return [i for i in range(len(self.block_ranges())) if not done[i]]
+
+    def write_block(self, index: int, values: np.ndarray) -> None:
+        """Write block ``index`` (one shard), then its done-marker."""
+        start, stop = self.block_ranges()[index]
+        if values.shape != (stop - start, *self.array.shape[1:]):
+            raise StoreError(
+                f"block {index} of {self.name!r} has shape {values.shape}, expected "
+                f"{(stop - start, *self.array.shape[1:])}"
+            )
+        self.array[start:stop] = values
+        self.group[f"{dm.PROGRESS_GROUP}/done"][index] = 1
+
+    def read_rows(self, rows: Sequence[int]) -> np.ndarray:
+        """Rows already written (for vectors reused by later items)."""
+        idx = np.asarray(rows, dtype=np.int64)
+        if idx.size == 0:
+            return np.empty((0, *self.array.shape[1:]), dtype=self.array.dtype)
+        order = np.argsort(idx, kind="stable")
+        values = self.array.get_orthogonal_selection((idx[order],))
+        out = np.empty_like(values)
+        out[order] = values
+        return out
+
+    def finish(self) -> None:
+        """Mark the suite complete (after every block's marker is set)."""
+        pending = self.pending_blocks()
+        if pending:
+            raise StoreError(f"cannot finish {self.name!r}: blocks {pending[:10]} are not written")
+        self.group.attrs[dm.ATTR_COMPLETE] = True
+
+
+def _check_same(
+    location: str,
+    name: str,
+    group: zarr.Group,
+    suite_attrs: Mapping[str, Any],
+    extraction: Mapping[str, Any],
+) -> None:
+    old_suite = group.attrs.get(dm.ATTR_SUITE, {})
+    if old_suite.get("content_hash") != suite_attrs.get("content_hash"):
+        raise StoreMismatchError(
+            f"suite {name!r} in {location} was written from another definition (content hash "
+            f"{str(old_suite.get('content_hash'))[:12]}…, this run {str(suite_attrs.get('content_hash'))[:12]}…); "
+            "use --name to write it as another suite, or --overwrite to replace it"
+        )
+    old_ex = group.attrs.get(dm.ATTR_EXTRACTION, {})
+    diffs = [
+        f"{k}: store {old_ex.get(k)!r} vs run {extraction.get(k)!r}"
+        for k in EXTRACTION_IDENTITY_KEYS
+        if _norm(old_ex.get(k)) != _norm(extraction.get(k))
+    ]
+    if diffs:
+        raise StoreMismatchError(
+            f"suite {name!r} in {location} was extracted with other settings ({'; '.join(diffs)}); "
+            "use --name to write it as another suite, or --overwrite to replace it"
+        )
+
+
+def _norm(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
