@@ -1,0 +1,243 @@
+"""The ``emb`` command line: parse, call one library function, write, print a short summary."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from emb._version import __version__
+from emb.errors import EmbError
+
+__all__ = ["main"]
+
+
+class _Group(click.Group):
+    """Turns emb errors into one clear line and exit status 1 (no traceback)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EmbError as err:
+            raise click.ClickException(f"{type(err).__name__}: {err}") from err
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="emb")
+def main() -> None:
+    """Measure semantics and social bias in the contextual embeddings of language models.
+
+    \b
+    emb extract  --model M --suite S --store PATH   write every layer's embeddings (needs emb[extract])
+    emb analyze  NAME --store PATH --out DIR          compute a test from a store (no torch needed)
+    emb info | validate | suites | zip                look at stores and suites
+    """
+
+
+# -- suite options -----------------------------------------------------------------------------------
+def _suite_options() -> list[Any]:
+    """One click option per distinct built-in suite option (flags shared by name across suites)."""
+    from emb.extract.suites import BUILTIN_SUITES
+
+    seen: dict[str, Any] = {}
+    for generator in BUILTIN_SUITES.values():
+        for opt in generator.options:
+            if opt.name in seen:
+                continue
+            seen[opt.name] = opt
+    decorators = []
+    for opt in seen.values():
+        flag = "--" + opt.name.replace("_", "-")
+        users = [g.name for g in BUILTIN_SUITES.values() if any(o.name == opt.name for o in g.options)]
+        kwargs: dict[str, Any] = {
+            "default": None,
+            "multiple": bool(opt.multiple),
+            "help": f"[{', '.join(users)}] {opt.help}",
+        }
+        if opt.type in (int, "int"):
+            kwargs["type"] = int
+        elif opt.type in (float, "float"):
+            kwargs["type"] = float
+        decorators.append(click.option(flag, opt.name, **kwargs))
+    return decorators
+
+
+def _apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    def wrap(func: Any) -> Any:
+        for dec in reversed(list(decorators)):
+            func = dec(func)
+        return func
+
+    return wrap
+
+
+def _build_suites(specs: tuple[str, ...], options: dict[str, Any]) -> list[Any]:
+    from emb.extract.suites import BUILTIN_SUITES, build_suite, load_suite
+
+    suites = []
+    for spec in specs:
+        if spec in BUILTIN_SUITES:
+            gen = BUILTIN_SUITES[spec]
+            wanted = {o.name for o in gen.options}
+            kwargs = {}
+            for key, value in options.items():
+                if key not in wanted or value is None or value == ():
+                    continue
+                kwargs[key] = list(value) if isinstance(value, tuple) else value
+            suites.append(build_suite(spec, **kwargs))
+        elif Path(spec).is_file():
+            suites.append(load_suite(spec))
+        else:
+            raise click.BadParameter(
+                f"{spec!r} is neither a built-in suite ({', '.join(BUILTIN_SUITES)}) nor a suite file",
+                param_hint="--suite",
+            )
+    return suites
+
+
+@main.command()
+@click.option("--model", "-m", required=True, help="Hugging Face model id, local directory or .gguf file.")
+@click.option("--suite", "-s", "suite_specs", required=True, multiple=True,
+              help="Built-in suite name (see 'emb suites') or a suite file (JSON/YAML); repeatable.")
+@click.option("--store", required=True, help="Store path or fsspec URL (created when missing).")
+@click.option("--name", "names", multiple=True, help="Group name per suite (default: the suite's name).")
+@click.option("--poolings", default=None, help="Comma-separated subset of first,last,mean,max (default: all).")
+@click.option("--dtype", type=click.Choice(["float32", "float16", "bfloat16"]), default=None,
+              help="Model compute dtype (default float32).")
+@click.option("--storage-dtype", type=click.Choice(["float16", "float32"]), default=None,
+              help="Stored vector dtype (default float16; see README for the precision impact).")
+@click.option("--batch-size", type=int, default=None, help="Items per forward batch (default 64).")
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="Default auto.")
+@click.option("--bos/--no-bos", default=None,
+              help="Force / suppress a BOS token (default: the tokenizer's own behaviour).")
+@click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
+@click.option("--overwrite", is_flag=True, help="Replace suite groups written from another definition.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@_apply(_suite_options())
+def extract(
+    model: str,
+    suite_specs: tuple[str, ...],
+    store: str,
+    names: tuple[str, ...],
+    poolings: str | None,
+    dtype: str | None,
+    storage_dtype: str | None,
+    batch_size: int | None,
+    device: str | None,
+    bos: bool | None,
+    revision: str | None,
+    overwrite: bool,
+    quiet: bool,
+    **suite_options: Any,
+) -> None:
+    """Write every layer's embedding of each suite item's target word into STORE."""
+    from emb.extract.pipeline import extract as run_extract
+    from emb.store import describe, open_store
+
+    suites = _build_suites(suite_specs, suite_options)
+    for suite in suites:
+        missing = (suite.parameters or {}).get("missing_random")
+        if missing:
+            click.echo(
+                f"{suite.name}: {len(missing)} words have no corpus sentence and no 'random' item: "
+                f"{', '.join(map(str, missing[:20]))}{' …' if len(missing) > 20 else ''}",
+                err=True,
+            )
+    kwargs: dict[str, Any] = {
+        k: v
+        for k, v in {
+            "dtype": dtype,
+            "storage_dtype": storage_dtype,
+            "batch_size": batch_size,
+            "device": device,
+            "revision": revision,
+        }.items()
+        if v is not None
+    }
+    if poolings is not None:
+        kwargs["poolings"] = tuple(p.strip() for p in poolings.split(",") if p.strip())
+    reports = run_extract(
+        model,
+        suites,
+        store,
+        bos=bos,
+        names=list(names) if names else None,
+        overwrite=overwrite,
+        progress=not quiet,
+        **kwargs,
+    )
+    for r in reports:
+        if r.already_complete:
+            click.echo(f"{r.name}: already complete ({r.n_items} items), nothing to do")
+        else:
+            click.echo(
+                f"{r.name}: {r.n_items} items ({r.n_unique} distinct contexts), {r.n_computed} computed, "
+                f"{r.n_copied} copied, {r.blocks_written}/{r.blocks_total} blocks written in "
+                f"{r.seconds:.1f} s"
+            )
+    click.echo(describe(open_store(store).info()))
+
+
+@main.command()
+@click.argument("path")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def info(path: str, as_json: bool) -> None:
+    """Model, suites, items, layers, size on disk and completeness of the store at PATH."""
+    from emb.store import describe, open_store
+
+    summary = open_store(path).info()
+    click.echo(json.dumps(summary.to_dict(), indent=2, default=str) if as_json else describe(summary))
+
+
+@main.command()
+@click.argument("path")
+@click.option("--deep", is_flag=True, help="Also decode every written block and check it is finite.")
+def validate(path: str, deep: bool) -> None:
+    """Check a store: exit 0 complete, 1 incomplete (re-run the extract), 2 corrupt or empty."""
+    from emb.store import open_store
+
+    report = open_store(path).validate(deep=deep)
+    click.echo(f"{path}: {report.status}")
+    for problem in report.problems:
+        click.echo(f"  - {problem}")
+    sys.exit({"complete": 0, "incomplete": 1}.get(report.status, 2))
+
+
+@main.command()
+def suites() -> None:
+    """List the built-in stimulus suites and their options."""
+    from emb.extract.suites import BUILTIN_SUITES
+
+    for gen in BUILTIN_SUITES.values():
+        click.echo(f"{gen.name}\n    {gen.description}")
+        for opt in gen.options:
+            default = "" if opt.default in (None, ()) else f" (default {opt.default})"
+            many = " [repeatable]" if opt.multiple else ""
+            click.echo(f"    --{opt.name.replace('_', '-')}{many}: {opt.help}{default}")
+    click.echo("A suite file (JSON/YAML, schema emb/schemas/suite.schema.json) can be passed to --suite too.")
+
+
+@main.command(name="zip")
+@click.argument("path")
+@click.argument("target")
+def zip_command(path: str, target: str) -> None:
+    """Pack the finished store PATH into one zip file TARGET for sharing (read with emb as is)."""
+    from emb.store import open_store
+
+    out = open_store(path).to_zip(target)
+    click.echo(f"wrote {out} ({out.stat().st_size / 2**20:.1f} MiB)")
+
+
+def _register_analyze() -> None:
+    try:
+        from emb.cli.analyze import analyze
+    except ImportError:  # pragma: no cover - the analyze command ships with the package
+        return
+    main.add_command(analyze)
+
+
+_register_analyze()
