@@ -1,0 +1,373 @@
+"""emb.analyses.stats against hand calculations, brute force and scipy."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.stats
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from emb.analyses import stats
+from emb.errors import AnalysisError
+
+# ------------------------------------------------------------------ cosines and effect sizes
+
+
+def test_unit_and_cosine_matrix_hand_computed():
+    np.testing.assert_allclose(stats.unit([3.0, 4.0]), [0.6, 0.8])
+    np.testing.assert_allclose(stats.unit([[3.0], [4.0]], axis=0), [[0.6], [0.8]])
+    u = np.array([[1.0, 0.0], [0.0, 2.0]])
+    v = np.array([[1.0, 1.0], [-3.0, 0.0], [0.0, 5.0]])
+    h = math.sqrt(0.5)
+    np.testing.assert_allclose(stats.cosine_matrix(u, v), [[h, -1.0, 0.0], [h, 0.0, 1.0]])
+    # batch dims broadcast: (2, 2, d) x (3, d)
+    batch = np.stack([u, 2 * u])
+    assert stats.cosine_matrix(batch, v).shape == (2, 2, 3)
+    # float16 input is computed in float64
+    assert stats.cosine_matrix(u.astype(np.float16), v).dtype == np.float64
+
+
+def test_unit_zero_vector_raises_not_nan():
+    with pytest.raises(AnalysisError, match="zero or non-finite length"):
+        stats.unit([[1.0, 0.0], [0.0, 0.0]])
+    with pytest.raises(AnalysisError):
+        stats.cosine_matrix([[np.nan, 1.0]], [[1.0, 0.0]])
+
+
+def test_association_and_effect_sizes_hand_computed():
+    # s = mean(0.5, 0.7) - mean(0.1, 0.3) = 0.6 - 0.2
+    assert stats.association([0.5, 0.7], [0.1, 0.3]) == pytest.approx(0.4)
+    # SC-WEAT: (0.4 - 0.1) / std([0.3, 0.5, 0.1, 0.1], ddof=1)
+    # mean 0.25, squared deviations 0.0025 + 0.0625 + 0.0225 + 0.0225 = 0.11, / 3
+    assert stats.sc_weat_effect_size([0.3, 0.5], [0.1, 0.1]) == pytest.approx(
+        0.3 / math.sqrt(0.11 / 3)
+    )
+    assert stats.sc_weat_effect_size([0.3, 0.5], [0.1, 0.1], ddof=0) == pytest.approx(
+        0.3 / math.sqrt(0.11 / 4)
+    )
+    # WEAT: (0.3 - (-0.1)) / std([0.2, 0.4, 0, -0.2]) ; mean 0.1, ss = .01+.09+.01+.09 = .2
+    assert stats.weat_effect_size([0.2, 0.4], [0.0, -0.2]) == pytest.approx(
+        0.4 / math.sqrt(0.2 / 3)
+    )
+    assert stats.weat_statistic([0.2, 0.4], [0.0, -0.2]) == pytest.approx(0.8)
+
+
+def test_effect_sizes_vectorised_over_batch():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(3, 4, 5)), rng.normal(size=(3, 4, 6))
+    got = stats.sc_weat_effect_size(a, b)
+    assert got.shape == (3, 4)
+    i, j = 2, 1
+    both = np.concatenate([a[i, j], b[i, j]])
+    assert got[i, j] == pytest.approx((a[i, j].mean() - b[i, j].mean()) / both.std(ddof=1))
+
+
+def test_effect_size_constant_gives_nan_and_ddof_too_large_raises():
+    assert np.isnan(stats.weat_effect_size([1.0, 1.0], [1.0]))
+    with pytest.raises(AnalysisError, match="ddof"):
+        stats.weat_effect_size([1.0], [2.0], ddof=2)
+
+
+# ------------------------------------------------------------------ permutation test
+
+
+def _brute_force(values, n_x, alternative):
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    obs = values[:n_x].sum() - values[n_x:].sum()
+    null = []
+    for comb in itertools.combinations(range(n), n_x):
+        mask = np.zeros(n, bool)
+        mask[list(comb)] = True
+        null.append(values[mask].sum() - values[~mask].sum())
+    null = np.array(null)
+    eps = 1e-9
+    if alternative == "greater":
+        return obs, np.mean(null >= obs - eps)
+    if alternative == "less":
+        return obs, np.mean(null <= obs + eps)
+    e0 = null.mean()
+    return obs, np.mean(np.abs(null - e0) >= np.abs(obs - e0) - eps)
+
+
+def test_permutation_hand_computed():
+    # values 3,2,1,0; X = {3,2}: S = 4. Splits S: {3,2}:4 {3,1}:2 {3,0}:0 {2,1}:0 {2,0}:-2 {1,0}:-4
+    res = stats.permutation_test([3.0, 2.0, 1.0, 0.0], 2)
+    assert res.statistic == pytest.approx(4.0)
+    assert res.pvalue == pytest.approx(1 / 6)
+    assert res.n_permutations == 0
+    less = stats.permutation_test([3.0, 2.0, 1.0, 0.0], 2, alternative="less")
+    assert less.pvalue == pytest.approx(1.0)
+    two = stats.permutation_test([3.0, 2.0, 1.0, 0.0], 2, alternative="two-sided")
+    assert two.pvalue == pytest.approx(2 / 6)  # |S| >= 4: {3,2} and {1,0}
+
+
+@pytest.mark.parametrize("alternative", ["greater", "less", "two-sided"])
+@pytest.mark.parametrize(("n", "n_x"), [(6, 3), (7, 2), (9, 4), (10, 5)])
+def test_exact_pvalue_matches_itertools(alternative, n, n_x):
+    rng = np.random.default_rng(n * 10 + n_x)
+    values = rng.normal(size=(3, n))
+    res = stats.permutation_test(values, n_x, alternative=alternative)
+    assert res.n_permutations == 0
+    for row in range(3):
+        obs, p = _brute_force(values[row], n_x, alternative)
+        assert res.statistic[row] == pytest.approx(obs)
+        assert res.pvalue[row] == pytest.approx(p, abs=1e-12)
+
+
+def test_exact_counts_float_ties():
+    # all values equal: every split ties with the observed one
+    res = stats.permutation_test(np.full(8, 0.1), 4)
+    assert res.pvalue == pytest.approx(1.0)
+    # values whose subset sums tie only up to rounding
+    values = np.array([0.1, 0.2, 0.3, 0.3, 0.2, 0.1])
+    res = stats.permutation_test(values, 3, alternative="two-sided")
+    obs, p = _brute_force(values, 3, "two-sided")
+    assert res.pvalue == pytest.approx(p)
+
+
+def test_monte_carlo_close_to_exact_and_seeded():
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=(4, 16)) + np.r_[np.full(8, 0.4), np.zeros(8)]
+    exact = stats.permutation_test(values, 8, method="exact")
+    mc = stats.permutation_test(values, 8, method="monte-carlo", n_permutations=20_000, seed=1)
+    assert mc.n_permutations == 20_000
+    # standard error of a proportion with N = 20,000 is at most 0.0036
+    np.testing.assert_allclose(mc.pvalue, exact.pvalue, atol=0.015)
+    again = stats.permutation_test(values, 8, method="monte-carlo", n_permutations=20_000, seed=1)
+    np.testing.assert_array_equal(mc.pvalue, again.pvalue)
+    # the same splits are used whatever the batch: row 2 alone gives the same p
+    alone = stats.permutation_test(values[2], 8, method="monte-carlo", n_permutations=20_000, seed=1)
+    assert alone.pvalue == mc.pvalue[2]
+    other = stats.permutation_test(values, 8, method="monte-carlo", n_permutations=20_000, seed=2)
+    assert not np.array_equal(other.pvalue, mc.pvalue)
+
+
+def test_exact_limit_switches_to_monte_carlo():
+    values = np.arange(12.0)
+    assert stats.permutation_test(values, 6, exact_limit=924).n_permutations == 0
+    res = stats.permutation_test(values, 6, exact_limit=923, n_permutations=999)
+    assert res.n_permutations == 999
+    # X holds the 6 largest values: no random split exceeds it, p = (1 + #ties) / 1000
+    res = stats.permutation_test(values[::-1], 6, exact_limit=0, n_permutations=999)
+    assert 1 / 1000 <= res.pvalue <= 0.01
+
+
+def test_reference_method_normal_tail():
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=20)
+    n_x = 10
+    res = stats.permutation_test(values, n_x, method="reference", n_permutations=5000, seed=0)
+    assert res.n_permutations == 5000
+    # the exact null is symmetric about E0 with variance n_x n_y / (n - 1) * 4 * var_pop(values)
+    obs = values[:n_x].sum() - values[n_x:].sum()
+    sd = 2 * math.sqrt(n_x * n_x / (20 - 1) * values.var())
+    e0 = 0.0
+    assert res.pvalue == pytest.approx(scipy.stats.norm.sf(obs, e0, sd), abs=0.02)
+    two = stats.permutation_test(
+        values, n_x, method="reference", n_permutations=5000, seed=0, alternative="two-sided"
+    )
+    assert two.pvalue == pytest.approx(2 * min(res.pvalue, 1 - res.pvalue), rel=1e-9)
+
+
+def test_permutation_nan_rows_and_validation():
+    values = np.array([[1.0, 2.0, 3.0, 4.0], [1.0, np.nan, 3.0, 4.0]])
+    res = stats.permutation_test(values, 2)
+    assert np.isfinite(res.pvalue[0]) and np.isnan(res.pvalue[1]) and np.isnan(res.statistic[1])
+    with pytest.raises(AnalysisError, match="n_x"):
+        stats.permutation_test([1.0, 2.0], 2)
+    with pytest.raises(AnalysisError, match="alternative"):
+        stats.permutation_test([1.0, 2.0], 1, alternative="bigger")
+    with pytest.raises(AnalysisError, match="method"):
+        stats.permutation_test([1.0, 2.0], 1, method="magic")
+
+
+def test_permutation_result_round_trips():
+    res = stats.permutation_test(np.arange(6.0).reshape(2, 3), 1)
+    again = stats.PermutationResult.from_dict(res.to_dict())
+    np.testing.assert_array_equal(again.pvalue, res.pvalue)
+    assert again.n_permutations == res.n_permutations
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    hnp.arrays(np.float64, st.integers(3, 9), elements=st.floats(-1, 1, allow_nan=False)),
+    st.sampled_from(["greater", "less", "two-sided"]),
+    st.data(),
+)
+def test_pvalues_in_unit_interval_and_exact(values, alternative, data):
+    n_x = data.draw(st.integers(1, len(values) - 1))
+    res = stats.permutation_test(values, n_x, alternative=alternative)
+    assert 0.0 < res.pvalue <= 1.0
+    assert res.pvalue >= 1 / math.comb(len(values), n_x) - 1e-12
+
+
+# ------------------------------------------------------------------ correlations
+
+
+@pytest.mark.parametrize("n", [4, 5, 12, 200])
+def test_pearson_matches_scipy(n):
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=n)
+    y = 0.5 * x + rng.normal(size=n)
+    got = stats.pearson(x, y)
+    ref = scipy.stats.pearsonr(x, y)
+    ci = ref.confidence_interval()
+    assert got.r == pytest.approx(ref.statistic, rel=1e-12)
+    assert got.pvalue == pytest.approx(ref.pvalue, rel=1e-9)
+    assert got.n == n
+    assert got.ci_low == pytest.approx(ci.low, rel=1e-9)
+    assert got.ci_high == pytest.approx(ci.high, rel=1e-9)
+
+
+def test_pearson_hand_computed():
+    c = stats.pearson([1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 1.0, 4.0, 3.0, 5.0])
+    # Σdxdy = (-2)(-1)+(-1)(-2)+0+1*0+2*2 = 8; Σdx² = Σdy² = 10
+    assert c.r == pytest.approx(0.8)
+    half = 1.959963984540054 / math.sqrt(2)
+    assert c.ci_low == pytest.approx(math.tanh(math.atanh(0.8) - half))
+    # t = r sqrt(3 / (1 - r^2)) = 0.8 * sqrt(3 / 0.36) with 3 df
+    assert c.pvalue == pytest.approx(2 * scipy.stats.t.sf(0.8 * math.sqrt(3 / 0.36), 3))
+
+
+def test_spearman_matches_scipy_with_ties_and_batch():
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 6, size=(3, 30)).astype(float)
+    y = x + rng.normal(size=(3, 30))
+    got = stats.spearman(x, y)
+    assert got.r.shape == (3,)
+    for i in range(3):
+        ref = scipy.stats.spearmanr(x[i], y[i])
+        assert got.r[i] == pytest.approx(ref.statistic, rel=1e-12)
+        assert got.pvalue[i] == pytest.approx(ref.pvalue, rel=1e-9)
+    ranks = stats.spearman(x[0], y[0])
+    ref = scipy.stats.pearsonr(scipy.stats.rankdata(x[0]), scipy.stats.rankdata(y[0]))
+    assert ranks.ci_low == pytest.approx(ref.confidence_interval().low, rel=1e-9)
+
+
+def test_correlations_drop_incomplete_pairs_and_use_axis():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(10, 2))
+    y = x + rng.normal(size=(10, 2))
+    x[3, 0] = np.nan
+    y[7, 1] = np.nan
+    got = stats.pearson(x, y, axis=0)
+    np.testing.assert_array_equal(got.n, [9, 9])
+    keep = np.isfinite(x[:, 0]) & np.isfinite(y[:, 0])
+    assert got.r[0] == pytest.approx(scipy.stats.pearsonr(x[keep, 0], y[keep, 0]).statistic)
+    sp = stats.spearman(x, y, axis=0)
+    keep = np.isfinite(x[:, 1]) & np.isfinite(y[:, 1])
+    assert sp.r[1] == pytest.approx(scipy.stats.spearmanr(x[keep, 1], y[keep, 1]).statistic)
+
+
+def test_correlation_degenerate_cases():
+    assert np.isnan(stats.pearson([1.0, 1.0, 1.0], [1.0, 2.0, 3.0]).r)
+    two = stats.pearson([1.0, 2.0], [3.0, 5.0])
+    assert two.r == pytest.approx(1.0) and two.pvalue == 1.0 and np.isnan(two.ci_low)
+    perfect = stats.pearson(np.arange(10.0), 2 * np.arange(10.0))
+    assert perfect.pvalue == pytest.approx(0.0, abs=1e-12)
+
+
+# ------------------------------------------------------------------ multiple comparisons
+
+
+def test_holm_and_bh_hand_computed():
+    p = np.array([0.01, 0.04, 0.03, 0.005])
+    # sorted 0.005, 0.01, 0.03, 0.04 ; Holm factors 4,3,2,1 -> .02, .03, .06, .04 -> cummax
+    np.testing.assert_allclose(stats.holm(p), [0.03, 0.06, 0.06, 0.02])
+    # BH: m p / rank -> .02, .02, .04, .04 -> reverse cummin
+    np.testing.assert_allclose(stats.benjamini_hochberg(p), [0.02, 0.04, 0.04, 0.02])
+    np.testing.assert_allclose(stats.adjust_pvalues(p, "none"), p)
+    np.testing.assert_allclose(stats.holm([0.5, 0.9]), [1.0, 1.0])
+
+
+def test_adjustments_ignore_nan_and_work_along_axis():
+    p = np.array([[0.01, np.nan], [0.04, 0.2], [0.03, np.nan]])
+    holm = stats.holm(p, axis=0)
+    np.testing.assert_allclose(holm[:, 0], stats.holm([0.01, 0.04, 0.03]))
+    np.testing.assert_allclose(holm[:, 1], [np.nan, 0.2, np.nan])
+    bh = stats.adjust_pvalues(p, "bh", axis=0)
+    np.testing.assert_allclose(bh[:, 0], stats.benjamini_hochberg([0.01, 0.04, 0.03]))
+    with pytest.raises(AnalysisError, match="correction"):
+        stats.adjust_pvalues(p, "bonferroni")
+    with pytest.raises(AnalysisError, match="0, 1"):
+        stats.holm([1.5])
+
+
+def test_adjustments_match_statsmodels_if_installed():
+    multitest = pytest.importorskip("statsmodels.stats.multitest")
+    p = np.random.default_rng(0).uniform(size=25) ** 2
+    np.testing.assert_allclose(stats.holm(p), multitest.multipletests(p, method="holm")[1])
+    np.testing.assert_allclose(
+        stats.benjamini_hochberg(p), multitest.multipletests(p, method="fdr_bh")[1]
+    )
+
+
+@settings(max_examples=50, deadline=None)
+@given(hnp.arrays(np.float64, st.integers(1, 12), elements=st.floats(0, 1)))
+def test_adjusted_pvalues_bounded_and_monotone(p):
+    for adj in (stats.holm(p), stats.benjamini_hochberg(p)):
+        assert np.all((adj >= p - 1e-15) & (adj <= 1.0))
+        order = np.argsort(p, kind="stable")
+        assert np.all(np.diff(adj[order]) >= -1e-15)
+
+
+# ------------------------------------------------------------------ xarray wrappers
+
+
+def test_cosine_wrapper_matches_numpy_and_is_lazy():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(5, 3, 4))
+    b = rng.normal(size=(2, 3, 4))
+    xa = xr.DataArray(da.from_array(a, chunks=(2, 3, 4)), dims=("item", "layer", "feature"))
+    xb = xr.DataArray(b, dims=("attribute", "layer", "feature"))
+    got = stats.cosine(xa, xb)
+    assert isinstance(got.data, da.Array)
+    assert set(got.dims) == {"item", "attribute", "layer"}
+    want = np.einsum("ilf,alf->ial", stats.unit(a), stats.unit(b))
+    np.testing.assert_allclose(got.transpose("item", "attribute", "layer").values, want)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(0.01, 1000), st.integers(0, 2**16))
+def test_cosine_scores_invariant_to_positive_scaling(scale, seed):
+    rng = np.random.default_rng(seed)
+    w, a, b = rng.normal(size=(3, 6)), rng.normal(size=(4, 6)), rng.normal(size=(5, 6))
+    d = stats.sc_weat_effect_size(stats.cosine_matrix(w, a), stats.cosine_matrix(w, b))
+    d_scaled = stats.sc_weat_effect_size(
+        stats.cosine_matrix(scale * w, a), stats.cosine_matrix(w, scale * b)
+    )
+    np.testing.assert_allclose(d, d_scaled, rtol=1e-9, atol=1e-12)
+
+
+def test_correlation_wrapper_matches_kernel_and_is_lazy():
+    rng = np.random.default_rng(4)
+    es = rng.normal(size=(40, 3, 2))
+    ratings = es[:, 1, 0] + rng.normal(size=40)
+    xes = xr.DataArray(
+        da.from_array(es, chunks=(10, 1, 2)),
+        dims=("item", "layer", "pooling"),
+        coords={"layer": [0, 1, 2], "pooling": ["first", "mean"]},
+    )
+    xr_ratings = xr.DataArray(ratings, dims="item")
+    for method, fn in (("pearson", scipy.stats.pearsonr), ("spearman", scipy.stats.spearmanr)):
+        ds = stats.correlation(xes, xr_ratings, dim="item", method=method)
+        assert set(ds.data_vars) == {"r", "p", "n", "ci_low", "ci_high"}
+        assert isinstance(ds.r.data, da.Array)
+        ds = ds.compute()
+        assert ds.r.dims == ("layer", "pooling")
+        ref = fn(es[:, 1, 0], ratings)
+        assert float(ds.r.sel(layer=1, pooling="first")) == pytest.approx(ref.statistic)
+        assert float(ds.p.sel(layer=1, pooling="first")) == pytest.approx(ref.pvalue, rel=1e-8)
+        assert int(ds.n.sel(layer=2, pooling="mean")) == 40
+    with pytest.raises(AnalysisError, match="method"):
+        stats.correlation(xes, xr_ratings, dim="item", method="kendall")
+    with pytest.raises(AnalysisError, match="no dimension"):
+        stats.correlation(xes, xr_ratings, dim="word")
