@@ -116,6 +116,7 @@ def extract(
     overwrite: bool = False,
     progress: bool = True,
     storage_options: dict[str, Any] | None = None,
+    block_size: int | None = None,
 ) -> list[SuiteReport]:
     """Extract every layer's embedding of each suite item's target into ``store``.
 
@@ -138,6 +139,8 @@ def extract(
         Group names (default: the suites' names).
     overwrite
         Replace existing groups of the same name instead of refusing a different definition.
+    block_size
+        Items per shard (default: a power of two keeping a shard near 64 MiB).
 
     Returns
     -------
@@ -188,6 +191,7 @@ def extract(
                 settings=settings,
                 overwrite=overwrite,
                 progress=progress,
+                block_size=block_size,
             )
         )
     return reports
@@ -326,6 +330,7 @@ def _extract_suite(
     settings: ExtractionSettings,
     overwrite: bool,
     progress: bool,
+    block_size: int | None,
 ) -> SuiteReport:
     t0 = time.perf_counter()
     info = runner.info
@@ -351,6 +356,7 @@ def _extract_suite(
         suite_attrs=_suite_attrs(suite),
         extraction_attrs=extraction,
         overwrite=overwrite,
+        block_size=block_size,
     )
     ranges = writer.block_ranges()
     pending = writer.pending_blocks()
@@ -397,7 +403,8 @@ def _extract_suite(
                     batch_size=settings.batch_size,
                     progress=bar.update if bar is not None else None,
                 )
-                cast = values.astype(dtype)
+                with np.errstate(over="ignore"):
+                    cast = values.astype(dtype)
                 if dtype == np.float16 and not np.isfinite(cast).all():
                     raise StoreError(
                         f"suite {name!r}: values up to {float(np.abs(values).max()):.4g} exceed the "

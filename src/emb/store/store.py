@@ -231,7 +231,7 @@ def open_store(
     text = os.fspath(location)
     zstore = open_zarr_store(text, mode="r", storage_options=storage_options)
     try:
-        root = zarr.open_group(zstore, mode="r", zarr_format=3)
+        root = zarr.open_group(zstore, mode="r", zarr_format=3, use_consolidated=False)
     except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError, ValueError) as err:
         raise StoreError(f"{text} is not an emb store (no zarr v3 group at its root): {err}") from err
     if dm.ATTR_SCHEMA_VERSION not in root.attrs:

@@ -17,6 +17,7 @@ items alone, so a resumed store ends bitwise identical to an uninterrupted one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import warnings
 from datetime import UTC, datetime
 from typing import Any
 
@@ -65,7 +66,7 @@ def open_for_writing(
 ) -> tuple[Any, zarr.Group]:
     """Open (or create) a store for ``model``; refuse one written by another model or revision."""
     zstore = open_zarr_store(location, mode="a", storage_options=storage_options)
-    root = zarr.open_group(zstore, mode="a", zarr_format=3)
+    root = zarr.open_group(zstore, mode="a", zarr_format=3, use_consolidated=False)
     existing = root.attrs.get(dm.ATTR_MODEL)
     if existing:
         diffs = [
@@ -114,6 +115,7 @@ class SuiteWriter:
         suite_attrs: Mapping[str, Any],
         extraction_attrs: Mapping[str, Any],
         overwrite: bool = False,
+        block_size: int | None = None,
     ) -> SuiteWriter:
         """Create the group's layout, or reopen an unfinished group written by the same command.
 
@@ -123,7 +125,11 @@ class SuiteWriter:
             The group exists with another suite definition or other extraction settings.
         """
         n_items, n_layers, n_poolings, n_features = shape
-        block = block_size_for(n_layers, n_poolings, n_features, np.dtype(storage_dtype).itemsize)
+        block = block_size or block_size_for(
+            n_layers, n_poolings, n_features, np.dtype(storage_dtype).itemsize
+        )
+        if block < 1:
+            raise StoreError(f"block size must be >= 1; got {block}")
         extraction = {**extraction_attrs, "block_size": block}
         if name in root:
             group = root[name]
@@ -151,7 +157,7 @@ class SuiteWriter:
         extraction: Mapping[str, Any],
     ) -> None:
         coords.to_zarr(root.store, group=name, mode="w", zarr_format=3, consolidated=False)
-        group = zarr.open_group(root.store, path=name, mode="a", zarr_format=3)
+        group = zarr.open_group(root.store, path=name, mode="a", zarr_format=3, use_consolidated=False)
         n_items, n_layers, n_poolings, n_features = shape
         item_coords = " ".join(
             str(k) for k, v in coords.coords.items() if v.dims and v.dims[0] == "item" and k != "item"
@@ -192,6 +198,7 @@ class SuiteWriter:
             }
         )
         group.attrs[dm.ATTR_SKELETON] = True  # last: the layout is whole
+        consolidate(root)
 
     # -- blocks -------------------------------------------------------------------------------------
     @property
@@ -239,6 +246,16 @@ class SuiteWriter:
         if pending:
             raise StoreError(f"cannot finish {self.name!r}: blocks {pending[:10]} are not written")
         self.group.attrs[dm.ATTR_COMPLETE] = True
+        consolidate(self.root)
+
+
+def consolidate(root: zarr.Group) -> None:
+    """Refresh the root's consolidated metadata so plain ``xr.open_zarr(path, group=...)`` opens
+    groups in one read without warnings.  emb itself never trusts it (it reads with
+    ``consolidated=False``), so a copy made stale by an interrupted run is harmless."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+        zarr.consolidate_metadata(root.store, zarr_format=3)
 
 
 def _check_same(
