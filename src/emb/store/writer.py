@@ -16,8 +16,8 @@ items alone, so a resumed store ends bitwise identical to an uninterrupted one.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import warnings
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
