@@ -338,7 +338,7 @@ def _extract_suite(
     shape = (len(suite.items), n_layers, len(settings.poolings), int(info.hidden_size))
     extraction = {
         **settings.to_dict(),
-        "bos_token_added": bool(plan.encodings and getattr(plan.encodings[0], "bos_added", False)),
+        "bos_token_added": _bos_added(plan, getattr(info, "bos_token_id", None)),
         "layer_semantics": (
             f"layer 0 = embedding output; layers 1..{n_layers - 1} = the {n_layers - 1} blocks' "
             f"hidden states as the model returns them; the last is {info.last_layer}"
@@ -436,6 +436,15 @@ def _extract_suite(
         name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=n_computed,
         n_copied=n_copied, blocks_written=len(pending), blocks_total=len(ranges),
         already_complete=False, seconds=time.perf_counter() - t0,
+    )
+
+
+def _bos_added(plan: _Plan, bos_id: int | None) -> bool:
+    """Whether the encoded contexts start with the model's BOS token."""
+    return bool(
+        bos_id is not None
+        and plan.encodings
+        and all(len(e.input_ids) and int(e.input_ids[0]) == bos_id for e in plan.encodings)
     )
 
 

