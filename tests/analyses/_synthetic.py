@@ -1,0 +1,348 @@
+"""Small seeded synthetic suites with planted effects, shaped like real store groups.
+
+Used by the analyses, plots and CLI tests (not a test module itself).
+
+Geometry: ``d``-dimensional vectors; feature 5 is the valence direction, 6 arousal, 7 dominance,
+features 0-1 are "rogue" high-variance directions planted in the top layer (as in GPT-2's top layer),
+feature 2 a constant offset (anisotropy); everything else is unit Gaussian noise.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+PLEASANT = (
+    "caress freedom health love peace cheer friend heaven loyal pleasure diamond gentle honest lucky "
+    "rainbow diploma gift honor miracle sunrise family happy laughter paradise vacation"
+).split()
+UNPLEASANT = (
+    "abuse crash filth murder sickness accident death grief poison stink assault disaster hatred "
+    "pollute tragedy divorce jail poverty ugly cancer kill rotten vomit agony prison"
+).split()
+POOLINGS = ("first", "last", "mean", "max")
+SETTINGS = ("bleached", "aligned", "misaligned", "random")
+VAL, ARO, DOM = 5, 6, 7
+
+#: Valence signal of a lexicon word's own meaning, per setting, at each layer fraction (0..1).
+WORD_SIGNAL = {"bleached": 1.0, "aligned": 1.0, "misaligned": 1.0, "random": 0.6}
+#: Valence carried by the context (sign: +1 agrees with the word's rating, -1 mirrored).
+CONTEXT_SIGNAL = {"bleached": 0.0, "aligned": 0.8, "misaligned": -2.5, "random": 0.0}
+
+
+def _band(v: float) -> str:
+    if v < 2.5:
+        return "very unpleasant"
+    if v < 4.0:
+        return "unpleasant"
+    if v < 6.0:
+        return "neither pleasant nor unpleasant"
+    if v < 7.5:
+        return "pleasant"
+    return "very pleasant"
+
+
+_MIRROR = {
+    "very unpleasant": "very pleasant",
+    "unpleasant": "pleasant",
+    "neither pleasant nor unpleasant": "neither pleasant nor unpleasant",
+    "pleasant": "unpleasant",
+    "very pleasant": "very unpleasant",
+}
+
+
+def lexicon_table(n_words: int = 120, *, name: str = "toy", seed: int = 0) -> pd.DataFrame:
+    """Words w000.. with uniform valence/arousal/dominance on 1-9 and a subtoken count."""
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode())])
+    words = [f"{name}{i:04d}" for i in range(n_words)]
+    return pd.DataFrame(
+        {
+            "word": words,
+            "valence": rng.uniform(1, 9, n_words).round(2),
+            "arousal": rng.uniform(1, 9, n_words).round(2),
+            "dominance": rng.uniform(1, 9, n_words).round(2),
+            "n_subtokens": np.where(rng.random(n_words) < 0.55, 1, rng.integers(2, 4, n_words)),
+        }
+    )
+
+
+def vast_dataset(
+    *,
+    n_words: int = 120,
+    n_layers: int = 4,
+    d: int = 16,
+    lexicons: Sequence[str] = ("toy",),
+    settings: Sequence[str] = SETTINGS,
+    poolings: Sequence[str] = POOLINGS,
+    rogue: float = 40.0,
+    noise: float = 1.0,
+    seed: int = 0,
+    dtype: str = "float32",
+    with_arousal: bool = True,
+    drop_words: Sequence[str] = (),
+) -> xr.Dataset:
+    """A ``vast`` suite group in memory (numpy-backed), with planted valence effects.
+
+    Per item, at layer ``l`` of ``L``: ``x = a·(v−5)/4·e_VAL + b·(a−5)/4·e_ARO + c·(dom−5)/4·e_DOM
+    + noise`` where ``a`` = word signal (zero below the middle layer for multiply tokenized words)
+    + context signal (growing with the layer, mirrored in the misaligned setting); polar words
+    sit at ``±2·e_VAL``; the top layer adds ``rogue·N(0,1)`` on features 0 and 1 and a constant
+    offset on feature 2.
+    """
+    rng = np.random.default_rng(seed)
+    L = n_layers - 1
+    rows: list[dict[str, Any]] = []
+    for lex in lexicons:
+        table = lexicon_table(n_words, name=lex, seed=seed)
+        for setting in settings:
+            for rec in table.itertuples():
+                band = _band(rec.valence)
+                if setting == "misaligned":
+                    band = _MIRROR[band]
+                rows.append(
+                    {
+                        "word": rec.word,
+                        "setting": setting,
+                        "stimulus_set": "lexicon",
+                        "lexicon": lex,
+                        "valence": rec.valence,
+                        "arousal": rec.arousal if with_arousal else np.nan,
+                        "dominance": rec.dominance if with_arousal else np.nan,
+                        "valence_raw": rec.valence,
+                        "band": band if setting in ("aligned", "misaligned") else "",
+                        "in_lexicon": "",
+                        "n_subtokens": int(rec.n_subtokens),
+                    }
+                )
+            for polar, words, rating in (("pleasant", PLEASANT, 8.0), ("unpleasant", UNPLEASANT, 2.0)):
+                for i, w in enumerate(words):
+                    band = _band(rating) if setting in ("aligned", "misaligned") else ""
+                    rows.append(
+                        {
+                            "word": w,
+                            "setting": setting,
+                            "stimulus_set": polar,
+                            "lexicon": lex,
+                            "valence": np.nan,
+                            "arousal": np.nan,
+                            "dominance": np.nan,
+                            "valence_raw": np.nan,
+                            "band": band,
+                            "in_lexicon": "false",
+                            "n_subtokens": 2 if i in (3, 17) else 1,
+                        }
+                    )
+    items = pd.DataFrame(rows)
+    if drop_words:
+        items = items[~items["word"].isin(list(drop_words))].reset_index(drop=True)
+    n = len(items)
+    emb = np.empty((n, n_layers, len(poolings), d), dtype=np.float64)
+    val = ((items["valence"].to_numpy(float) - 5) / 4)
+    aro = ((items["arousal"].to_numpy(float) - 5) / 4)
+    dom = ((items["dominance"].to_numpy(float) - 5) / 4)
+    is_lex = (items["stimulus_set"] == "lexicon").to_numpy()
+    multi = items["n_subtokens"].to_numpy() > 1
+    word_sig = items["setting"].map(WORD_SIGNAL).to_numpy(float)
+    ctx_sig = items["setting"].map(CONTEXT_SIGNAL).to_numpy(float)
+    polar_sign = np.where(items["stimulus_set"] == "pleasant", 1.0, -1.0)
+    for layer in range(n_layers):
+        frac = layer / max(L, 1)
+        base = rng.normal(0, noise, (n, d))
+        word = word_sig * 2.0 * np.where(multi & (frac < 0.5), 0.0, 1.0)
+        ctx = ctx_sig * 2.0 * frac
+        lex_val = (word + ctx) * val
+        base[:, VAL] += np.where(is_lex, np.nan_to_num(lex_val), 2.0 * polar_sign)
+        base[:, ARO] += np.where(is_lex, 1.5 * np.nan_to_num(aro), 0.0)
+        base[:, DOM] += np.where(is_lex, 1.8 * np.nan_to_num(dom), 0.0)
+        if layer == L:
+            base[:, 0] += rogue * rng.normal(0, 1, n)
+            base[:, 1] += rogue * 0.7 * rng.normal(0, 1, n)
+            base[:, 2] += rogue
+        for j, pooling in enumerate(poolings):
+            extra = rng.normal(0, 0.3, (n, d))
+            if pooling == "first":
+                extra[multi, VAL] -= 0.5 * np.nan_to_num(lex_val)[multi]
+            emb[:, layer, j, :] = base + extra
+    coords: dict[str, Any] = {c: ("item", items[c].to_numpy()) for c in items.columns}
+    n_sub = items["n_subtokens"].to_numpy()
+    coords.update(
+        {
+            "context": ("item", np.array([f"This is {w}." for w in items["word"]], dtype=object)),
+            "char_start": ("item", np.full(n, 8)),
+            "char_end": ("item", 8 + items["word"].str.len().to_numpy()),
+            "token_start": ("item", np.full(n, 2)),
+            "token_end": ("item", 2 + n_sub),
+            "n_tokens": ("item", 2 + n_sub + 1),
+            "layer": np.arange(n_layers),
+            "pooling": list(poolings),
+        }
+    )
+    for c in ("word", "setting", "stimulus_set", "lexicon", "band", "in_lexicon"):
+        coords[c] = ("item", items[c].to_numpy().astype(str).astype(object))
+    ds = xr.Dataset(
+        {"embedding": (("item", "layer", "pooling", "feature"), emb.astype(dtype))}, coords=coords
+    )
+    ds.attrs = _attrs("vast", n, n_layers, d, poolings, settings)
+    return ds
+
+
+def weat_dataset(
+    *, n_layers: int = 4, d: int = 16, poolings: Sequence[str] = ("last", "mean"), seed: int = 0,
+    effect: float = 1.5,
+) -> xr.Dataset:
+    """A ``weat`` suite: test WEAT1 (8 flowers/8 insects vs 8 pleasant/8 unpleasant) with an effect
+    growing with the layer, and WEAT2 with no effect."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    groups = {
+        "WEAT1": {"X": ("flowers", [f"flower{i}" for i in range(8)]),
+                  "Y": ("insects", [f"insect{i}" for i in range(8)]),
+                  "A": ("pleasant", PLEASANT[:8]), "B": ("unpleasant", UNPLEASANT[:8])},
+        "WEAT2": {"X": ("instruments", [f"instr{i}" for i in range(8)]),
+                  "Y": ("weapons", [f"weapon{i}" for i in range(8)]),
+                  "A": ("pleasant", PLEASANT[:8]), "B": ("unpleasant", UNPLEASANT[:8])},
+    }
+    for setting in ("bleached", "alone"):
+        for test, roles in groups.items():
+            for role, (group, words) in roles.items():
+                for w in words:
+                    rows.append({"word": w, "setting": setting, "stimulus_set": group,
+                                 "test": test, "role": role, "group": group})
+    items = pd.DataFrame(rows)
+    n = len(items)
+    sign = items["role"].map({"X": 1.0, "Y": -1.0, "A": 1.0, "B": -1.0}).to_numpy()
+    is_target = items["role"].isin(["X", "Y"]).to_numpy()
+    active = (items["test"] == "WEAT1").to_numpy()
+    emb = np.empty((n, n_layers, len(poolings), d))
+    for layer in range(n_layers):
+        base = rng.normal(0, 1, (n, d))
+        strength = np.where(is_target, effect * layer / max(n_layers - 1, 1) * active, 2.0)
+        base[:, VAL] += sign * strength
+        for j in range(len(poolings)):
+            emb[:, layer, j] = base + rng.normal(0, 0.2, (n, d))
+    coords: dict[str, Any] = {c: ("item", items[c].to_numpy().astype(str).astype(object)) for c in items}
+    coords.update(
+        {
+            "context": ("item", np.array([f"This is {w}." for w in items["word"]], dtype=object)),
+            "char_start": ("item", np.full(n, 8)),
+            "char_end": ("item", 8 + items["word"].str.len().to_numpy()),
+            "n_subtokens": ("item", np.ones(n, dtype=int)),
+            "token_start": ("item", np.full(n, 2)),
+            "token_end": ("item", np.full(n, 3)),
+            "n_tokens": ("item", np.full(n, 4)),
+            "layer": np.arange(n_layers),
+            "pooling": list(poolings),
+        }
+    )
+    ds = xr.Dataset(
+        {"embedding": (("item", "layer", "pooling", "feature"), emb.astype("float32"))}, coords=coords
+    )
+    ds.attrs = _attrs("weat", n, n_layers, d, poolings, ("bleached", "alone"))
+    return ds
+
+
+def similarity_pairs(n_words: int = 60, n_pairs: int = 150, *, seed: int = 0) -> pd.DataFrame:
+    """Two benchmarks over words sim000..: random pairs, scores filled in by :func:`similarity_dataset`."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for name, n_p in (("ws353", n_pairs), ("simlex999", n_pairs // 2)):
+        for _ in range(n_p):
+            a, b = rng.choice(n_words, 2, replace=False)
+            rows.append({"dataset": name, "word1": f"sim{a:03d}", "word2": f"sim{b:03d}"})
+    return pd.DataFrame(rows)
+
+
+def similarity_dataset(
+    pairs: pd.DataFrame, *, n_layers: int = 4, d: int = 16, poolings: Sequence[str] = ("last", "mean"),
+    seed: int = 0, rogue: float = 30.0,
+) -> tuple[xr.Dataset, pd.DataFrame]:
+    """A ``similarity`` suite for the words of ``pairs``; scores = clean cosine (features 4..) + noise.
+
+    Returns the Dataset and ``pairs`` with a ``score`` column.
+    """
+    rng = np.random.default_rng(seed)
+    words = sorted(set(pairs["word1"]) | set(pairs["word2"]))
+    n = len(words)
+    clean = rng.normal(0, 1, (n, d))
+    clean[:, :3] = 0
+    index = {w: i for i, w in enumerate(words)}
+    i1 = pairs["word1"].map(index).to_numpy()
+    i2 = pairs["word2"].map(index).to_numpy()
+    cn = clean / np.linalg.norm(clean, axis=1, keepdims=True)
+    score = 5 + 5 * np.einsum("ij,ij->i", cn[i1], cn[i2]) + rng.normal(0, 0.5, len(pairs))
+    emb = np.empty((n, n_layers, len(poolings), d))
+    for layer in range(n_layers):
+        base = clean + rng.normal(0, 0.6, (n, d))
+        if layer == n_layers - 1:
+            base[:, 0] += rogue * rng.normal(0, 1, n)
+            base[:, 1] += rogue * 0.6 * rng.normal(0, 1, n)
+        for j in range(len(poolings)):
+            emb[:, layer, j] = base + rng.normal(0, 0.1, (n, d))
+    coords: dict[str, Any] = {
+        "word": ("item", np.array(words, dtype=object)),
+        "setting": ("item", np.array(["bleached"] * n, dtype=object)),
+        "stimulus_set": ("item", np.array(["similarity"] * n, dtype=object)),
+        "datasets": ("item", np.array(["ws353|simlex999"] * n, dtype=object)),
+        "context": ("item", np.array([f"This is {w}." for w in words], dtype=object)),
+        "char_start": ("item", np.full(n, 8)),
+        "char_end": ("item", np.full(n, 14)),
+        "n_subtokens": ("item", np.ones(n, dtype=int)),
+        "token_start": ("item", np.full(n, 2)),
+        "token_end": ("item", np.full(n, 3)),
+        "n_tokens": ("item", np.full(n, 4)),
+        "layer": np.arange(n_layers),
+        "pooling": list(poolings),
+    }
+    ds = xr.Dataset(
+        {"embedding": (("item", "layer", "pooling", "feature"), emb.astype("float32"))}, coords=coords
+    )
+    ds.attrs = _attrs("similarity", n, n_layers, d, poolings, ("bleached",))
+    return ds, pairs.assign(score=score.round(3))
+
+
+def _attrs(name: str, n: int, n_layers: int, d: int, poolings: Sequence[str], settings: Sequence[str]) -> dict:
+    return {
+        "emb_schema_version": 1,
+        "model": {"model_id": "synthetic/toy", "revision": "0", "fingerprint": "f00d",
+                  "architecture": "Toy", "n_layers": n_layers - 1, "hidden_size": d,
+                  "last_layer": n_layers - 1},
+        "extraction": {"dtype": "float32", "storage_dtype": "float32", "poolings": list(poolings),
+                       "bos": False},
+        "suite": {"name": name, "generator": name, "content_hash": f"hash-{name}-{n}",
+                  "n_items": n, "settings": list(settings)},
+        "complete": True,
+    }
+
+
+def write_store(
+    path: str | Path, groups: Mapping[str, xr.Dataset], *, model_id: str = "synthetic/toy"
+) -> Path:
+    """Write suite Datasets into an emb store with the store's own writer (sharded layout)."""
+    from emb.store import SuiteWriter, open_for_writing
+
+    first = next(iter(groups.values()))
+    model = {**first.attrs["model"], "model_id": model_id}
+    _, root = open_for_writing(str(path), model=model)
+    for name, ds in groups.items():
+        coords = ds.drop_vars("embedding")
+        writer = SuiteWriter.open(
+            str(path),
+            root,
+            name=name,
+            coords=coords,
+            shape=ds["embedding"].shape,
+            storage_dtype=str(ds["embedding"].dtype),
+            suite_attrs=ds.attrs["suite"],
+            extraction_attrs=ds.attrs["extraction"],
+        )
+        values = ds["embedding"].values
+        for index, (start, stop) in enumerate(writer.block_ranges()):
+            writer.write_block(index, values[start:stop])
+        writer.finish()
+    return Path(path)
