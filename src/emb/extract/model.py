@@ -1,0 +1,626 @@
+"""The model runner: load a transformer, tokenize contexts, embed target words in every layer.
+
+This module imports torch and transformers at module level; :mod:`emb.extract` imports it only
+when a model is loaded (``import emb.extract`` stays light).
+
+Example
+-------
+>>> runner = load_model("path/to/gpt2")                            # doctest: +SKIP
+>>> encodings = runner.encode(["I love you."], [(2, 6)])            # doctest: +SKIP
+>>> vectors = runner.embed(encodings, poolings=("first", "mean"))   # doctest: +SKIP
+>>> vectors.shape          # (item, layer = L + 1, pooling, feature)  # doctest: +SKIP
+(1, 13, 2, 768)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import transformers
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from emb.errors import ModelError, TargetNotFoundError
+from emb.extract.pooling import POOLINGS, parse_poolings, pool
+from emb.extract.tokens import apply_bos, locate_subtokens
+
+__all__ = ["Encoding", "ModelInfo", "Runner", "load_model"]
+
+DType = Literal["float32", "float16", "bfloat16"]
+_DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+_FINAL_NORMS = ("ln_f", "norm", "final_layer_norm", "final_layernorm", "LayerNorm")
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".gguf")
+_HASH_BLOCK = 8 * 2**20
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelInfo:
+    """Provenance of a loaded model, written to the store's ``model`` attribute.
+
+    Attributes
+    ----------
+    model_id : str
+        The model as given to :func:`load_model` (hub id, directory or .gguf path).
+    source : {"hub", "local", "gguf"}
+    revision : str or None
+        The hub commit hash when known, else None (local directories and gguf files).
+    fingerprint : str
+        sha256 (hex) over the bytes of the weight files, in the order of their sorted relative
+        paths (for a single file: its ``sha256sum``); for hub models, the commit hash (or the
+        requested revision when it could not be resolved).
+    architecture : str
+        ``config.architectures[0]``, else the model's class name.
+    model_type : str
+        ``config.model_type``.
+    n_layers : int
+        Number of blocks L of the (encoder) stack; the model returns L + 1 hidden states.
+    hidden_size : int
+        Feature size of the hidden states.
+    is_encoder_decoder : bool
+        True when only the encoder of an encoder–decoder model is run.
+    tokenizer : str
+        ``"<TokenizerClass> (<name_or_path>)"``.
+    padding_side : str
+        The tokenizer's padding side (the runner itself always pads on the right).
+    bos_token, bos_token_id : str or None, int or None
+        The tokenizer's BOS token.
+    adds_bos : bool
+        Whether the tokenizer puts the BOS token first by itself (``add_special_tokens=True``).
+    last_layer : str
+        What hidden state L is, e.g. "after the final layer norm (ln_f)" or "output of the last
+        block".
+    dtype, device : str
+        Weights' dtype and the device the model runs on.
+    transformers_version, torch_version : str
+    """
+
+    model_id: str
+    source: Literal["hub", "local", "gguf"]
+    revision: str | None
+    fingerprint: str
+    architecture: str
+    model_type: str
+    n_layers: int
+    hidden_size: int
+    is_encoder_decoder: bool
+    tokenizer: str
+    padding_side: str
+    bos_token: str | None
+    bos_token_id: int | None
+    adds_bos: bool
+    last_layer: str
+    dtype: str
+    device: str
+    transformers_version: str
+    torch_version: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ModelInfo:
+        """Rebuild from :meth:`to_dict`'s output; unknown keys are ignored."""
+        names = {field.name for field in fields(cls)}
+        missing = sorted(names - set(data))
+        if missing:
+            raise ModelError(f"model info lacks the keys {missing}; got keys {sorted(data)}")
+        return cls(**{key: data[key] for key in names})
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Encoding:
+    """One tokenized context with its target's token positions.
+
+    Attributes
+    ----------
+    input_ids : numpy.ndarray of int32, (n_tokens,)
+        The token ids fed to the model (after the BOS policy).
+    target : numpy.ndarray of int64, (n_subtokens,)
+        Increasing indices into ``input_ids`` of the target word's subtokens.
+    """
+
+    input_ids: np.ndarray
+    target: np.ndarray
+
+    @property
+    def n_tokens(self) -> int:
+        """Length of the whole tokenized context."""
+        return int(self.input_ids.shape[0])
+
+    @property
+    def n_subtokens(self) -> int:
+        """Number of subtokens of the target."""
+        return int(self.target.shape[0])
+
+    @property
+    def subtoken_ids(self) -> np.ndarray:
+        """Token ids of the target's subtokens, int32 (n_subtokens,)."""
+        return self.input_ids[self.target]
+
+    @property
+    def token_start(self) -> int:
+        """Index of the target's first subtoken."""
+        return int(self.target[0])
+
+    @property
+    def token_end(self) -> int:
+        """One past the index of the target's last subtoken."""
+        return int(self.target[-1]) + 1
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+class Runner:
+    """A loaded model with its tokenizer; built by :func:`load_model`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The base model (for encoder–decoder models: its encoder), in eval mode on ``device``.
+    tokenizer : transformers fast tokenizer
+    device : torch.device
+    info : ModelInfo
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, device: torch.device, info: ModelInfo):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = device
+        self.info = info
+
+    def __repr__(self) -> str:
+        return (
+            f"Runner({self.info.model_id!r}, {self.info.architecture}, "
+            f"layers=0..{self.info.n_layers}, dtype={self.info.dtype}, device={self.info.device})"
+        )
+
+    def encode(
+        self,
+        contexts: Sequence[str],
+        spans: Sequence[tuple[int, int]],
+        *,
+        bos: bool | None = None,
+    ) -> list[Encoding]:
+        """Tokenize contexts and find each target's subtokens.
+
+        Parameters
+        ----------
+        contexts : sequence of str
+        spans : sequence of (char_start, char_end)
+            Each target's character span in its context, end exclusive.
+        bos : {None, True, False}
+            None: the tokenizer's own special tokens; True: make the BOS token the first token
+            (prepended when the tokenizer does not add it); False: drop a BOS token the tokenizer
+            added.  See :func:`emb.extract.tokens.apply_bos`.
+
+        Returns
+        -------
+        list of Encoding, in input order.
+
+        Raises
+        ------
+        TargetNotFoundError
+            Listing every item whose span overlaps no token: ``(index, context, span)``; the
+            same tuples are in the exception's ``failures`` attribute.
+        ModelError
+            A context longer than the model's maximum number of positions, or ``bos=True`` with a
+            tokenizer that has no BOS token.
+        """
+        contexts = list(contexts)
+        spans = [(int(start), int(end)) for start, end in spans]
+        if len(spans) != len(contexts):
+            raise ValueError(f"{len(contexts)} contexts but {len(spans)} spans; give one span each")
+        if bos not in (None, True, False):
+            raise ValueError(f"bos must be None, True or False; got {bos!r}")
+        if not contexts:
+            return []
+        batch = self.tokenizer(
+            contexts,
+            add_special_tokens=True,
+            return_offsets_mapping=True,
+            return_special_tokens_mask=True,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
+        name = self.info.tokenizer
+        encodings: list[Encoding] = []
+        failures: list[tuple[int, str, tuple[int, int]]] = []
+        for index, (context, (start, end)) in enumerate(zip(contexts, spans, strict=True)):
+            ids, offsets = apply_bos(
+                batch["input_ids"][index],
+                batch["offset_mapping"][index],
+                batch["special_tokens_mask"][index],
+                bos=bos,
+                bos_token_id=self.tokenizer.bos_token_id,
+                tokenizer_name=name,
+            )
+            try:
+                target = locate_subtokens(offsets, start, end, text=context)
+            except TargetNotFoundError:
+                failures.append((index, context, (start, end)))
+                continue
+            encodings.append(
+                Encoding(input_ids=_frozen(ids.astype(np.int32)), target=_frozen(target))
+            )
+        if failures:
+            listed = "; ".join(
+                f"item {index}: span [{start}, {end}) {context[start:end]!r} in {context!r}"
+                for index, context, (start, end) in failures
+            )
+            error = TargetNotFoundError(
+                f"{len(failures)} of {len(contexts)} targets overlap no token of their context "
+                f"with {name}: {listed}; check each span (char_start < char_end, inside the "
+                "context, covering the word)"
+            )
+            error.failures = tuple(failures)  # type: ignore[attr-defined]
+            raise error
+        limit = _max_positions(self.model.config)
+        too_long = [i for i, enc in enumerate(encodings) if limit and enc.n_tokens > limit]
+        if too_long:
+            raise ModelError(
+                f"{len(too_long)} contexts are longer than the {limit} positions of "
+                f"{self.info.model_id}: items {too_long[:20]}"
+                f"{' …' if len(too_long) > 20 else ''} (lengths "
+                f"{[encodings[i].n_tokens for i in too_long[:20]]}); shorten those contexts"
+            )
+        return encodings
+
+    def embed(
+        self,
+        encodings: Sequence[Encoding],
+        *,
+        poolings: Sequence[str] = POOLINGS,
+        batch_size: int = 64,
+        progress: Callable[[int], object] | None = None,
+    ) -> np.ndarray:
+        """Every layer's pooled vector of each encoded target.
+
+        Parameters
+        ----------
+        encodings : sequence of Encoding
+            From :meth:`encode`.
+        poolings : sequence of {"first", "last", "mean", "max"}
+            In the order wanted along the pooling axis.
+        batch_size : int
+            Contexts per forward pass.  Contexts are sorted by length (stable, so the batches are
+            the same for the same input) and padded on the right with an attention mask.
+        progress : callable, optional
+            Called after each batch with the number of items that batch embedded
+            (``tqdm(total=n).update`` fits).
+
+        Returns
+        -------
+        numpy.ndarray of float32, (item, layer, pooling, feature)
+            ``layer`` runs 0..L: 0 = embeddings output, 1..L = the blocks' outputs as the model
+            returns them with ``output_hidden_states=True`` (see ``info.last_layer`` for L).
+            Items in input order.
+
+        Notes
+        -----
+        Pooling happens on the device in float32 (:func:`emb.extract.pooling.pool`); only the
+        token window holding the batch's targets is pooled, and each batch makes one copy to the
+        host.
+        """
+        names = parse_poolings(poolings)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
+        n = len(encodings)
+        out = np.empty(
+            (n, self.info.n_layers + 1, len(names), self.info.hidden_size), dtype=np.float32
+        )
+        if n == 0:
+            return out
+        lengths = np.fromiter((enc.n_tokens for enc in encodings), dtype=np.int64, count=n)
+        order = np.argsort(lengths, kind="stable")
+        pad_id = _pad_id(self.tokenizer)
+        with torch.inference_mode():
+            for first in range(0, n, batch_size):
+                chosen = order[first : first + batch_size]
+                batch = [encodings[i] for i in chosen]
+                width = int(lengths[chosen].max())
+                ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+                attention = np.zeros((len(batch), width), dtype=np.int64)
+                lo = min(enc.token_start for enc in batch)
+                hi = max(enc.token_end for enc in batch)
+                target = np.zeros((len(batch), hi - lo), dtype=bool)
+                for row, enc in enumerate(batch):
+                    ids[row, : enc.n_tokens] = enc.input_ids
+                    attention[row, : enc.n_tokens] = 1
+                    target[row, enc.target - lo] = True
+                hidden = self._forward(
+                    torch.from_numpy(ids).to(self.device),
+                    torch.from_numpy(attention).to(self.device),
+                )
+                window = torch.stack([state[:, lo:hi] for state in hidden])
+                pooled = pool(window, torch.from_numpy(target).to(self.device), poolings=names)
+                out[chosen] = pooled.cpu().numpy()
+                if progress is not None:
+                    progress(len(batch))
+        return out
+
+    def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            output_hidden_states=True,
+            return_dict=True,
+        )
+        return outputs.hidden_states
+
+
+def _pad_id(tokenizer: Any) -> int:
+    for token_id in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if token_id is not None:
+            return int(token_id)
+    return 0
+
+
+def _max_positions(config: Any) -> int | None:
+    for key in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None  # relative or rotary positions without a stated limit
+
+
+def _parse_dtype(dtype: str) -> torch.dtype:
+    if dtype not in _DTYPES:
+        raise ModelError(f"unknown dtype {dtype!r}; choose one of {sorted(_DTYPES)}")
+    return _DTYPES[dtype]
+
+
+def _parse_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ModelError(
+            f"unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'"
+        ) from error
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise ModelError(f"device {device!r} requested but CUDA is not available; use 'cpu'")
+    return parsed
+
+
+def _sha256(paths: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as handle:
+            while block := handle.read(_HASH_BLOCK):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _weight_files(directory: Path) -> list[Path]:
+    """The weight files transformers would load from a directory (safetensors first)."""
+    files = sorted(p for p in directory.rglob("*") if p.is_file())
+    for suffix in _WEIGHT_SUFFIXES:
+        chosen = [p for p in files if p.name.endswith(suffix) and not p.name.startswith("training_")]
+        if chosen:
+            return chosen
+    return []
+
+
+def _looks_like_path(model: str) -> bool:
+    return (
+        model.startswith((".", "/", "~"))
+        or model.endswith(".gguf")
+        or "\\" in model
+        or model.count("/") > 1
+        or os.path.isabs(model)
+    )
+
+
+def _resolve_hub_revision(model: str, revision: str | None) -> str | None:
+    """The commit hash a hub revision points to, or None when it cannot be resolved."""
+    if revision is not None and _COMMIT.match(revision):
+        return revision
+    try:
+        from transformers.utils.hub import resolve_revision
+    except ImportError:  # older transformers: the config carries the hash instead
+        return None
+    resolved = resolve_revision(model, revision)
+    commit = getattr(resolved, "resolved", None)
+    return str(commit) if commit else None
+
+
+def _last_layer(model: Any) -> str:
+    """Say what the last hidden state is, from the base model's top-level modules."""
+    for name, module in model.named_children():
+        if name in _FINAL_NORMS and "norm" in type(module).__name__.lower():
+            return f"after the final layer norm ({name})"
+    return "output of the last block"
+
+
+def _describe_tokenizer(tokenizer: Any) -> str:
+    return f"{type(tokenizer).__name__} ({tokenizer.name_or_path})"
+
+
+def load_model(
+    model: str | os.PathLike[str],
+    *,
+    dtype: DType = "float32",
+    device: str = "auto",
+    revision: str | None = None,
+    gguf_file: str | None = None,
+) -> Runner:
+    """Load a transformer and its fast tokenizer for embedding extraction.
+
+    Parameters
+    ----------
+    model : str or path
+        A local directory with ``config.json`` (``save_pretrained`` output), a path to a ``.gguf``
+        file, a directory together with ``gguf_file``, or a hub id (needs network or the local
+        hub cache).
+    dtype : {"float32", "float16", "bfloat16"}
+        Weights' dtype.  Pooling is done in float32 whatever this is.
+    device : str
+        "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N".
+    revision : str, optional
+        Hub branch, tag or commit (hub ids only).
+    gguf_file : str, optional
+        Name of a .gguf file inside the directory ``model``; needs the ``gguf`` and
+        ``accelerate`` packages.  The tokenizer is read from the same file.
+
+    Returns
+    -------
+    Runner
+        With the base model (``AutoModel``; for encoder–decoder models its encoder) in eval mode
+        on ``device``, and ``info`` (:class:`ModelInfo`).
+
+    Raises
+    ------
+    ModelError
+        Unknown path or id, a directory without config.json, a tokenizer without offsets (not a
+        fast tokenizer), a missing optional package, or a bad dtype/device.
+    """
+    torch_dtype = _parse_dtype(dtype)
+    target_device = _parse_device(device)
+    given = os.fspath(model)
+    path = Path(given).expanduser()
+    hub_commit: str | None = None
+    load_kwargs: dict[str, Any] = {}
+    if gguf_file is None and path.suffix == ".gguf":
+        if not path.is_file():
+            raise ModelError(f"gguf file {given!r} does not exist; give the path of a .gguf file")
+        path, gguf_file = path.parent, path.name
+    if gguf_file is not None:
+        source: Literal["hub", "local", "gguf"] = "gguf"
+        weights = path / gguf_file
+        if not weights.is_file():
+            raise ModelError(
+                f"gguf file {gguf_file!r} not found in {str(path)!r}; give the path of an "
+                "existing .gguf file"
+            )
+        for package in ("gguf", "accelerate"):
+            if importlib.util.find_spec(package) is None:
+                raise ModelError(
+                    f"loading {weights} needs the {package!r} package, which is not installed; "
+                    f"run 'pip install {package}' (or 'pip install emb[extract]')"
+                )
+        load_kwargs["gguf_file"] = gguf_file
+        location: str = str(path)
+        fingerprint = _sha256([weights])
+    elif path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelError(
+                f"directory {given!r} has no config.json, so it is not a saved transformers "
+                f"model (found: {sorted(p.name for p in path.iterdir())[:10]}); give a directory "
+                "written by save_pretrained, a .gguf file, or a hub id"
+            )
+        source = "local"
+        location = str(path)
+        weight_files = _weight_files(path)
+        if not weight_files:
+            raise ModelError(
+                f"directory {given!r} has a config.json but no weight files "
+                f"({', '.join('*' + s for s in _WEIGHT_SUFFIXES[:3])}); save the model with "
+                "save_pretrained"
+            )
+        fingerprint = _sha256(weight_files)
+    elif path.exists() or _looks_like_path(given):
+        raise ModelError(
+            f"model path {given!r} does not exist or is not a model; give a local directory "
+            "with config.json, a path to a .gguf file, or a hub id (with network access)"
+        )
+    else:
+        source = "hub"
+        location = given
+        hub_commit = _resolve_hub_revision(given, revision)
+        load_kwargs["revision"] = hub_commit or revision
+        fingerprint = ""
+    try:
+        config = AutoConfig.from_pretrained(location, **load_kwargs)
+        tokenizer = AutoTokenizer.from_pretrained(location, **load_kwargs)
+        full = AutoModel.from_pretrained(location, dtype=torch_dtype, **load_kwargs)
+    except (OSError, ValueError, KeyError) as error:
+        tried = {"hub": f"the hub id {given!r}", "local": f"the directory {location!r}"}.get(
+            source, f"the gguf file {gguf_file!r} in {location!r}"
+        )
+        raise ModelError(
+            f"could not load {tried}: {type(error).__name__}: {error}; give a local directory "
+            "with config.json, a path to a .gguf file, or a hub id with network access "
+            "(check the spelling and the revision)"
+        ) from error
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelError(
+            f"the tokenizer of {given!r} is {type(tokenizer).__name__}, which is not a fast "
+            "tokenizer and cannot report character offsets; save a tokenizer.json with the model "
+            "(e.g. AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained(dir))"
+        )
+    if source == "hub":
+        hub_commit = hub_commit or getattr(config, "_commit_hash", None)
+        fingerprint = hub_commit or (revision or "unresolved")
+    is_encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
+    network = full.get_encoder() if is_encoder_decoder else full
+    network.eval()
+    network.requires_grad_(False)
+    if hasattr(network.config, "use_cache"):
+        network.config.use_cache = False
+    network.to(target_device)
+
+    probe_ids = tokenizer("a", add_special_tokens=True)
+    first_id = probe_ids["input_ids"][0] if probe_ids["input_ids"] else None
+    adds_bos = tokenizer.bos_token_id is not None and first_id == tokenizer.bos_token_id
+    with torch.inference_mode():
+        ids = torch.tensor([probe_ids["input_ids"] or [_pad_id(tokenizer)]], device=target_device)
+        try:
+            hidden = network(
+                input_ids=ids,
+                attention_mask=torch.ones_like(ids),
+                output_hidden_states=True,
+                return_dict=True,
+            ).hidden_states
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise ModelError(
+                f"{type(network).__name__} of {given!r} did not run on a test input "
+                f"({type(error).__name__}: {error}); emb needs a text model that returns hidden "
+                "states"
+            ) from error
+    if not hidden:
+        raise ModelError(
+            f"{type(network).__name__} of {given!r} returns no hidden states; emb needs a model "
+            "that supports output_hidden_states=True"
+        )
+    architectures = getattr(config, "architectures", None) or [type(full).__name__]
+    info = ModelInfo(
+        model_id=given,
+        source=source,
+        revision=hub_commit if source == "hub" else None,
+        fingerprint=fingerprint,
+        architecture=str(architectures[0]),
+        model_type=str(getattr(config, "model_type", "")),
+        n_layers=len(hidden) - 1,
+        hidden_size=int(hidden[-1].shape[-1]),
+        is_encoder_decoder=is_encoder_decoder,
+        tokenizer=_describe_tokenizer(tokenizer),
+        padding_side=str(getattr(tokenizer, "padding_side", "right")),
+        bos_token=tokenizer.bos_token,
+        bos_token_id=tokenizer.bos_token_id,
+        adds_bos=bool(adds_bos),
+        last_layer=_last_layer(network),
+        dtype=dtype,
+        device=str(target_device),
+        transformers_version=transformers.__version__,
+        torch_version=torch.__version__,
+    )
+    return Runner(network, tokenizer, target_device, info)
+
