@@ -267,3 +267,21 @@ def test_smollm2_gguf(smollm2_path):
     np.testing.assert_allclose(
         got[1], pool_by_hand(states, with_bos.target.tolist()), rtol=1e-4, atol=1e-4
     )
+
+
+def test_hub_id_from_the_local_hub_cache(tmp_path, monkeypatch, tiny_gpt2_dir):
+    """A hub id resolves through the hub cache (offline here): revision = the snapshot's commit."""
+    import shutil
+
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--emb-tests--tiny-gpt2"
+    shutil.copytree(tiny_gpt2_dir, repo / "snapshots" / commit)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    runner = load_model("emb-tests/tiny-gpt2", device="cpu")
+    info = runner.info
+    assert (info.source, info.revision, info.fingerprint) == ("hub", commit, commit)
+    assert info.model_id == "emb-tests/tiny-gpt2" and info.n_layers == 3

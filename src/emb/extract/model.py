@@ -411,7 +411,7 @@ def _sha256(paths: Sequence[Path]) -> str:
 
 def _weight_files(directory: Path) -> list[Path]:
     """The weight files transformers would load from a directory (safetensors first)."""
-    files = sorted(p for p in directory.rglob("*") if p.is_file())
+    files = sorted(p for p in directory.iterdir() if p.is_file())
     for suffix in _WEIGHT_SUFFIXES:
         chosen = [p for p in files if p.name.endswith(suffix) and not p.name.startswith("training_")]
         if chosen:
@@ -440,6 +440,19 @@ def _resolve_hub_revision(model: str, revision: str | None) -> str | None:
     resolved = resolve_revision(model, revision)
     commit = getattr(resolved, "resolved", None)
     return str(commit) if commit else None
+
+
+def _cached_commit(model: str, revision: str | None) -> str | None:
+    """The commit of the hub-cache snapshot that holds the model's config.json, if any."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    path = try_to_load_from_cache(model, "config.json", revision=revision)
+    if not isinstance(path, str):
+        return None
+    match = re.search(r"[/\\]snapshots[/\\]([0-9a-f]{40})[/\\]", path)
+    return match.group(1) if match else None
 
 
 def _last_layer(model: Any) -> str:
@@ -551,7 +564,7 @@ def load_model(
         config = AutoConfig.from_pretrained(location, **load_kwargs)
         tokenizer = AutoTokenizer.from_pretrained(location, **load_kwargs)
         full = AutoModel.from_pretrained(location, dtype=torch_dtype, **load_kwargs)
-    except (OSError, ValueError, KeyError) as error:
+    except (OSError, ValueError, KeyError, ImportError) as error:
         tried = {"hub": f"the hub id {given!r}", "local": f"the directory {location!r}"}.get(
             source, f"the gguf file {gguf_file!r} in {location!r}"
         )
@@ -567,7 +580,11 @@ def load_model(
             "(e.g. AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained(dir))"
         )
     if source == "hub":
-        hub_commit = hub_commit or getattr(config, "_commit_hash", None)
+        hub_commit = (
+            hub_commit
+            or getattr(config, "_commit_hash", None)
+            or _cached_commit(given, revision)
+        )
         fingerprint = hub_commit or (revision or "unresolved")
     is_encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
     network = full.get_encoder() if is_encoder_decoder else full

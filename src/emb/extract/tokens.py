@@ -85,19 +85,19 @@ def locate_subtokens(
         raise TargetNotFoundError(
             f"the target span [{char_start}, {char_end}) is empty; give char_start < char_end"
         )
-    starts, ends = spans[:, 0].copy(), spans[:, 1].copy()
+    starts, ends = spans[:, 0], spans[:, 1]
     real = ends > starts  # zero-width tokens are special tokens added by the tokenizer
-    if text is not None:
-        for i in np.flatnonzero(real):
+    hits = np.flatnonzero(real & (starts < char_end) & (ends > char_start))
+    if text is not None:  # trimming only shrinks a token, so only these candidates can stay
+        keep = []
+        for i in hits:
             piece = text[starts[i] : ends[i]]
             lead = len(piece) - len(piece.lstrip())
             if lead == len(piece):  # whitespace only: no visible character of its own
-                starts[i] = ends[i]
                 continue
-            starts[i] += lead
-            ends[i] -= len(piece) - len(piece.rstrip())
-    visible = ends > starts
-    hits = np.flatnonzero(visible & (starts < char_end) & (ends > char_start))
+            if starts[i] + lead < char_end and ends[i] - (len(piece) - len(piece.rstrip())) > char_start:
+                keep.append(i)
+        hits = np.asarray(keep, dtype=np.int64)
     if hits.size == 0:
         shown = f" {text[char_start:char_end]!r}" if text is not None else ""
         raise TargetNotFoundError(
