@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure  # no pyplot: no global state, no display; PNGs via Agg
+from matplotlib.ticker import MaxNLocator
 
 from emb.errors import AnalysisError
 
@@ -174,6 +175,7 @@ def layer_curves(
             ax.axhline(0, color="0.6", lw=0.8)
             ax.set_title(f"{_model_label(model)}{pooling or ''} pooling" if pooling else _model_label(model))
             ax.set_xlabel("layer")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.grid(alpha=0.3)
         axes[i, 0].set_ylabel(_ylabel(variable))
     fig.suptitle(title or f"{_ylabel(variable)} by layer" + (f" — {lexicon}" if lexicon else "")
@@ -230,6 +232,7 @@ def tokenization_curves(
             ax.axhline(0, color="0.6", lw=0.8)
             ax.set_title(f"{_model_label(model)}{setting}")
             ax.set_xlabel("layer")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.grid(alpha=0.3)
         axes[i, 0].set_ylabel("VAST (Pearson's r)")
     fig.suptitle(title or "Singly (solid) vs multiply (dashed) tokenized words"
@@ -367,6 +370,7 @@ def similarity_curves(
                     break
             ax.set_title(f"{_model_label(model)}{dataset}{n}")
             ax.set_xlabel("layer")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.grid(alpha=0.3)
         axes[i, 0].set_ylabel("Spearman's rho")
     fig.suptitle(title or f"Word similarity by layer and PCs nullified — {pooling} pooling")
@@ -416,6 +420,7 @@ def weat_effect_sizes(
             ax.axhline(0, color="0.6", lw=0.8)
             ax.set_title(f"{_model_label(model)}{test}")
             ax.set_xlabel("layer")
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.grid(alpha=0.3)
         for r in range(n_rows_per_model):
             axes[i * n_rows_per_model + r, 0].set_ylabel("effect size (d)")

@@ -242,10 +242,16 @@ def word_similarity(
             f"{settings_present}"
         )
     emb = ds["embedding"]
-    if poolings is not None:
-        emb = emb.sel(pooling=list(poolings))
-    if layers is not None:
-        emb = emb.sel(layer=list(layers))
+    for dim, wanted in (("pooling", poolings), ("layer", layers)):
+        if wanted is None:
+            continue
+        present = [v.item() if hasattr(v, "item") else v for v in ds[dim].values]
+        absent = [w for w in wanted if w not in present]
+        if absent:
+            raise AnalysisError(
+                f"{dim} {absent} not in the similarity suite of {_source(ds)}; it has {present}"
+            )
+        emb = emb.sel({dim: list(wanted)})
     exact = _word_index(ds, setting)
     lower: dict[str, int] = {}
     for w, pos in exact.items():

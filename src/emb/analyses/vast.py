@@ -40,7 +40,7 @@ from emb.analyses.similarity import word_similarity
 from emb.analyses.valnorm import N_POLAR, _polar_selection, _rated_poles, valnorm
 from emb.errors import AnalysisError, MissingStimuliError
 
-__all__ = ["RATINGS", "SETTINGS", "vast"]
+__all__ = ["RATINGS", "SETTINGS", "plain_strings", "vast"]
 
 #: The contextual settings of the paper, in its order.
 SETTINGS: tuple[str, ...] = ("bleached", "aligned", "misaligned", "random")
@@ -52,6 +52,25 @@ _STATS = ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
 
 
 # -- parsing -------------------------------------------------------------------------------------
+def plain_strings(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with numpy ``StringDType`` variables as object arrays (a shallow copy).
+
+    zarr v3 hands variable-length strings back as ``StringDType``, which ``.astype(str)`` cannot
+    cast (numpy 2); object arrays of ``str`` work everywhere. Only in-memory (numpy) variables
+    are converted; the input is not modified.
+    """
+    changed = {}
+    for name, var in ds.variables.items():
+        if isinstance(var.dtype, np.dtypes.StringDType) and not var.chunks:
+            changed[name] = var.copy(data=np.asarray(var.values).astype(object))
+    if not changed:
+        return ds
+    coords = {k: v for k, v in changed.items() if k in ds.coords}
+    data = {k: v for k, v in changed.items() if k not in ds.coords}
+    out = ds.assign_coords(coords) if coords else ds
+    return out.assign(data) if data else out
+
+
 def _as_list(value: str | Sequence[Any] | None) -> list[Any] | None:
     if value is None:
         return None
@@ -653,6 +672,9 @@ def vast(
         if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < low:
             raise AnalysisError(f"{name} must be an integer >= {low}; got {value!r}")
     reference = method == "reference"
+    ds = plain_strings(ds)
+    if similarity is not None:
+        similarity = plain_strings(similarity)
 
     lexicons = _parse_subset("lexicon", _as_list(lexicon), _lexicons_present(ds), "suite")
     settings_list = _parse_subset(
@@ -713,7 +735,7 @@ def vast(
             result["best_layer"] = best_layer.transpose("lexicon", "pooling")
         result["top_layer"] = max(layers)
     if similarity is not None:
-        sim = word_similarity(similarity, pairs=pairs, poolings=pooling_list, k_max=k_max,
+        sim = word_similarity(similarity, pairs=pairs, poolings=_as_list(poolings), k_max=k_max,
                               allow_missing=allow_missing)
         sim = sim.rename({name: f"similarity_{name}" for name in sim.data_vars})
         sim = sim.drop_vars([c for c in sim.coords if c not in sim.dims], errors="ignore")
