@@ -1,0 +1,211 @@
+"""The contract every registered analysis keeps (docs/architecture.md, "Tests").
+
+Input untouched, nothing computed before the result is, the documented variables present, the
+same seed giving the same result; plus the registry, run_analysis and the torch-free import.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from dask.callbacks import Callback
+
+from emb.analyses import ANALYSES, Analysis, run_analysis
+from emb.errors import AnalysisError
+from tests.analyses._synthetic import (
+    similarity_dataset,
+    similarity_pairs,
+    vast_dataset,
+    weat_dataset,
+)
+
+#: The variables (and their dims) each analysis documents. A new analysis must be added here.
+DOCUMENTED: dict[str, dict[str, tuple[str, ...]]] = {
+    "weat": {
+        "effect_size": ("test", "setting", "layer", "pooling"),
+        "statistic": ("test", "setting", "layer", "pooling"),
+        "p": ("test", "setting", "layer", "pooling"),
+        "p_adjusted": ("test", "setting", "layer", "pooling"),
+        "n_permutations": ("test",),
+    },
+    "sc-weat": {"effect_size": ("setting", "word", "layer", "pooling")},
+    "valnorm": {
+        name: ("lexicon", "setting", "layer", "pooling")
+        for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
+    },
+    "vast": {
+        **{
+            name: ("rating", "lexicon", "setting", "pooling", "layer")
+            for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
+        },
+        **{
+            f"tokenization_{name}": ("lexicon", "setting", "token_set", "subset", "pooling", "layer")
+            for name in ("r", "p", "ci_low", "ci_high", "spearman_r", "spearman_p")
+        },
+        "tokenization_n": ("lexicon", "setting"),
+        "tokenization_n_polar": ("lexicon", "setting"),
+        **{
+            f"nullified_{name}": ("rating", "lexicon", "setting", "pooling", "layer", "k")
+            for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
+        },
+        "best_layer": ("lexicon", "pooling"),
+        "top_layer": (),
+        "similarity_rho": ("dataset", "pooling", "layer", "k"),
+        "similarity_p": ("dataset", "pooling", "layer", "k"),
+        "similarity_n": ("dataset",),
+        "similarity_n_missing": ("dataset",),
+    },
+    "similarity": {
+        "rho": ("dataset", "pooling", "layer", "k"),
+        "p": ("dataset", "pooling", "layer", "k"),
+        "n": ("dataset",),
+        "n_missing": ("dataset",),
+    },
+}
+
+
+def _lazy(ds: xr.Dataset, item_chunk: int = 64) -> xr.Dataset:
+    """As a store hands it out: coordinates in memory, the embedding dask-backed (store chunks)."""
+    return ds.assign(embedding=ds["embedding"].chunk({"item": item_chunk, "layer": 1, "pooling": 1}))
+
+
+def _inputs(name: str) -> tuple[xr.Dataset, dict[str, Any]]:
+    """A small lazy suite for the analysis and the options that make it exercise everything."""
+    pairs = similarity_pairs(n_words=40, n_pairs=80)
+    sim, pairs = similarity_dataset(pairs)
+    if name == "weat":
+        return _lazy(weat_dataset()), {"correction": "holm", "seed": 3}
+    if name == "sc-weat":
+        return _lazy(vast_dataset(n_words=40, settings=("bleached", "aligned"))), {"seed": 3}
+    if name == "valnorm":
+        return _lazy(vast_dataset(n_words=60)), {}
+    if name == "vast":
+        return _lazy(vast_dataset(n_words=60)), {
+            "k_max": 3, "n_subsets": 3, "seed": 3, "similarity": _lazy(sim), "pairs": pairs,
+        }
+    if name == "similarity":
+        return _lazy(sim), {"pairs": pairs, "k_max": 2}
+    raise AssertionError(f"no test inputs for analysis {name!r}: add them to _inputs()")
+
+
+class _TaskCounter(Callback):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def _pretask(self, key: Any, dsk: Any, state: Any) -> None:
+        self.count += 1
+
+
+@pytest.fixture(params=sorted(ANALYSES), scope="module")
+def case(request: pytest.FixtureRequest) -> tuple[str, xr.Dataset, dict[str, Any]]:
+    ds, options = _inputs(request.param)
+    return request.param, ds, options
+
+
+def test_registry_entries_are_complete() -> None:
+    assert {"weat", "sc-weat", "valnorm", "vast"} <= set(ANALYSES)
+    assert set(ANALYSES) == set(DOCUMENTED), "document the variables of every analysis"
+    for name, analysis in ANALYSES.items():
+        assert isinstance(analysis, Analysis) and analysis.name == name
+        assert analysis.suite in ("vast", "weat", "similarity")
+        params = inspect.signature(analysis.function).parameters
+        first, *rest = params.values()
+        assert first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in rest), name
+        assert analysis.to_dict()["function"].startswith("emb.analyses.")
+
+
+def test_input_unchanged_nothing_computed_and_documented_variables(
+    case: tuple[str, xr.Dataset, dict[str, Any]],
+) -> None:
+    name, ds, options = case
+    before = copy.deepcopy(ds)
+    options_before = copy.deepcopy({k: v for k, v in options.items() if not isinstance(v, xr.Dataset)})
+    counter = _TaskCounter()
+    with counter:
+        lazy = ANALYSES[name].function(ds, **options)
+    assert counter.count == 0, f"{name} computed {counter.count} dask tasks before .compute()"
+    dask_backed = [v for v in lazy.data_vars if lazy[v].chunks is not None]
+    assert dask_backed, f"{name} returned no lazy variable on a lazy input"
+    with counter:
+        result = lazy.compute()
+    assert counter.count > 0
+    xr.testing.assert_identical(ds, before)
+    for key, value in options_before.items():
+        if isinstance(value, pd.DataFrame):
+            pd.testing.assert_frame_equal(options[key], value)
+    for var, dims in DOCUMENTED[name].items():
+        assert var in result, f"{name}: documented variable {var!r} missing"
+        assert set(result[var].dims) == set(dims), f"{name}.{var}: dims {result[var].dims}"
+    finite = [v for v in DOCUMENTED[name] if result[v].dtype.kind == "f"]
+    assert all(np.isfinite(result[v].values).any() for v in finite), name
+    assert result.attrs, f"{name}: no attributes (parameters, provenance)"
+    for key, value in result.attrs.items():
+        assert isinstance(value, str | int | float), f"{name}: attribute {key!r} is {type(value)}"
+
+
+def test_same_seed_same_result(case: tuple[str, xr.Dataset, dict[str, Any]]) -> None:
+    name, ds, options = case
+    a = ANALYSES[name].function(ds, **options).compute()
+    b = ANALYSES[name].function(ds, **options).compute()
+    xr.testing.assert_identical(a, b)
+    if "seed" in options:
+        assert a.attrs.get("seed") == options["seed"]
+
+
+def test_tidy_and_plots(case: tuple[str, xr.Dataset, dict[str, Any]]) -> None:
+    name, ds, options = case
+    analysis = ANALYSES[name]
+    result = analysis.function(ds, **options).compute()
+    table = analysis.tidy(result)
+    assert isinstance(table, pd.DataFrame) and len(table) > 0
+    dims = {d for var in DOCUMENTED[name] for d in DOCUMENTED[name][var]}
+    assert {"pooling", "layer"} & dims <= set(table.columns)
+    figures = analysis.plots(result)
+    assert figures, f"{name}: no figures"
+    for fig in figures.values():
+        assert fig.axes
+
+
+def test_run_analysis_stacks_models_with_different_layers() -> None:
+    small = vast_dataset(n_words=60, n_layers=3, seed=1)
+    large = vast_dataset(n_words=60, n_layers=5, seed=2)
+    options = {"tokenization": False, "nullification": False, "ratings": "valence",
+               "settings": ["bleached"]}
+    res = run_analysis("vast", {"small": _lazy(small), "large": _lazy(large)}, **options).compute()
+    assert list(res.model.values) == ["small", "large"]
+    assert list(res.layer.values) == [0, 1, 2, 3, 4]
+    r = res.r.sel(rating="valence", lexicon="toy", setting="bleached", pooling="last")
+    assert np.isnan(r.sel(model="small", layer=[3, 4])).all()
+    alone = ANALYSES["vast"].function(large, **options).compute()
+    np.testing.assert_allclose(
+        r.sel(model="large"),
+        alone.r.sel(rating="valence", lexicon="toy", setting="bleached", pooling="last"),
+    )
+    assert "models" in res.attrs and '"small"' in res.attrs["models"]
+    table = ANALYSES["vast"].tidy(res)
+    assert set(table.model) == {"small", "large"}
+    assert len(table) == 4 * (3 + 5)  # poolings x layers of each model, NaN layers dropped
+
+
+def test_run_analysis_rejects_unknown_names_and_options() -> None:
+    with pytest.raises(AnalysisError, match="unknown analysis"):
+        run_analysis("glove", {"m": vast_dataset(n_words=60)})
+    with pytest.raises(AnalysisError, match="k_max"):
+        run_analysis("weat", {"m": weat_dataset()}, k_max=3)
+    with pytest.raises(AnalysisError, match="no datasets"):
+        run_analysis("weat", {})
+
+
+def test_importing_analyses_does_not_import_torch() -> None:
+    code = "import emb.analyses, sys; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True)
