@@ -744,6 +744,7 @@ class VastGenerator(SuiteGenerator):
         if isinstance(options.get("scale"), (tuple, list)):
             options["scale"] = ",".join(str(v) for v in options["scale"])
         opts = self.parse_options(options)
+        pleasant, unpleasant, polar_info = _load_polar(opts["polar"], opts["language"])
         lexica = [
             load_lexicon(
                 source,
@@ -759,7 +760,6 @@ class VastGenerator(SuiteGenerator):
             raise SuiteError(
                 f"several lexica are named {repeated}; give files with different names"
             )
-        pleasant, unpleasant, polar_info = _load_polar(opts["polar"], opts["language"])
         corpus: Corpus | None = load_corpus(opts["corpus"]) if opts["corpus"] else None
         think = _WORDING[opts["wording"]]
         seed = opts["seed"]

@@ -59,6 +59,11 @@ _MAX_LISTED = 50
 LabelValue = str | float
 
 
+def _same_text(found: str, word: str) -> bool:
+    """Whether a span's text is the word: equal ignoring case and the length of whitespace runs."""
+    return " ".join(found.split()).lower() == " ".join(word.split()).lower()
+
+
 def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
@@ -79,7 +84,7 @@ class Item:
         The target word or phrase (as listed; the span's text may differ in case).
     char_start, char_end
         Python string offsets of the target in ``context``: ``context[char_start:char_end]``
-        equals ``word`` ignoring case.
+        equals ``word`` ignoring case (and, in a phrase, the length of whitespace runs).
     setting
         Contextual setting (``bleached``, ``aligned``, ``random`` …).
     stimulus_set
@@ -114,7 +119,7 @@ class Item:
                 f"(length {len(self.context)}) for word {self.word!r}"
             )
         found = self.context[start:end]
-        if found.lower() != self.word.lower():
+        if not _same_text(found, self.word):
             raise SuiteError(
                 f"Item span [{start}, {end}) of {self.context!r} holds {found!r}, not the word "
                 f"{self.word!r}"
@@ -200,7 +205,7 @@ def _materialise(entry: Mapping[str, Any]) -> tuple[Item | None, str]:
             return None, (
                 f"span [{start}, {end}) is outside the context (length {len(context)}) or empty"
             )
-        if context[start:end].lower() != word.lower():
+        if not _same_text(context[start:end], word):
             return None, f"span [{start}, {end}) holds {context[start:end]!r}, not {word!r}"
         return Item(context=context, char_start=start, char_end=end, **common), ""
     if "occurrence" not in entry and PLACEHOLDER in context:
