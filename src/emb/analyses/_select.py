@@ -1,0 +1,293 @@
+"""Picking stimuli out of a store Dataset by word and labels, with errors that say what to do.
+
+A store's suite group is an ``xr.Dataset`` with an ``item`` dimension whose coordinates are the
+stimulus' ``word``, ``context``, ``setting``, ``stimulus_set`` and the suite's label columns
+(see ``docs/architecture.md``).  The analyses select items here, by name, never by position.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from emb.errors import AnalysisError, MissingStimuliError
+
+__all__ = [
+    "describe_source",
+    "item_values",
+    "label_mask",
+    "provenance_attrs",
+    "select_words",
+    "settings_present",
+    "truthy",
+    "unique_in_order",
+    "words_of",
+]
+
+ITEM = "item"
+#: Item coordinates that describe how a stimulus was located, not what it is.
+_TECHNICAL = frozenset(
+    {"char_start", "char_end", "n_subtokens", "token_start", "token_end", "n_tokens"}
+)
+_PROVENANCE_KEYS = ("model", "extraction", "suite", "emb_schema_version", "created")
+
+
+def _attr(ds: xr.Dataset, key: str) -> Any:
+    value = ds.attrs.get(key)
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def describe_source(ds: xr.Dataset) -> tuple[str, str, str]:
+    """``(suite name, store location, model id)`` of a store Dataset, ``"?"`` where unknown."""
+    suite = _attr(ds, "suite")
+    suite_name = suite.get("name") if isinstance(suite, Mapping) else suite
+    model = _attr(ds, "model")
+    model_id = model.get("id") if isinstance(model, Mapping) else model
+    store = ds.encoding.get("source") or ds.attrs.get("store") or ds.attrs.get("source")
+    return str(suite_name or "?"), str(store or "?"), str(model_id or "?")
+
+
+def _extract_hint(ds: xr.Dataset) -> str:
+    suite, store, model = describe_source(ds)
+    return (
+        f"run 'emb extract --model {model if model != '?' else 'MODEL'} "
+        f"--suite {suite if suite != '?' else 'SUITE'} --store {store if store != '?' else 'STORE'}' "
+        "with a suite that contains them"
+    )
+
+
+def _where(ds: xr.Dataset) -> str:
+    suite, store, _ = describe_source(ds)
+    return f"suite {suite!r} in store {store}"
+
+
+def item_values(ds: xr.Dataset, name: str) -> np.ndarray:
+    """The values of the per-item coordinate or label ``name`` as a numpy array.
+
+    Raises
+    ------
+    AnalysisError
+        If the Dataset has no such per-item variable.
+    """
+    if name not in ds.variables or ds[name].dims != (ITEM,):
+        labels = sorted(k for k, v in ds.variables.items() if v.dims == (ITEM,))
+        raise AnalysisError(
+            f"{_where(ds)} has no per-item label {name!r}; its labels are {labels}. "
+            "Use a suite that defines it (see 'emb suites')"
+        )
+    return np.asarray(ds[name].values)
+
+
+def truthy(values: np.ndarray) -> np.ndarray:
+    """Boolean view of a label column holding booleans, 0/1 or "true"/"false" strings."""
+    values = np.asarray(values)
+    if values.dtype == bool:
+        return values
+    if values.dtype.kind in "iuf":
+        return np.nan_to_num(values.astype(np.float64)) != 0
+    text = np.char.lower(values.astype(str))
+    return np.isin(text, ["true", "1", "yes", "y", "t"])
+
+
+def settings_present(ds: xr.Dataset) -> list[str]:
+    """The settings of a Dataset, in order of first appearance."""
+    return list(pd.unique(item_values(ds, "setting").astype(str)))
+
+
+def _match(values: np.ndarray, wanted: Any) -> np.ndarray:
+    if isinstance(wanted, Collection) and not isinstance(wanted, str | bytes):
+        return np.isin(values, list(wanted))
+    return values == wanted
+
+
+def label_mask(
+    ds: xr.Dataset,
+    *,
+    setting: str | Collection[str] | None = None,
+    stimulus_set: str | Collection[str] | None = None,
+    **labels: Any,
+) -> np.ndarray:
+    """Boolean mask over items matching ``setting``, ``stimulus_set`` and label values.
+
+    A scalar matches by equality, a collection (list, tuple, set) by membership; ``None``
+    (the default) does not filter.
+
+    Raises
+    ------
+    AnalysisError
+        If a label does not exist in the Dataset.
+    """
+    mask = np.ones(ds.sizes[ITEM], dtype=bool)
+    filters = {"setting": setting, "stimulus_set": stimulus_set, **labels}
+    for name, wanted in filters.items():
+        if wanted is None:
+            continue
+        mask &= _match(item_values(ds, name), wanted)
+    return mask
+
+
+def _filters_text(filters: Mapping[str, Any]) -> str:
+    parts = [f"{k}={v!r}" for k, v in filters.items() if v is not None]
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _distinguishing_labels(ds: xr.Dataset, positions: np.ndarray) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for name, var in ds.variables.items():
+        if var.dims != (ITEM,) or name in _TECHNICAL or name in (ITEM, "word"):
+            continue
+        vals = np.asarray(var.values)[positions]
+        uniq = list(pd.unique(vals))
+        if len(uniq) > 1:
+            out[str(name)] = [v.item() if isinstance(v, np.generic) else v for v in uniq]
+    return out
+
+
+def select_words(
+    ds: xr.Dataset,
+    words: Iterable[str],
+    *,
+    setting: str,
+    stimulus_set: str | Collection[str] | None = None,
+    **labels: Any,
+) -> xr.Dataset:
+    """The items of ``words`` in one setting, in the order of ``words``, one item per word.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A store suite group (``emb.open_store(...).dataset(name)`` or ``xr.open_zarr``).
+    words : iterable of str
+        Words to pick, matched exactly (case-sensitive: names keep their capital).  A word
+        listed twice is returned twice.
+    setting : str
+        The contextual setting (``bleached``, ``alone``, ``aligned`` …).
+    stimulus_set : str or collection of str, optional
+        Only items of this stimulus set (e.g. ``"pleasant"``).
+    **labels
+        Further label filters, e.g. ``test="WEAT1", role="X"`` or ``lexicon="bellezza"``;
+        a collection matches any of its values.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ds.isel(item=...)``: lazy, with every variable and coordinate of ``ds``.
+
+    Raises
+    ------
+    MissingStimuliError
+        If some words have no item under these filters; the message names them (first 10 and
+        the count), the suite and store, and the ``emb extract`` command that adds them.
+    AnalysisError
+        If a word has several items that differ (other contexts) under these filters; the
+        message names the labels that tell them apart.  Items with the same word, context and
+        span are the same stimulus (e.g. a word listed in two WEAT tests) and count once.
+
+    Examples
+    --------
+    >>> sel = select_words(ds, ["rose", "tulip"], setting="bleached", test="WEAT1", role="X")
+    ... # doctest: +SKIP
+    """
+    words = [str(w) for w in words]
+    if not words:
+        raise AnalysisError("no words given to select; pass at least one word")
+    filters = {"setting": setting, "stimulus_set": stimulus_set, **labels}
+    mask = label_mask(ds, setting=setting, stimulus_set=stimulus_set, **labels)
+    positions = np.flatnonzero(mask)
+    if positions.size == 0:
+        present = settings_present(ds)
+        raise MissingStimuliError(
+            f"{_where(ds)} has no items{_filters_text(filters)} (settings present: {present}), "
+            f"so all {len(words)} words are missing: {words[:10]}"
+            f"{' …' if len(words) > 10 else ''}; {_extract_hint(ds)}"
+        )
+    item_words = item_values(ds, "word").astype(str)[positions]
+    wanted = np.isin(item_words, words)
+    positions, item_words = positions[wanted], item_words[wanted]
+    index = pd.Index(item_words)
+    if not index.is_unique:
+        # identical stimuli (same word, context and span) count once: keep the first
+        keys = pd.DataFrame({"word": item_words})
+        for name in ("context", "char_start", "char_end"):
+            if name in ds.variables:
+                keys[name] = np.asarray(ds[name].values)[positions]
+        keep = ~keys.duplicated(keep="first").to_numpy()
+        positions, item_words = positions[keep], item_words[keep]
+        index = pd.Index(item_words)
+    if not index.is_unique:
+        ambiguous = list(dict.fromkeys(index[index.duplicated()]))
+        word = ambiguous[0]
+        dup_positions = positions[item_words == word]
+        differ = _distinguishing_labels(ds, dup_positions)
+        hint = ", ".join(f"{k} (values {v})" for k, v in differ.items()) or "their context"
+        raise AnalysisError(
+            f"{len(ambiguous)} word(s) have several different items{_filters_text(filters)} in "
+            f"{_where(ds)}, e.g. {word!r} with {dup_positions.size} items that differ in {hint}; "
+            "pass that label as a filter to choose one"
+            + (f" (words: {ambiguous[:10]})" if len(ambiguous) > 1 else "")
+        )
+    found = index.get_indexer(words)
+    found = np.asarray(found)
+    missing = [w for w, f in zip(words, found, strict=True) if f < 0]
+    if missing:
+        missing = list(dict.fromkeys(missing))
+        raise MissingStimuliError(
+            f"{len(missing)} of {len(dict.fromkeys(words))} words are missing{_filters_text(filters)} "
+            f"from {_where(ds)}: {missing[:10]}{' …' if len(missing) > 10 else ''}; "
+            f"{_extract_hint(ds)}"
+        )
+    return ds.isel({ITEM: positions[found]})
+
+
+def provenance_attrs(ds: xr.Dataset) -> dict[str, str]:
+    """The store's provenance as JSON strings, for the attributes of an analysis result.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A store suite group.
+
+    Returns
+    -------
+    dict of str to str
+        ``store`` (its location, when known) and ``model``, ``extraction``, ``suite``,
+        ``emb_schema_version``, ``created`` as JSON strings (keys the store lacks are left
+        out), so that netCDF can hold them.
+
+    Examples
+    --------
+    >>> provenance_attrs(xr.Dataset(attrs={"model": {"id": "gpt2"}}))
+    {'model': '{"id": "gpt2"}'}
+    """
+    out: dict[str, str] = {}
+    source = ds.encoding.get("source") or ds.attrs.get("store")
+    if source:
+        out["store"] = str(source)
+    for key in _PROVENANCE_KEYS:
+        if key not in ds.attrs:
+            continue
+        value = ds.attrs[key]
+        out[key] = (
+            value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+        )
+    return out
+
+
+def words_of(ds: xr.Dataset, mask: np.ndarray) -> list[str]:
+    """Distinct words of the items in ``mask``, in item order."""
+    return list(dict.fromkeys(item_values(ds, "word").astype(str)[mask]))
+
+
+def unique_in_order(values: Sequence[Any]) -> list[Any]:
+    """Distinct values in order of first appearance."""
+    return list(dict.fromkeys(values))

@@ -1,0 +1,385 @@
+"""WEAT: the Word Embedding Association Test, per test, setting, layer and pooling, lazily.
+
+The cosines between every target word (X ∪ Y) and every attribute word (A ∪ B) are computed once
+per (layer, pooling); the permutation test then re-splits only the per-word association scores
+``s(w, A, B)`` (exactly when the number of splits is small, by seeded Monte Carlo otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+
+from emb.analyses import stats
+from emb.analyses._select import (
+    item_values,
+    label_mask,
+    provenance_attrs,
+    select_words,
+    settings_present,
+    truthy,
+    unique_in_order,
+)
+from emb.errors import AnalysisError
+
+__all__ = ["weat"]
+
+ROLES = ("X", "Y", "A", "B")
+_DEFAULT_SETTINGS = ("bleached", "alone")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Test:
+    name: str
+    words: dict[str, list[str]]  # role -> words
+    groups: dict[str, str]  # role -> group name
+    labelled: bool  # True: items selected by the test/role labels
+
+
+def _natural_key(name: str) -> tuple[str, int, str]:
+    m = re.match(r"^(.*?)(\d+)(.*)$", name)
+    return (m.group(1), int(m.group(2)), m.group(3)) if m else (name, -1, "")
+
+
+def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
+    return value
+
+
+def _parse_custom(
+    x: Sequence[str] | None,
+    y: Sequence[str] | None,
+    a: Sequence[str] | None,
+    b: Sequence[str] | None,
+    tests: object,
+) -> _Test | None:
+    given = {"x": x, "y": y, "a": a, "b": b}
+    if all(v is None for v in given.values()):
+        return None
+    absent = [k for k, v in given.items() if v is None]
+    if absent:
+        raise AnalysisError(
+            f"a custom WEAT needs all four word lists x, y, a and b; {absent} missing"
+        )
+    if tests is not None:
+        raise AnalysisError("give either tests= (from the suite) or x/y/a/b word lists, not both")
+    words: dict[str, list[str]] = {}
+    for role, key in zip(ROLES, ("x", "y", "a", "b"), strict=True):
+        value = given[key]
+        if isinstance(value, str):
+            raise AnalysisError(f"{key} must be a list of words, not the string {value!r}")
+        words[role] = [str(w) for w in value]  # type: ignore[union-attr]
+        if not words[role]:
+            raise AnalysisError(f"word list {key} is empty")
+    return _Test(name="custom", words=words, groups={r: r for r in ROLES}, labelled=False)
+
+
+def _suite_tests(
+    ds: xr.Dataset, tests: str | Sequence[str] | None, include_excluded: bool
+) -> list[_Test]:
+    for label in ("test", "role"):
+        if label not in ds.variables:
+            raise AnalysisError(
+                f"this Dataset has no {label!r} label: it is not a 'weat' suite. "
+                "Extract the built-in 'weat' suite, or give your own x/y/a/b word lists"
+            )
+    test_col = item_values(ds, "test").astype(str)
+    present = sorted({t for t in test_col if t}, key=_natural_key)
+    if tests is None:
+        names = present
+    else:
+        names = [tests] if isinstance(tests, str) else [str(t) for t in tests]
+        unknown = [t for t in names if t not in present]
+        if unknown:
+            raise AnalysisError(f"tests {unknown} are not in this suite; it has {present}")
+    if not names:
+        raise AnalysisError("the suite defines no WEAT tests (its 'test' label is empty)")
+    role_col = item_values(ds, "role").astype(str)
+    words_col = item_values(ds, "word").astype(str)
+    group_col = item_values(ds, "group").astype(str) if "group" in ds.variables else None
+    excluded = (
+        truthy(item_values(ds, "excluded"))
+        if "excluded" in ds.variables and not include_excluded
+        else np.zeros(test_col.shape, dtype=bool)
+    )
+    out = []
+    for name in names:
+        words: dict[str, list[str]] = {}
+        groups: dict[str, str] = {}
+        for role in ROLES:
+            mask = (test_col == name) & (role_col == role) & ~excluded
+            words[role] = unique_in_order(words_col[mask])
+            if not words[role]:
+                raise AnalysisError(
+                    f"test {name!r} has no {role} words in this suite"
+                    + (" after removing the excluded ones" if excluded.any() else "")
+                )
+            names_here = [g for g in (group_col[mask] if group_col is not None else []) if g]
+            groups[role] = names_here[0] if names_here else role
+        out.append(_Test(name=name, words=words, groups=groups, labelled=True))
+    return out
+
+
+def _weat_kernel(
+    emb: np.ndarray,
+    *,
+    n_x: int,
+    n_y: int,
+    n_a: int,
+    ddof: int,
+    alternative: str,
+    n_permutations: int,
+    exact_limit: int,
+    seed: int,
+    method: str,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """emb (..., item, feature) with items X, Y, A, B in that order -> (es, S, p) of shape (...)."""
+    u = stats.unit(emb)
+    n_t = n_x + n_y
+    cos = np.matmul(u[..., :n_t, :], np.swapaxes(u[..., n_t:, :], -1, -2))  # (..., n_t, |A∪B|)
+    s = stats.association(cos[..., :n_a], cos[..., n_a:])  # (..., n_t): computed once
+    es = stats.weat_effect_size(s[..., :n_x], s[..., n_x:], ddof=ddof)
+    res = stats.permutation_test(
+        s,
+        n_x,
+        alternative=alternative,  # type: ignore[arg-type]
+        n_permutations=n_permutations,
+        exact_limit=exact_limit,
+        seed=seed,
+        method=method,  # type: ignore[arg-type]
+    )
+    return (
+        np.asarray(es, dtype=np.float64),
+        np.asarray(res.statistic, dtype=np.float64),
+        np.asarray(res.pvalue, dtype=np.float64),
+    )
+
+
+def _one_test(
+    ds: xr.Dataset,
+    test: _Test,
+    settings: list[str],
+    *,
+    ddof: int,
+    alternative: str,
+    n_permutations: int,
+    exact_limit: int,
+    seed: int,
+    perm_method: str,
+) -> xr.Dataset:
+    per_setting = []
+    for setting in settings:
+        parts = []
+        for role in ROLES:
+            labels = {"test": test.name, "role": role} if test.labelled else {}
+            sel = select_words(ds, test.words[role], setting=setting, **labels)
+            parts.append(sel.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore"))
+        per_setting.append(xr.concat(parts, dim="item"))
+    emb = xr.concat(per_setting, dim="setting").assign_coords(setting=settings)
+    n = {role: len(test.words[role]) for role in ROLES}
+    if n["X"] + n["Y"] - ddof <= 0:
+        raise AnalysisError(
+            f"test {test.name!r}: {n['X'] + n['Y']} target words cannot give a standard deviation "
+            f"with ddof={ddof}"
+        )
+    es, stat, p = xr.apply_ufunc(
+        _weat_kernel,
+        emb,
+        input_core_dims=[["item", "feature"]],
+        output_core_dims=[[], [], []],
+        kwargs={
+            "n_x": n["X"],
+            "n_y": n["Y"],
+            "n_a": n["A"],
+            "ddof": ddof,
+            "alternative": alternative,
+            "n_permutations": n_permutations,
+            "exact_limit": exact_limit,
+            "seed": seed,
+            "method": perm_method,
+        },
+        dask="parallelized",
+        output_dtypes=[np.float64, np.float64, np.float64],
+        dask_gufunc_kwargs={"allow_rechunk": True},
+    )
+    exact = perm_method != "reference" and math.comb(n["X"] + n["Y"], n["X"]) <= exact_limit
+    out = xr.Dataset({"effect_size": es, "statistic": stat, "p": p})
+    out = out.expand_dims(test=[test.name])
+    out["n_permutations"] = ("test", [0 if exact else int(n_permutations)])
+    for role in ROLES:
+        out[f"n_{role.lower()}"] = ("test", [n[role]])
+    return out.assign_coords(
+        {f"{role.lower()}_group": ("test", [test.groups[role]]) for role in ROLES}
+    )
+
+
+def weat(
+    ds: xr.Dataset,
+    *,
+    tests: str | Sequence[str] | None = None,
+    x: Sequence[str] | None = None,
+    y: Sequence[str] | None = None,
+    a: Sequence[str] | None = None,
+    b: Sequence[str] | None = None,
+    settings: str | Sequence[str] | None = None,
+    ddof: int = 1,
+    alternative: stats.Alternative = "greater",
+    n_permutations: int = 100_000,
+    exact_limit: int = 1_000_000,
+    seed: int = 0,
+    include_excluded: bool = False,
+    method: Literal["default", "reference"] = "default",
+    correction: stats.CorrectionMethod = "none",
+) -> xr.Dataset:
+    """Word Embedding Association Test effect sizes and permutation p-values, lazily.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A store suite group: ``embedding(item, layer, pooling, feature)`` with item labels
+        ``word`` and ``setting`` (and, for the built-in ``weat`` suite, ``test``, ``role``
+        (X/Y/A/B), ``group`` and ``excluded``).
+    tests : str or sequence of str, optional
+        Tests of the suite to run (default: every test in it, e.g. WEAT1–WEAT10).
+    x, y, a, b : sequence of str, optional
+        Your own target (X, Y) and attribute (A, B) word lists, instead of ``tests``; the test
+        is then called ``"custom"`` and words are looked up by word only.
+    settings : str or sequence of str, optional
+        Contextual settings (default: those of ``bleached``, ``alone`` present in ``ds``,
+        otherwise every setting present).
+    ddof : int, default 1
+        Delta degrees of freedom of the effect size's standard deviation (1 in the authors'
+        code; WEFE uses 0).
+    alternative : {"greater", "less", "two-sided"}, default "greater"
+    n_permutations : int, default 100_000
+        Random splits for a Monte-Carlo p-value when exact enumeration is too big.
+    exact_limit : int, default 1_000_000
+        Enumerate all ``C(|X|+|Y|, |X|)`` splits when there are at most this many.
+    seed : int, default 0
+        Seed of the random splits (recorded in the attributes).
+    include_excluded : bool, default False
+        Keep the target names Caliskan et al. dropped (label ``excluded``, WEAT3–5).
+    method : {"default", "reference"}, default "default"
+        ``reference`` computes the p-value as the authors' code does: ``n_permutations`` random
+        splits, a normal distribution fitted to them, its upper tail.
+    correction : {"none", "holm", "bh"}, default "none"
+        Multiple-comparison correction across the tests (separately for every setting, layer
+        and pooling), stored in ``p_adjusted``.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``(test, setting, layer, pooling)``:
+
+        - ``effect_size``: Caliskan's d;
+        - ``statistic``: ``S = Σ_X s − Σ_Y s``;
+        - ``p``, ``p_adjusted``: permutation p-values (one-sided ``greater`` by default);
+
+        and per ``test``: ``n_permutations`` (0 = exact), ``n_x``, ``n_y``, ``n_a``, ``n_b``,
+        with coordinates ``x_group`` … ``b_group``.  Attributes: every option, the word lists
+        (JSON) and the store provenance.  Lazy when the embedding is dask-backed.
+
+    Raises
+    ------
+    MissingStimuliError
+        If a test's word is not in a setting; the message names the words.
+    AnalysisError
+        For invalid options.
+
+    Notes
+    -----
+    ``s(w,A,B) = mean_a cos(w,a) − mean_b cos(w,b)``;
+    ``d = (mean_{x∈X} s(x) − mean_{y∈Y} s(y)) / std_{w∈X∪Y} s(w)``;
+    p = share of re-splits of ``X ∪ Y`` into sets of the original sizes whose statistic is at
+    least the observed one (see :func:`emb.analyses.stats.permutation_test`).
+
+    References
+    ----------
+    Caliskan, A., Bryson, J. J. & Narayanan, A. (2017). Semantics derived automatically from
+    language corpora contain human-like biases. *Science* 356(6334), 183–186.
+
+    Examples
+    --------
+    >>> ds = emb.open_store("gpt2.zarr").dataset("weat")  # doctest: +SKIP
+    >>> res = weat(ds, tests=["WEAT1", "WEAT2"], correction="holm").compute()  # doctest: +SKIP
+    >>> res.effect_size.sel(setting="bleached", pooling="last")  # doctest: +SKIP
+    """
+    alternative = _parse_choice("alternative", alternative, ("greater", "less", "two-sided"))  # type: ignore[assignment]
+    method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]
+    correction = _parse_choice("correction", correction, ("none", "holm", "bh"))  # type: ignore[assignment]
+    if not isinstance(ddof, int | np.integer) or ddof < 0:
+        raise AnalysisError(f"ddof must be a non-negative integer; got {ddof!r}")
+    if int(n_permutations) < 2:
+        raise AnalysisError(f"n_permutations must be at least 2; got {n_permutations}")
+    if "embedding" not in ds.variables:
+        raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
+
+    custom = _parse_custom(x, y, a, b, tests)
+    test_list = [custom] if custom is not None else _suite_tests(ds, tests, include_excluded)
+
+    present = settings_present(ds)
+    if settings is None:
+        chosen = [s for s in _DEFAULT_SETTINGS if s in present] or present
+    else:
+        chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
+        for s in chosen:
+            if not label_mask(ds, setting=s).any():
+                raise AnalysisError(f"setting {s!r} is not in this suite; it has {present}")
+
+    perm_method = "reference" if method == "reference" else "exact-or-monte-carlo"
+    parts = [
+        _one_test(
+            ds,
+            test,
+            chosen,
+            ddof=int(ddof),
+            alternative=alternative,
+            n_permutations=int(n_permutations),
+            exact_limit=int(exact_limit),
+            seed=int(seed),
+            perm_method=perm_method,
+        )
+        for test in test_list
+    ]
+    out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override", join="exact")
+    out = out.transpose("test", "setting", "layer", "pooling", ...)
+    if correction == "none":
+        out["p_adjusted"] = out["p"].copy()
+    else:
+        out["p_adjusted"] = xr.apply_ufunc(
+            stats.adjust_pvalues,
+            out["p"],
+            input_core_dims=[["test"]],
+            output_core_dims=[["test"]],
+            kwargs={"method": correction, "axis": -1},
+            dask="parallelized",
+            output_dtypes=[np.float64],
+            dask_gufunc_kwargs={"allow_rechunk": True},
+        ).transpose(*out["p"].dims)
+    out["effect_size"].attrs["long_name"] = "WEAT effect size (Cohen's d)"
+    out["statistic"].attrs["long_name"] = "sum_X s(x,A,B) - sum_Y s(y,A,B)"
+    out["p"].attrs["long_name"] = f"permutation p-value ({alternative})"
+    out["p_adjusted"].attrs["long_name"] = f"p-value adjusted across tests ({correction})"
+    out["n_permutations"].attrs["long_name"] = "random splits used (0 = exact enumeration)"
+    out.attrs = {
+        "analysis": "weat",
+        "ddof": int(ddof),
+        "alternative": alternative,
+        "n_permutations": int(n_permutations),
+        "exact_limit": int(exact_limit),
+        "seed": int(seed),
+        "include_excluded": str(bool(include_excluded)).lower(),
+        "method": method,
+        "correction": correction,
+        "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
+        **provenance_attrs(ds),
+    }
+    return out
