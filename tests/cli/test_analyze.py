@@ -1,0 +1,168 @@
+"""``emb analyze`` end to end on small synthetic stores written with the store's own writer."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from click.testing import CliRunner
+
+from emb.analyses import ANALYSES
+from emb.analyses.vast import vast
+from emb.cli.analyze import analyze
+from tests.analyses._synthetic import (
+    similarity_dataset,
+    similarity_pairs,
+    vast_dataset,
+    weat_dataset,
+    write_store,
+)
+
+N_WORDS = 60
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("stores")
+    sim, pairs = similarity_dataset(similarity_pairs(n_words=40, n_pairs=80))
+    pair_dir = root / "pairs"
+    pair_dir.mkdir()
+    for name, group in pairs.groupby("dataset"):
+        group[["word1", "word2", "score"]].to_csv(pair_dir / f"{name}.csv", index=False)
+    ds = vast_dataset(n_words=N_WORDS)
+    words = np.asarray(ds["word"].values).astype(str)
+    setting = np.asarray(ds["setting"].values).astype(str)
+    gappy = ds.isel(item=np.flatnonzero(~((words == "agony") & (setting == "random"))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr's note on fixed-width string dtypes
+        return {
+            "a": write_store(root / "a.zarr", {"vast": ds, "weat": weat_dataset(), "similarity": sim},
+                             model_id="toy-a"),
+            "b": write_store(root / "b.zarr", {"vast": vast_dataset(n_words=N_WORDS, n_layers=6, seed=1)},
+                             model_id="toy-b"),
+            "gappy": write_store(root / "gappy.zarr", {"vast": gappy}, model_id="toy-gappy"),
+            "pairs": pair_dir,
+        }
+
+
+def _run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(analyze, [*map(str, args), "--quiet"])
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def test_vast_writes_csv_netcdf_json_and_figures(stores: dict[str, Path], tmp_path: Path) -> None:
+    code, out = _run("vast", "--store", stores["a"], "--out", tmp_path, "--k-max", "2",
+                     "--n-subsets", "2", "--similarity", stores["pairs"], "--seed", "7")
+    assert code == 0, out
+    table = pd.read_csv(tmp_path / "vast.csv", keep_default_na=False, na_values=[""])
+    assert {"lexicon", "setting", "pooling", "layer", "k", "n", "r", "p"} <= set(table.columns)
+    settings = table[table.experiment == "settings"]
+    # 3 ratings x 1 lexicon x 4 settings x 4 poolings x 4 layers
+    assert len(settings) == 3 * 4 * 4 * 4
+    assert settings.k.isna().all() and (settings.statistic == "pearson").all()
+    null = table[table.experiment == "nullification"]
+    assert set(null.k) == {0, 1, 2} and set(null.layer) <= {0, 1, 2, 3}
+    sim = table[table.experiment == "similarity"]
+    assert set(sim.dataset) == {"ws353", "simlex999"} and (sim.statistic == "spearman").all()
+    assert set(table.experiment) == {"settings", "tokenization", "nullification", "similarity"}
+
+    nc = xr.open_dataset(tmp_path / "vast.nc")
+    row = settings[(settings.setting == "bleached") & (settings.pooling == "last")
+                   & (settings.layer == 2) & (settings.rating == "valence")].iloc[0]
+    assert float(nc.r.sel(model="toy-a", rating="valence", lexicon="toy", setting="bleached",
+                          pooling="last", layer=2)) == pytest.approx(row.r)
+    assert json.loads(nc.attrs["parameters"])["seed"] == 7
+    assert list(json.loads(nc.attrs["models"])) == ["toy-a"]
+    assert json.loads(nc.attrs["model"])["model_id"] == "toy-a"  # the store's provenance
+    nc.close()
+
+    # the same numbers as the library on the store
+    import emb
+
+    lib = vast(emb.open_store(stores["a"]).dataset("vast"), tokenization=False,
+               nullification=False, ratings="valence").compute()
+    assert row.r == pytest.approx(float(lib.r.sel(rating="valence", lexicon="toy",
+                                                   setting="bleached", pooling="last", layer=2)))
+
+    meta = json.loads((tmp_path / "vast.json").read_text())
+    assert meta["options"]["seed"] == 7 and meta["stores"]["toy-a"] == str(stores["a"])
+    pngs = sorted(tmp_path.glob("vast_*.png"))
+    assert {p.name for p in pngs} >= {"vast_settings_toy.png", "vast_tokenization_toy.png",
+                                      "vast_nullification_toy.png", "vast_similarity.png"}
+    assert all(p.stat().st_size > 5_000 for p in pngs)
+    assert "highest VAST r" in out and str(tmp_path / "vast.csv") in out
+
+
+def test_weat_csv(stores: dict[str, Path], tmp_path: Path) -> None:
+    code, out = _run("weat", "--store", stores["a"], "--out", tmp_path, "--correction", "holm",
+                     "--no-plots")
+    assert code == 0, out
+    table = pd.read_csv(tmp_path / "weat.csv")
+    assert {"test", "setting", "pooling", "layer", "effect_size", "p", "n_permutations"} <= set(table.columns)
+    assert len(table) == 2 * 2 * 2 * 4  # tests x settings x poolings x layers
+    assert (table.n_permutations == 0).all()  # 8 + 8 words: exact
+    assert table.p.between(0, 1).all()
+    assert not list(tmp_path.glob("*.png"))
+    assert "largest |effect size|" in out
+
+
+def test_two_stores_stack_along_model(stores: dict[str, Path], tmp_path: Path) -> None:
+    code, out = _run("valnorm", "--store", stores["a"], "--store", stores["b"], "--out", tmp_path,
+                     "--setting", "bleached", "--no-plots")
+    assert code == 0, out
+    table = pd.read_csv(tmp_path / "valnorm.csv")
+    assert table.groupby("model").layer.max().to_dict() == {"toy-a": 3, "toy-b": 5}
+    assert len(table) == 4 * 4 + 4 * 6  # poolings x layers per model
+    nc = xr.open_dataset(tmp_path / "valnorm.nc")
+    assert list(nc.model.values) == ["toy-a", "toy-b"]
+    nc.close()
+
+
+def test_list() -> None:
+    code, out = _run("--list")
+    assert code == 0
+    for name, analysis in ANALYSES.items():
+        assert name in out and analysis.suite in out
+
+
+def test_unknown_analysis(stores: dict[str, Path], tmp_path: Path) -> None:
+    code, out = _run("glove", "--store", stores["a"], "--out", tmp_path)
+    assert code == 2 and "unknown analysis 'glove'" in out and "vast" in out
+
+
+def test_missing_store(tmp_path: Path) -> None:
+    code, out = _run("vast", "--store", tmp_path / "nowhere.zarr", "--out", tmp_path / "out")
+    assert code == 1 and "nowhere.zarr" in out and "StoreError" in out
+
+
+def test_missing_suite(stores: dict[str, Path], tmp_path: Path) -> None:
+    code, out = _run("weat", "--store", stores["b"], "--out", tmp_path)
+    assert code == 1 and "suite 'weat'" in out and "emb extract" in out
+
+
+def test_missing_stimuli_message(stores: dict[str, Path], tmp_path: Path) -> None:
+    code, out = _run("vast", "--store", stores["gappy"], "--out", tmp_path, "--no-plots")
+    assert code == 1
+    assert "MissingStimuliError" in out and "agony" in out and "random" in out
+    code, out = _run("vast", "--store", stores["gappy"], "--out", tmp_path, "--no-plots",
+                     "--setting", "bleached", "--no-nullification", "--no-tokenization")
+    assert code == 0, out
+
+
+def test_option_that_does_not_apply(stores: dict[str, Path], tmp_path: Path) -> None:
+    code, out = _run("weat", "--store", stores["a"], "--out", tmp_path, "--k-max", "3")
+    assert code == 2 and "--k-max" in out and "weat" in out
+
+
+def test_registered_in_the_main_group(stores: dict[str, Path], tmp_path: Path) -> None:
+    from emb.cli.main import main
+
+    result = CliRunner().invoke(main, ["analyze", "--list"])
+    assert result.exit_code == 0 and "vast" in result.output
