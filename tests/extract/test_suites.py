@@ -271,6 +271,19 @@ def test_item_checks_its_span():
         Item(context="Love", word="love", char_start=0, char_end=4, labels={"x": True})
     with pytest.raises(SuiteError, match="not allowed"):
         Suite(name="a b", items=(Item(context="a", word="a", char_start=0, char_end=1),))
+    with pytest.raises(SuiteError, match=r"label name\(s\) \['word', 'a b'\] are not allowed"):
+        Suite(
+            name="a",
+            items=(
+                Item(
+                    context="a",
+                    word="a",
+                    char_start=0,
+                    char_end=1,
+                    labels={"word": "x", "a b": 1, "ok": 2},
+                ),
+            ),
+        )
     with pytest.raises(SuiteError, match="no items"):
         Suite(name="a", items=())
     with pytest.raises(SuiteError, match="JSON-able"):

@@ -723,7 +723,7 @@ class VastGenerator(SuiteGenerator):
             type=str,
             default="paper",
             choices=("paper", "reference"),
-            help="'paper': 'to think of WORD' (default); 'reference': the authors' 'think about'",
+            help="'paper': 'It is <band> to think of WORD'; 'reference': the authors' 'think about'",
         ),
         SuiteOption(
             name="polar",
@@ -1095,7 +1095,7 @@ class SimilarityGenerator(SuiteGenerator):
             multiple=True,
             default=tuple(SIMILARITY_DATASETS),
             choices=tuple(SIMILARITY_DATASETS),
-            help="benchmarks to include (default: all four)",
+            help="benchmarks to include",
         ),
     )
 

@@ -328,6 +328,13 @@ class Suite:
             raise SuiteError(f"suite {self.name!r}: items must be Item objects")
         _check_json(dict(self.parameters), f"parameters of suite {self.name!r}")
         types = _label_types(items)
+        _, _, label_name, reserved, _ = _item_rules()
+        bad = [key for key in types if key in reserved or not label_name.search(key)]
+        if bad:
+            raise SuiteError(
+                f"suite {self.name!r}: label name(s) {bad} are not allowed; use identifiers that "
+                f"are not store variables ({sorted(reserved)})"
+            )
         items = tuple(_complete_labels(item, types) for item in items)
         object.__setattr__(self, "items", items)
         object.__setattr__(self, "parameters", dict(self.parameters))
