@@ -30,14 +30,7 @@ SENTENCES = [
 
 
 def _suite():
-    items = []
-    for ctx, word, occurrence in SENTENCES:
-        it = item(ctx, word, setting="random")
-        start = -1
-        for _ in range(occurrence + 1):
-            start = ctx.index(word, start + 1)
-        it.char_start, it.char_end = start, start + len(word)
-        items.append(it)
+    items = [item(ctx, word, setting="random", occurrence=occ) for ctx, word, occ in SENTENCES]
     return make_suite(items, name="vectors")
 
 

@@ -10,7 +10,6 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from types import SimpleNamespace as NS
 
 import numpy as np
 import pytest
@@ -20,26 +19,22 @@ import zarr
 import emb
 from emb.errors import IncompleteStoreError, StoreError, StoreMismatchError, TargetNotFoundError
 from emb.extract.pipeline import extract
+from emb.extract.suites import Item, Suite
 from tests.fakes import FakeInfo, FakeRunner, token_vectors
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def make_suite(items, name="s", content_hash=None):
-    """A duck-typed suite (the pipeline reads only these attributes)."""
-    import hashlib
-
-    digest = content_hash or hashlib.sha256(
-        repr([(i.context, i.char_start, i.setting) for i in items]).encode()
-    ).hexdigest()
-    return NS(name=name, items=items, generator=None, parameters={}, description="",
-              content_hash=lambda: digest)
+def make_suite(items, name="s"):
+    return Suite(name=name, items=tuple(items))
 
 
-def item(context, word, setting="bleached", stimulus_set="lexicon", **labels):
-    start = context.index(word)
-    return NS(context=context, word=word, char_start=start, char_end=start + len(word),
-              setting=setting, stimulus_set=stimulus_set, labels=labels)
+def item(context, word, setting="bleached", stimulus_set="lexicon", occurrence=0, **labels):
+    start = -1
+    for _ in range(occurrence + 1):
+        start = context.index(word, start + 1)
+    return Item(context=context, word=word, char_start=start, char_end=start + len(word),
+                setting=setting, stimulus_set=stimulus_set, labels=labels)
 
 
 def words_suite(n, name="s", settings=("bleached", "alone")):
@@ -67,11 +62,9 @@ def expected(context, start, end, poolings=("first", "last", "mean", "max")):
 def test_layout_readable_with_plain_xarray(tmp_path):
     suite = make_suite([
         item("This is love.", "love", valence=8.0, lexicon="toy"),
-        item("I love love songs", "love", setting="random", valence=8.0, lexicon="toy"),
+        item("I love love songs", "love", setting="random", occurrence=1, valence=8.0, lexicon="toy"),
         item("Unbelievably good", "Unbelievably", setting="random", valence=6.0, lexicon="toy"),
     ])
-    # second occurrence of "love" in item 1
-    suite.items[1].char_start, suite.items[1].char_end = 7, 11
     path = str(tmp_path / "s.zarr")
     extract(FakeRunner(), suite, path, progress=False)
     ds = xr.open_zarr(path, group="s")
@@ -154,11 +147,17 @@ def test_other_model_and_other_definition_are_refused(tmp_path):
 
 
 def test_target_not_found_writes_nothing(tmp_path):
-    suite = make_suite([item("This is love.", "love")])
-    suite.items[0].char_start, suite.items[0].char_end = 4, 4  # empty span: nothing overlaps
+    class Picky(FakeRunner):
+        def encode(self, contexts, spans, *, bos=None):
+            bad = [(i, c) for i, c in enumerate(contexts) if "zzz" in c]
+            if bad:
+                raise TargetNotFoundError(f"targets not found: {bad}")
+            return super().encode(contexts, spans, bos=bos)
+
+    suite = make_suite([item("This is love.", "love"), item("This is zzz.", "zzz")])
     path = tmp_path / "s.zarr"
-    with pytest.raises(TargetNotFoundError, match="This is love"):
-        extract(FakeRunner(), suite, str(path), progress=False)
+    with pytest.raises(TargetNotFoundError, match="This is zzz"):
+        extract(Picky(), suite, str(path), progress=False)
     assert not path.exists()
 
 

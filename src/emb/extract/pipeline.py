@@ -227,42 +227,34 @@ class _Plan:
 
 
 def _coords(suite: Suite, plan: _Plan, n_layers: int, poolings: Sequence[str]) -> xr.Dataset:
-    items = suite.items
     enc = [plan.encodings[k] for k in plan.item_key]
     targets = [np.asarray(e.target) for e in enc]
     n_sub = np.array([t.size for t in targets], dtype=np.int32)
     width = max(1, int(n_sub.max(initial=1)))
-    sub_ids = np.full((len(items), width), -1, dtype=np.int32)
+    sub_ids = np.full((len(enc), width), -1, dtype=np.int32)
     for i, e in enumerate(enc):
         ids = np.asarray(e.subtoken_ids, dtype=np.int32)
         sub_ids[i, : ids.size] = ids
+    columns = suite.columns()
     item_coords: dict[str, Any] = {
-        "word": ("item", np.array([it.word for it in items], dtype=object)),
-        "context": ("item", np.array([it.context for it in items], dtype=object)),
-        "setting": ("item", np.array([it.setting for it in items], dtype=object)),
-        "stimulus_set": ("item", np.array([it.stimulus_set for it in items], dtype=object)),
-        "char_start": ("item", np.array([it.char_start for it in items], dtype=np.int32)),
-        "char_end": ("item", np.array([it.char_end for it in items], dtype=np.int32)),
+        "word": ("item", columns.pop("word").astype(object)),
+        "context": ("item", columns.pop("context").astype(object)),
+        "setting": ("item", columns.pop("setting").astype(object)),
+        "stimulus_set": ("item", columns.pop("stimulus_set").astype(object)),
+        "char_start": ("item", columns.pop("char_start").astype(np.int32)),
+        "char_end": ("item", columns.pop("char_end").astype(np.int32)),
         "n_subtokens": ("item", n_sub),
         "token_start": ("item", np.array([int(t.min()) for t in targets], dtype=np.int32)),
         "token_end": ("item", np.array([int(t.max()) + 1 for t in targets], dtype=np.int32)),
         "n_tokens": ("item", np.array([len(e.input_ids) for e in enc], dtype=np.int32)),
         "subtoken_ids": (("item", dm.SUBTOKEN_DIM), sub_ids),
     }
-    label_keys = sorted({k for it in items for k in it.labels})
-    for key in label_keys:
+    for key, values in columns.items():  # suite labels: str or float64 columns
         if key in item_coords or key in ("item", "layer", "pooling", "feature"):
             raise StoreError(f"suite label {key!r} clashes with a store coordinate; rename it")
-        values = [it.labels.get(key) for it in items]
-        if all(v is None or isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
-            item_coords[key] = ("item", np.array([np.nan if v is None else v for v in values], float))
-        else:
-            item_coords[key] = (
-                "item",
-                np.array(["" if v is None else str(v) for v in values], dtype=object),
-            )
+        item_coords[key] = ("item", values.astype(object) if values.dtype.kind == "U" else values)
     coords = {
-        "item": np.arange(len(items), dtype=np.int64),
+        "item": np.arange(len(enc), dtype=np.int64),
         "layer": np.arange(n_layers, dtype=np.int64),
         "pooling": np.array(list(poolings), dtype=object),
         **item_coords,
