@@ -56,14 +56,21 @@ def _suite_options() -> list[Any]:
         kwargs: dict[str, Any] = {
             "default": None,
             "multiple": bool(opt.multiple),
-            "help": f"[{', '.join(users)}] {opt.help}",
+            "help": f"[{', '.join(users)}] {opt.help}"
+            + ("" if opt.default in (None, ()) else f" (default {_show(opt.default)})"),
         }
-        if opt.type in (int, "int"):
+        if opt.choices:
+            kwargs["type"] = click.Choice(list(opt.choices))
+        elif opt.type is int:
             kwargs["type"] = int
-        elif opt.type in (float, "float"):
+        elif opt.type is float:
             kwargs["type"] = float
         decorators.append(click.option(flag, opt.name, **kwargs))
     return decorators
+
+
+def _show(value: Any) -> str:
+    return ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
 
 
 def _apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:
@@ -139,14 +146,13 @@ def extract(
     from emb.store import describe, open_store
 
     suites = _build_suites(suite_specs, suite_options)
+    from emb.extract.suites import BUILTIN_SUITES
+
     for suite in suites:
-        missing = (suite.parameters or {}).get("missing_random")
-        if missing:
-            click.echo(
-                f"{suite.name}: {len(missing)} words have no corpus sentence and no 'random' item: "
-                f"{', '.join(map(str, missing[:20]))}{' …' if len(missing) > 20 else ''}",
-                err=True,
-            )
+        generator = BUILTIN_SUITES.get(suite.generator or "")
+        for line in generator.warnings(suite) if generator is not None else ():
+            click.echo(f"{suite.name}: {line}", err=True)
+    _quiet_transformers()
     kwargs: dict[str, Any] = {
         k: v
         for k, v in {
@@ -180,6 +186,15 @@ def extract(
                 f"{r.seconds:.1f} s"
             )
     click.echo(describe(open_store(store).info()))
+
+
+def _quiet_transformers() -> None:
+    """Our own progress bar reports the work; transformers' weight-loading bars only add noise."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # the extract extra is missing: load_model says what to install
+        return
+    hf_logging.disable_progress_bar()
 
 
 @main.command()

@@ -1,1 +1,44 @@
-"""emb.extract."""
+"""The extract stage: stimulus suites, lexicon and corpus readers, the model runner, the pipeline.
+
+Importing this package does not import torch: the runner (:mod:`emb.extract.model`) is imported
+when a model is loaded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from emb.extract.corpus import Corpus, load_corpus
+from emb.extract.lexicon import Lexicon, load_lexicon
+from emb.extract.pipeline import ExtractionSettings, SuiteReport, extract
+from emb.extract.suites import Item, Suite, SuiteOption, build_suite, load_suite, write_suite
+
+__all__ = [
+    "BUILTIN_SUITES",
+    "Corpus",
+    "ExtractionSettings",
+    "Item",
+    "Lexicon",
+    "Suite",
+    "SuiteOption",
+    "SuiteReport",
+    "build_suite",
+    "extract",
+    "load_corpus",
+    "load_lexicon",
+    "load_model",
+    "load_suite",
+    "write_suite",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "load_model":  # imports torch and transformers
+        from emb.extract.model import load_model
+
+        return load_model
+    if name == "BUILTIN_SUITES":
+        from emb.extract.suites import BUILTIN_SUITES
+
+        return BUILTIN_SUITES
+    raise AttributeError(f"module 'emb.extract' has no attribute {name!r}")
