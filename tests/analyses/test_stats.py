@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import threading
 
 import dask.array as da
 import numpy as np
@@ -371,3 +372,56 @@ def test_correlation_wrapper_matches_kernel_and_is_lazy():
         stats.correlation(xes, xr_ratings, dim="item", method="kendall")
     with pytest.raises(AnalysisError, match="no dimension"):
         stats.correlation(xes, xr_ratings, dim="word")
+
+
+class _FakeBlas:
+    """Stands in for a threadpoolctl library controller (OpenBLAS' own state is global C state)."""
+
+    def __init__(self, threads: int) -> None:
+        self.threads = threads
+        self.calls: list[int] = []
+
+    def get_num_threads(self) -> int:
+        return self.threads
+
+    def set_num_threads(self, n: int) -> None:
+        self.calls.append(n)
+        self.threads = n
+
+
+def test_single_threaded_blas_limits_restores_and_nests(monkeypatch):
+    lib = _FakeBlas(4)
+    monkeypatch.setattr(stats, "_blas_libs", [lib])
+    with stats.single_threaded_blas():
+        assert lib.threads == 1
+        with stats.single_threaded_blas():  # re-entrant
+            assert lib.threads == 1
+        assert lib.threads == 1 and lib.calls == [1]
+    assert lib.threads == 4 and lib.calls == [1, 4]
+    with pytest.raises(RuntimeError), stats.single_threaded_blas():
+        raise RuntimeError("boom")
+    assert lib.threads == 4 and stats._blas_users == 0
+    # another thread entering while one is inside: the limit holds until the last one leaves
+    inside, release, seen = threading.Event(), threading.Event(), []
+
+    def worker():
+        with stats.single_threaded_blas():
+            inside.set()
+            release.wait()
+            seen.append(lib.threads)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    inside.wait()
+    with stats.single_threaded_blas():
+        pass
+    assert lib.threads == 1  # the worker is still inside
+    release.set()
+    t.join()
+    assert seen == [1] and lib.threads == 4
+
+
+def test_single_threaded_blas_real_library_smoke():
+    pytest.importorskip("threadpoolctl")
+    with stats.single_threaded_blas():
+        np.testing.assert_allclose(np.ones((3, 4)) @ np.ones((4, 2)), np.full((3, 2), 4.0))

@@ -12,10 +12,8 @@ effect sizes (items × layers × poolings) leaves a chunk.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -48,43 +46,6 @@ _MAX_BLOCK_BYTES = 128 * 2**20
 # kernels
 # --------------------------------------------------------------------------------------------
 
-_blas_lock = threading.Lock()
-_blas_users = 0
-_blas_limit: Any = None
-_blas_controller: Any = None
-
-
-@contextlib.contextmanager
-def _single_threaded_blas() -> Iterator[None]:
-    """Keep BLAS to one thread while kernels run (dask already runs one kernel per core).
-
-    Threaded BLAS inside dask's threads oversubscribes the cores, and OpenBLAS' spinning threads
-    then make small matrix products ~10× slower.  The limit is process-wide, so it is reference
-    counted across the dask threads and restored when the last kernel leaves.
-    """
-    global _blas_users, _blas_limit, _blas_controller
-    with _blas_lock:
-        if _blas_controller is None:
-            try:
-                from threadpoolctl import ThreadpoolController
-            except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-                _blas_controller = False
-            else:
-                _blas_controller = ThreadpoolController()
-        if _blas_users == 0 and _blas_controller:
-            _blas_limit = _blas_controller.limit(limits=1, user_api="blas")
-        _blas_users += 1
-    try:
-        yield
-    finally:
-        with _blas_lock:
-            _blas_users -= 1
-            if _blas_users == 0 and _blas_limit is not None:
-                _blas_limit.restore_original_limits()
-                _blas_limit = None
-
-
-
 def _sc_weat_kernel(w: np.ndarray, polar: np.ndarray, *, n_a: int, ddof: int) -> np.ndarray:
     """w (I, *B, F) raw vectors; polar (*B', K, F) unit vectors, A first -> (I, *B) effect sizes."""
     n_items, batch, n_feat = w.shape[0], w.shape[1:-1], w.shape[-1]
@@ -92,7 +53,7 @@ def _sc_weat_kernel(w: np.ndarray, polar: np.ndarray, *, n_a: int, ddof: int) ->
     polar = np.broadcast_to(polar, (*batch, k, n_feat)).reshape(-1, k, n_feat)
     w3 = w.reshape(n_items, -1, n_feat)
     out = np.empty((n_items, w3.shape[1]), dtype=np.float64)
-    with _single_threaded_blas():
+    with stats.single_threaded_blas():
         _sc_weat_loop(w3, polar, out, n_a=n_a, ddof=ddof)
     return out.reshape(n_items, *batch)
 

@@ -32,6 +32,8 @@ from emb.errors import AnalysisError
 __all__ = ["weat"]
 
 ROLES = ("X", "Y", "A", "B")
+#: Largest embedding block (bytes, as stored) handed to one kernel call.
+_MAX_BLOCK_BYTES = 128 * 2**20
 _DEFAULT_SETTINGS = ("bleached", "alone")
 
 
@@ -142,20 +144,21 @@ def _weat_kernel(
     method: str,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """emb (..., item, feature) with items X, Y, A, B in that order -> (es, S, p) of shape (...)."""
-    u = stats.unit(emb)
-    n_t = n_x + n_y
-    cos = np.matmul(u[..., :n_t, :], np.swapaxes(u[..., n_t:, :], -1, -2))  # (..., n_t, |A∪B|)
-    s = stats.association(cos[..., :n_a], cos[..., n_a:])  # (..., n_t): computed once
-    es = stats.weat_effect_size(s[..., :n_x], s[..., n_x:], ddof=ddof)
-    res = stats.permutation_test(
-        s,
-        n_x,
-        alternative=alternative,  # type: ignore[arg-type]
-        n_permutations=n_permutations,
-        exact_limit=exact_limit,
-        seed=seed,
-        method=method,  # type: ignore[arg-type]
-    )
+    with stats.single_threaded_blas():
+        u = stats.unit(emb)
+        n_t = n_x + n_y
+        cos = np.matmul(u[..., :n_t, :], np.swapaxes(u[..., n_t:, :], -1, -2))  # (..., n_t, |A∪B|)
+        s = stats.association(cos[..., :n_a], cos[..., n_a:])  # (..., n_t): computed once
+        es = stats.weat_effect_size(s[..., :n_x], s[..., n_x:], ddof=ddof)
+        res = stats.permutation_test(
+            s,
+            n_x,
+            alternative=alternative,  # type: ignore[arg-type]
+            n_permutations=n_permutations,
+            exact_limit=exact_limit,
+            seed=seed,
+            method=method,  # type: ignore[arg-type]
+        )
     return (
         np.asarray(es, dtype=np.float64),
         np.asarray(res.statistic, dtype=np.float64),
@@ -184,6 +187,16 @@ def _one_test(
             parts.append(sel.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore"))
         per_setting.append(xr.concat(parts, dim="item"))
     emb = xr.concat(per_setting, dim="setting").assign_coords(setting=settings)
+    if emb.chunks is not None:
+        # one kernel call (one set of random splits) per setting and as many layers/poolings as
+        # fit in a block: the store's chunks are often one layer and pooling each
+        merged: dict[str, int] = {"item": -1, "feature": -1}
+        block = emb.sizes["item"] * emb.sizes["feature"] * emb.dtype.itemsize
+        for d in (d for d in emb.dims if d not in ("item", "feature", "setting")):
+            if block * emb.sizes[d] <= _MAX_BLOCK_BYTES:
+                merged[d] = -1
+                block *= emb.sizes[d]
+        emb = emb.chunk(merged)
     n = {role: len(test.words[role]) for role in ROLES}
     if n["X"] + n["Y"] - ddof <= 0:
         raise AnalysisError(
