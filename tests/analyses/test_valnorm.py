@@ -333,3 +333,12 @@ def test_valnorm_result_attrs_are_netcdf_safe(tmp_path):
     xr.testing.assert_allclose(back.r, res.r)
     assert json.loads(back.attrs["polar_words"])["pleasant"] == PLEASANT
     assert math.isfinite(float(back.r.max()))
+
+
+def test_results_do_not_depend_on_chunking_or_dask():
+    ds = vast_ds(n_words=70, settings_=("bleached", "aligned"), chunk=16)
+    a = valnorm(ds).compute()
+    b = valnorm(ds.chunk({"item": 1000, "layer": 1, "pooling": 2})).compute()
+    c = valnorm(ds.compute())
+    xr.testing.assert_allclose(a, b)
+    xr.testing.assert_allclose(a, c)

@@ -352,3 +352,15 @@ def test_nothing_computes_before_compute():
     with tasks:
         res.compute()
     assert tasks.count > 0 and source.reads > reads_before
+
+
+def test_results_do_not_depend_on_chunking_or_dask():
+    spec = {"WEAT1": _spec(8, 8, 4, 4), "WEAT3": _spec(9, 9, 4, 4, "WEAT3")}
+    ds = weat_ds(spec, signal=0.5, chunk=5)
+    options = {"exact_limit": 20_000, "n_permutations": 3000, "seed": 4}  # WEAT3: Monte Carlo
+    a = weat(ds, **options).compute()
+    b = weat(ds.chunk({"item": 50, "layer": 3, "pooling": 1}), **options).compute()
+    c = weat(ds.compute(), **options)  # numpy-backed: computed eagerly
+    assert a.n_permutations.values.tolist() == [0, 3000]
+    xr.testing.assert_allclose(a, b)
+    xr.testing.assert_allclose(a, c)
