@@ -124,10 +124,15 @@ class Store:
             )
         return self.root[name]  # type: ignore[return-value]
 
-    def dataset(self, name: str, *, allow_incomplete: bool = False) -> xr.Dataset:
+    def dataset(
+        self, name: str, *, allow_incomplete: bool = False, chunks: Literal["shard", "inner"] = "shard"
+    ) -> xr.Dataset:
         """The suite ``name`` as a lazy Dataset.
 
-        Coordinates are loaded into memory (they are small); ``embedding`` stays dask-backed.
+        Coordinates are loaded into memory (they are small); ``embedding`` stays dask-backed, one
+        dask chunk per shard (``chunks="shard"``: a block of items, all layers and poolings; dask
+        pushes a later layer/pooling selection down to the inner chunks it needs) or per zarr inner
+        chunk (``"inner"``: a block of items, one layer, one pooling).
 
         Raises
         ------
@@ -143,9 +148,18 @@ class Store:
                 f"suite {name!r} in {self.location} is incomplete ({done} of {total} blocks written); "
                 "re-run the same 'emb extract' command to finish it"
             )
-        ds = xr.open_zarr(self.zstore, group=name, consolidated=False, zarr_format=3)
+        if chunks not in ("shard", "inner"):
+            raise StoreError(f"chunks must be 'shard' or 'inner'; got {chunks!r}")
+        block = int(group.attrs.get(dm.ATTR_EXTRACTION, {}).get("block_size", 1024))
+        ds = xr.open_zarr(
+            self.zstore, group=name, consolidated=False, zarr_format=3, chunks=None
+        )
         for coord in ds.coords.values():
             coord.load()
+        spec = {"item": block, "layer": -1, "pooling": -1, "feature": -1}
+        if chunks == "inner":
+            spec |= {"layer": 1, "pooling": 1}
+        ds[dm.EMBEDDING] = ds[dm.EMBEDDING].chunk(spec)  # lazy: wraps the zarr array in dask
         ds.encoding["source"] = self.location
         return ds
 
