@@ -16,6 +16,7 @@ from emb.analyses.nullify import (
     top_components,
 )
 from emb.analyses.similarity import load_pairs, word_similarity
+from emb.analyses.valnorm import valnorm
 from emb.analyses.vast import _balanced_polar, _block, _token_subsets, vast
 from emb.errors import AnalysisError, MissingStimuliError
 from tests.analyses._synthetic import (
@@ -151,6 +152,22 @@ def test_settings_match_brute_force(toy: xr.Dataset, toy_result: xr.Dataset) -> 
                              layer=layer)
         assert float(got.r) == pytest.approx(expected, abs=1e-9)
         assert int(got.n) == n == 100
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_settings_curves_equal_valnorm_for_every_rating(dtype: str) -> None:
+    ds = vast_dataset(n_words=80, n_layers=3, dtype=dtype)
+    # float16 stores are scored in float32 arithmetic: agreement to ~1e-6, not 1e-12
+    tol = 1e-9 if dtype == "float32" else 2e-5
+    for method in ("default", "reference"):
+        res = vast(ds, tokenization=False, nullification=False, method=method).compute()
+        for rating in ("valence", "arousal", "dominance"):
+            ref = valnorm(ds, ratings=rating, method=method).compute()
+            got = res.sel(rating=rating, drop=True)
+            for var in ("r", "p", "ci_low", "ci_high", "spearman_r", "spearman_p"):
+                xr.testing.assert_allclose(got[var].transpose(*ref[var].dims), ref[var], atol=tol,
+                                           rtol=tol)
+            xr.testing.assert_equal(got["n"].transpose(*ref["n"].dims), ref["n"])
 
 
 def test_planted_signs_and_sizes_per_setting(toy_result: xr.Dataset) -> None:

@@ -166,3 +166,18 @@ def test_registered_in_the_main_group(stores: dict[str, Path], tmp_path: Path) -
 
     result = CliRunner().invoke(main, ["analyze", "--list"])
     assert result.exit_code == 0 and "vast" in result.output
+
+
+def test_distributed_scheduler(stores: dict[str, Path], tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster:
+        code, out = _run("vast", "--store", stores["a"], "--out", tmp_path, "--no-plots",
+                         "--k-max", "2", "--n-subsets", "2", "--scheduler", cluster.scheduler_address)
+    assert code == 0, out
+    table = pd.read_csv(tmp_path / "vast.csv")
+    local_dir = tmp_path / "local"
+    code, out = _run("vast", "--store", stores["a"], "--out", local_dir, "--no-plots",
+                     "--k-max", "2", "--n-subsets", "2")
+    assert code == 0, out
+    pd.testing.assert_frame_equal(table, pd.read_csv(local_dir / "vast.csv"))

@@ -19,6 +19,7 @@ components (:func:`nullified_cosines`, :func:`nullified_pair_cosines`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import NamedTuple
 
 import numpy as np
@@ -29,6 +30,7 @@ from emb.errors import AnalysisError
 __all__ = [
     "Components",
     "all_but_the_top",
+    "iter_sweep_cosines",
     "nullified_cosines",
     "nullified_pair_cosines",
     "project",
@@ -102,7 +104,9 @@ def top_components(F: np.ndarray, k: int, *, subtract_mean: bool = True) -> Comp
     if k == 0:
         return Components(mean, np.zeros((0, d)), np.zeros(0), total)
     if n > d:
-        w, V = scipy.linalg.eigh(C.T @ C, subset_by_index=(d - k, d - 1))
+        # CᵀC by a symmetric rank-k update (half the flops of a general product); upper triangle
+        gram = scipy.linalg.blas.dsyrk(1.0, np.asfortranarray(C.T), lower=0)
+        w, V = scipy.linalg.eigh(gram, lower=False, subset_by_index=(d - k, d - 1))
         order = np.argsort(w)[::-1]
         comps = V[:, order].T
     else:
@@ -257,6 +261,27 @@ def sweep_cosines(Ct: np.ndarray, At: np.ndarray, Cp: np.ndarray, Ap: np.ndarray
         cos = out / norms
     cos[~(norms > 0)] = np.nan
     return cos
+
+
+def iter_sweep_cosines(
+    Ct: np.ndarray, At: np.ndarray, Cp: np.ndarray, Ap: np.ndarray
+) -> Iterator[np.ndarray]:
+    """:func:`sweep_cosines` one ``k`` at a time (``(n, m)`` arrays for k = 0..K), so that only
+    one cosine matrix is held in memory."""
+    k_max = At.shape[1]
+    dots = Ct @ Cp.T
+    nt = np.einsum("ij,ij->i", Ct, Ct)
+    np_ = np.einsum("ij,ij->i", Cp, Cp)
+    for k in range(k_max + 1):
+        if k:
+            dots -= np.outer(At[:, k - 1], Ap[:, k - 1])
+            nt = nt - At[:, k - 1] ** 2
+            np_ = np_ - Ap[:, k - 1] ** 2
+        norms = np.sqrt(np.clip(nt, 0, None))[:, None] * np.sqrt(np.clip(np_, 0, None))[None, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cos = dots / norms
+        cos[~(norms > 0)] = np.nan
+        yield cos
 
 
 def project(X: np.ndarray, comps: Components) -> tuple[np.ndarray, np.ndarray]:

@@ -2,9 +2,11 @@
 
 One call composes the experiments of Wolfe & Caliskan (2022) from a store's ``vast`` suite:
 
-1. **settings** — ValNorm (:func:`emb.analyses.valnorm.valnorm`) per lexicon, contextual setting,
-   subword pooling and layer (the paper's Figure 1), and the same for arousal and dominance with
-   their own polar sets (appendix);
+1. **settings** — ValNorm per lexicon, contextual setting, subword pooling and layer (the paper's
+   Figure 1), and the same for arousal and dominance with their own polar sets (appendix): the
+   statistic of :func:`emb.analyses.valnorm.valnorm`, with its word selection (the tests check
+   the numbers are equal), computed for every rating and the tokenization sets in one read of
+   the data (one matrix product per layer and pooling);
 2. **tokenization** — singly vs multiply tokenized lexicon words in equal-size seeded random
    subsets, against singly tokenized polar words balanced by seeded random removal (Figure 2);
 3. **nullification** — VAST after removing the top ``k = 0..K`` principal components
@@ -13,6 +15,8 @@ One call composes the experiments of Wolfe & Caliskan (2022) from a store's ``va
    nullification (:mod:`emb.analyses.similarity`, Figure 4).
 
 Everything is lazy on a dask-backed store Dataset; nothing is computed until the result is.
+Vectors stored as float16 are scored in float32 arithmetic (differences from float64 ~1e-6, far
+below the storage precision); float32 stores in float64. The PCA of the nullification is float64.
 """
 
 from __future__ import annotations
@@ -35,9 +39,9 @@ from emb.analyses._select import (
     provenance_attrs,
     settings_present,
 )
-from emb.analyses.nullify import project, sweep_cosines, top_components
+from emb.analyses.nullify import iter_sweep_cosines, project, top_components
 from emb.analyses.similarity import word_similarity
-from emb.analyses.valnorm import N_POLAR, _polar_selection, _rated_poles, valnorm
+from emb.analyses.valnorm import _polar_selection, _rated_poles
 from emb.errors import AnalysisError, MissingStimuliError
 
 __all__ = ["RATINGS", "SETTINGS", "plain_strings", "vast"]
@@ -251,7 +255,7 @@ def _specs(block: _Block, ratings: Sequence[str], *, reference: bool) -> list[_S
 
 # -- numpy kernels ---------------------------------------------------------------------------------
 def _correlate(es: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """(..., n) effect sizes vs (n,) ratings -> (..., 7) statistics."""
+    """(..., n) effect sizes vs (..., n) ratings -> (..., 7) statistics."""
     y = np.broadcast_to(y, es.shape)
     pe = stats.pearson(es, y, axis=-1)
     sp = stats.spearman(es, y, axis=-1)
@@ -265,12 +269,98 @@ def _empty_stats(shape: tuple[int, ...]) -> np.ndarray:
     return out
 
 
+def _work_dtype(dtype: np.dtype) -> type[np.floating]:
+    """float32 arithmetic for float16-stored vectors (their precision is ~1e-3 anyway, and
+    float32 BLAS is twice as fast); float64 otherwise."""
+    return np.float32 if np.dtype(dtype).itemsize <= 2 else np.float64
+
+
+def _norms(x: np.ndarray) -> np.ndarray:
+    norm = np.sqrt(np.einsum("ij,ij->i", x, x))
+    bad = ~(norm > 0) | ~np.isfinite(norm)
+    if bad.any():
+        raise AnalysisError(
+            f"{int(bad.sum())} embedding vectors have zero or non-finite length; SC-WEAT is "
+            "undefined for them: check the store ('emb validate --deep')"
+        )
+    return norm
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Tokenization:
+    """The tokenization experiment of one (lexicon, setting): rows and subset positions."""
+
+    targets: np.ndarray  # rows
+    a: np.ndarray  # balanced singly tokenized pleasant rows
+    b: np.ndarray
+    y: np.ndarray  # valence of the targets
+    subsets: np.ndarray  # (2, n_subsets, m) positions into targets
+
+    @property
+    def valid(self) -> bool:
+        return self.subsets.shape[-1] >= 3 and self.a.size >= 1 and self.b.size >= 1
+
+
+def _fused_kernel(
+    X: np.ndarray, *, n_lex: int, specs: Sequence[_Spec], tok: _Tokenization | None, ddof: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """One pass over a block of one (lexicon, setting): X (..., rows, d) with the lexicon rows
+    first -> curves (..., spec, stat) and tokenization (..., token_set, subset, stat).
+
+    Per (layer, pooling), the cosines of every lexicon row with every polar row any experiment
+    needs are one matrix product; each rating and the tokenization sets read their part of it.
+    """
+    lead = X.shape[:-2]
+    flat = X.reshape((-1, *X.shape[-2:]))
+    work = _work_dtype(X.dtype)
+    polar = np.unique(np.concatenate(
+        [np.concatenate([s.a, s.b]) for s in specs if s.valid]
+        + ([np.concatenate([tok.a, tok.b])] if tok is not None and tok.valid else [])
+        + [np.zeros(0, dtype=np.intp)]
+    )).astype(np.intp)
+    where = {int(r): i for i, r in enumerate(polar)}
+
+    def cols(rows: np.ndarray) -> np.ndarray:
+        return np.array([where[int(r)] for r in rows], dtype=np.intp)
+
+    n_sub = tok.subsets.shape[1] if tok is not None else 0
+    curves = np.empty((flat.shape[0], len(specs), len(_STATS)))
+    toks = np.empty((flat.shape[0], 2, n_sub, len(_STATS)))
+    for j, block in enumerate(flat):
+        x = np.asarray(block, dtype=work)
+        norm = _norms(x)
+        unit_polar = x[polar] / norm[polar][:, None]
+        cos = x[:n_lex] @ unit_polar.T
+        cos /= norm[:n_lex, None]
+        cos = cos.astype(np.float64, copy=False)
+        for i, spec in enumerate(specs):
+            if not spec.valid:
+                curves[j, i] = _empty_stats(())
+                continue
+            ca = cos[np.ix_(spec.targets, cols(spec.a))]
+            cb = cos[np.ix_(spec.targets, cols(spec.b))]
+            es = stats.sc_weat_effect_size(ca, cb, ddof=ddof)
+            curves[j, i] = _correlate(es, spec.y)
+        if tok is not None:
+            if not tok.valid:
+                toks[j] = _empty_stats((2, n_sub))
+                continue
+            ca = cos[np.ix_(tok.targets, cols(tok.a))]
+            cb = cos[np.ix_(tok.targets, cols(tok.b))]
+            es = stats.sc_weat_effect_size(ca, cb, ddof=ddof)
+            toks[j] = _correlate(es[tok.subsets], tok.y[tok.subsets])
+    return (
+        curves.reshape((*lead, len(specs), len(_STATS))),
+        toks.reshape((*lead, 2, n_sub, len(_STATS))),
+    )
+
+
 def _nullified_kernel(
     X: np.ndarray, *, specs: Sequence[_Spec], fit: np.ndarray, k_max: int, ddof: int
 ) -> np.ndarray:
     """X (..., rows, d) -> (..., spec, k, stat): VAST after nullifying k = 0..k_max PCs.
 
-    The mean and components are estimated once per leading index from ``X[fit]``.
+    The mean and components are estimated once per leading index from ``X[fit]`` (float64).
     """
     lead = X.shape[:-2]
     flat = X.reshape((-1, *X.shape[-2:]))
@@ -284,57 +374,85 @@ def _nullified_kernel(
                 out[j, i] = _empty_stats((k_max + 1,))
                 continue
             polar = np.concatenate([spec.a, spec.b])
-            cos = sweep_cosines(C[spec.targets], Z[spec.targets], C[polar], Z[polar])
-            es = stats.sc_weat_effect_size(
-                cos[..., : spec.a.size], cos[..., spec.a.size :], ddof=ddof
-            )
+            es = np.empty((k_max + 1, spec.targets.size))
+            sweep = iter_sweep_cosines(C[spec.targets], Z[spec.targets], C[polar], Z[polar])
+            for k, cos in enumerate(sweep):  # one (targets × polar) matrix at a time
+                es[k] = stats.sc_weat_effect_size(cos[:, : spec.a.size], cos[:, spec.a.size :],
+                                                  ddof=ddof)
             out[j, i] = _correlate(es, spec.y)
     return out.reshape((*lead, len(specs), k_max + 1, len(_STATS)))
 
 
-def _subset_kernel(
-    X: np.ndarray, *, targets: np.ndarray, a: np.ndarray, b: np.ndarray, y: np.ndarray,
-    subsets: np.ndarray, ddof: int
+class _LayerReader:
+    """Reads one (layer, pooling) slice of some rows of the embedding *inside* a task.
+
+    Used for the best layer, which is only known once the curves are computed: depending on
+    all layers would make dask hold every layer's chunks until then. The reader is invisible to
+    dask's graph traversal (a plain object), and reads with a nested synchronous compute of only
+    the chunks of that slice.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: Any) -> None:
+        self.data = data  # (rows, layer, pooling, feature): numpy or dask
+
+    def __call__(self, layer: int, pooling: int) -> np.ndarray:
+        part = self.data[:, layer, pooling, :]
+        if hasattr(part, "compute"):
+            part = part.compute(scheduler="sync")
+        return np.asarray(part)
+
+
+def _best_kernel(
+    best: np.ndarray, pooling: np.ndarray, *, reader: _LayerReader, layers: np.ndarray,
+    specs: Sequence[_Spec], fit: np.ndarray, k_max: int, ddof: int
 ) -> np.ndarray:
-    """X (..., rows, d) -> (..., token_set, subset, stat) for index arrays ``subsets``
-    (token_set, subset, m) into ``targets``."""
-    lead = X.shape[:-2]
-    polar = np.concatenate([a, b])
-    cos = stats.cosine_matrix(X[..., targets, :], X[..., polar, :])
-    es = stats.sc_weat_effect_size(cos[..., : a.size], cos[..., a.size :], ddof=ddof)  # (..., n)
-    picked = es[..., subsets]  # (..., token_set, subset, m)
-    out = _correlate(picked, y[subsets])
-    return out.reshape((*lead, *subsets.shape[:2], len(_STATS)))
+    """best layer values and pooling positions (...) -> (..., spec, k, stat) at those layers."""
+    best, pooling = np.broadcast_arrays(np.asarray(best), np.asarray(pooling))
+    out = np.empty((best.size, len(specs), k_max + 1, len(_STATS)))
+    for i, (layer, p) in enumerate(zip(best.reshape(-1), pooling.reshape(-1), strict=True)):
+        position = int(np.flatnonzero(layers == layer)[0])
+        out[i] = _nullified_kernel(reader(position, int(p))[None], specs=specs, fit=fit,
+                                   k_max=k_max, ddof=ddof)[0]
+    return out.reshape((*best.shape, len(specs), k_max + 1, len(_STATS)))
 
 
 # -- lazy plumbing ---------------------------------------------------------------------------------
+def _runs(rows: np.ndarray) -> list[slice] | None:
+    """``rows`` as a few contiguous slices (cheap dask slicing), or None when too fragmented."""
+    rows = np.asarray(rows, dtype=np.intp)
+    if rows.size == 0:
+        return None
+    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+    if breaks.size > 8:
+        return None
+    starts = np.concatenate([[0], breaks])
+    stops = np.concatenate([breaks, [rows.size]])
+    return [slice(int(rows[a]), int(rows[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
+
+
 def _rows(emb: xr.DataArray, rows: np.ndarray) -> xr.DataArray:
-    """The embedding of ``rows`` (item positions), one dask chunk along item and feature."""
-    out = emb.isel(item=rows).reset_coords(drop=True).drop_vars("item", errors="ignore")
+    """The embedding of ``rows`` (item positions), one dask chunk along item and feature.
+
+    Contiguous runs of rows are sliced (a fancy index would make dask shuffle every chunk).
+    """
+    runs = _runs(rows)
+    if runs is None:
+        out = emb.isel(item=rows)
+    elif len(runs) == 1:
+        out = emb.isel(item=runs[0])
+    else:
+        out = xr.concat([emb.isel(item=r) for r in runs], dim="item")
+    out = out.reset_coords(drop=True).drop_vars("item", errors="ignore")
     if out.chunks is not None:
         out = out.chunk({"item": -1, "feature": -1})
     return out
 
 
-def _apply(
-    func: Any, X: xr.DataArray, out_dims: list[str], sizes: dict[str, int], **kwargs: Any
-) -> xr.DataArray:
-    return xr.apply_ufunc(
-        func,
-        X,
-        input_core_dims=[["item", "feature"]],
-        output_core_dims=[out_dims],
-        dask="parallelized",
-        output_dtypes=[np.float64],
-        dask_gufunc_kwargs={"output_sizes": sizes},
-        kwargs=kwargs,
-    )
-
-
 def _to_dataset(da: xr.DataArray, prefix: str = "") -> xr.Dataset:
-    """Split the ``stat`` dim into variables (``n`` as a count)."""
-    ds = xr.Dataset({f"{prefix}{name}": da.isel(stat=i, drop=True) for i, name in enumerate(_STATS)})
-    return ds
+    """Split the ``stat`` dim into variables."""
+    return xr.Dataset({f"{prefix}{name}": da.isel(stat=i, drop=True) for i, name in enumerate(_STATS)})
 
 
 def _rng(seed: int, *keys: str) -> np.random.Generator:
@@ -371,93 +489,72 @@ def _token_subsets(
     return out
 
 
+def _tokenization_plan(
+    block: _Block, lexicon: str, setting: str, n_subsets: int, seed: int, reference: bool
+) -> _Tokenization:
+    rng = _rng(seed, lexicon, setting)
+    a, b = _balanced_polar(block, rng)
+    targets = _targets(block, "valence", keep_polar=reference)
+    n_sub = block.n_subtokens[targets]  # type: ignore[index]
+    subsets = _token_subsets(np.flatnonzero(n_sub == 1), np.flatnonzero(n_sub > 1), n_subsets, rng)
+    return _Tokenization(targets=targets, a=a, b=b, y=block.ratings["valence"][targets],
+                         subsets=subsets)
+
+
 # -- the experiments -------------------------------------------------------------------------------
-def _rated_lexicons(
-    ds: xr.Dataset, rating: str, lexicons: list[str], settings: list[str]
-) -> list[str]:
-    """Lexicons with enough rated words on ``rating`` in every setting to take polar words."""
-    if rating == "valence":
-        return lexicons
-    values = np.asarray(item_values(ds, rating), dtype=np.float64)
-    keep = []
-    for lex in lexicons:
-        counts = [
-            int(np.isfinite(values[label_mask(ds, setting=s, stimulus_set="lexicon", lexicon=lex)]).sum())
-            for s in settings
-        ]
-        if min(counts) >= 2 * N_POLAR + 3:
-            keep.append(lex)
-    return keep
-
-
-def _curves(
-    ds: xr.Dataset, ratings: list[str], lexicons: list[str], settings: list[str], ddof: int,
-    method: str
+def _single_pass(
+    emb: xr.DataArray, blocks: dict[tuple[str, str], _Block], ratings: list[str],
+    lexicons: list[str], settings: list[str], tokenization: bool, n_subsets: int, seed: int,
+    ddof: int, reference: bool,
 ) -> xr.Dataset:
-    """:func:`~emb.analyses.valnorm.valnorm` per rating, stacked along ``rating``."""
-    parts = []
-    for rating in ratings:
-        usable = _rated_lexicons(ds, rating, lexicons, settings)
-        if not usable:
-            continue
-        res = valnorm(ds, lexicon=usable, settings=settings, ratings=rating, ddof=ddof,
-                      method=method)  # type: ignore[arg-type]
-        parts.append(res[list(_STATS)].reset_coords(drop=True).expand_dims(rating=[rating]))
-    out = xr.concat(parts, dim="rating", join="outer", fill_value=np.nan)
-    out = out.reindex(rating=ratings, lexicon=lexicons)
-    out["n"] = out["n"].fillna(0).astype(np.int64)
-    return out
-
-
-def _tokenization(
-    emb: xr.DataArray, blocks: dict[tuple[str, str], _Block], lexicons: list[str],
-    settings: list[str], n_subsets: int, seed: int, ddof: int, reference: bool
-) -> xr.Dataset:
-    per_lex, sizes, polar_sizes = [], [], []
+    """Settings curves (every rating) and the tokenization experiment in one read of the data."""
+    curves, toks, sizes, polar_sizes = [], [], [], []
     for lex in lexicons:
-        per_set, size_row, polar_row = [], [], []
+        per_set_c, per_set_t, size_row, polar_row = [], [], [], []
         for setting in settings:
             block = blocks[lex, setting]
-            rng = _rng(seed, lex, setting)
-            a, b = _balanced_polar(block, rng)
-            targets = _targets(block, "valence", keep_polar=reference)
-            n_sub = block.n_subtokens[targets]  # type: ignore[index]
-            single = np.flatnonzero(n_sub == 1)
-            multi = np.flatnonzero(n_sub > 1)
-            subsets = _token_subsets(single, multi, n_subsets, rng)
-            m = subsets.shape[-1]
-            size_row.append(m)
-            polar_row.append(a.size)
-            if m < 3 or a.size < 1:
-                X = _rows(emb, block.rows[:1])
-                da = _apply(lambda x, **_: _empty_stats((*x.shape[:-2], 2, n_subsets)), X,
-                            ["token_set", "subset", "stat"],
-                            {"token_set": 2, "subset": n_subsets, "stat": len(_STATS)})
-            else:
-                rows = np.concatenate([targets, a, b])
-                X = _rows(emb, block.rows[rows])
-                k = targets.size
-                da = _apply(
-                    _subset_kernel, X, ["token_set", "subset", "stat"],
-                    {"token_set": 2, "subset": n_subsets, "stat": len(_STATS)},
-                    targets=np.arange(k), a=np.arange(k, k + a.size),
-                    b=np.arange(k + a.size, k + a.size + b.size),
-                    y=block.ratings["valence"][targets], subsets=subsets, ddof=ddof,
-                )
-            per_set.append(da)
-        per_lex.append(xr.concat(per_set, dim=pd.Index(settings, name="setting")))
+            specs = _specs(block, ratings, reference=reference)
+            tok = (
+                _tokenization_plan(block, lex, setting, n_subsets, seed, reference)
+                if tokenization else None
+            )
+            c, t = xr.apply_ufunc(
+                _fused_kernel,
+                _rows(emb, block.rows),
+                input_core_dims=[["item", "feature"]],
+                output_core_dims=[["rating", "stat"], ["token_set", "subset", "stat"]],
+                dask="parallelized",
+                output_dtypes=[np.float64, np.float64],
+                dask_gufunc_kwargs={"output_sizes": {
+                    "rating": len(specs), "stat": len(_STATS), "token_set": 2,
+                    "subset": n_subsets if tok is not None else 0,
+                }},
+                kwargs={"n_lex": block.n_lex, "specs": specs, "tok": tok, "ddof": ddof},
+            )
+            per_set_c.append(c)
+            per_set_t.append(t)
+            size_row.append(tok.subsets.shape[-1] if tok is not None else 0)
+            polar_row.append(tok.a.size if tok is not None else 0)
+        curves.append(xr.concat(per_set_c, dim=pd.Index(settings, name="setting")))
+        toks.append(xr.concat(per_set_t, dim=pd.Index(settings, name="setting")))
         sizes.append(size_row)
         polar_sizes.append(polar_row)
-    da = xr.concat(per_lex, dim=pd.Index(lexicons, name="lexicon"))
-    da = da.assign_coords(token_set=["single", "multi"], subset=np.arange(n_subsets))
-    out = _to_dataset(da, prefix="tokenization_")
-    out = out.drop_vars("tokenization_n")
-    out["tokenization_n"] = (("lexicon", "setting"), np.array(sizes, dtype=np.int64))
-    out["tokenization_n_polar"] = (("lexicon", "setting"), np.array(polar_sizes, dtype=np.int64))
-    out["tokenization_n"].attrs["long_name"] = "words per token set (equal for single and multi)"
-    out["tokenization_n_polar"].attrs["long_name"] = (
-        "singly tokenized polar words per group after balancing"
-    )
+    lex_index = pd.Index(lexicons, name="lexicon")
+    c = xr.concat(curves, dim=lex_index).assign_coords(rating=ratings)
+    out = _to_dataset(c)
+    out["n"] = out["n"].astype(np.int64)
+    if tokenization:
+        t = xr.concat(toks, dim=lex_index).assign_coords(
+            token_set=["single", "multi"], subset=np.arange(n_subsets)
+        )
+        tok_ds = _to_dataset(t, prefix="tokenization_").drop_vars("tokenization_n")
+        tok_ds["tokenization_n"] = (("lexicon", "setting"), np.array(sizes, dtype=np.int64))
+        tok_ds["tokenization_n_polar"] = (("lexicon", "setting"), np.array(polar_sizes, dtype=np.int64))
+        tok_ds["tokenization_n"].attrs["long_name"] = "words per token set (equal for both sets)"
+        tok_ds["tokenization_n_polar"].attrs["long_name"] = (
+            "singly tokenized polar words per group after balancing"
+        )
+        out = out.merge(tok_ds)
     return out
 
 
@@ -465,7 +562,7 @@ def _fit_rows(block: _Block, reference: bool) -> np.ndarray:
     """Rows the PCA is fitted on: every distinct word of the lexicon and the polar sets; the
     authors' code appended the polar words a second time (``reference``)."""
     polar = np.concatenate([block.pleasant_rows, block.unpleasant_rows])
-    lex = block.lex_rows[~np.isin(block.words[block.lex_rows], list(block.polar_words()))]
+    lex = block.lex_rows[~np.isin(block.words[block.lex_rows], block.polar_words())]
     rows = np.concatenate([lex, polar])
     return np.concatenate([rows, polar]) if reference else rows
 
@@ -475,50 +572,49 @@ def _nullification(
     lexicons: list[str], settings: list[str], fixed_layers: list[int], best_layer: xr.DataArray | None,
     k_max: int, ddof: int, reference: bool
 ) -> xr.Dataset:
+    layers = np.asarray(emb["layer"].values)
     per_lex = []
     for lex in lexicons:
         per_set = []
         for setting in settings:
             block = blocks[lex, setting]
             specs = _specs(block, ratings, reference=reference)
-            fit = _fit_rows(block, reference)
-            X = _rows(emb, block.rows)
-            kwargs = {"specs": specs, "fit": fit, "k_max": k_max, "ddof": ddof}
+            kwargs = {"specs": specs, "fit": _fit_rows(block, reference), "k_max": k_max,
+                      "ddof": ddof}
             sizes = {"rating": len(specs), "k": k_max + 1, "stat": len(_STATS)}
-            dims = ["rating", "k", "stat"]
-            parts = []
+            X = _rows(emb, block.rows)
+            part = None
             if fixed_layers:
-                parts.append(_apply(_nullified_kernel, X.sel(layer=fixed_layers), dims, sizes, **kwargs))
+                part = xr.apply_ufunc(
+                    _nullified_kernel, X.sel(layer=fixed_layers),
+                    input_core_dims=[["item", "feature"]],
+                    output_core_dims=[["rating", "k", "stat"]], dask="parallelized",
+                    output_dtypes=[np.float64], dask_gufunc_kwargs={"output_sizes": sizes},
+                    kwargs=kwargs,
+                ).reindex(layer=layers)
             if best_layer is not None:
-                onehot = emb["layer"] == best_layer.sel(lexicon=lex, drop=True)
-                Xb = xr.where(onehot, X, 0).sum("layer", dtype=np.float32)
-                rb = _apply(_nullified_kernel, Xb, dims, sizes, **kwargs)
-                parts.append(rb.expand_dims(layer=[-1]))
-            per_set.append(parts)
-        per_lex.append(per_set)
-    out_parts = []
-    for idx in range(len(per_lex[0][0])):
-        da = xr.concat(
-            [
-                xr.concat([per_lex[i][j][idx] for j in range(len(settings))],
-                          dim=pd.Index(settings, name="setting"))
-                for i in range(len(lexicons))
-            ],
-            dim=pd.Index(lexicons, name="lexicon"),
-        )
-        out_parts.append(da)
-    layers = emb["layer"].values
-    result = None
-    if fixed_layers:
-        result = out_parts[0].reindex(layer=layers)
-    if best_layer is not None:
-        best = out_parts[-1].isel(layer=0, drop=True)
-        at_best = (emb["layer"] == best_layer) & ~emb["layer"].isin(fixed_layers)
-        filled = xr.where(at_best, best, np.nan)
-        result = filled if result is None else xr.where(at_best, best, result)
-    assert result is not None
-    result = result.assign_coords(rating=ratings, k=np.arange(k_max + 1))
-    return _to_dataset(result, prefix="nullified_")
+                runs = _runs(block.rows)
+                data = (
+                    emb.isel(item=block.rows).data if runs is None
+                    else xr.concat([emb.isel(item=r) for r in runs], dim="item").data
+                )
+                reader = _LayerReader(data)
+                best = best_layer.sel(lexicon=lex, drop=True)
+                positions = xr.DataArray(np.arange(best.sizes["pooling"]), dims="pooling",
+                                         coords={"pooling": best["pooling"]})
+                at_best = xr.apply_ufunc(
+                    _best_kernel, best, positions, input_core_dims=[[], []],
+                    output_core_dims=[["rating", "k", "stat"]], dask="parallelized",
+                    output_dtypes=[np.float64], dask_gufunc_kwargs={"output_sizes": sizes},
+                    kwargs={**kwargs, "reader": reader, "layers": layers},
+                )
+                mask = (emb["layer"] == best) & ~emb["layer"].isin(fixed_layers)
+                part = xr.where(mask, at_best, np.nan if part is None else part)
+            per_set.append(part)
+        per_lex.append(xr.concat(per_set, dim=pd.Index(settings, name="setting")))
+    out = xr.concat(per_lex, dim=pd.Index(lexicons, name="lexicon"))
+    out = out.assign_coords(rating=ratings, k=np.arange(k_max + 1))
+    return _to_dataset(out, prefix="nullified_")
 
 
 def _parse_nullify_layers(
@@ -710,13 +806,9 @@ def vast(
         (lex, s): _block(ds, lex, s, rating_list) for lex in lexicons for s in settings_list
     }
 
-    result = _curves(ds, rating_list, lexicons, settings_list, ddof, method)
-    result = result.transpose("rating", "lexicon", "setting", "pooling", "layer")
-
-    if tokenization:
-        result = result.merge(
-            _tokenization(emb, blocks, lexicons, settings_list, n_subsets, seed, ddof, reference)
-        )
+    result = _single_pass(emb, blocks, rating_list, lexicons, settings_list, tokenization,
+                          n_subsets, seed, ddof, reference)
+    result = result.transpose("rating", "lexicon", "setting", "pooling", "layer", ...)
     layers = [int(v) for v in ds["layer"].values]
     best_setting = "bleached" if "bleached" in settings_list else settings_list[0]
     if nullification:

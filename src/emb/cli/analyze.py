@@ -33,6 +33,27 @@ def _names_for(stores: Sequence[str], models: Sequence[Mapping[str, Any]]) -> li
     return names
 
 
+def _open_suite(store: Any, suite: str) -> Any:
+    """The store's suite as a lazy Dataset, read in (store block × 1 layer × all poolings) pieces.
+
+    ``Store.dataset`` keeps the on-disk inner chunks (1 layer × 1 pooling) as dask chunks; reading
+    all poolings of a layer per task is about twice as fast (fewer, larger zarr reads of the
+    same shard), so the embedding is re-opened with those chunks. Coordinates, attributes and
+    the completeness check stay the store's.
+    """
+    import xarray as xr
+
+    ds = store.dataset(suite)
+    inner = ds["embedding"].encoding.get("chunks") or ds["embedding"].data.chunksize
+    chunks = {"item": int(inner[0]), "layer": 1, "pooling": -1, "feature": -1}
+    try:
+        fast = xr.open_zarr(store.zstore, group=suite, chunks=chunks, consolidated=False,
+                            zarr_format=3)
+    except (AttributeError, TypeError, ValueError, KeyError):  # not a zarr-backed store
+        return ds
+    return ds.assign(embedding=fast["embedding"].assign_coords(ds["embedding"].coords))
+
+
 def _options(params: Mapping[str, Any]) -> dict[str, Any]:
     """Library keyword arguments from the click values the user gave (None/() = not given)."""
     mapping = {
@@ -308,10 +329,13 @@ def _run(
 
     opened = [open_store(path) for path in stores]
     names = _names_for(stores, [s.model for s in opened])
-    datasets = {n: s.dataset(analysis.suite) for n, s in zip(names, opened, strict=True)}
+    datasets = {n: _open_suite(s, analysis.suite) for n, s in zip(names, opened, strict=True)}
     per_model: dict[str, dict[str, Any]] = {}
     if name == "vast" and similarity_pairs is not None:
-        per_model = {n: {"similarity": s.dataset("similarity")} for n, s in zip(names, opened, strict=True)}
+        per_model = {
+            n: {"similarity": _open_suite(s, "similarity")}
+            for n, s in zip(names, opened, strict=True)
+        }
 
     lazy = run_analysis(name, datasets, per_model=per_model, **options)
     result = _compute(lazy, scheduler, quiet)
