@@ -446,7 +446,7 @@ def _rows(emb: xr.DataArray, rows: np.ndarray) -> xr.DataArray:
         out = xr.concat([emb.isel(item=r) for r in runs], dim="item")
     out = out.reset_coords(drop=True).drop_vars("item", errors="ignore")
     if out.chunks is not None:
-        out = out.chunk({"item": -1, "feature": -1})
+        out = out.chunk({"item": -1, "layer": 1, "feature": -1})
     return out
 
 
