@@ -428,3 +428,11 @@ def test_polar_words_of_the_synthetic_suite_are_the_weat_lists(toy: xr.Dataset) 
     bleached = items[items.setting == "bleached"]
     assert list(bleached[bleached.stimulus_set == "pleasant"].word) == PLEASANT
     assert list(bleached[bleached.stimulus_set == "unpleasant"].word) == UNPLEASANT
+
+
+def test_result_independent_of_chunking(toy: xr.Dataset, toy_result: xr.Dataset) -> None:
+    kwargs = {"k_max": 4, "n_subsets": 3}
+    for chunks in ({"item": 37, "layer": 1, "pooling": 1},  # inner chunks, item blocks cut anywhere
+                   {"item": 256, "layer": -1, "pooling": -1}):  # one chunk per shard
+        lazy = toy.assign(embedding=toy["embedding"].chunk(chunks))
+        xr.testing.assert_allclose(vast(lazy, **kwargs).compute(), toy_result, rtol=1e-12, atol=1e-12)

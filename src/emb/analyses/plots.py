@@ -75,6 +75,14 @@ def _model_label(model: Hashable | None) -> str:
     return "" if model is None else f"{model}: "
 
 
+def _one_model(result: xr.Dataset) -> tuple[xr.Dataset, str]:
+    """Drop a length-1 ``model`` dim (its name goes into the figure title instead)."""
+    if "model" in result.dims and result.sizes["model"] == 1:
+        name = str(result["model"].values[0]) if "model" in result.coords else ""
+        return result.isel(model=0, drop=True), (f" [{name}]" if name else "")
+    return result, ""
+
+
 def _require(result: xr.Dataset, names: Sequence[str], what: str) -> None:
     missing = [n for n in names if n not in result]
     if missing:
@@ -144,6 +152,7 @@ def layer_curves(
         Like Figure 1 of Wolfe & Caliskan (2022): x = layer, y = Pearson's r.
     """
     _require(result, [variable], "layer curves")
+    result, tag = _one_model(result)
     lexicon = _pick(result, "lexicon", lexicon)
     rating = _pick(result, "rating", rating)
     da = _sel(result[variable], lexicon=lexicon, rating=rating)
@@ -178,8 +187,8 @@ def layer_curves(
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.grid(alpha=0.3)
         axes[i, 0].set_ylabel(_ylabel(variable))
-    fig.suptitle(title or f"{_ylabel(variable)} by layer" + (f" — {lexicon}" if lexicon else "")
-                 + (f" ({rating})" if rating and rating != "valence" else ""))
+    fig.suptitle((title or f"{_ylabel(variable)} by layer" + (f" — {lexicon}" if lexicon else "")
+                  + (f" ({rating})" if rating and rating != "valence" else "")) + tag)
     _legend(fig, axes)
     return fig
 
@@ -204,6 +213,7 @@ def tokenization_curves(
     the random equal-size subsets, the band their range (Figure 2 of Wolfe & Caliskan 2022).
     """
     _require(result, ["tokenization_r"], "tokenization curves")
+    result, tag = _one_model(result)
     lexicon = _pick(result, "lexicon", lexicon)
     da = _sel(result["tokenization_r"], lexicon=lexicon)
     models = _labels(result, "model")
@@ -235,8 +245,8 @@ def tokenization_curves(
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.grid(alpha=0.3)
         axes[i, 0].set_ylabel("VAST (Pearson's r)")
-    fig.suptitle(title or "Singly (solid) vs multiply (dashed) tokenized words"
-                 + (f" — {lexicon}" if lexicon else ""))
+    fig.suptitle((title or "Singly (solid) vs multiply (dashed) tokenized words"
+                  + (f" — {lexicon}" if lexicon else "")) + tag)
     _legend(fig, axes)
     return fig
 
@@ -269,6 +279,7 @@ def nullification_curves(
     the mean-subtracted vectors).
     """
     _require(result, ["nullified_r"], "nullification curves")
+    result, tag = _one_model(result)
     lexicon = _pick(result, "lexicon", lexicon)
     rating = _pick(result, "rating", rating)
     pooling = _pick(result, "pooling", pooling)
@@ -304,8 +315,9 @@ def nullification_curves(
             ax.axhline(0, color="0.6", lw=0.8)
             ax.grid(alpha=0.3)
         axes[i, 0].set_ylabel("VAST (Pearson's r)")
-    fig.suptitle(title or f"VAST after nullifying top PCs — {pooling} pooling"
-                 + (f", {lexicon}" if lexicon else "") + (f" ({rating})" if rating and rating != "valence" else ""))
+    fig.suptitle((title or f"VAST after nullifying top PCs — {pooling} pooling"
+                  + (f", {lexicon}" if lexicon else "")
+                  + (f" ({rating})" if rating and rating != "valence" else "")) + tag)
     _legend(fig, axes)
     return fig
 
@@ -343,6 +355,7 @@ def similarity_curves(
     """
     variable = variable or ("similarity_rho" if "similarity_rho" in result else "rho")
     _require(result, [variable], "word-similarity curves")
+    result, tag = _one_model(result)
     pooling = _pick(result, "pooling", pooling)
     da = _sel(result[variable], pooling=pooling)
     all_k = [int(k) for k in result["k"].values]
@@ -373,7 +386,7 @@ def similarity_curves(
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.grid(alpha=0.3)
         axes[i, 0].set_ylabel("Spearman's rho")
-    fig.suptitle(title or f"Word similarity by layer and PCs nullified — {pooling} pooling")
+    fig.suptitle((title or f"Word similarity by layer and PCs nullified — {pooling} pooling") + tag)
     _legend(fig, axes)
     return fig
 
@@ -392,6 +405,7 @@ def weat_effect_sizes(
     ``p_adjusted`` when the result has one, else ``p``.
     """
     _require(result, ["effect_size"], "WEAT effect sizes")
+    result, tag = _one_model(result)
     pvar = pvalue or ("p_adjusted" if "p_adjusted" in result else "p")
     pooling = _pick(result, "pooling", pooling)
     es = _sel(result["effect_size"], pooling=pooling)
@@ -427,6 +441,7 @@ def weat_effect_sizes(
     for extra in range(len(tests), n_rows_per_model * n_cols):
         for i in range(len(models)):
             axes[i * n_rows_per_model + extra // n_cols, extra % n_cols].set_visible(False)
-    fig.suptitle(title or f"WEAT effect size by layer — {pooling} pooling; filled: {pvar} < {alpha}")
+    fig.suptitle((title or f"WEAT effect size by layer — {pooling} pooling; filled: {pvar} < {alpha}")
+                 + tag)
     _legend(fig, axes)
     return fig
