@@ -181,3 +181,15 @@ def test_distributed_scheduler(stores: dict[str, Path], tmp_path: Path) -> None:
                      "--k-max", "2", "--n-subsets", "2")
     assert code == 0, out
     pd.testing.assert_frame_equal(table, pd.read_csv(local_dir / "vast.csv"))
+
+
+def test_similarity_with_one_setting(stores: dict[str, Path], tmp_path: Path) -> None:
+    code, out = _run("similarity", "--store", stores["a"], "--out", tmp_path, "--no-plots",
+                     "--similarity", stores["pairs"], "--setting", "bleached", "--k-max", "1")
+    assert code == 0, out
+    table = pd.read_csv(tmp_path / "similarity.csv")
+    assert set(table.k) == {0, 1} and set(table.dataset) == {"ws353", "simlex999"}
+    assert json.loads((tmp_path / "similarity.json").read_text())["options"]["setting"] == "bleached"
+    code, out = _run("similarity", "--store", stores["a"], "--out", tmp_path, "--no-plots",
+                     "--similarity", stores["pairs"], "--setting", "bleached", "--setting", "alone")
+    assert code == 2 and "one --setting" in out

@@ -44,8 +44,7 @@ def _open_suite(store: Any, suite: str) -> Any:
     import xarray as xr
 
     ds = store.dataset(suite)
-    inner = ds["embedding"].encoding.get("chunks") or ds["embedding"].data.chunksize
-    chunks = {"item": int(inner[0]), "layer": 1, "pooling": -1, "feature": -1}
+    chunks = {"layer": 1, "pooling": -1}  # items: the stored block size (zarr's preferred chunks)
     try:
         fast = xr.open_zarr(store.zstore, group=suite, chunks=chunks, consolidated=False,
                             zarr_format=3)
@@ -226,7 +225,7 @@ def _summary(name: str, table: Any) -> list[str]:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Output directory.")
 @click.option("--scheduler", default=None, help="dask.distributed scheduler address (default: local threads).")
 @click.option("--seed", type=int, default=None, help="Seed of every random choice.")
-@click.option("--ddof", type=int, default=None, help="Delta degrees of freedom of the std (default 1).")
+@click.option("--ddof", type=int, default=None, help="Delta degrees of freedom of the standard deviations.")
 @click.option("--n-permutations", type=int, default=None, help="[weat, sc-weat] random splits (0/exact when few).")
 @click.option("--correction", type=click.Choice(["none", "holm", "bh"]), default=None,
               help="[weat] multiple-comparison correction across tests.")
@@ -319,6 +318,11 @@ def _run(
         if "pairs" not in accepted:
             raise click.UsageError(f"--similarity does not apply to analysis {name!r}")
         options["pairs"] = similarity_pairs
+    if "settings" in options and "settings" not in accepted and "setting" in accepted:
+        chosen = options.pop("settings")
+        if len(chosen) != 1:
+            raise click.UsageError(f"analysis {name!r} takes one --setting; got {len(chosen)}")
+        options["setting"] = chosen[0]
     unknown = [k for k in options if k not in accepted]
     if unknown:
         raise click.UsageError(
