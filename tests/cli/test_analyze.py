@@ -76,10 +76,10 @@ def test_vast_writes_csv_netcdf_json_and_figures(stores: dict[str, Path], tmp_pa
     nc = xr.open_dataset(tmp_path / "vast.nc")
     row = settings[(settings.setting == "bleached") & (settings.pooling == "last")
                    & (settings.layer == 2) & (settings.rating == "valence")].iloc[0]
-    assert float(nc.r.sel(model="toy-a", rating="valence", lexicon="toy", setting="bleached",
+    assert float(nc.r.sel(model="a", rating="valence", lexicon="toy", setting="bleached",
                           pooling="last", layer=2)) == pytest.approx(row.r)
     assert json.loads(nc.attrs["parameters"])["seed"] == 7
-    assert list(json.loads(nc.attrs["models"])) == ["toy-a"]
+    assert list(json.loads(nc.attrs["models"])) == ["a"]  # labelled by store name
     assert json.loads(nc.attrs["model"])["model_id"] == "toy-a"  # the store's provenance
     nc.close()
 
@@ -92,7 +92,7 @@ def test_vast_writes_csv_netcdf_json_and_figures(stores: dict[str, Path], tmp_pa
                                                    setting="bleached", pooling="last", layer=2)))
 
     meta = json.loads((tmp_path / "vast.json").read_text())
-    assert meta["options"]["seed"] == 7 and meta["stores"]["toy-a"] == str(stores["a"])
+    assert meta["options"]["seed"] == 7 and meta["stores"]["a"] == str(stores["a"])
     pngs = sorted(tmp_path.glob("vast_*.png"))
     assert {p.name for p in pngs} >= {"vast_settings_toy.png", "vast_tokenization_toy.png",
                                       "vast_nullification_toy.png", "vast_similarity.png"}
@@ -118,10 +118,10 @@ def test_two_stores_stack_along_model(stores: dict[str, Path], tmp_path: Path) -
                      "--setting", "bleached", "--no-plots")
     assert code == 0, out
     table = pd.read_csv(tmp_path / "valnorm.csv")
-    assert table.groupby("model").layer.max().to_dict() == {"toy-a": 3, "toy-b": 5}
+    assert table.groupby("model").layer.max().to_dict() == {"a": 3, "b": 5}
     assert len(table) == 4 * 4 + 4 * 6  # poolings x layers per model
     nc = xr.open_dataset(tmp_path / "valnorm.nc")
-    assert list(nc.model.values) == ["toy-a", "toy-b"]
+    assert list(nc.model.values) == ["a", "b"]
     nc.close()
 
 

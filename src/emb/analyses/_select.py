@@ -52,7 +52,7 @@ def describe_source(ds: xr.Dataset) -> tuple[str, str, str]:
     suite = _attr(ds, "suite")
     suite_name = suite.get("name") if isinstance(suite, Mapping) else suite
     model = _attr(ds, "model")
-    model_id = model.get("id") if isinstance(model, Mapping) else model
+    model_id = (model.get("model_id") or model.get("id")) if isinstance(model, Mapping) else model
     store = ds.encoding.get("source") or ds.attrs.get("store") or ds.attrs.get("source")
     return str(suite_name or "?"), str(store or "?"), str(model_id or "?")
 

@@ -22,10 +22,13 @@ __all__ = ["analyze"]
 
 
 def _names_for(stores: Sequence[str], models: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One unique label per store: its model id, else the store's file name."""
+    """One unique label per store: a hub model's id (``gpt2``), else the store's file name
+    (``minilm`` for ``minilm.zarr``): local paths make unreadable labels."""
     names: list[str] = []
     for path, model in zip(stores, models, strict=True):
-        base = str(model.get("model_id") or model.get("id") or Path(path.rstrip("/")).stem)
+        stem = Path(path.rstrip("/")).name.removesuffix(".zip").removesuffix(".zarr")
+        hub = model.get("source") == "hub" and model.get("model_id")
+        base = str(hub or stem or model.get("model_id"))
         name, i = base, 2
         while name in names:
             name, i = f"{base} ({i})", i + 1
@@ -34,23 +37,9 @@ def _names_for(stores: Sequence[str], models: Sequence[Mapping[str, Any]]) -> li
 
 
 def _open_suite(store: Any, suite: str) -> Any:
-    """The store's suite as a lazy Dataset, read in (store block × 1 layer × all poolings) pieces.
-
-    ``Store.dataset`` keeps the on-disk inner chunks (1 layer × 1 pooling) as dask chunks; reading
-    all poolings of a layer per task is about twice as fast (fewer, larger zarr reads of the
-    same shard), so the embedding is re-opened with those chunks. Coordinates, attributes and
-    the completeness check stay the store's.
-    """
-    import xarray as xr
-
-    ds = store.dataset(suite)
-    chunks = {"layer": 1, "pooling": -1}  # items: the stored block size (zarr's preferred chunks)
-    try:
-        fast = xr.open_zarr(store.zstore, group=suite, chunks=chunks, consolidated=False,
-                            zarr_format=3)
-    except (AttributeError, TypeError, ValueError, KeyError):  # not a zarr-backed store
-        return ds
-    return ds.assign(embedding=fast["embedding"].assign_coords(ds["embedding"].coords))
+    """The store's suite as a lazy Dataset, one dask chunk per (block of items × 1 layer × all
+    poolings): what the layer-by-layer analyses read."""
+    return store.dataset(suite, chunks="layer")
 
 
 def _options(params: Mapping[str, Any]) -> dict[str, Any]:

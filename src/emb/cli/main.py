@@ -248,10 +248,8 @@ def zip_command(path: str, target: str) -> None:
 
 
 def _register_analyze() -> None:
-    try:
-        from emb.cli.analyze import analyze
-    except ImportError:  # pragma: no cover - the analyze command ships with the package
-        return
+    from emb.cli.analyze import analyze
+
     main.add_command(analyze)
 
 

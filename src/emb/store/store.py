@@ -125,14 +125,20 @@ class Store:
         return self.root[name]  # type: ignore[return-value]
 
     def dataset(
-        self, name: str, *, allow_incomplete: bool = False, chunks: Literal["shard", "inner"] = "shard"
+        self,
+        name: str,
+        *,
+        allow_incomplete: bool = False,
+        chunks: Literal["layer", "shard", "inner"] = "layer",
     ) -> xr.Dataset:
         """The suite ``name`` as a lazy Dataset.
 
-        Coordinates are loaded into memory (they are small); ``embedding`` stays dask-backed, one
-        dask chunk per shard (``chunks="shard"``: a block of items, all layers and poolings; dask
-        pushes a later layer/pooling selection down to the inner chunks it needs) or per zarr inner
-        chunk (``"inner"``: a block of items, one layer, one pooling).
+        Coordinates are loaded into memory (they are small; strings as Python ``str`` objects);
+        ``embedding`` stays dask-backed with one dask chunk per block of items and ``chunks``:
+        ``"layer"`` one layer × all poolings (what layer-by-layer analyses want: half the memory
+        of ``"shard"`` and fewer reads than ``"inner"``), ``"shard"`` all layers and poolings,
+        ``"inner"`` one layer × one pooling (the zarr inner chunk).  A later layer/pooling
+        selection reads only the inner chunks it needs.
 
         Raises
         ------
@@ -148,16 +154,20 @@ class Store:
                 f"suite {name!r} in {self.location} is incomplete ({done} of {total} blocks written); "
                 "re-run the same 'emb extract' command to finish it"
             )
-        if chunks not in ("shard", "inner"):
-            raise StoreError(f"chunks must be 'shard' or 'inner'; got {chunks!r}")
+        if chunks not in ("layer", "shard", "inner"):
+            raise StoreError(f"chunks must be 'layer', 'shard' or 'inner'; got {chunks!r}")
         block = int(group.attrs.get(dm.ATTR_EXTRACTION, {}).get("block_size", 1024))
         ds = xr.open_zarr(
             self.zstore, group=name, consolidated=False, zarr_format=3, chunks=None
         )
-        for coord in ds.coords.values():
-            coord.load()
+        ds = ds.assign_coords(
+            {name: _plain(coord) for name, coord in ds.coords.items() if name not in ds.indexes}
+        )
+        ds = ds.assign_coords({name: _plain(ds[name]) for name in ds.indexes})
         spec = {"item": block, "layer": -1, "pooling": -1, "feature": -1}
-        if chunks == "inner":
+        if chunks == "layer":
+            spec["layer"] = 1
+        elif chunks == "inner":
             spec |= {"layer": 1, "pooling": 1}
         ds[dm.EMBEDDING] = ds[dm.EMBEDDING].chunk(spec)  # lazy: wraps the zarr array in dask
         ds.encoding["source"] = self.location
@@ -254,6 +264,15 @@ def open_store(
 
 
 # -- helpers --------------------------------------------------------------------------------------
+def _plain(coord: xr.DataArray) -> xr.DataArray:
+    """A coordinate loaded into memory, numpy StringDType strings turned into ``str`` objects
+    (numpy 2's StringDType does not survive ``astype(str)``, netCDF or pandas everywhere)."""
+    values = np.asarray(coord.values)
+    if values.dtype.kind == "T" or values.dtype.kind == "U":
+        values = values.astype(object)
+    return xr.DataArray(values, dims=coord.dims, attrs=coord.attrs)
+
+
 def _progress(group: zarr.Group) -> tuple[int, int]:
     try:
         done = group[f"{dm.PROGRESS_GROUP}/done"]
