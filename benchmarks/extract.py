@@ -63,11 +63,6 @@ def _model(name: str, directory: Path) -> str:
     return name
 
 
-def _pool(states: torch.Tensor, idx: np.ndarray) -> np.ndarray:
-    sel = states[:, idx]  # (layer, n_sub, feature)
-    return torch.stack([sel[:, 0], sel[:, -1], sel.mean(1), sel.max(1).values], dim=1).float().cpu().numpy()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm", help="minilm, gpt2-random, or a model id/path")
@@ -124,19 +119,21 @@ def main() -> None:
         sync()
         t_e2e = time.perf_counter() - t0
 
-        # 3. one sentence at a time, the way a notebook would do it
+        # 3. one sentence at a time, the way a notebook would do it: tokenise, run, take every
+        #    layer's hidden states as numpy, find the target's tokens from the offsets, pool
         loop_items = items[: args.loop_n or len(items)]
         tok = runner.tokenizer
         t0 = time.perf_counter()
         out = []
-        with torch.inference_mode():
+        with torch.no_grad():
             for it in loop_items:
                 enc = tok(it.context, return_offsets_mapping=True, return_tensors="pt")
                 offsets = enc.pop("offset_mapping")[0].numpy()
                 hs = runner.model(**{k: v.to(runner.device) for k, v in enc.items()},
                                   output_hidden_states=True).hidden_states
-                idx = locate_subtokens(offsets, it.char_start, it.char_end)
-                out.append(_pool(torch.stack([h[0] for h in hs]), idx))
+                layers = np.stack([h[0].float().cpu().numpy() for h in hs])  # (layer, token, feature)
+                sel = layers[:, locate_subtokens(offsets, it.char_start, it.char_end)]
+                out.append(np.stack([sel[:, 0], sel[:, -1], sel.mean(1), sel.max(1)], axis=1))
         sync()
         t_loop = (time.perf_counter() - t0) * len(items) / len(loop_items)
 

@@ -140,7 +140,7 @@ def extract(
     overwrite
         Replace existing groups of the same name instead of refusing a different definition.
     block_size
-        Items per shard (default: a power of two keeping a shard near 64 MiB).
+        Items per shard (default: a power of two ≤ 512 keeping a shard ≤ 16 MiB).
 
     Returns
     -------

@@ -43,22 +43,29 @@ MODEL_IDENTITY_KEYS = ("model_id", "revision", "fingerprint")
 #: Extraction settings that must match to resume a suite or reuse its vectors.
 EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos")
 
-_TARGET_SHARD_BYTES = 64 * 2**20
+_TARGET_SHARD_BYTES = 16 * 2**20
 
 
 def block_size_for(n_layers: int, n_poolings: int, n_features: int, itemsize: int) -> int:
-    """Items per shard: a power of two in [16, 1024] keeping a shard near 64 MiB."""
+    """Items per shard: a power of two in [16, 512] keeping a shard at most 16 MiB.
+
+    Small enough that writing the last block (which nothing overlaps) is quick and a block of
+    float32 activations stays small in memory; large enough that an analysis reading one layer
+    of 50,000 items touches only ~100 inner chunks.
+    """
     per_item = n_layers * n_poolings * n_features * itemsize
-    size = 1024
+    size = 512
     while size > 16 and size * per_item > _TARGET_SHARD_BYTES:
         size //= 2
     return size
 
 
 def _compressor() -> zarr.codecs.BloscCodec:
-    # zstd level 3 with bit-shuffle: float16 activations keep their exponent bits together after
-    # the shuffle, which zstd then finds; fast enough to hide behind the forward pass.
-    return zarr.codecs.BloscCodec(cname="zstd", clevel=3, shuffle="bitshuffle")
+    # Blosc-LZ4 with bit-shuffle: the shuffle gathers the sign/exponent bits of the float16
+    # activations, the only part that compresses (the low mantissa bits are noise). Measured on
+    # MiniLM-L6 VAST vectors: ratio 1.10 at ~2 GB/s encode / 3.3 GB/s decode, against 1.12 at
+    # 0.5 / 1.6 GB/s for zstd-3; the 2% of size is not worth 4x the CPU in every analysis read.
+    return zarr.codecs.BloscCodec(cname="lz4", clevel=5, shuffle="bitshuffle")
 
 
 def open_for_writing(
@@ -95,11 +102,31 @@ def open_for_writing(
 class SuiteWriter:
     """Writes one suite group block by block.  Constructed by :meth:`open`."""
 
-    def __init__(self, location: str, root: zarr.Group, name: str, block_size: int) -> None:
+    def __init__(
+        self,
+        location: str,
+        root: zarr.Group,
+        name: str,
+        block_size: int,
+        group: zarr.Group,
+        array: zarr.Array,
+        done: zarr.Array,
+    ) -> None:
         self.location = location
         self.root = root
         self.name = name
         self.block_size = block_size
+        self.group = group
+        self.array = array
+        self.done = done
+
+    @classmethod
+    def _reopen(cls, location: str, root: zarr.Group, name: str) -> SuiteWriter:
+        group = zarr.open_group(root.store, path=name, mode="a", zarr_format=3, use_consolidated=False)
+        block = int(group.attrs[dm.ATTR_EXTRACTION]["block_size"])
+        array = group[dm.EMBEDDING]
+        done = group[f"{dm.PROGRESS_GROUP}/done"]
+        return cls(location, root, name, block, group, array, done)  # type: ignore[arg-type]
 
     # -- layout -------------------------------------------------------------------------------------
     @classmethod
@@ -139,11 +166,11 @@ class SuiteWriter:
                 del root[name]
             elif group.attrs.get(dm.ATTR_SKELETON):
                 _check_same(location, name, group, suite_attrs, extraction)
-                return cls(location, root, name, int(group.attrs[dm.ATTR_EXTRACTION]["block_size"]))
+                return cls._reopen(location, root, name)
             else:  # layout write interrupted: nothing of value in it
                 del root[name]
         cls._write_layout(root, name, coords, shape, storage_dtype, block, suite_attrs, extraction)
-        return cls(location, root, name, block)
+        return cls._reopen(location, root, name)
 
     @staticmethod
     def _write_layout(
@@ -167,7 +194,7 @@ class SuiteWriter:
             name=f"{name}/{dm.EMBEDDING}",
             shape=shape,
             dtype=storage_dtype,
-            chunks=(block, 1, 1, n_features),
+            chunks=(block, 1, n_poolings, n_features),
             shards=(block, n_layers, n_poolings, n_features),
             compressors=_compressor(),
             fill_value=np.nan,
@@ -201,21 +228,13 @@ class SuiteWriter:
         consolidate(root)
 
     # -- blocks -------------------------------------------------------------------------------------
-    @property
-    def group(self) -> zarr.Group:
-        return self.root[self.name]  # type: ignore[return-value]
-
-    @property
-    def array(self) -> zarr.Array:
-        return self.group[dm.EMBEDDING]  # type: ignore[return-value]
-
     def block_ranges(self) -> list[tuple[int, int]]:
         n = self.array.shape[0]
         return [(s, min(s + self.block_size, n)) for s in range(0, n, self.block_size)]
 
     def pending_blocks(self) -> list[int]:
         """Blocks whose done-marker is not set."""
-        done = _read_done(self.group[f"{dm.PROGRESS_GROUP}/done"])
+        done = _read_done(self.done)
         return [i for i in range(len(self.block_ranges())) if not done[i]]
 
     def write_block(self, index: int, values: np.ndarray) -> None:
@@ -227,7 +246,7 @@ class SuiteWriter:
                 f"{(stop - start, *self.array.shape[1:])}"
             )
         self.array[start:stop] = values
-        self.group[f"{dm.PROGRESS_GROUP}/done"][index] = 1
+        self.done[index] = 1
 
     def read_rows(self, rows: Sequence[int]) -> np.ndarray:
         """Rows already written (for vectors reused by later items)."""
