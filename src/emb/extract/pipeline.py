@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ import zarr
 
 from emb.errors import EmbError, StoreError
 from emb.schemas import datamodel as dm
-from emb.store.writer import EXTRACTION_IDENTITY_KEYS, SuiteWriter, open_for_writing
+from emb.store.writer import SuiteWriter, extraction_differences, open_for_writing, read_rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.extract.model import Runner
@@ -295,8 +295,7 @@ def _reuse_sources(root: zarr.Group, name: str, extraction: Mapping[str, Any]) -
             continue
         if not node.attrs.get(dm.ATTR_COMPLETE) or dm.ATTR_EXTRACTION not in node.attrs:
             continue
-        ex = node.attrs[dm.ATTR_EXTRACTION]
-        if any(_listify(ex.get(k)) != _listify(extraction.get(k)) for k in EXTRACTION_IDENTITY_KEYS):
+        if extraction_differences(node.attrs[dm.ATTR_EXTRACTION], extraction):
             continue
         contexts = np.asarray(node["context"][:])
         starts = np.asarray(node["char_start"][:])
@@ -304,10 +303,6 @@ def _reuse_sources(root: zarr.Group, name: str, extraction: Mapping[str, Any]) -
         for row, key in enumerate(zip(contexts.tolist(), starts.tolist(), ends.tolist(), strict=True)):
             sources.setdefault((str(key[0]), int(key[1]), int(key[2])), (other, row))
     return sources
-
-
-def _listify(value: Any) -> Any:
-    return list(value) if isinstance(value, (tuple, list)) else value
 
 
 # -- running ----------------------------------------------------------------------------------------
@@ -412,7 +407,7 @@ def _extract_suite(
                 block[list(pos)] = writer.read_rows(rows)
             for other, pairs in other_rows.items():
                 pos, rows = zip(*pairs, strict=True)
-                block[list(pos)] = _read_rows(root, other, rows)
+                block[list(pos)] = read_rows(root[f"{other}/{dm.EMBEDDING}"], rows)
             for pos, first_pos in later:
                 block[pos] = block[first_pos]
             n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)
@@ -454,16 +449,6 @@ def _count_compute(
     return total
 
 
-def _read_rows(root: zarr.Group, group: str, rows: Sequence[int]) -> np.ndarray:
-    arr = root[f"{group}/{dm.EMBEDDING}"]
-    idx = np.asarray(rows, dtype=np.int64)
-    order = np.argsort(idx, kind="stable")
-    values = arr.get_orthogonal_selection((idx[order],))
-    out = np.empty_like(values)
-    out[order] = values
-    return out
-
-
 def _progress_bar(enabled: bool, *, total: int, desc: str) -> Any:
     if not enabled or total == 0:
         return None
@@ -471,5 +456,3 @@ def _progress_bar(enabled: bool, *, total: int, desc: str) -> Any:
 
     return tqdm(total=total, desc=desc, unit="item", dynamic_ncols=True, smoothing=0.1)
 
-
-ProgressCallback = Callable[[int], Any]

@@ -35,7 +35,9 @@ __all__ = [
     "MODEL_IDENTITY_KEYS",
     "SuiteWriter",
     "block_size_for",
+    "extraction_differences",
     "open_for_writing",
+    "read_rows",
 ]
 
 #: Model attributes that must match to write into an existing store.
@@ -250,14 +252,7 @@ class SuiteWriter:
 
     def read_rows(self, rows: Sequence[int]) -> np.ndarray:
         """Rows already written (for vectors reused by later items)."""
-        idx = np.asarray(rows, dtype=np.int64)
-        if idx.size == 0:
-            return np.empty((0, *self.array.shape[1:]), dtype=self.array.dtype)
-        order = np.argsort(idx, kind="stable")
-        values = self.array.get_orthogonal_selection((idx[order],))
-        out = np.empty_like(values)
-        out[order] = values
-        return out
+        return read_rows(self.array, rows)
 
     def finish(self) -> None:
         """Mark the suite complete (after every block's marker is set)."""
@@ -266,6 +261,18 @@ class SuiteWriter:
             raise StoreError(f"cannot finish {self.name!r}: blocks {pending[:10]} are not written")
         self.group.attrs[dm.ATTR_COMPLETE] = True
         consolidate(self.root)
+
+
+def read_rows(array: zarr.Array, rows: Sequence[int]) -> np.ndarray:
+    """``array[rows]`` along the first axis for any row order (zarr wants sorted indices)."""
+    idx = np.asarray(rows, dtype=np.int64)
+    if idx.size == 0:
+        return np.empty((0, *array.shape[1:]), dtype=array.dtype)
+    order = np.argsort(idx, kind="stable")
+    values = array.get_orthogonal_selection((idx[order],))
+    out = np.empty_like(values)
+    out[order] = values
+    return out
 
 
 def consolidate(root: zarr.Group) -> None:
@@ -291,12 +298,7 @@ def _check_same(
             f"{str(old_suite.get('content_hash'))[:12]}…, this run {str(suite_attrs.get('content_hash'))[:12]}…); "
             "use --name to write it as another suite, or --overwrite to replace it"
         )
-    old_ex = group.attrs.get(dm.ATTR_EXTRACTION, {})
-    diffs = [
-        f"{k}: store {old_ex.get(k)!r} vs run {extraction.get(k)!r}"
-        for k in EXTRACTION_IDENTITY_KEYS
-        if _norm(old_ex.get(k)) != _norm(extraction.get(k))
-    ]
+    diffs = extraction_differences(group.attrs.get(dm.ATTR_EXTRACTION, {}), extraction)
     if diffs:
         raise StoreMismatchError(
             f"suite {name!r} in {location} was extracted with other settings ({'; '.join(diffs)}); "
@@ -304,5 +306,14 @@ def _check_same(
         )
 
 
+def extraction_differences(stored: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
+    """The identity settings (dtype, storage dtype, poolings, BOS) on which two extractions differ."""
+    return [
+        f"{k}: store {stored.get(k)!r} vs run {run.get(k)!r}"
+        for k in EXTRACTION_IDENTITY_KEYS
+        if _norm(stored.get(k)) != _norm(run.get(k))
+    ]
+
+
 def _norm(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
+    return list(value) if isinstance(value, (tuple, list)) else value
