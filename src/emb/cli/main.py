@@ -212,7 +212,7 @@ def info(path: str, as_json: bool) -> None:
 @click.argument("path")
 @click.option("--deep", is_flag=True, help="Also decode every written block and check it is finite.")
 def validate(path: str, deep: bool) -> None:
-    """Check a store: exit 0 complete, 1 incomplete (re-run the extract), 2 corrupt or empty."""
+    """Check a store: exit 0 complete, 1 incomplete (re-run the extract), 2 corrupt."""
     from emb.store import open_store
 
     report = open_store(path).validate(deep=deep)

@@ -24,7 +24,7 @@ from emb.store._location import open_zarr_store, store_size
 
 __all__ = ["Store", "StoreInfo", "SuiteInfo", "ValidationReport", "open_store"]
 
-Status = Literal["complete", "incomplete", "corrupt", "empty"]
+Status = Literal["complete", "incomplete", "corrupt"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -191,14 +191,18 @@ class Store:
     def validate(self, *, deep: bool = False) -> ValidationReport:
         """Check the layout; ``deep`` also decodes every block and checks it is finite.
 
-        ``complete``: every suite finished.  ``incomplete``: a run was interrupted (re-run it).
-        ``corrupt``: metadata or data that an interrupted run cannot explain.
+        ``complete``: every suite finished.  ``incomplete``: a run was interrupted, or none has
+        written a suite yet (re-run it).  ``corrupt``: metadata or data that an interrupted run
+        cannot explain.
         """
         problems: list[str] = []
         statuses: dict[str, Status] = {}
         version = self.root.attrs.get(dm.ATTR_SCHEMA_VERSION)
-        if version is None:
-            return ValidationReport(status="empty", problems=("no emb store metadata at the root",))
+        if version is None:  # bare root: a first run stopped before writing anything else
+            return ValidationReport(
+                status="incomplete",
+                problems=("nothing extracted yet: run 'emb extract' into this store",),
+            )
         if version != dm.STORE_SCHEMA_VERSION:
             problems.append(
                 f"schema version {version} is not {dm.STORE_SCHEMA_VERSION}; upgrade emb"
@@ -212,7 +216,11 @@ class Store:
                 continue
             statuses[name] = _validate_suite(name, node, problems, deep=deep)
         if not statuses:
-            return ValidationReport(status="empty", problems=tuple(problems), suites=statuses)
+            return ValidationReport(
+                status="incomplete",
+                problems=(*problems, "no suite written yet: run 'emb extract' into this store"),
+                suites=statuses,
+            )
         if any(s == "corrupt" for s in statuses.values()) or (problems and version != dm.STORE_SCHEMA_VERSION):
             status: Status = "corrupt"
         elif any(s == "incomplete" for s in statuses.values()):
@@ -253,13 +261,19 @@ def open_store(
     >>> ds.embedding.sel(layer=8, pooling="last")      # doctest: +SKIP
     """
     text = os.fspath(location)
+    local = Path(text)
+    if "://" not in text and local.is_dir() and not any(local.iterdir()):
+        raise IncompleteStoreError(
+            f"{text} is an empty directory: nothing extracted yet; run 'emb extract ... --store {text}'"
+        )
     zstore = open_zarr_store(text, mode="r", storage_options=storage_options)
     try:
         root = zarr.open_group(zstore, mode="r", zarr_format=3, use_consolidated=False)
     except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError, ValueError) as err:
         raise StoreError(f"{text} is not an emb store (no zarr v3 group at its root): {err}") from err
-    if dm.ATTR_SCHEMA_VERSION not in root.attrs:
+    if dm.ATTR_SCHEMA_VERSION not in root.attrs and (dict(root.attrs) or list(root.members())):
         raise StoreError(f"{text} is a zarr store but not an emb store (no '{dm.ATTR_SCHEMA_VERSION}')")
+    # a bare root group is what a first run killed right after creating the store leaves behind
     return Store(text, zstore, root)
 
 
