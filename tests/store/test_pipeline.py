@@ -275,3 +275,17 @@ def test_sigkill_at_any_moment_resumes_bitwise_identical(tmp_path):
             assert got[key] == want[key]
         else:
             np.testing.assert_array_equal(got[key], want[key], err_msg=key)
+
+
+def test_store_killed_before_its_first_suite_is_incomplete(tmp_path):
+    bare = tmp_path / "bare.zarr"
+    zarr.open_group(str(bare), mode="w", zarr_format=3)  # what a kill right after creation leaves
+    report = emb.open_store(str(bare)).validate()
+    assert report.status == "incomplete" and "nothing extracted yet" in report.problems[0]
+    (tmp_path / "empty.zarr").mkdir()
+    with pytest.raises(IncompleteStoreError, match="empty directory"):
+        emb.open_store(str(tmp_path / "empty.zarr"))
+    foreign = tmp_path / "foreign.zarr"
+    zarr.open_group(str(foreign), mode="w", zarr_format=3).attrs["x"] = 1
+    with pytest.raises(StoreError, match="not an emb store"):
+        emb.open_store(str(foreign))
