@@ -62,6 +62,26 @@ POLAR_UNPLEASANT: tuple[str, ...] = _split(
     "abuse crash filth murder sickness accident death grief poison stink assault disaster hatred "
     "pollute tragedy divorce jail poverty ugly cancer kill rotten vomit agony prison"
 )
+# Word lists that several WEAT tests share (Caliskan et al. 2017 supplement): the WEAT3/4
+# unpleasant words, the WEAT4/5 names, and the WEAT5/10 pleasant and unpleasant words.
+_WEAT34_UNPLEASANT: tuple[str, ...] = _split(
+    "abuse crash filth murder sickness accident death grief poison stink assault disaster "
+    "hatred pollute tragedy bomb divorce jail poverty ugly cancer evil kill rotten vomit"
+)
+_WEAT45_EUROPEAN_NAMES: tuple[str, ...] = _split(
+    "Brad Brendan Geoffrey Greg Brett Jay Matthew Neil Todd Allison Anne Carrie Emily Jill "
+    "Laurie Kristen Meredith Sarah"
+)
+_WEAT45_AFRICAN_NAMES: tuple[str, ...] = _split(
+    "Darnell Hakim Jermaine Kareem Jamal Leroy Rasheed Tremayne Tyrone Aisha Ebony Keisha "
+    "Kenya Latonya Lakisha Latoya Tamika Tanisha"
+)
+_WEAT5_10_PLEASANT: tuple[str, ...] = _split(
+    "joy love peace wonderful pleasure friend laughter happy"
+)
+_WEAT5_10_UNPLEASANT: tuple[str, ...] = _split(
+    "agony terrible horrible nasty evil war awful failure"
+)
 #: 1–9 ratings that pick the aligned band of a polar word the lexicon does not rate (VAST code).
 POLAR_DEFAULT_RATINGS: dict[str, float] = {"pleasant": 8.0, "unpleasant": 2.0}
 
@@ -180,20 +200,12 @@ WEAT_TESTS: tuple[WeatTest, ...] = (
             WeatGroup(
                 role="A",
                 name="Pleasant",
-                words=_split(
-                    "caress freedom health love peace cheer friend heaven loyal pleasure diamond "
-                    "gentle honest lucky rainbow diploma gift honor miracle sunrise family happy "
-                    "laughter paradise vacation"
-                ),
+                words=POLAR_PLEASANT,
             ),
             WeatGroup(
                 role="B",
                 name="Unpleasant",
-                words=_split(
-                    "abuse crash filth murder sickness accident death grief poison stink assault "
-                    "disaster hatred pollute tragedy divorce jail poverty ugly cancer kill rotten "
-                    "vomit agony prison"
-                ),
+                words=POLAR_UNPLEASANT,
             ),
         ),
     ),
@@ -222,20 +234,12 @@ WEAT_TESTS: tuple[WeatTest, ...] = (
             WeatGroup(
                 role="A",
                 name="Pleasant",
-                words=_split(
-                    "caress freedom health love peace cheer friend heaven loyal pleasure diamond "
-                    "gentle honest lucky rainbow diploma gift honor miracle sunrise family happy "
-                    "laughter paradise vacation"
-                ),
+                words=POLAR_PLEASANT,
             ),
             WeatGroup(
                 role="B",
                 name="Unpleasant",
-                words=_split(
-                    "abuse crash filth murder sickness accident death grief poison stink assault "
-                    "disaster hatred pollute tragedy divorce jail poverty ugly cancer kill rotten "
-                    "vomit agony prison"
-                ),
+                words=POLAR_UNPLEASANT,
             ),
         ),
     ),
@@ -279,20 +283,12 @@ WEAT_TESTS: tuple[WeatTest, ...] = (
             WeatGroup(
                 role="A",
                 name="Pleasant",
-                words=_split(
-                    "caress freedom health love peace cheer friend heaven loyal pleasure diamond "
-                    "gentle honest lucky rainbow diploma gift honor miracle sunrise family happy "
-                    "laughter paradise vacation"
-                ),
+                words=POLAR_PLEASANT,
             ),
             WeatGroup(
                 role="B",
                 name="Unpleasant",
-                words=_split(
-                    "abuse crash filth murder sickness accident death grief poison stink assault "
-                    "disaster hatred pollute tragedy bomb divorce jail poverty ugly cancer evil "
-                    "kill rotten vomit"
-                ),
+                words=_WEAT34_UNPLEASANT,
             ),
         ),
     ),
@@ -306,38 +302,24 @@ WEAT_TESTS: tuple[WeatTest, ...] = (
             WeatGroup(
                 role="X",
                 name="European American names",
-                words=_split(
-                    "Brad Brendan Geoffrey Greg Brett Jay Matthew Neil Todd Allison Anne Carrie "
-                    "Emily Jill Laurie Kristen Meredith Sarah"
-                ),
+                words=_WEAT45_EUROPEAN_NAMES,
                 excluded=_split("Jay Kristen"),
             ),
             WeatGroup(
                 role="Y",
                 name="African American names",
-                words=_split(
-                    "Darnell Hakim Jermaine Kareem Jamal Leroy Rasheed Tremayne Tyrone Aisha Ebony "
-                    "Keisha Kenya Latonya Lakisha Latoya Tamika Tanisha"
-                ),
+                words=_WEAT45_AFRICAN_NAMES,
                 excluded=_split("Tremayne Latonya"),
             ),
             WeatGroup(
                 role="A",
                 name="Pleasant",
-                words=_split(
-                    "caress freedom health love peace cheer friend heaven loyal pleasure diamond "
-                    "gentle honest lucky rainbow diploma gift honor miracle sunrise family happy "
-                    "laughter paradise vacation"
-                ),
+                words=POLAR_PLEASANT,
             ),
             WeatGroup(
                 role="B",
                 name="Unpleasant",
-                words=_split(
-                    "abuse crash filth murder sickness accident death grief poison stink assault "
-                    "disaster hatred pollute tragedy bomb divorce jail poverty ugly cancer evil "
-                    "kill rotten vomit"
-                ),
+                words=_WEAT34_UNPLEASANT,
             ),
         ),
     ),
@@ -351,30 +333,24 @@ WEAT_TESTS: tuple[WeatTest, ...] = (
             WeatGroup(
                 role="X",
                 name="European American names",
-                words=_split(
-                    "Brad Brendan Geoffrey Greg Brett Jay Matthew Neil Todd Allison Anne Carrie "
-                    "Emily Jill Laurie Kristen Meredith Sarah"
-                ),
+                words=_WEAT45_EUROPEAN_NAMES,
                 excluded=_split("Jay Kristen"),
             ),
             WeatGroup(
                 role="Y",
                 name="African American names",
-                words=_split(
-                    "Darnell Hakim Jermaine Kareem Jamal Leroy Rasheed Tremayne Tyrone Aisha Ebony "
-                    "Keisha Kenya Latonya Lakisha Latoya Tamika Tanisha"
-                ),
+                words=_WEAT45_AFRICAN_NAMES,
                 excluded=_split("Tremayne Latonya"),
             ),
             WeatGroup(
                 role="A",
                 name="Pleasant",
-                words=_split("joy love peace wonderful pleasure friend laughter happy"),
+                words=_WEAT5_10_PLEASANT,
             ),
             WeatGroup(
                 role="B",
                 name="Unpleasant",
-                words=_split("agony terrible horrible nasty evil war awful failure"),
+                words=_WEAT5_10_UNPLEASANT,
             ),
         ),
     ),
@@ -505,12 +481,12 @@ WEAT_TESTS: tuple[WeatTest, ...] = (
             WeatGroup(
                 role="A",
                 name="Pleasant",
-                words=_split("joy love peace wonderful pleasure friend laughter happy"),
+                words=_WEAT5_10_PLEASANT,
             ),
             WeatGroup(
                 role="B",
                 name="Unpleasant",
-                words=_split("agony terrible horrible nasty evil war awful failure"),
+                words=_WEAT5_10_UNPLEASANT,
             ),
         ),
     ),
