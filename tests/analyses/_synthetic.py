@@ -18,14 +18,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-PLEASANT = (
-    "caress freedom health love peace cheer friend heaven loyal pleasure diamond gentle honest lucky "
-    "rainbow diploma gift honor miracle sunrise family happy laughter paradise vacation"
-).split()
-UNPLEASANT = (
-    "abuse crash filth murder sickness accident death grief poison stink assault disaster hatred "
-    "pollute tragedy divorce jail poverty ugly cancer kill rotten vomit agony prison"
-).split()
+from emb.extract._generators import POLAR_PLEASANT, POLAR_UNPLEASANT
+
+PLEASANT = list(POLAR_PLEASANT)  # the 25 + 25 WEAT polar words the vast suite uses
+UNPLEASANT = list(POLAR_UNPLEASANT)
 POOLINGS = ("first", "last", "mean", "max")
 SETTINGS = ("bleached", "aligned", "misaligned", "random")
 VAL, ARO, DOM = 5, 6, 7
