@@ -258,7 +258,13 @@ def test_sigkill_at_any_moment_resumes_bitwise_identical(tmp_path):
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         assert proc.stdout.readline().strip() == "START"
-        time.sleep(float(rng.uniform(0.0, 0.6)) if attempt else 0.0)
+        if attempt == 1:  # once, for certain, in the middle of writing blocks
+            marker = Path(path) / "s" / "_progress" / "done" / "c"
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and len(list(marker.glob("*"))) < 3:
+                time.sleep(0.005)
+        else:  # elsewhere at random moments, from layout writing to the last blocks
+            time.sleep(float(rng.uniform(0.0, 0.6)) if attempt else 0.0)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         if Path(path).exists() and any(Path(path).iterdir()):
