@@ -27,7 +27,7 @@ import contextlib
 import itertools
 import math
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, Literal
@@ -45,6 +45,7 @@ __all__ = [
     "CorrectionMethod",
     "PermutationMethod",
     "PermutationResult",
+    "adjust",
     "adjust_pvalues",
     "association",
     "benjamini_hochberg",
@@ -967,6 +968,59 @@ def _correlation_kernel(x: np.ndarray, y: np.ndarray, method: str) -> tuple[np.n
         np.asarray(c.ci_low, dtype=np.float64),
         np.asarray(c.ci_high, dtype=np.float64),
     )
+
+
+def adjust(p: xr.DataArray, *, method: CorrectionMethod, dims: Sequence[str]) -> xr.DataArray:
+    """Adjust labelled p-values for multiple comparisons, the family running over ``dims``.
+
+    Lazy: the family's dims are stacked into one and :func:`adjust_pvalues` runs on it per
+    combination of the other dims (``xr.apply_ufunc(..., dask="parallelized")``).
+
+    Parameters
+    ----------
+    p : xarray.DataArray
+        p-values (NaN-aware: NaNs stay NaN and do not count in the family).
+    method : {"holm", "bh", "none"}
+    dims : sequence of str
+        Dims whose cells form one family, e.g. ``("test",)`` or ``("test", "layer")``.
+
+    Returns
+    -------
+    xarray.DataArray
+        Same dims, coordinates and order as ``p``.
+
+    Raises
+    ------
+    AnalysisError
+        An unknown method, or a dim that ``p`` lacks.
+
+    Examples
+    --------
+    >>> p = xr.DataArray([[0.01, 0.04], [0.03, 0.2]], dims=("test", "layer"))
+    >>> adjust(p, method="holm", dims=("test", "layer")).values
+    array([[0.04, 0.09],
+           [0.09, 0.2 ]])
+    """
+    family = [str(d) for d in dims]
+    missing = [d for d in family if d not in p.dims]
+    if missing or not family:
+        raise AnalysisError(
+            f"correction dims {family} must be dims of the p-values; they have {list(p.dims)}"
+        )
+    if method not in ("holm", "bh", "none"):
+        raise AnalysisError(f"correction method must be 'holm', 'bh' or 'none'; got {method!r}")
+    stacked = p.stack(_family=family)
+    out = xr.apply_ufunc(
+        adjust_pvalues,
+        stacked,
+        input_core_dims=[["_family"]],
+        output_core_dims=[["_family"]],
+        kwargs={"method": method, "axis": -1},
+        dask="parallelized",
+        output_dtypes=[np.float64],
+        dask_gufunc_kwargs={"allow_rechunk": True},
+    )
+    return out.unstack("_family").transpose(*p.dims).assign_coords(p.coords)
 
 
 def correlation(

@@ -659,6 +659,7 @@ def vast(
     pairs: pd.DataFrame | str | os.PathLike[str] | None = None,
     allow_missing: bool = False,
     method: Literal["default", "reference"] = "default",
+    correction: Literal["none", "holm", "bh"] = "none",
 ) -> xr.Dataset:
     """The VAST experiments on a store's ``vast`` suite, as one lazy labelled Dataset.
 
@@ -709,6 +710,9 @@ def vast(
         lexicon, and the PCA of the nullification is fitted with the polar words appended a
         second time. ``default`` removes the polar words from the targets and fits the PCA on
         each distinct word once.
+    correction : {"none", "holm", "bh"}, default "none"
+        Multiple-comparison correction of the settings curves' p-values over the layers (one
+        family per rating, lexicon, setting and pooling), stored in ``p_adjusted`` beside ``p``.
 
     Returns
     -------
@@ -833,12 +837,21 @@ def vast(
         sim = sim.drop_vars([c for c in sim.coords if c not in sim.dims], errors="ignore")
         result = result.merge(sim, join="outer")
 
+    if correction not in ("none", "holm", "bh"):
+        raise AnalysisError(f"correction must be 'none', 'holm' or 'bh'; got {correction!r}")
+    result["p_adjusted"] = (
+        result["p"].copy()
+        if correction == "none"
+        else stats.adjust(result["p"], method=correction, dims=("layer",))
+    )
+    result["p_adjusted"].attrs["long_name"] = f"p of r adjusted over layers ({correction})"
     result["r"].attrs["long_name"] = "VAST: Pearson's r of SC-WEAT effect sizes vs ratings"
     result.attrs = {
         "analysis": "vast",
         "method": method,
         "seed": int(seed),
         "ddof": int(ddof),
+        "correction": correction,
         "parameters": json.dumps(
             {
                 "lexicons": lexicons,

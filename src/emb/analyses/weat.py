@@ -251,6 +251,7 @@ def weat(
     include_excluded: bool = False,
     method: Literal["default", "reference"] = "default",
     correction: stats.CorrectionMethod = "none",
+    correction_over: Literal["test", "layer", "test+layer"] = "test",
 ) -> xr.Dataset:
     """Word Embedding Association Test effect sizes and permutation p-values, lazily.
 
@@ -284,8 +285,10 @@ def weat(
         ``reference`` computes the p-value as the authors' code does: ``n_permutations`` random
         splits, a normal distribution fitted to them, its upper tail.
     correction : {"none", "holm", "bh"}, default "none"
-        Multiple-comparison correction across the tests (separately for every setting, layer
-        and pooling), stored in ``p_adjusted``.
+        Multiple-comparison correction, stored in ``p_adjusted`` beside the raw ``p``.
+    correction_over : {"test", "layer", "test+layer"}, default "test"
+        The family: the tests (separately for every setting, layer and pooling), the layers
+        (for every test, setting and pooling), or all tests × layers together.
 
     Returns
     -------
@@ -328,6 +331,9 @@ def weat(
     alternative = _parse_choice("alternative", alternative, ("greater", "less", "two-sided"))  # type: ignore[assignment]
     method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]
     correction = _parse_choice("correction", correction, ("none", "holm", "bh"))  # type: ignore[assignment]
+    correction_over = _parse_choice(  # type: ignore[assignment]
+        "correction_over", correction_over, ("test", "layer", "test+layer")
+    )
     if not isinstance(ddof, int | np.integer) or ddof < 0:
         raise AnalysisError(f"ddof must be a non-negative integer; got {ddof!r}")
     if int(n_permutations) < 2:
@@ -364,23 +370,15 @@ def weat(
     ]
     out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override", join="exact")
     out = out.transpose("test", "setting", "layer", "pooling", ...)
+    family = {"test": ("test",), "layer": ("layer",), "test+layer": ("test", "layer")}[correction_over]
     if correction == "none":
         out["p_adjusted"] = out["p"].copy()
     else:
-        out["p_adjusted"] = xr.apply_ufunc(
-            stats.adjust_pvalues,
-            out["p"],
-            input_core_dims=[["test"]],
-            output_core_dims=[["test"]],
-            kwargs={"method": correction, "axis": -1},
-            dask="parallelized",
-            output_dtypes=[np.float64],
-            dask_gufunc_kwargs={"allow_rechunk": True},
-        ).transpose(*out["p"].dims)
+        out["p_adjusted"] = stats.adjust(out["p"], method=correction, dims=family)
     out["effect_size"].attrs["long_name"] = "WEAT effect size (Cohen's d)"
     out["statistic"].attrs["long_name"] = "sum_X s(x,A,B) - sum_Y s(y,A,B)"
     out["p"].attrs["long_name"] = f"permutation p-value ({alternative})"
-    out["p_adjusted"].attrs["long_name"] = f"p-value adjusted across tests ({correction})"
+    out["p_adjusted"].attrs["long_name"] = f"p-value adjusted over {correction_over} ({correction})"
     out["n_permutations"].attrs["long_name"] = "random splits used (0 = exact enumeration)"
     out.attrs = {
         "analysis": "weat",
@@ -392,6 +390,7 @@ def weat(
         "include_excluded": str(bool(include_excluded)).lower(),
         "method": method,
         "correction": correction,
+        "correction_over": correction_over,
         "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
         **provenance_attrs(ds),
     }

@@ -49,6 +49,7 @@ def _options(params: Mapping[str, Any]) -> dict[str, Any]:
         "ddof": "ddof",
         "n_permutations": "n_permutations",
         "correction": "correction",
+        "correction_over": "correction_over",
         "alternative": "alternative",
         "lexicon": "lexicon",
         "settings": "settings",
@@ -217,7 +218,10 @@ def _summary(name: str, table: Any) -> list[str]:
 @click.option("--ddof", type=int, default=None, help="Delta degrees of freedom of the standard deviations.")
 @click.option("--n-permutations", type=int, default=None, help="[weat, sc-weat] random splits (0/exact when few).")
 @click.option("--correction", type=click.Choice(["none", "holm", "bh"]), default=None,
-              help="[weat] multiple-comparison correction across tests.")
+              help="[weat, vast] multiple-comparison correction (p_adjusted beside p): across "
+                   "tests for weat (see --correction-over), across layers for vast.")
+@click.option("--correction-over", type=click.Choice(["test", "layer", "test+layer"]),
+              default=None, help="[weat] the correction's family (default: test).")
 @click.option("--alternative", type=click.Choice(["greater", "less", "two-sided"]), default=None,
               help="[weat, sc-weat] alternative hypothesis.")
 @click.option("--reference", is_flag=True, help="Reproduce the authors' code (method='reference').")
