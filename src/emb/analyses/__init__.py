@@ -111,8 +111,8 @@ def tidy_frame(
 
 _VAST_COLUMNS = (
     "model", "experiment", "rating", "lexicon", "dataset", "setting", "token_set", "subset",
-    "pooling", "layer", "k", "statistic", "n", "r", "p", "ci_low", "ci_high", "spearman_r",
-    "spearman_p", "n_missing",
+    "pooling", "layer", "k", "statistic", "n", "r", "p", "p_adjusted", "ci_low", "ci_high",
+    "spearman_r", "spearman_p", "n_missing",
 )
 _STAT_NAMES = ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
 
@@ -120,7 +120,9 @@ _STAT_NAMES = ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
 def _tidy_vast(result: xr.Dataset) -> pd.DataFrame:
     """One row per (model, experiment, rating, lexicon, setting, pooling, layer[, k, subset])."""
     frames = []
-    settings = tidy_frame(result, list(_STAT_NAMES))
+    settings = tidy_frame(
+        result, [*_STAT_NAMES, *(["p_adjusted"] if "p_adjusted" in result else [])]
+    )
     if len(settings):
         frames.append(settings.assign(experiment="settings", statistic="pearson"))
     if "tokenization_r" in result:
