@@ -195,6 +195,17 @@ def test_float16_overflow_is_refused(tmp_path):
                    storage_dtype="float32")
     assert r.n_computed == 10
 
+    class Broken(FakeRunner):
+        def embed(self, encodings, **kw):
+            out = super().embed(encodings, **kw)
+            out[0, 1, 0, 0] = np.nan
+            return out
+
+    path = str(tmp_path / "nan.zarr")
+    with pytest.raises(StoreError, match="NaN or infinite hidden states in block 0"):
+        extract(Broken(), words_suite(5), path, progress=False, storage_dtype="float32")
+    assert emb.open_store(path).validate().status == "incomplete"  # nothing marked done
+
 
 def test_zip_and_fsspec_url_are_readable(tmp_path):
     path = tmp_path / "s.zarr"

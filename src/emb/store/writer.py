@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Executor, Future
 from datetime import UTC, datetime
 from typing import Any
 
@@ -109,28 +110,48 @@ class SuiteWriter:
         location: str,
         root: zarr.Group,
         name: str,
+        *,
         block_size: int,
-        group: zarr.Group,
-        array: zarr.Array,
-        done: zarr.Array,
+        n_items: int,
+        extraction: Mapping[str, Any],
+        fresh: bool,
+        handles: tuple[zarr.Group, zarr.Array, zarr.Array] | Future[Any],
     ) -> None:
         self.location = location
         self.root = root
         self.name = name
         self.block_size = block_size
-        self.group = group
-        self.array = array
-        self.done = done
+        self.n_items = n_items
+        self.extraction = extraction
+        self.fresh = fresh
+        self._handles = handles
 
-    @classmethod
-    def _reopen(cls, location: str, root: zarr.Group, name: str) -> SuiteWriter:
+    def _resolved(self) -> tuple[zarr.Group, zarr.Array, zarr.Array]:
+        """The group and its arrays, once the layout (maybe written in the background) exists."""
+        if isinstance(self._handles, Future):
+            self._handles = self._handles.result()
+        return self._handles
+
+    @property
+    def group(self) -> zarr.Group:
+        return self._resolved()[0]
+
+    @property
+    def array(self) -> zarr.Array:
+        return self._resolved()[1]
+
+    @property
+    def done(self) -> zarr.Array:
+        return self._resolved()[2]
+
+    @staticmethod
+    def _open_handles(root: zarr.Group, name: str) -> tuple[zarr.Group, zarr.Array, zarr.Array]:
         group = zarr.open_group(root.store, path=name, mode="a", zarr_format=3, use_consolidated=False)
-        block = int(group.attrs[dm.ATTR_EXTRACTION]["block_size"])
         # Every block is written whole and holds no fill value (non-finite values are refused), so
         # zarr's per-chunk "is it empty?" scan is pure cost: it tripled the write time.
         array = group[dm.EMBEDDING].with_config({"write_empty_chunks": True})  # type: ignore[union-attr]
         done = group[f"{dm.PROGRESS_GROUP}/done"]
-        return cls(location, root, name, block, group, array, done)  # type: ignore[arg-type]
+        return group, array, done  # type: ignore[return-value]
 
     # -- layout -------------------------------------------------------------------------------------
     @classmethod
@@ -147,8 +168,13 @@ class SuiteWriter:
         extraction_attrs: Mapping[str, Any],
         overwrite: bool = False,
         block_size: int | None = None,
+        executor: Executor | None = None,
     ) -> SuiteWriter:
         """Create the group's layout, or reopen an unfinished group written by the same command.
+
+        With an ``executor`` (the single writer thread), a new layout is written there, ahead of
+        the blocks submitted after it, while the caller computes the first block; checks that can
+        refuse the write always run here, before anything is written.
 
         Raises
         ------
@@ -170,11 +196,22 @@ class SuiteWriter:
                 del root[name]
             elif group.attrs.get(dm.ATTR_SKELETON):
                 _check_same(location, name, group, suite_attrs, extraction)
-                return cls._reopen(location, root, name)
+                stored = dict(group.attrs[dm.ATTR_EXTRACTION])
+                return cls(
+                    location, root, name, block_size=int(stored["block_size"]), n_items=n_items,
+                    extraction=stored, fresh=False, handles=cls._open_handles(root, name),
+                )
             else:  # layout write interrupted: nothing of value in it
                 del root[name]
-        cls._write_layout(root, name, coords, shape, storage_dtype, block, suite_attrs, extraction)
-        return cls._reopen(location, root, name)
+
+        def layout() -> tuple[zarr.Group, zarr.Array, zarr.Array]:
+            cls._write_layout(root, name, coords, shape, storage_dtype, block, suite_attrs, extraction)
+            return cls._open_handles(root, name)
+
+        return cls(
+            location, root, name, block_size=block, n_items=n_items, extraction=extraction,
+            fresh=True, handles=executor.submit(layout) if executor is not None else layout(),
+        )
 
     @staticmethod
     def _write_layout(
@@ -233,7 +270,7 @@ class SuiteWriter:
 
     # -- blocks -------------------------------------------------------------------------------------
     def block_ranges(self) -> list[tuple[int, int]]:
-        n = self.array.shape[0]
+        n = self.n_items
         return [(s, min(s + self.block_size, n)) for s in range(0, n, self.block_size)]
 
     def pending_blocks(self) -> list[int]:
