@@ -30,7 +30,7 @@ from emb.analyses._select import (
 )
 from emb.errors import AnalysisError, MissingStimuliError
 
-__all__ = ["sc_weat", "sc_weat_effect_sizes", "valnorm"]
+__all__ = ["N_POLAR", "polar_selection", "rated_poles", "sc_weat", "sc_weat_effect_sizes", "valnorm"]
 
 ITEM = "item"
 FEATURE = "feature"
@@ -316,10 +316,14 @@ def _positions(mask: np.ndarray) -> slice | np.ndarray:
     return pos
 
 
-def _polar_selection(
+def polar_selection(
     ds: xr.Dataset, pole: str, setting: str, lexicon: str, has_lexicon_label: bool
 ) -> xr.Dataset:
-    """The ``pole`` (pleasant/unpleasant) items of one setting, per lexicon when labelled so."""
+    """The ``pole`` (pleasant/unpleasant) items of one setting, per lexicon when labelled so.
+
+    Shared by :func:`valnorm` and :func:`emb.analyses.vast.vast`, so both pick the same polar
+    words (raises :class:`~emb.errors.MissingStimuliError` when the suite has none).
+    """
     words = unique_in_order(item_values(ds, "word").astype(str)[label_mask(ds, stimulus_set=pole)])
     if not words:
         raise MissingStimuliError(
@@ -334,10 +338,12 @@ def _polar_selection(
     return select_words(ds, words, setting=setting, stimulus_set=pole, **labels)
 
 
-def _rated_poles(
+def rated_poles(
     ds: xr.Dataset, mask: np.ndarray, ratings: str
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Items (boolean masks within ``mask``) of the high and low poles of a rating."""
+    """Items (boolean masks within ``mask``) of the high and low poles of a rating: the suite's
+    ``polar_<rating>`` labels when present, else the ``N_POLAR`` highest and lowest rated words.
+    Shared by :func:`valnorm` and :func:`emb.analyses.vast.vast`."""
     label = f"polar_{ratings}"
     if label in ds.variables:
         values = np.char.lower(item_values(ds, label).astype(str))
@@ -477,8 +483,8 @@ def valnorm(
                 ).any():
                     polar_setting = "aligned"
                 polar_settings[setting] = polar_setting
-                a = _polar_selection(ds, "pleasant", polar_setting, lex, True)
-                b = _polar_selection(ds, "unpleasant", polar_setting, lex, True)
+                a = polar_selection(ds, "pleasant", polar_setting, lex, True)
+                b = polar_selection(ds, "unpleasant", polar_setting, lex, True)
                 polar_words["pleasant"] = [str(w) for w in a["word"].values]
                 polar_words["unpleasant"] = [str(w) for w in b["word"].values]
                 if method == "default":
@@ -487,7 +493,7 @@ def valnorm(
                     )
                 a_emb, b_emb = a.embedding, b.embedding
             else:
-                high, low = _rated_poles(ds, mask, ratings)
+                high, low = rated_poles(ds, mask, ratings)
                 a_emb = emb.isel({ITEM: np.flatnonzero(high)})
                 b_emb = emb.isel({ITEM: np.flatnonzero(low)})
                 polar_words[f"{lex}/{setting}/high"] = list(words_col[high])

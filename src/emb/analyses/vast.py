@@ -41,7 +41,7 @@ from emb.analyses._select import (
 )
 from emb.analyses.nullify import iter_sweep_cosines, project, top_components
 from emb.analyses.similarity import word_similarity
-from emb.analyses.valnorm import _polar_selection, _rated_poles
+from emb.analyses.valnorm import polar_selection, rated_poles
 from emb.errors import AnalysisError, MissingStimuliError
 
 __all__ = ["RATINGS", "SETTINGS", "plain_strings", "vast"]
@@ -170,8 +170,8 @@ def _block(ds: xr.Dataset, lexicon: str, setting: str, ratings: Sequence[str]) -
     ).any():
         polar_setting = "aligned"  # the polar words keep their aligned contexts
     indexed = ds.drop_vars("embedding").assign_coords({_ROW: ("item", np.arange(ds.sizes["item"]))})
-    pos_a = np.asarray(_polar_selection(indexed, "pleasant", polar_setting, lexicon, True)[_ROW])
-    pos_b = np.asarray(_polar_selection(indexed, "unpleasant", polar_setting, lexicon, True)[_ROW])
+    pos_a = np.asarray(polar_selection(indexed, "pleasant", polar_setting, lexicon, True)[_ROW])
+    pos_b = np.asarray(polar_selection(indexed, "unpleasant", polar_setting, lexicon, True)[_ROW])
     rows = np.concatenate([lex_pos, pos_a, pos_b])
     words = item_values(ds, "word").astype(str)[rows]
     values: dict[str, np.ndarray] = {}
@@ -183,7 +183,7 @@ def _block(ds: xr.Dataset, lexicon: str, setting: str, ratings: Sequence[str]) -
         if rating == "valence":
             continue
         try:
-            high, low = _rated_poles(ds, lex_mask, rating)
+            high, low = rated_poles(ds, lex_mask, rating)
         except AnalysisError:
             poles[rating] = None
             continue
