@@ -55,7 +55,7 @@ def minilm_store(tmp_path_factory, data_dir):
     _run("extract", "--model", model, "--suite", "vast", "--lexicon", lexicon, "--corpus", corpus,
          "--store", store, "-q")
     _run("extract", "--model", model, "--suite", "weat", "--store", store, "-q")
-    _run("extract", "--model", model, "--suite", "similarity", "--path", data_dir / "similarity",
+    _run("extract", "--model", model, "--suite", "similarity", "--pairs", data_dir / "similarity",
          "--datasets", "ws353", "--store", store, "-q")
     return store
 

