@@ -245,6 +245,36 @@ class _Plan:
         return cls(keys, encodings, item_key, first_item)
 
 
+@dataclass(frozen=True)
+class _BlockSources:
+    """Where each item of a block gets its vector: computed here (once per key), copied from an
+    earlier row of this suite, from another finished suite, or from its key's first use here."""
+
+    compute_keys: list[int]  # keys whose first use lies in this block, in first-use order
+    first_position: dict[int, int]  # key -> its first position in the block
+    self_rows: list[tuple[int, int]]  # (position, earlier row of this suite)
+    other_rows: dict[str, list[tuple[int, int]]]  # group -> [(position, row there)]
+    later: list[tuple[int, int]]  # (position, position of the key's first use in this block)
+
+    @classmethod
+    def of(cls, plan: _Plan, start: int, stop: int, reuse: Mapping[Key, tuple[str, int]]) -> _BlockSources:
+        keys = plan.item_key[start:stop]
+        firsts = plan.first_item[keys]
+        out = cls([], {}, [], {}, [])
+        for pos, (k, first) in enumerate(zip(keys.tolist(), firsts.tolist(), strict=True)):
+            other = reuse.get(plan.keys[k])
+            if other is not None:
+                out.other_rows.setdefault(other[0], []).append((pos, other[1]))
+            elif first < start:
+                out.self_rows.append((pos, first))
+            elif k in out.first_position:
+                out.later.append((pos, out.first_position[k]))
+            else:
+                out.first_position[k] = pos
+                out.compute_keys.append(k)
+        return out
+
+
 def _coords(suite: Suite, plan: _Plan, n_layers: int, poolings: Sequence[str]) -> xr.Dataset:
     enc = [plan.encodings[k] for k in plan.item_key]
     targets = [np.asarray(e.target) for e in enc]
@@ -384,24 +414,9 @@ def _extract_suite(
             start, stop = ranges[b]
             # float32 while assembling (stored rows copy in exactly); the writer thread casts
             block = np.empty((stop - start, *shape[1:]), dtype=np.float32)
-            keys = plan.item_key[start:stop]
-            firsts = plan.first_item[keys]
-            compute_keys: list[int] = []
-            seen: dict[int, int] = {}
-            self_rows: list[tuple[int, int]] = []  # (position in block, earlier row of this suite)
-            other_rows: dict[str, list[tuple[int, int]]] = {}
-            later: list[tuple[int, int]] = []  # (position, position of the first use in block)
-            for pos, (k, first) in enumerate(zip(keys.tolist(), firsts.tolist(), strict=True)):
-                src = reuse.get(plan.keys[k])
-                if src is not None:
-                    other_rows.setdefault(src[0], []).append((pos, src[1]))
-                elif first < start:
-                    self_rows.append((pos, first))
-                elif k in seen:
-                    later.append((pos, seen[k]))
-                else:
-                    seen[k] = pos
-                    compute_keys.append(k)
+            src = _BlockSources.of(plan, start, stop, reuse)
+            compute_keys, seen = src.compute_keys, src.first_position
+            self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
             if compute_keys:
                 block[[seen[k] for k in compute_keys]] = runner.embed(
                     [plan.encodings[k] for k in compute_keys],
@@ -467,15 +482,8 @@ def _bos_added(plan: _Plan, bos_id: int | None) -> bool:
 def _count_compute(
     plan: _Plan, ranges: list[tuple[int, int]], pending: list[int], reuse: Mapping[Key, Any]
 ) -> int:
-    total = 0
-    for b in pending:
-        start, stop = ranges[b]
-        firsts = plan.first_item[plan.item_key[start:stop]]
-        keys = plan.item_key[start:stop]
-        mask = firsts >= start
-        uniq = {int(k) for k in keys[mask] if plan.keys[int(k)] not in reuse}
-        total += len(uniq)
-    return total
+    """Items the pending blocks will compute (the progress bar's total)."""
+    return sum(len(_BlockSources.of(plan, *ranges[b], reuse).compute_keys) for b in pending)
 
 
 def _progress_bar(enabled: bool, *, total: int, desc: str) -> Any:
