@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from emb.errors import TargetNotFoundError
+from emb.errors import ModelError, TargetNotFoundError
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 
@@ -79,7 +79,8 @@ class FakeRunner:
             raise TargetNotFoundError(f"{len(bad)} targets not found: {bad}")
         return out
 
-    def embed(self, encodings, *, poolings=("first", "last", "mean", "max"), batch_size=64, progress=None):
+    def embed(self, encodings, *, poolings=("first", "last", "mean", "max"), batch_size=64,
+              progress=None, out_dtype="float32"):
         self.calls.append(len(encodings))
         res = np.empty((len(encodings), self.info.n_layers + 1, len(poolings), self.info.hidden_size), np.float32)
         for i, enc in enumerate(encodings):
@@ -88,4 +89,7 @@ class FakeRunner:
             res[i] = np.stack([pooled[p] for p in poolings], axis=1)
             if progress is not None:
                 progress(1)
-        return res
+        if not np.isfinite(res).all():
+            raise ModelError("fake model returned NaN or infinite hidden states")
+        with np.errstate(over="ignore"):
+            return res.astype(out_dtype)

@@ -289,6 +289,7 @@ class Runner:
         poolings: Sequence[str] = POOLINGS,
         batch_size: int = 64,
         progress: Callable[[int], object] | None = None,
+        out_dtype: Literal["float32", "float16"] = "float32",
     ) -> np.ndarray:
         """Every layer's pooled vector of each encoded target.
 
@@ -304,6 +305,10 @@ class Runner:
         progress : callable, optional
             Called after each batch with the number of items that batch embedded
             (``tqdm(total=n).update`` fits).
+        out_dtype : {"float32", "float16"}
+            dtype of the result.  ``float16`` rounds each batch on the device while it is still
+            hot (IEEE round-to-nearest-even, as numpy's cast; values beyond ±65504 become ±inf,
+            which the caller can test with one pass over half the bytes).
 
         Returns
         -------
@@ -322,8 +327,11 @@ class Runner:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
         n = len(encodings)
+        if out_dtype not in ("float32", "float16"):
+            raise ValueError(f"out_dtype must be 'float32' or 'float16'; got {out_dtype!r}")
+        torch_out = torch.float16 if out_dtype == "float16" else torch.float32
         out = np.empty(
-            (n, self.info.n_layers + 1, len(names), self.info.hidden_size), dtype=np.float32
+            (n, self.info.n_layers + 1, len(names), self.info.hidden_size), dtype=out_dtype
         )
         if n == 0:
             return out
@@ -350,7 +358,13 @@ class Runner:
                 )
                 window = torch.stack([state[:, lo:hi] for state in hidden])
                 pooled = pool(window, torch.from_numpy(target).to(self.device), poolings=names)
-                out[chosen] = pooled.cpu().numpy()
+                if not bool(torch.isfinite(pooled).all()):
+                    raise ModelError(
+                        f"{self.info.model_id} returned NaN or infinite hidden states for the "
+                        f"contexts {[int(i) for i in chosen[:10]]}; with --dtype float16/bfloat16 "
+                        "try float32 (half precision can overflow inside the model)"
+                    )
+                out[chosen] = pooled.to(torch_out).cpu().numpy()
                 if progress is not None:
                     progress(len(batch))
         return out

@@ -412,8 +412,7 @@ def _extract_suite(
         inflight: Future[None] | None = None
         for b in pending:
             start, stop = ranges[b]
-            # float32 while assembling (stored rows copy in exactly); the writer thread casts
-            block = np.empty((stop - start, *shape[1:]), dtype=np.float32)
+            block = np.empty((stop - start, *shape[1:]), dtype=dtype)
             src = _BlockSources.of(plan, start, stop, reuse)
             compute_keys, seen = src.compute_keys, src.first_position
             self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
@@ -423,6 +422,7 @@ def _extract_suite(
                     poolings=settings.poolings,
                     batch_size=settings.batch_size,
                     progress=bar.update if bar is not None else None,
+                    out_dtype=settings.storage_dtype,
                 )
                 n_computed += len(compute_keys)
             if self_rows:
@@ -438,7 +438,7 @@ def _extract_suite(
             n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)
             if inflight is not None:
                 inflight.result()
-            inflight = pool.submit(_store_block, writer, b, block, dtype, name)
+            inflight = pool.submit(_store_block, writer, b, block, name)
         if inflight is not None:
             inflight.result()
     if bar is not None:
@@ -451,23 +451,25 @@ def _extract_suite(
     )
 
 
-def _store_block(
-    writer: SuiteWriter, index: int, block: np.ndarray, dtype: np.dtype[Any], name: str
-) -> None:
-    """Cast a block to the storage dtype, refuse non-finite values, write it (writer thread)."""
-    with np.errstate(over="ignore"):
-        cast = block.astype(dtype)
-    if not np.isfinite(cast).all():
-        if not np.isfinite(block).all():
+def _store_block(writer: SuiteWriter, index: int, block: np.ndarray, name: str) -> None:
+    """Refuse non-finite values, then write the block (on the writer thread).
+
+    The runner refuses NaN and infinite hidden states itself, so a non-finite value here is a
+    finite activation that overflowed the float16 storage dtype.
+    """
+    if not np.isfinite(block).all():
+        if np.isnan(block).any():
             raise StoreError(
-                f"suite {name!r}: the model returned NaN or infinite hidden states in block {index}; "
+                f"suite {name!r}: the model returned NaN hidden states in block {index}; "
                 "try --dtype float32 (half precision can overflow inside the model)"
             )
-        raise StoreError(
-            f"suite {name!r}: values up to {float(np.abs(block).max()):.4g} exceed the float16 "
-            "range (±65504); re-run with --storage-dtype float32 (and --overwrite)"
-        )
-    writer.write_block(index, cast)
+        if block.dtype == np.float16:
+            raise StoreError(
+                f"suite {name!r}: block {index} holds values beyond the float16 range (±65504); "
+                "re-run with --storage-dtype float32 (and --overwrite)"
+            )
+        raise StoreError(f"suite {name!r}: the model returned infinite values in block {index}")
+    writer.write_block(index, block)
 
 
 def _bos_added(plan: _Plan, bos_id: int | None) -> bool:
