@@ -71,3 +71,13 @@ def test_store_equals_direct_model_call(fixture, storage, request, tmp_path):
             np.testing.assert_allclose(got, want, rtol=2**-10, atol=1e-3 * np.abs(want).max())
         else:
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+
+
+def test_float16_output_rounds_like_numpy(tiny_gpt2_dir):
+    runner = load_model(str(tiny_gpt2_dir))
+    enc = runner.encode([c for c, _, _ in SENTENCES],
+                        [(c.index(w), c.index(w) + len(w)) for c, w, _ in SENTENCES])
+    full = runner.embed(enc, batch_size=4)
+    half = runner.embed(enc, batch_size=4, out_dtype="float16")
+    assert half.dtype == np.float16
+    np.testing.assert_array_equal(half, full.astype(np.float16))
