@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from emb.errors import EmbError
+from emb.cli._errors import EmbCommand
 
 __all__ = ["analyze"]
 
@@ -208,7 +208,7 @@ def _summary(name: str, table: Any) -> list[str]:
     return lines
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(cls=EmbCommand, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("name", required=False)
 @click.option("--list", "list_", is_flag=True, help="List the analyses and exit.")
 @click.option("--store", "stores", multiple=True, help="Store path or URL; repeat for several models.")
@@ -266,24 +266,6 @@ def analyze(
     emb analyze vast --store gpt2.zarr --out results/ --lexicon bellezza --similarity data/similarity
     emb analyze weat --store gpt2.zarr --store bert.zarr --out results/ --correction holm
     """
-    try:
-        _run(name, list_, stores, out_dir, scheduler, similarity_pairs, dpi, no_plots, quiet, params)
-    except EmbError as err:
-        raise click.ClickException(f"{type(err).__name__}: {err}") from err
-
-
-def _run(
-    name: str | None,
-    list_: bool,
-    stores: tuple[str, ...],
-    out_dir: str | None,
-    scheduler: str | None,
-    similarity_pairs: str | None,
-    dpi: int,
-    no_plots: bool,
-    quiet: bool,
-    params: dict[str, Any],
-) -> None:
     import inspect
 
     from emb.analyses import ANALYSES, run_analysis

@@ -11,22 +11,12 @@ from typing import Any
 import click
 
 from emb._version import __version__
-from emb.errors import EmbError
+from emb.cli._errors import EmbGroup
 
 __all__ = ["main"]
 
 
-class _Group(click.Group):
-    """Turns emb errors into one clear line and exit status 1 (no traceback)."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except EmbError as err:
-            raise click.ClickException(f"{type(err).__name__}: {err}") from err
-
-
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=EmbGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="emb")
 def main() -> None:
     """Measure semantics and social bias in the contextual embeddings of language models.
