@@ -21,6 +21,7 @@ __all__ = [
     "describe_source",
     "item_values",
     "label_mask",
+    "parse_subset",
     "provenance_attrs",
     "select_words",
     "settings_present",
@@ -291,3 +292,24 @@ def words_of(ds: xr.Dataset, mask: np.ndarray) -> list[str]:
 def unique_in_order(values: Sequence[Any]) -> list[Any]:
     """Distinct values in order of first appearance."""
     return list(dict.fromkeys(values))
+
+
+def parse_subset(
+    name: str, wanted: str | Sequence[Any] | None, present: Sequence[Any], *, where: str = "suite"
+) -> list[Any]:
+    """The requested subset of ``present`` (all of it when ``wanted`` is None), validated once.
+
+    Raises
+    ------
+    AnalysisError
+        A requested value the suite/store lacks (listing what it has), or an empty request.
+    """
+    if wanted is None:
+        return list(present)
+    chosen = [wanted] if isinstance(wanted, str) else list(wanted)
+    unknown = [w for w in chosen if w not in present]
+    if unknown:
+        raise AnalysisError(f"{name} {unknown} not in this {where}; it has {list(present)}")
+    if not chosen:
+        raise AnalysisError(f"{name} is empty; give at least one or leave it out")
+    return chosen

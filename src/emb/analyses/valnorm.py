@@ -23,6 +23,7 @@ from emb.analyses import stats
 from emb.analyses._select import (
     item_values,
     label_mask,
+    parse_subset,
     provenance_attrs,
     select_words,
     settings_present,
@@ -365,18 +366,6 @@ def rated_poles(
     return high, low
 
 
-def _parse_list(name: str, value: str | Sequence[str] | None, present: list[str]) -> list[str]:
-    if value is None:
-        return present
-    chosen = [value] if isinstance(value, str) else [str(v) for v in value]
-    unknown = [v for v in chosen if v not in present]
-    if unknown:
-        raise AnalysisError(f"{name} {unknown} not in this suite; it has {present}")
-    if not chosen:
-        raise AnalysisError(f"{name} is empty")
-    return chosen
-
-
 def valnorm(
     ds: xr.Dataset,
     *,
@@ -458,8 +447,8 @@ def valnorm(
     stimulus = item_values(ds, "stimulus_set").astype(str)
     is_lexicon = stimulus == "lexicon"
     lex_col = item_values(ds, "lexicon").astype(str)
-    lexicons = _parse_list("lexicon", lexicon, unique_in_order(lex_col[is_lexicon]))
-    chosen = _parse_list("settings", settings, settings_present(ds))
+    lexicons = parse_subset("lexicon", lexicon, unique_in_order(lex_col[is_lexicon]))
+    chosen = parse_subset("settings", settings, settings_present(ds))
     words_col = item_values(ds, "word").astype(str)
     setting_col = item_values(ds, "setting").astype(str)
     rating_col = item_values(ds, ratings)

@@ -36,6 +36,7 @@ from emb.analyses import stats
 from emb.analyses._select import (
     item_values,
     label_mask,
+    parse_subset,
     provenance_attrs,
     settings_present,
 )
@@ -79,17 +80,6 @@ def _as_list(value: str | Sequence[Any] | None) -> list[Any] | None:
     if value is None:
         return None
     return [value] if isinstance(value, str | int | np.integer) else list(value)
-
-
-def _parse_subset(name: str, wanted: list[Any] | None, present: list[Any], hint: str) -> list[Any]:
-    if wanted is None:
-        return present
-    unknown = [w for w in wanted if w not in present]
-    if unknown:
-        raise AnalysisError(f"{name} {unknown} not in this {hint}; it has {present}")
-    if not wanted:
-        raise AnalysisError(f"{name} is empty; give at least one or leave it out")
-    return wanted
 
 
 def _lexicons_present(ds: xr.Dataset) -> list[str]:
@@ -776,12 +766,12 @@ def vast(
     if similarity is not None:
         similarity = plain_strings(similarity)
 
-    lexicons = _parse_subset("lexicon", _as_list(lexicon), _lexicons_present(ds), "suite")
-    settings_list = _parse_subset(
-        "settings", _as_list(settings), _ordered_settings(settings_present(ds)), "suite"
+    lexicons = parse_subset("lexicon", _as_list(lexicon), _lexicons_present(ds))
+    settings_list = parse_subset(
+        "settings", _as_list(settings), _ordered_settings(settings_present(ds))
     )
     present_poolings = [str(p) for p in ds["pooling"].values]
-    pooling_list = _parse_subset("poolings", _as_list(poolings), present_poolings, "store")
+    pooling_list = parse_subset("poolings", _as_list(poolings), present_poolings, where="store")
     if ratings is None:
         rating_list = ["valence"] + [
             r for r in ("arousal", "dominance")
