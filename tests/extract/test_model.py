@@ -285,3 +285,30 @@ def test_hub_id_from_the_local_hub_cache(tmp_path, monkeypatch, tiny_gpt2_dir):
     info = runner.info
     assert (info.source, info.revision, info.fingerprint) == ("hub", commit, commit)
     assert info.model_id == "emb-tests/tiny-gpt2" and info.n_layers == 3
+
+
+def test_non_finite_hidden_states_are_refused_and_large_finite_ones_kept(tiny_gpt2_dir):
+    runner = load_model(tiny_gpt2_dir, device="cpu")
+    encodings = runner.encode(contexts(), spans())
+    reference = runner.embed(encodings, batch_size=4)
+    weight = runner.model.wte.weight
+    saved = weight.detach().clone()
+    try:
+        # token embeddings x 1e7: layer 0 holds finite values ~1e5, kept as they are; in float16
+        # they overflow to inf, which the runner passes on (the pipeline refuses that block,
+        # pointing at --storage-dtype float32)
+        with torch.no_grad():
+            weight.mul_(1e7)
+        big = runner.embed(encodings, batch_size=4)
+        assert np.isfinite(big).all() and np.abs(big[:, 0]).max() > 1e5
+        assert np.isinf(runner.embed(encodings, batch_size=4, out_dtype="float16")[:, 0]).any()
+        # a NaN in the embedding matrix: refused, naming the contexts
+        with torch.no_grad():
+            weight.copy_(saved)
+            weight[encodings[3].input_ids[0]] = float("nan")
+        with pytest.raises(ModelError, match=r"NaN or infinite hidden states for the contexts \[.*3"):
+            runner.embed(encodings, batch_size=4)
+    finally:
+        with torch.no_grad():
+            weight.copy_(saved)
+    np.testing.assert_array_equal(runner.embed(encodings, batch_size=4), reference)

@@ -18,7 +18,7 @@ import zarr
 
 import emb
 from emb.errors import IncompleteStoreError, StoreError, StoreMismatchError, TargetNotFoundError
-from emb.extract.pipeline import extract
+from emb.extract.pipeline import _all_finite, extract
 from emb.extract.suites import Item, Suite
 from tests.fakes import FakeInfo, FakeRunner, token_vectors
 
@@ -207,6 +207,20 @@ def test_float16_overflow_is_refused(tmp_path):
     with pytest.raises(StoreError, match="NaN hidden states in block 0"):
         extract(Broken(), words_suite(5), path, progress=False, storage_dtype="float32")
     assert emb.open_store(path).validate().status == "incomplete"  # nothing marked done
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_exponent_bit_finiteness_test_agrees_with_numpy(dtype):
+    rng = np.random.default_rng(0)
+    info = np.finfo(dtype)
+    values = (rng.standard_normal((6, 3, 2, 5)) * 100).astype(dtype)
+    values[0, 0, 0, :4] = [info.max, -info.max, info.tiny / 4, -0.0]  # extremes, subnormal, -0
+    assert _all_finite(values) and _all_finite(values[:0])
+    for bad in (np.nan, -np.nan, np.inf, -np.inf):
+        for where in [(0, 0, 0, 0), (5, 2, 1, 4), (3, 1, 0, 2)]:
+            broken = values.copy()
+            broken[where] = bad
+            assert not _all_finite(broken) and not np.isfinite(broken).all()
 
 
 def test_zip_and_fsspec_url_are_readable(tmp_path):

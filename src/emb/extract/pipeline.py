@@ -12,6 +12,7 @@ and ends bitwise identical to an uninterrupted one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import importlib.metadata
 import time
@@ -326,7 +327,17 @@ def _suite_attrs(suite: Suite) -> dict[str, Any]:
     }
 
 
+@functools.cache
+def _versions_cached() -> tuple[tuple[str, str], ...]:
+    return tuple(_installed_versions().items())
+
+
 def _versions() -> dict[str, str]:
+    """Versions of the libraries that shape the vectors (looked up once per process: ~9 ms)."""
+    return dict(_versions_cached())
+
+
+def _installed_versions() -> dict[str, str]:
     out = {}
     for pkg in ("emb", "torch", "transformers", "tokenizers", "zarr", "numcodecs", "xarray", "numpy", "dask"):
         try:
@@ -412,12 +423,12 @@ def _extract_suite(
         inflight: Future[None] | None = None
         for b in pending:
             start, stop = ranges[b]
-            block = np.empty((stop - start, *shape[1:]), dtype=dtype)
             src = _BlockSources.of(plan, start, stop, reuse)
             compute_keys, seen = src.compute_keys, src.first_position
             self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
+            vectors = None
             if compute_keys:
-                block[[seen[k] for k in compute_keys]] = runner.embed(
+                vectors = runner.embed(
                     [plan.encodings[k] for k in compute_keys],
                     poolings=settings.poolings,
                     batch_size=settings.batch_size,
@@ -425,6 +436,12 @@ def _extract_suite(
                     out_dtype=settings.storage_dtype,
                 )
                 n_computed += len(compute_keys)
+            if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
+                block = vectors  # every row computed here, in order: no copy
+            else:
+                block = np.empty((stop - start, *shape[1:]), dtype=dtype)
+                if vectors is not None:
+                    block[[seen[k] for k in compute_keys]] = vectors
             if self_rows:
                 if inflight is not None:
                     inflight.result()
@@ -457,7 +474,7 @@ def _store_block(writer: SuiteWriter, index: int, block: np.ndarray, name: str) 
     The runner refuses NaN and infinite hidden states itself, so a non-finite value here is a
     finite activation that overflowed the float16 storage dtype.
     """
-    if not np.isfinite(block).all():
+    if not _all_finite(block):
         if np.isnan(block).any():
             raise StoreError(
                 f"suite {name!r}: the model returned NaN hidden states in block {index}; "
@@ -470,6 +487,24 @@ def _store_block(writer: SuiteWriter, index: int, block: np.ndarray, name: str) 
             )
         raise StoreError(f"suite {name!r}: the model returned infinite values in block {index}")
     writer.write_block(index, block)
+
+
+def _all_finite(block: np.ndarray) -> bool:
+    """Whether every value of a float16/float32 block is finite, from the exponent bits alone.
+
+    An IEEE value is NaN or infinite exactly when its exponent bits are all ones, i.e. when its
+    bits without the sign are at least those of +inf.  One integer max over the block is ~15x
+    faster than ``np.isfinite(block).all()`` on float16, which numpy converts value by value.
+    """
+    if block.size == 0:
+        return True
+    if block.dtype == np.float16:
+        bits, no_sign, inf = block.view(np.uint16), 0x7FFF, 0x7C00
+    elif block.dtype == np.float32:
+        bits, no_sign, inf = block.view(np.uint32), 0x7FFFFFFF, 0x7F800000
+    else:
+        return bool(np.isfinite(block).all())
+    return int(np.bitwise_and(bits, no_sign).max()) < inf
 
 
 def _bos_added(plan: _Plan, bos_id: int | None) -> bool:
