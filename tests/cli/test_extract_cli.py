@@ -196,7 +196,7 @@ def test_validate_exit_codes(tmp_path):
             return super().embed(encodings, **kw)
 
     with pytest.raises(RuntimeError):
-        extract(Boom(), words_suite(100), str(store), block_size=32, progress=False)
+        extract(Boom(), words_suite(100), str(store), block_size=32, window_blocks=1, progress=False)
     res = run("validate", store, ok=False)
     assert res.exit_code == 1 and "incomplete" in res.output and "re-run" in res.output
     extract(FakeRunner(), words_suite(100), str(store), block_size=32, progress=False)

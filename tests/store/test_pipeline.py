@@ -171,7 +171,7 @@ def test_incomplete_suite_is_reported_and_refused_for_reading(tmp_path):
             return super().embed(encodings, **kw)
 
     with pytest.raises(RuntimeError):
-        extract(Boom(), words_suite(100), path, progress=False, block_size=32)
+        extract(Boom(), words_suite(100), path, progress=False, block_size=32, window_blocks=1)
     store = emb.open_store(path)
     report = store.validate()
     assert report.status == "incomplete"
@@ -181,6 +181,26 @@ def test_incomplete_suite_is_reported_and_refused_for_reading(tmp_path):
     runner = FakeRunner()
     (r,) = extract(runner, words_suite(100), path, progress=False, block_size=32)
     assert r.blocks_written == 5 and sum(runner.calls) == 200 - 64
+    assert emb.open_store(path).validate(deep=True).status == "complete"
+
+
+def test_interrupted_window_resumes_from_its_first_unwritten_block(tmp_path):
+    path = str(tmp_path / "s.zarr")
+
+    class Boom(FakeRunner):  # fails computing the second window (blocks 2 and 3)
+        def embed(self, encodings, **kw):
+            if len(self.calls) == 1:
+                raise RuntimeError("boom")
+            return super().embed(encodings, **kw)
+
+    runner = Boom()
+    with pytest.raises(RuntimeError):
+        extract(runner, words_suite(100), path, progress=False, block_size=32, window_blocks=2)
+    assert runner.calls == [64]  # one embed call for the two blocks of the first window
+    assert "2 of 7 blocks" in " ".join(emb.open_store(path).validate().problems)
+    runner = FakeRunner()
+    (r,) = extract(runner, words_suite(100), path, progress=False, block_size=32)
+    assert r.blocks_written == 5 and runner.calls == [64, 64, 8]  # windows of 2 blocks, as stored
     assert emb.open_store(path).validate(deep=True).status == "complete"
 
 

@@ -236,7 +236,7 @@ class Runner:
             contexts,
             add_special_tokens=True,
             return_offsets_mapping=True,
-            return_special_tokens_mask=True,
+            return_special_tokens_mask=bos is not None,  # only the BOS policy reads it
             return_attention_mask=False,
             return_token_type_ids=False,
         )
@@ -359,7 +359,8 @@ class Runner:
                     torch.from_numpy(ids).to(self.device),
                     torch.from_numpy(attention).to(self.device),
                 )
-                window = torch.stack([state[:, lo:hi] for state in hidden])
+                # (layer, batch, seq, feature) as a view of a batch-major copy (see pool)
+                window = torch.stack([state[:, lo:hi] for state in hidden], dim=1).transpose(0, 1)
                 pooled = pool(window, torch.from_numpy(target).to(self.device), poolings=names)
                 # a float64 sum of float32 values is finite iff every value is (it cannot
                 # overflow); the exact test, 5x dearer, runs only to confirm a non-finite sum

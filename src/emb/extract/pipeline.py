@@ -1,12 +1,14 @@
 """``emb extract``: feed suites through a model and write every layer's target embedding to a store.
 
 The plan of a suite is a function of its items alone: items are cut into blocks of
-``block_size`` (one zarr shard each); within a block, each distinct (context, char span) whose first
-occurrence lies in that block is computed once (length-bucketed batches), items repeating an earlier
-key copy its stored row, and keys already stored by another finished suite of the same model and
-settings are copied from there.  Blocks are written by a background thread while the next one is
-computed; each block's done-marker follows its shard, so an interrupted run resumes where it stopped
-and ends bitwise identical to an uninterrupted one.
+``block_size`` (one zarr shard each), and blocks into windows of ``WINDOW_BLOCKS``.  Within a
+window, each distinct (context, char span) whose first occurrence lies in it is computed once, in
+one length-sorted pass (batches of similar length carry little padding); items repeating an
+earlier key copy its row, and keys already stored by another finished suite of the same model and
+settings are copied from there.  Blocks are written by a background thread while the next window
+is computed; each block's done-marker follows its shard.  An interrupted run resumes with the
+windows that still have unwritten blocks, recomputing each such window whole, so its batches and
+therefore its vectors are bitwise those of an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["ExtractionSettings", "SuiteReport", "extract"]
 
 Key = tuple[str, int, int]
+
+#: Blocks computed together: one ``embed`` call sorts their contexts by length, so batches carry
+#: less padding than within one block (at 10,000 "This is WORD." items: 4.7% padding with
+#: single blocks, 0.3% sorted over the whole suite).  Memory: at most two windows of shards of
+#: <= 16 MiB.  Stored in the suite's extraction attributes, so a resumed run cuts the same windows
+#: (stores written before this setting existed resume with windows of one block).
+WINDOW_BLOCKS = 8
 
 #: What storing in float16 costs, recorded in the store's attributes.
 FLOAT16_NOTE = (
@@ -120,6 +129,7 @@ def extract(
     progress: bool = True,
     storage_options: dict[str, Any] | None = None,
     block_size: int | None = None,
+    window_blocks: int = WINDOW_BLOCKS,
 ) -> list[SuiteReport]:
     """Extract every layer's embedding of each suite item's target into ``store``.
 
@@ -144,6 +154,9 @@ def extract(
         Replace existing groups of the same name instead of refusing a different definition.
     block_size
         Items per shard (default: a power of two ≤ 512 keeping a shard ≤ 16 MiB).
+    window_blocks
+        Blocks computed together in one length-sorted pass (see :data:`WINDOW_BLOCKS`); a
+        resumed suite keeps the value it was started with.
 
     Returns
     -------
@@ -161,6 +174,8 @@ def extract(
     if len(group_names) != len(suite_list) or len(set(group_names)) != len(group_names):
         raise EmbError(f"need one distinct group name per suite; got {group_names}")
     pools = _parse_settings(poolings, dtype, storage_dtype, batch_size)
+    if isinstance(window_blocks, bool) or not isinstance(window_blocks, int) or window_blocks < 1:
+        raise EmbError(f"window_blocks must be a positive integer; got {window_blocks!r}")
 
     if isinstance(model, str):
         from emb.extract.model import load_model  # torch is imported only here
@@ -196,6 +211,7 @@ def extract(
                     overwrite=overwrite,
                     progress=progress,
                     block_size=block_size,
+                    window_blocks=window_blocks,
                 )
             )
     return reports
@@ -378,6 +394,7 @@ def _extract_suite(
     overwrite: bool,
     progress: bool,
     block_size: int | None,
+    window_blocks: int,
 ) -> SuiteReport:
     t0 = time.perf_counter()
     info = runner.info
@@ -391,6 +408,7 @@ def _extract_suite(
             f"hidden states as the model returns them; the last is {info.last_layer}"
         ),
         "precision_note": FLOAT16_NOTE if settings.storage_dtype == "float16" else "float32 storage",
+        "window_blocks": window_blocks,
         "versions": _versions(),
     }
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="emb-writer") as pool:
@@ -417,17 +435,26 @@ def _extract_suite(
                 seconds=time.perf_counter() - t0,
             )
         reuse = _reuse_sources(root, name, writer.extraction)
-        bar = _progress_bar(progress, total=_count_compute(plan, ranges, pending, reuse), desc=name)
+        # computed window by window (the stored setting: a resumed run cuts the same windows)
+        per_window = int(writer.extraction.get("window_blocks", 1))
+        pending_set = set(pending)
+        windows = [
+            (blocks, ranges[blocks[0]][0], ranges[blocks[-1]][1])
+            for w in range(0, len(ranges), per_window)
+            if pending_set.intersection(blocks := list(range(w, min(w + per_window, len(ranges)))))
+        ]
+        sources = [_BlockSources.of(plan, start, stop, reuse) for _, start, stop in windows]
+        bar = _progress_bar(
+            progress, total=sum(len(src.compute_keys) for src in sources), desc=name
+        )
         n_computed = n_copied = 0
         dtype = np.dtype(settings.storage_dtype)
-        inflight: Future[None] | None = None
-        for b in pending:
-            start, stop = ranges[b]
-            src = _BlockSources.of(plan, start, stop, reuse)
+        inflight: list[Future[None]] = []
+        for (blocks, start, stop), src in zip(windows, sources, strict=True):
             compute_keys, seen = src.compute_keys, src.first_position
             self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
             vectors = None
-            if compute_keys:
+            if compute_keys:  # one embed call: its batches are length-sorted over the window
                 vectors = runner.embed(
                     [plan.encodings[k] for k in compute_keys],
                     poolings=settings.poolings,
@@ -437,27 +464,33 @@ def _extract_suite(
                 )
                 n_computed += len(compute_keys)
             if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
-                block = vectors  # every row computed here, in order: no copy
+                values = vectors  # every row computed here, in order: no copy
             else:
-                block = np.empty((stop - start, *shape[1:]), dtype=dtype)
+                values = np.empty((stop - start, *shape[1:]), dtype=dtype)
                 if vectors is not None:
-                    block[[seen[k] for k in compute_keys]] = vectors
-            if self_rows:
-                if inflight is not None:
-                    inflight.result()
+                    values[[seen[k] for k in compute_keys]] = vectors
+            if self_rows:  # rows of earlier windows: read back once they are written
+                for future in inflight:
+                    future.result()
                 pos, rows = zip(*self_rows, strict=True)
-                block[list(pos)] = writer.read_rows(rows)
+                values[list(pos)] = writer.read_rows(rows)
             for other, pairs in other_rows.items():
                 pos, rows = zip(*pairs, strict=True)
-                block[list(pos)] = read_rows(root[f"{other}/{dm.EMBEDDING}"], rows)
+                values[list(pos)] = read_rows(root[f"{other}/{dm.EMBEDDING}"], rows)
             for pos, first_pos in later:
-                block[pos] = block[first_pos]
+                values[pos] = values[first_pos]
             n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)
-            if inflight is not None:
-                inflight.result()
-            inflight = pool.submit(_store_block, writer, b, block, name)
-        if inflight is not None:
-            inflight.result()
+            for future in inflight:  # at most one window's blocks in flight
+                future.result()
+            inflight = [
+                pool.submit(
+                    _store_block, writer, b, values[ranges[b][0] - start : ranges[b][1] - start], name
+                )
+                for b in blocks
+                if b in pending_set
+            ]
+        for future in inflight:
+            future.result()
     if bar is not None:
         bar.close()
     writer.finish()
@@ -514,13 +547,6 @@ def _bos_added(plan: _Plan, bos_id: int | None) -> bool:
         and plan.encodings
         and all(len(e.input_ids) and int(e.input_ids[0]) == bos_id for e in plan.encodings)
     )
-
-
-def _count_compute(
-    plan: _Plan, ranges: list[tuple[int, int]], pending: list[int], reuse: Mapping[Key, Any]
-) -> int:
-    """Items the pending blocks will compute (the progress bar's total)."""
-    return sum(len(_BlockSources.of(plan, *ranges[b], reuse).compute_keys) for b in pending)
 
 
 def _progress_bar(enabled: bool, *, total: int, desc: str) -> Any:

@@ -100,26 +100,29 @@ def pool(
         empty = torch.nonzero(counts == 0).flatten().tolist()
         raise ValueError(f"items {empty} of the batch have no target token in the mask")
 
-    rows = torch.arange(batch, device=hidden_states.device)
+    # work on a (batch, layer, seq, feature) view: the stacked poolings then come out in the
+    # result's layout, (batch, layer, pooling, feature), with one copy and no transpose
+    states = hidden_states.transpose(0, 1)
+    rows = torch.arange(batch, device=states.device)
     as_int = mask.to(torch.int8)
-    pooled: list[torch.Tensor] = []  # each (layer, batch, feature)
+    pooled: list[torch.Tensor] = []  # each (batch, layer, feature)
     states32: torch.Tensor | None = None
     for name in names:
         if name == "first":
             first = as_int.argmax(dim=1)  # the first maximum: the first True
-            pooled.append(hidden_states[:, rows, first].float())
+            pooled.append(states[rows, :, first].float())
         elif name == "last":
             last = seq - 1 - as_int.flip(dims=(1,)).argmax(dim=1)
-            pooled.append(hidden_states[:, rows, last].float())
+            pooled.append(states[rows, :, last].float())
         else:
             if states32 is None:
-                states32 = hidden_states.float()
+                states32 = states.float()
             if name == "mean":
                 weights = mask.to(torch.float32) / counts.to(torch.float32)[:, None]
-                # (1, batch, 1, seq) @ (layer, batch, seq, feature): a batched matrix product,
+                # (batch, 1, 1, seq) @ (batch, layer, seq, feature): a batched matrix product,
                 # 10x faster than the equivalent einsum on CPU
-                pooled.append((weights[None, :, None, :] @ states32).squeeze(2))
+                pooled.append((weights[:, None, None, :] @ states32).squeeze(2))
             else:
-                fill = torch.tensor(float("-inf"), device=states32.device)
-                pooled.append(torch.where(mask[None, :, :, None], states32, fill).amax(dim=2))
-    return torch.stack(pooled, dim=2).permute(1, 0, 2, 3).contiguous()
+                hidden = ~mask[:, None, :, None]
+                pooled.append(states32.masked_fill(hidden, float("-inf")).amax(dim=2))
+    return torch.stack(pooled, dim=2)
