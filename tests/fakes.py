@@ -80,7 +80,7 @@ class FakeRunner:
         return out
 
     def embed(self, encodings, *, poolings=("first", "last", "mean", "max"), batch_size=64,
-              progress=None, out_dtype="float32"):
+              progress=None, out_dtype="float32", truncate=None):
         self.calls.append(len(encodings))
         res = np.empty((len(encodings), self.info.n_layers + 1, len(poolings), self.info.hidden_size), np.float32)
         for i, enc in enumerate(encodings):

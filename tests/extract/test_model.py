@@ -312,3 +312,33 @@ def test_non_finite_hidden_states_are_refused_and_large_finite_ones_kept(tiny_gp
         with torch.no_grad():
             weight.copy_(saved)
     np.testing.assert_array_equal(runner.embed(encodings, batch_size=4), reference)
+
+
+@pytest.mark.parametrize(
+    "runner_name, causal",
+    [("gpt2_runner", True), ("llama_runner", True), ("bert_runner", False),
+     ("t5_runner", False), ("minilm_runner", False)],
+)
+def test_causal_models_are_fed_up_to_the_target_only(request, runner_name, causal):
+    runner = request.getfixturevalue(runner_name)
+    assert runner.info.causal is causal and runner.info.to_dict()["causal"] is causal
+    encodings = runner.encode(contexts(), spans())
+    widths = []
+    hook = runner.model.register_forward_pre_hook(
+        lambda _m, args, kwargs: widths.append(kwargs["input_ids"].shape[1]), with_kwargs=True
+    )
+    try:
+        cut = runner.embed(encodings, batch_size=64, truncate=True)
+        cut_widths, widths[:] = list(widths), []
+        whole = runner.embed(encodings, batch_size=64, truncate=False)
+    finally:
+        hook.remove()
+    # one batch: as wide as the latest target end when cut, as the longest context when not
+    assert cut_widths == [max(e.token_end for e in encodings)]
+    assert widths == [max(e.n_tokens for e in encodings)] and cut_widths[0] < widths[0]
+    if causal:  # the tokens after the target cannot reach it
+        np.testing.assert_allclose(cut, whole, rtol=1e-4, atol=1e-5)
+        np.testing.assert_array_equal(runner.embed(encodings, batch_size=64), cut)
+    else:  # a bidirectional model sees them: cutting would change the vectors
+        assert np.abs(cut - whole).max() > 1e-2
+        np.testing.assert_array_equal(runner.embed(encodings, batch_size=64), whole)

@@ -43,7 +43,8 @@ def test_resumed_window_is_recomputed_whole_and_bitwise_identical(gpt2_runner, t
     ref = tmp_path / "ref.zarr"
     (r,) = extract(gpt2_runner, suite, str(ref), window_blocks=4, **opts)  # 8 blocks, 2 windows
     assert (r.blocks_total, r.n_computed) == (8, 64)
-    assert emb.open_store(str(ref)).dataset("v").attrs["extraction"]["window_blocks"] == 4
+    stored = emb.open_store(str(ref)).dataset("v").attrs["extraction"]
+    assert stored["window_blocks"] == 4 and stored["truncate_after_target"] is True  # GPT-2
 
     # batch composition shows in the float32 bits: windows of one block give other vectors
     single = tmp_path / "single.zarr"

@@ -20,7 +20,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -83,6 +83,10 @@ class ModelInfo:
     last_layer : str
         What hidden state L is, e.g. "after the final layer norm (ln_f)" or "output of the last
         block".
+    causal : bool
+        Whether a token's hidden states depend on earlier tokens only, found by running the model
+        on a sentence and on its first half (:func:`_is_causal`).  A causal model's contexts are
+        cut after the target's last subtoken: the tokens after it cannot change its vectors.
     dtype, device : str
         Weights' dtype and the device the model runs on.
     transformers_version, torch_version : str
@@ -107,6 +111,7 @@ class ModelInfo:
     device: str
     transformers_version: str
     torch_version: str
+    causal: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -116,10 +121,11 @@ class ModelInfo:
     def from_dict(cls, data: Mapping[str, Any]) -> ModelInfo:
         """Rebuild from :meth:`to_dict`'s output; unknown keys are ignored."""
         names = {field.name for field in fields(cls)}
-        missing = sorted(names - set(data))
+        required = {field.name for field in fields(cls) if field.default is MISSING}
+        missing = sorted(required - set(data))
         if missing:
             raise ModelError(f"model info lacks the keys {missing}; got keys {sorted(data)}")
-        return cls(**{key: data[key] for key in names})
+        return cls(**{key: data[key] for key in names if key in data})
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -293,6 +299,7 @@ class Runner:
         batch_size: int = 64,
         progress: Callable[[int], object] | None = None,
         out_dtype: Literal["float32", "float16"] = "float32",
+        truncate: bool | None = None,
     ) -> np.ndarray:
         """Every layer's pooled vector of each encoded target.
 
@@ -312,6 +319,10 @@ class Runner:
             dtype of the result.  ``float16`` rounds each batch on the device while it is still
             hot (IEEE round-to-nearest-even, as numpy's cast; values beyond ±65504 become ±inf,
             which the caller can test with one pass over half the bytes).
+        truncate : bool, optional
+            Feed each context only up to its target's last subtoken.  Exact for a causal model,
+            whose later tokens cannot reach the target, and it saves their computation (about
+            half of it for targets in mid-sentence).  Default: ``info.causal``.
 
         Returns
         -------
@@ -338,7 +349,13 @@ class Runner:
         )
         if n == 0:
             return out
-        lengths = np.fromiter((enc.n_tokens for enc in encodings), dtype=np.int64, count=n)
+        if truncate is None:
+            truncate = self.info.causal
+        lengths = np.fromiter(
+            (enc.token_end if truncate else enc.n_tokens for enc in encodings),
+            dtype=np.int64,
+            count=n,
+        )
         order = np.argsort(lengths, kind="stable")
         pad_id = _pad_id(self.tokenizer)
         with torch.inference_mode():
@@ -351,9 +368,9 @@ class Runner:
                 lo = min(enc.token_start for enc in batch)
                 hi = max(enc.token_end for enc in batch)
                 target = np.zeros((len(batch), hi - lo), dtype=bool)
-                for row, enc in enumerate(batch):
-                    ids[row, : enc.n_tokens] = enc.input_ids
-                    attention[row, : enc.n_tokens] = 1
+                for row, (enc, length) in enumerate(zip(batch, lengths[chosen], strict=True)):
+                    ids[row, :length] = enc.input_ids[:length]
+                    attention[row, :length] = 1
                     target[row, enc.target - lo] = True
                 hidden = self._forward(
                     torch.from_numpy(ids).to(self.device),
@@ -640,6 +657,7 @@ def load_model(
             "that supports output_hidden_states=True"
         )
     architectures = getattr(config, "architectures", None) or [type(full).__name__]
+    causal = _is_causal(network, tokenizer, target_device, dtype)
     info = ModelInfo(
         model_id=given,
         source=source,
@@ -660,6 +678,44 @@ def load_model(
         device=str(target_device),
         transformers_version=transformers.__version__,
         torch_version=torch.__version__,
+        causal=causal,
     )
     return Runner(network, tokenizer, target_device, info)
+
+
+#: A sentence long enough that its second half would move the first half's hidden states in
+#: any model that attends forward.
+_PROBE = "The old bridge over the river was closed for repairs until the end of spring"
+
+
+def _is_causal(network: Any, tokenizer: Any, device: torch.device, dtype: str) -> bool:
+    """Whether the first tokens' hidden states ignore the tokens after them.
+
+    Runs the sentence :data:`_PROBE` whole and cut in half and compares every layer's states at
+    the shared positions.  A causal model gives the same states up to rounding (relative
+    difference ~1e-7 in float32); a bidirectional one (BERT, a T5 encoder) changes them by
+    tens of percent.  The tolerance (1e-4 in float32, 2e-2 in half precision) errs towards "not
+    causal", which only costs speed.
+    """
+    ids = tokenizer(_PROBE, add_special_tokens=True)["input_ids"]
+    if len(ids) < 8:
+        return False
+    half = len(ids) // 2
+    with torch.inference_mode():
+        states = []
+        for chunk in (ids, ids[:half]):
+            tensor = torch.tensor([chunk], device=device)
+            hidden = network(
+                input_ids=tensor,
+                attention_mask=torch.ones_like(tensor),
+                output_hidden_states=True,
+                return_dict=True,
+            ).hidden_states
+            states.append(torch.stack([h[0, :half].float() for h in hidden]))
+    full, prefix = states
+    scale = float(full.abs().max())
+    if not math.isfinite(scale) or scale == 0.0:
+        return False
+    tolerance = 1e-4 if dtype == "float32" else 2e-2
+    return float((full - prefix).abs().max()) <= tolerance * scale
 

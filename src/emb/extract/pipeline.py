@@ -409,6 +409,8 @@ def _extract_suite(
         ),
         "precision_note": FLOAT16_NOTE if settings.storage_dtype == "float16" else "float32 storage",
         "window_blocks": window_blocks,
+        # a causal model's contexts are fed up to the target's last subtoken (see Runner.embed)
+        "truncate_after_target": bool(getattr(info, "causal", False)),
         "versions": _versions(),
     }
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="emb-writer") as pool:
@@ -437,6 +439,7 @@ def _extract_suite(
         reuse = _reuse_sources(root, name, writer.extraction)
         # computed window by window (the stored setting: a resumed run cuts the same windows)
         per_window = int(writer.extraction.get("window_blocks", 1))
+        truncate = bool(writer.extraction.get("truncate_after_target", False))
         pending_set = set(pending)
         windows = [
             (blocks, ranges[blocks[0]][0], ranges[blocks[-1]][1])
@@ -461,6 +464,7 @@ def _extract_suite(
                     batch_size=settings.batch_size,
                     progress=bar.update if bar is not None else None,
                     out_dtype=settings.storage_dtype,
+                    truncate=truncate,
                 )
                 n_computed += len(compute_keys)
             if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
