@@ -2,16 +2,17 @@
 
 Crash safety.  A suite group is written in this order:
 
-1. the coordinates (xarray), the empty sharded ``embedding`` array and the ``_progress/done`` markers,
-   then the group attribute ``skeleton_written``;
+1. the coordinates (laid out as xarray writes them), the empty sharded ``embedding`` array and the
+   ``_progress/done`` markers, then the group attribute ``skeleton_written``;
 2. for each block of ``block_size`` items: one shard of ``embedding`` (a single object in the store),
    then that block's done-marker (a one-byte chunk of its own);
 3. the attribute ``complete``.
 
 A run killed at any moment therefore leaves either a group without ``skeleton_written`` (the next run
 rewrites it) or blocks whose markers say exactly what is finished: a torn or missing shard is never
-marked done, and the next run rewrites every block that is not.  Blocks are computed from the suite's
-items alone, so a resumed store ends bitwise identical to an uninterrupted one.
+marked done, and the next run rewrites every block that is not.  The pipeline computes blocks from
+the suite's items alone, in windows it stores, so a resumed store ends bitwise identical to an
+uninterrupted one.
 """
 
 from __future__ import annotations
