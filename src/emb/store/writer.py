@@ -231,21 +231,21 @@ class SuiteWriter:
         extraction: Mapping[str, Any],
     ) -> None:
         n_items, n_layers, n_poolings, n_features = shape
-        item_coords = " ".join(
-            str(k) for k, v in coords.coords.items() if v.dims and v.dims[0] == "item" and k != "item"
-        )
+        # the non-dimension coordinates (all along item): named in the group's and the
+        # embedding's "coordinates" attribute, which makes xarray read them as coordinates
+        coordinate_names = " ".join(str(k) for k in coords.coords if k not in coords.dims)
         n_blocks = max(1, -(-n_items // block))
         arrays: list[dict[str, Any]] = [
             {  # the coordinates, laid out as xarray's to_zarr writes them
                 "name": f"{name}/{key}",
                 "shape": var.shape,
-                "dtype": _coord_dtype(var.values),
+                "dtype": _coord_dtype(var.values.dtype),
                 "chunks": tuple(max(1, n) for n in var.shape),
                 "dimension_names": tuple(str(d) for d in var.dims),
             }
             for key, var in coords.coords.items()
         ]
-        data = [_coord_values(var.values) for var in coords.coords.values()]
+        data = [var.values for var in coords.coords.values()]
         arrays.append(
             {
                 "name": f"{name}/{dm.EMBEDDING}",
@@ -257,7 +257,7 @@ class SuiteWriter:
                 "fill_value": np.nan,
                 "dimension_names": dm.DIMS,
                 "attributes": {
-                    "coordinates": item_coords,
+                    "coordinates": coordinate_names,
                     "long_name": "contextual embedding of the target",
                 },
             }
@@ -273,10 +273,8 @@ class SuiteWriter:
                 "dimension_names": ("block",),
             }
         )
-        coordinate_names = " ".join(str(k) for k in coords.coords if k not in coords.dims)
-
         attributes = {
-            "coordinates": coordinate_names,  # what xarray reads as coordinates, not variables
+            "coordinates": coordinate_names,
             dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION,
             dm.ATTR_MODEL: dict(root.attrs[dm.ATTR_MODEL]),
             dm.ATTR_SUITE: dict(suite_attrs),
@@ -345,17 +343,11 @@ class SuiteWriter:
         consolidate(self.root)
 
 
-def _coord_values(values: np.ndarray) -> np.ndarray:
-    if values.dtype.kind in "OU":
-        return np.asarray(values, dtype=object)
-    return values
-
-
-def _coord_dtype(values: np.ndarray) -> Any:
+def _coord_dtype(dtype: np.dtype) -> Any:
     # text as zarr v3 variable-length UTF-8 strings, the type xarray writes and reads for str
-    if values.dtype.kind in "OU":
+    if dtype.kind in "OU":
         return zarr.dtype.VariableLengthUTF8()  # type: ignore[attr-defined]
-    return values.dtype
+    return dtype
 
 
 def read_rows(array: zarr.Array, rows: Sequence[int]) -> np.ndarray:
