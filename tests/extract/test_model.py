@@ -256,6 +256,8 @@ def test_smollm2_gguf(smollm2_path):
     assert info.fingerprint == hashlib.sha256(smollm2_path.read_bytes()).hexdigest()
     assert info.bos_token == "<|im_start|>" and info.bos_token_id == 1
     assert info.adds_bos is False  # the GGUF tokenizer does not prepend <|im_start|>
+    assert info.causal is True  # so "I love you." is fed as "I love": the pooled states below
+    # come from the whole sentence, run directly, and still agree
     context, span = ["I love you."], [(2, 6)]
     default, with_bos = runner.encode(context, span)[0], runner.encode(context, span, bos=True)[0]
     assert default.input_ids[0] != 1 and with_bos.input_ids[0] == 1
