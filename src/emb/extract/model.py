@@ -395,13 +395,21 @@ class Runner:
         return out
 
     def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
-        outputs = self.model(
-            input_ids=input_ids,
-            attention_mask=attention_mask,
-            output_hidden_states=True,
-            return_dict=True,
-        )
-        return outputs.hidden_states
+        return _hidden_states(self.model, input_ids, attention_mask)
+
+
+def _hidden_states(
+    network: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> tuple:
+    """Every hidden state of a batch (attention mask default: all ones)."""
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    return network(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        output_hidden_states=True,
+        return_dict=True,
+    ).hidden_states
 
 
 def _pad_id(tokenizer: Any) -> int:
@@ -639,12 +647,7 @@ def load_model(
     with torch.inference_mode():
         ids = torch.tensor([probe_ids["input_ids"] or [_pad_id(tokenizer)]], device=target_device)
         try:
-            hidden = network(
-                input_ids=ids,
-                attention_mask=torch.ones_like(ids),
-                output_hidden_states=True,
-                return_dict=True,
-            ).hidden_states
+            hidden = _hidden_states(network, ids)
         except (TypeError, ValueError, RuntimeError) as error:
             raise ModelError(
                 f"{type(network).__name__} of {given!r} did not run on a test input "
@@ -704,13 +707,7 @@ def _is_causal(network: Any, tokenizer: Any, device: torch.device, dtype: str) -
     with torch.inference_mode():
         states = []
         for chunk in (ids, ids[:half]):
-            tensor = torch.tensor([chunk], device=device)
-            hidden = network(
-                input_ids=tensor,
-                attention_mask=torch.ones_like(tensor),
-                output_hidden_states=True,
-                return_dict=True,
-            ).hidden_states
+            hidden = _hidden_states(network, torch.tensor([chunk], device=device))
             states.append(torch.stack([h[0, :half].float() for h in hidden]))
     full, prefix = states
     scale = float(full.abs().max())
