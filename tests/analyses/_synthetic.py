@@ -165,27 +165,11 @@ def vast_dataset(
             if pooling == "first":
                 extra[multi, VAL] -= 0.5 * np.nan_to_num(lex_val)[multi]
             emb[:, layer, j, :] = base + extra
-    coords: dict[str, Any] = {c: ("item", items[c].to_numpy()) for c in items.columns}
-    n_sub = items["n_subtokens"].to_numpy()
-    coords.update(
-        {
-            "context": ("item", np.array([f"This is {w}." for w in items["word"]], dtype=object)),
-            "char_start": ("item", np.full(n, 8)),
-            "char_end": ("item", 8 + items["word"].str.len().to_numpy()),
-            "token_start": ("item", np.full(n, 2)),
-            "token_end": ("item", 2 + n_sub),
-            "n_tokens": ("item", 2 + n_sub + 1),
-            "layer": np.arange(n_layers),
-            "pooling": list(poolings),
-        }
-    )
-    for c in ("word", "setting", "stimulus_set", "lexicon", "band", "in_lexicon"):
-        coords[c] = ("item", items[c].to_numpy().astype(str).astype(object))
-    ds = xr.Dataset(
-        {"embedding": (("item", "layer", "pooling", "feature"), emb.astype(dtype))}, coords=coords
-    )
-    ds.attrs = _attrs("vast", n, n_layers, d, poolings, settings)
-    return ds
+    text = ("setting", "stimulus_set", "lexicon", "band", "in_lexicon")
+    labels = {c: items[c].to_numpy().astype(str).astype(object) if c in text else items[c].to_numpy()
+              for c in items.columns if c not in ("word", "n_subtokens")}
+    return _bleached_dataset("vast", items["word"], items["n_subtokens"].to_numpy(), emb, labels,
+                             poolings=poolings, settings=settings, dtype=dtype)
 
 
 def weat_dataset(
@@ -222,25 +206,9 @@ def weat_dataset(
         base[:, VAL] += sign * strength
         for j in range(len(poolings)):
             emb[:, layer, j] = base + rng.normal(0, 0.2, (n, d))
-    coords: dict[str, Any] = {c: ("item", items[c].to_numpy().astype(str).astype(object)) for c in items}
-    coords.update(
-        {
-            "context": ("item", np.array([f"This is {w}." for w in items["word"]], dtype=object)),
-            "char_start": ("item", np.full(n, 8)),
-            "char_end": ("item", 8 + items["word"].str.len().to_numpy()),
-            "n_subtokens": ("item", np.ones(n, dtype=int)),
-            "token_start": ("item", np.full(n, 2)),
-            "token_end": ("item", np.full(n, 3)),
-            "n_tokens": ("item", np.full(n, 4)),
-            "layer": np.arange(n_layers),
-            "pooling": list(poolings),
-        }
-    )
-    ds = xr.Dataset(
-        {"embedding": (("item", "layer", "pooling", "feature"), emb.astype("float32"))}, coords=coords
-    )
-    ds.attrs = _attrs("weat", n, n_layers, d, poolings, ("bleached", "alone"))
-    return ds
+    labels = {c: items[c].to_numpy().astype(str).astype(object) for c in items if c != "word"}
+    return _bleached_dataset("weat", items["word"], np.ones(n, dtype=int), emb, labels,
+                             poolings=poolings, settings=("bleached", "alone"))
 
 
 def similarity_pairs(n_words: int = 60, n_pairs: int = 150, *, seed: int = 0) -> pd.DataFrame:
@@ -280,26 +248,51 @@ def similarity_dataset(
             base[:, 1] += rogue * 0.6 * rng.normal(0, 1, n)
         for j in range(len(poolings)):
             emb[:, layer, j] = base + rng.normal(0, 0.1, (n, d))
-    coords: dict[str, Any] = {
-        "word": ("item", np.array(words, dtype=object)),
-        "setting": ("item", np.array(["bleached"] * n, dtype=object)),
-        "stimulus_set": ("item", np.array(["similarity"] * n, dtype=object)),
-        "datasets": ("item", np.array(["ws353|simlex999"] * n, dtype=object)),
-        "context": ("item", np.array([f"This is {w}." for w in words], dtype=object)),
-        "char_start": ("item", np.full(n, 8)),
-        "char_end": ("item", np.full(n, 14)),
-        "n_subtokens": ("item", np.ones(n, dtype=int)),
-        "token_start": ("item", np.full(n, 2)),
-        "token_end": ("item", np.full(n, 3)),
-        "n_tokens": ("item", np.full(n, 4)),
-        "layer": np.arange(n_layers),
-        "pooling": list(poolings),
+    labels = {
+        "setting": np.array(["bleached"] * n, dtype=object),
+        "stimulus_set": np.array(["similarity"] * n, dtype=object),
+        "datasets": np.array(["ws353|simlex999"] * n, dtype=object),
     }
-    ds = xr.Dataset(
-        {"embedding": (("item", "layer", "pooling", "feature"), emb.astype("float32"))}, coords=coords
-    )
-    ds.attrs = _attrs("similarity", n, n_layers, d, poolings, ("bleached",))
+    ds = _bleached_dataset("similarity", words, np.ones(n, dtype=int), emb, labels,
+                           poolings=poolings, settings=("bleached",))
     return ds, pairs.assign(score=score.round(3))
+
+
+def _bleached_dataset(
+    name: str,
+    words: Sequence[str],
+    n_subtokens: np.ndarray,
+    emb: np.ndarray,
+    labels: dict[str, np.ndarray],
+    *,
+    poolings: Sequence[str],
+    settings: Sequence[str],
+    dtype: str = "float32",
+) -> xr.Dataset:
+    """A suite group of items "This is WORD." (WORD = n subtokens after [CLS] this is), with the
+    store's item coordinates, the given label columns and the store's attributes."""
+    words = np.asarray(list(words), dtype=object)
+    n, n_layers, _, d = emb.shape
+    coords: dict[str, Any] = {c: ("item", v) for c, v in labels.items()}
+    coords.update(
+        {
+            "word": ("item", words),
+            "context": ("item", np.array([f"This is {w}." for w in words], dtype=object)),
+            "char_start": ("item", np.full(n, 8)),
+            "char_end": ("item", 8 + np.array([len(w) for w in words], dtype=int)),
+            "n_subtokens": ("item", n_subtokens),
+            "token_start": ("item", np.full(n, 2)),
+            "token_end": ("item", 2 + n_subtokens),
+            "n_tokens": ("item", 2 + n_subtokens + 1),
+            "layer": np.arange(n_layers),
+            "pooling": list(poolings),
+        }
+    )
+    ds = xr.Dataset(
+        {"embedding": (("item", "layer", "pooling", "feature"), emb.astype(dtype))}, coords=coords
+    )
+    ds.attrs = _attrs(name, n, n_layers, d, poolings, settings)
+    return ds
 
 
 def _attrs(name: str, n: int, n_layers: int, d: int, poolings: Sequence[str], settings: Sequence[str]) -> dict:
