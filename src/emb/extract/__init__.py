@@ -11,7 +11,15 @@ from typing import Any
 from emb.extract.corpus import Corpus, load_corpus
 from emb.extract.lexicon import Lexicon, load_lexicon
 from emb.extract.pipeline import ExtractionSettings, SuiteReport, extract
-from emb.extract.suites import Item, Suite, SuiteOption, build_suite, load_suite, write_suite
+from emb.extract.suites import (
+    BUILTIN_SUITES,
+    Item,
+    Suite,
+    SuiteOption,
+    build_suite,
+    load_suite,
+    write_suite,
+)
 
 __all__ = [
     "BUILTIN_SUITES",
@@ -37,8 +45,4 @@ def __getattr__(name: str) -> Any:
         from emb.extract.model import load_model
 
         return load_model
-    if name == "BUILTIN_SUITES":
-        from emb.extract.suites import BUILTIN_SUITES
-
-        return BUILTIN_SUITES
     raise AttributeError(f"module 'emb.extract' has no attribute {name!r}")

@@ -16,8 +16,8 @@ explicit ``span`` ``[char_start, char_end)`` whose text equals ``word`` ignoring
 whole-word as in :func:`emb.extract.corpus.whole_word_pattern`). :func:`load_suite` and
 :meth:`Suite.from_dict` *materialise* items into :class:`Item` with explicit character offsets.
 
-Built-in generators (``vast``, ``weat``, ``similarity``) build suites from lexica, word lists and
-corpora: :func:`build_suite` and :data:`BUILTIN_SUITES`.
+Built-in generators build suites from lexica, word lists and corpora: each is a module of
+:mod:`emb.extract.suites`, registered in :mod:`emb.extract.suites._registry`.
 """
 
 from __future__ import annotations
@@ -40,13 +40,11 @@ from emb.extract.corpus import whole_word_pattern
 from emb.schemas import SCHEMA_VERSION, load_schema, validate_document
 
 __all__ = [
-    "BUILTIN_SUITES",
     "PLACEHOLDER",
     "Item",
     "Suite",
     "SuiteGenerator",
     "SuiteOption",
-    "build_suite",
     "load_suite",
     "write_suite",
 ]
@@ -701,44 +699,3 @@ class SuiteGenerator:
 
     def __repr__(self) -> str:
         return f"<suite generator {self.name!r}: {', '.join(o.name for o in self.options)}>"
-
-
-#: name -> generator of the built-in suites (``vast``, ``weat``, ``similarity``); imported from
-#: :mod:`emb.extract._generators` on first access, so either module may be imported first.
-BUILTIN_SUITES: dict[str, SuiteGenerator]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "BUILTIN_SUITES":
-        from emb.extract._generators import BUILTIN_GENERATORS
-
-        globals()[name] = BUILTIN_GENERATORS
-        return BUILTIN_GENERATORS
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def build_suite(name: str, **options: Any) -> Suite:
-    """Build a suite with the built-in generator ``name`` (``vast``, ``weat``, ``similarity``).
-
-    Parameters
-    ----------
-    name
-        A key of :data:`BUILTIN_SUITES`.
-    **options
-        The generator's options (see ``BUILTIN_SUITES[name].options``).
-
-    Raises
-    ------
-    SuiteError
-        Unknown generator or option, bad option value, missing inputs.
-
-    Examples
-    --------
-    >>> suite = build_suite("vast", lexicon=["bellezza.csv"])    # doctest: +SKIP
-    >>> len(suite), suite.settings                               # doctest: +SKIP
-    (1347, ('bleached', 'aligned', 'misaligned'))
-    """
-    generators = __getattr__("BUILTIN_SUITES")
-    if name not in generators:
-        raise SuiteError(f"no built-in suite {name!r}; choose one of {sorted(generators)}")
-    return generators[name].build(**options)
