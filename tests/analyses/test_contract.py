@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import json
 import subprocess
 import sys
 from typing import Any
@@ -162,18 +163,41 @@ def test_same_seed_same_result(case: tuple[str, xr.Dataset, dict[str, Any]]) -> 
         assert a.attrs.get("seed") == options["seed"]
 
 
-def test_tidy_and_plots(case: tuple[str, xr.Dataset, dict[str, Any]]) -> None:
+def test_tables_figures_and_summary(case: tuple[str, xr.Dataset, dict[str, Any]]) -> None:
     name, ds, options = case
     analysis = ANALYSES[name]
     result = analysis.function(ds, **options).compute()
-    table = analysis.tidy(result)
+    tables = analysis.tables(result)
+    assert next(iter(tables)) == analysis.stem, "the first table is the analysis' main table"
+    table = tables[analysis.stem]
     assert isinstance(table, pd.DataFrame) and len(table) > 0
     dims = {d for var in DOCUMENTED[name] for d in DOCUMENTED[name][var]}
     assert {"pooling", "layer"} & dims <= set(table.columns)
-    figures = analysis.plots(result)
+    figures = analysis.figures(result)
     assert figures, f"{name}: no figures"
     for fig in figures.values():
         assert fig.axes
+    summary = analysis.summary(result, tables)
+    assert summary.title and summary.headline, f"{name}: the summary has no declared cell"
+    assert "declared cell" in summary.headline[0]
+    json.dumps(summary.to_dict())  # JSON-able for --json
+    assert summary.lines()[0] == summary.title
+
+
+@pytest.mark.parametrize("name", sorted(ANALYSES))
+def test_declared_options_are_keywords_with_defaults(name: str) -> None:
+    """Every option the CLI shows is a keyword-only parameter with a default in the signature,
+    and every keyword-only parameter is either declared or consciously left to the API."""
+    analysis = ANALYSES[name]
+    params = analysis.parameters()
+    for option in analysis.options:
+        assert params[option.name].default is not inspect.Parameter.empty, option.name
+    shared = {"seed", "method"}  # the CLI's --seed and --reference
+    api_only = {"similarity", "exact_limit", "word_labels", "attribute_labels", "layers",
+                "subtract_mean", "setting"}
+    declared = {o.name for o in analysis.options} | set(analysis.optional_suites)
+    missing = set(params) - declared - shared - api_only
+    assert not missing, f"{name}: keywords neither declared nor API-only: {sorted(missing)}"
 
 
 def test_run_analysis_stacks_models_with_different_layers() -> None:
@@ -192,7 +216,7 @@ def test_run_analysis_stacks_models_with_different_layers() -> None:
         alone.r.sel(rating="valence", lexicon="toy", setting="bleached", pooling="last"),
     )
     assert "models" in res.attrs and '"small"' in res.attrs["models"]
-    table = ANALYSES["vast"].tidy(res)
+    table = ANALYSES["vast"].tables(res)["vast"]
     assert set(table.model) == {"small", "large"}
     assert len(table) == 4 * (3 + 5)  # poolings x layers of each model, NaN layers dropped
 

@@ -391,7 +391,7 @@ class _FakeBlas:
 
 def test_single_threaded_blas_limits_restores_and_nests(monkeypatch):
     lib = _FakeBlas(4)
-    monkeypatch.setattr(stats, "_blas_libs", [lib])
+    monkeypatch.setattr(stats._blas, "_blas_libs", [lib])
     with stats.single_threaded_blas():
         assert lib.threads == 1
         with stats.single_threaded_blas():  # re-entrant
@@ -400,7 +400,7 @@ def test_single_threaded_blas_limits_restores_and_nests(monkeypatch):
     assert lib.threads == 4 and lib.calls == [1, 4]
     with pytest.raises(RuntimeError), stats.single_threaded_blas():
         raise RuntimeError("boom")
-    assert lib.threads == 4 and stats._blas_users == 0
+    assert lib.threads == 4 and stats._blas._blas_users == 0
     # another thread entering while one is inside: the limit holds until the last one leaves
     inside, release, seen = threading.Event(), threading.Event(), []
 

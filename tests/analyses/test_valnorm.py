@@ -13,7 +13,8 @@ import scipy.stats
 import xarray as xr
 from dask.callbacks import Callback
 
-from emb.analyses.valnorm import sc_weat, sc_weat_effect_sizes, valnorm
+from emb.analyses.sc_weat import sc_weat, sc_weat_effect_sizes
+from emb.analyses.valnorm import valnorm
 from emb.errors import AnalysisError, MissingStimuliError
 
 LAYERS = (0, 1, 2)

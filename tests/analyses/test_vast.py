@@ -9,6 +9,7 @@ import scipy.stats
 import xarray as xr
 from sklearn.decomposition import PCA
 
+from emb.analyses._vast_kernels import _balanced_polar, _block, _token_subsets
 from emb.analyses.nullify import (
     all_but_the_top,
     nullified_cosines,
@@ -17,7 +18,7 @@ from emb.analyses.nullify import (
 )
 from emb.analyses.similarity import load_pairs, word_similarity
 from emb.analyses.valnorm import valnorm
-from emb.analyses.vast import _balanced_polar, _block, _token_subsets, vast
+from emb.analyses.vast import vast
 from emb.errors import AnalysisError, MissingStimuliError
 from tests.analyses._synthetic import (
     PLEASANT,

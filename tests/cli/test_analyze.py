@@ -51,7 +51,9 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(analyze, [*map(str, args), "--quiet"])
+    args = tuple(map(str, args))
+    quiet = ["--quiet"] if args and not args[0].startswith("-") else []
+    result = CliRunner().invoke(analyze, [*args, *quiet])
     if result.exception and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.output
@@ -97,7 +99,8 @@ def test_vast_writes_csv_netcdf_json_and_figures(stores: dict[str, Path], tmp_pa
     assert {p.name for p in pngs} >= {"vast_settings_toy.png", "vast_tokenization_toy.png",
                                       "vast_nullification_toy.png", "vast_similarity.png"}
     assert all(p.stat().st_size > 5_000 for p in pngs)
-    assert "highest VAST r" in out and str(tmp_path / "vast.csv") in out
+    assert "declared cell: top layer, setting 'bleached'" in out and str(tmp_path) in out
+    assert "vast.csv" in out
 
 
 def test_weat_csv(stores: dict[str, Path], tmp_path: Path) -> None:
@@ -110,7 +113,7 @@ def test_weat_csv(stores: dict[str, Path], tmp_path: Path) -> None:
     assert (table.n_permutations == 0).all()  # 8 + 8 words: exact
     assert table.p.between(0, 1).all()
     assert not list(tmp_path.glob("*.png"))
-    assert "largest |effect size|" in out
+    assert "declared cell" in out and "Largest |d|" in out and "exploratory" in out
 
 
 def test_two_stores_stack_along_model(stores: dict[str, Path], tmp_path: Path) -> None:

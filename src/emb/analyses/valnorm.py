@@ -13,13 +13,28 @@ effect sizes (items × layers × poolings) leaves a chunk.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from emb.analyses import stats
+from emb.analyses._analysis import (
+    DEFAULT_POOLINGS,
+    DEFAULT_SETTINGS,
+    Analysis,
+    Option,
+    Summary,
+    coord_values,
+    default_of,
+    front,
+    integer_columns,
+    layer_table,
+    slug,
+    tidy_frame,
+)
 from emb.analyses._select import (
     item_values,
     label_mask,
@@ -29,281 +44,19 @@ from emb.analyses._select import (
     settings_present,
     unique_in_order,
 )
+from emb.analyses.sc_weat import sc_weat_effect_sizes
 from emb.errors import AnalysisError, MissingStimuliError
 
-__all__ = ["N_POLAR", "polar_selection", "rated_poles", "sc_weat", "sc_weat_effect_sizes", "valnorm"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["ANALYSIS", "N_POLAR", "polar_selection", "rated_poles", "valnorm"]
 
 ITEM = "item"
 FEATURE = "feature"
 _POLAR = "polar"
 #: Polar words per pole for the arousal / dominance variants (the WEAT valence sets have 25).
 N_POLAR = 25
-
-
-#: Largest block (bytes, as stored) handed to one kernel call after merging layers/poolings.
-_MAX_BLOCK_BYTES = 128 * 2**20
-
-# --------------------------------------------------------------------------------------------
-# kernels
-# --------------------------------------------------------------------------------------------
-
-def _sc_weat_kernel(w: np.ndarray, polar: np.ndarray, *, n_a: int, ddof: int) -> np.ndarray:
-    """w (I, *B, F) raw vectors; polar (*B', K, F) unit vectors, A first -> (I, *B) effect sizes."""
-    n_items, batch, n_feat = w.shape[0], w.shape[1:-1], w.shape[-1]
-    k = polar.shape[-2]
-    polar = np.broadcast_to(polar, (*batch, k, n_feat)).reshape(-1, k, n_feat)
-    w3 = w.reshape(n_items, -1, n_feat)
-    out = np.empty((n_items, w3.shape[1]), dtype=np.float64)
-    with stats.single_threaded_blas():
-        _sc_weat_loop(w3, polar, out, n_a=n_a, ddof=ddof)
-    return out.reshape(n_items, *batch)
-
-
-def _sc_weat_loop(
-    w3: np.ndarray, polar: np.ndarray, out: np.ndarray, *, n_a: int, ddof: int
-) -> None:
-    for j in range(w3.shape[1]):  # one (I × F) @ (F × K) product per (layer, pooling)
-        x = np.ascontiguousarray(w3[:, j, :], dtype=np.float64)
-        norm = np.sqrt(np.einsum("if,if->i", x, x))
-        if not np.all(norm > 0) or not np.all(np.isfinite(norm)):
-            raise AnalysisError(
-                f"{int(np.count_nonzero(~(norm > 0) | ~np.isfinite(norm)))} embedding vectors have "
-                "zero or non-finite length; SC-WEAT is undefined for them: check the store "
-                "('emb validate --deep')"
-            )
-        cos = (x @ polar[j].T) / norm[:, None]
-        out[:, j] = stats.sc_weat_effect_size(cos[:, :n_a], cos[:, n_a:], ddof=ddof)
-
-
-def sc_weat_effect_sizes(
-    target: xr.DataArray,
-    attribute_a: xr.DataArray,
-    attribute_b: xr.DataArray,
-    *,
-    ddof: int = 1,
-    dim: str = ITEM,
-    feature_dim: str = FEATURE,
-) -> xr.DataArray:
-    """SC-WEAT effect size of every target vector against two attribute sets, lazily.
-
-    Parameters
-    ----------
-    target : xarray.DataArray
-        Target vectors, dims ``(dim, ..., feature_dim)``, e.g. ``(item, layer, pooling,
-        feature)``; any float dtype (computed in float64), dask chunks along ``dim`` are kept.
-    attribute_a, attribute_b : xarray.DataArray
-        Attribute vectors with their own ``dim`` (e.g. the 25 pleasant / unpleasant items); any
-        other dims (``layer``, ``pooling``) are matched by name with ``target``'s.
-    ddof : int, default 1
-        Delta degrees of freedom of the standard deviation.
-    dim, feature_dim : str
-        The item and feature dimension names.
-
-    Returns
-    -------
-    xarray.DataArray
-        Effect sizes (float64) with ``target``'s dims minus ``feature_dim``; dask-backed when
-        ``target`` is.
-
-    Notes
-    -----
-    ``d(w) = (mean_{a∈A} cos(w,a) − mean_{b∈B} cos(w,b)) / std_{x∈A∪B} cos(w,x)``.
-    The attribute vectors are normalised once; per chunk of targets and per (layer, pooling)
-    the cosines are one matrix product with the ``|A|+|B|`` unit vectors.
-
-    References
-    ----------
-    Caliskan, Bryson & Narayanan (2017) (WEFAT); Toney-Wails & Caliskan (2021) (ValNorm);
-    Wolfe & Caliskan (2022), VAST, Eq. 1.
-    """
-    n_a = attribute_a.sizes[dim]
-    if n_a == 0 or attribute_b.sizes[dim] == 0:
-        raise AnalysisError("both attribute sets need at least one vector")
-    if n_a + attribute_b.sizes[dim] - ddof <= 0:
-        raise AnalysisError(
-            f"{n_a + attribute_b.sizes[dim]} attribute vectors cannot give a standard deviation "
-            f"with ddof={ddof}"
-        )
-    polar = xr.concat(
-        [
-            attribute_a.reset_coords(drop=True).drop_vars(dim, errors="ignore"),
-            attribute_b.reset_coords(drop=True).drop_vars(dim, errors="ignore"),
-        ],
-        dim=dim,
-    ).rename({dim: _POLAR})
-    polar = stats.normalize(polar, dim=feature_dim)
-    other = [d for d in target.dims if d not in (dim, feature_dim)]
-    target = target.transpose(dim, *other, feature_dim)
-    polar = polar.transpose(*[d for d in other if d in polar.dims], ..., _POLAR, feature_dim)
-    if polar.chunks is not None:
-        polar = polar.chunk({_POLAR: -1, feature_dim: -1})
-    if target.chunks is not None:
-        # one kernel call per item block covering every layer and pooling (fewer, larger tasks)
-        merged = {feature_dim: -1}
-        item_chunk = max(target.chunksizes[dim]) if target.sizes[dim] else 1
-        block = item_chunk * target.dtype.itemsize * target.sizes[feature_dim]
-        for d in other:
-            if block * target.sizes[d] <= _MAX_BLOCK_BYTES:
-                merged[d] = -1
-                block *= target.sizes[d]
-        target = target.chunk(merged)
-        if polar.chunks is not None:
-            polar = polar.chunk({d: -1 for d in merged if d in polar.dims})
-    es = xr.apply_ufunc(
-        _sc_weat_kernel,
-        target,
-        polar,
-        input_core_dims=[[feature_dim], [_POLAR, feature_dim]],
-        output_core_dims=[[]],
-        kwargs={"n_a": int(n_a), "ddof": int(ddof)},
-        dask="parallelized",
-        output_dtypes=[np.float64],
-    )
-    es.attrs["long_name"] = "SC-WEAT effect size"
-    return es
-
-
-# --------------------------------------------------------------------------------------------
-# SC-WEAT
-# --------------------------------------------------------------------------------------------
-
-
-def _sc_weat_p_kernel(
-    w: np.ndarray,
-    polar: np.ndarray,
-    *,
-    n_a: int,
-    n_permutations: int,
-    exact_limit: int,
-    seed: int,
-    alternative: str,
-) -> np.ndarray:
-    cos = np.matmul(stats.unit(w)[..., None, :], np.swapaxes(polar, -1, -2))[..., 0, :]
-    return np.asarray(
-        stats.permutation_test(
-            cos,
-            n_a,
-            alternative=alternative,  # type: ignore[arg-type]
-            n_permutations=n_permutations,
-            exact_limit=exact_limit,
-            seed=seed,
-        ).pvalue,
-        dtype=np.float64,
-    )
-
-
-def sc_weat(
-    ds: xr.Dataset,
-    *,
-    words: Sequence[str],
-    setting: str,
-    attribute_a: Sequence[str],
-    attribute_b: Sequence[str],
-    ddof: int = 1,
-    n_permutations: int = 0,
-    seed: int = 0,
-    alternative: stats.Alternative = "greater",
-    exact_limit: int = 1_000_000,
-    word_labels: Mapping[str, Any] | None = None,
-    attribute_labels: Mapping[str, Any] | None = None,
-) -> xr.Dataset:
-    """Single-category WEAT of each word against two attribute word sets, lazily.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        A store suite group (``embedding(item, layer, pooling, feature)``).
-    words : sequence of str
-        Target words (one item each in ``setting``).
-    setting : str
-        Contextual setting of the target and attribute items.
-    attribute_a, attribute_b : sequence of str
-        Attribute words (e.g. the 25 pleasant and 25 unpleasant WEAT words).
-    ddof : int, default 1
-        Delta degrees of freedom of the standard deviation.
-    n_permutations : int, default 0
-        0: effect sizes only.  Otherwise also a permutation p-value per word that re-splits
-        ``A ∪ B`` (exact when ``C(|A|+|B|, |A|) ≤ exact_limit``, else this many random splits).
-    seed : int, default 0
-        Seed of the random splits.
-    alternative : {"greater", "less", "two-sided"}, default "greater"
-    exact_limit : int, default 1_000_000
-    word_labels, attribute_labels : mapping, optional
-        Extra label filters for :func:`emb.analyses._select.select_words` (e.g.
-        ``{"stimulus_set": "lexicon", "lexicon": "bellezza"}``) when a word has several items.
-
-    Returns
-    -------
-    xarray.Dataset
-        Dims ``(word, layer, pooling)``: ``effect_size`` and, when ``n_permutations > 0``,
-        ``p``.  Attributes: options and store provenance.
-
-    Raises
-    ------
-    MissingStimuliError
-        If a word is not in the setting.
-
-    Notes
-    -----
-    ``d(w) = (mean_{a∈A} cos(w,a) − mean_{b∈B} cos(w,b)) / std_{x∈A∪B} cos(w,x)``;
-    the permutation statistic is ``Σ_A cos(w,a) − Σ_B cos(w,b)``.
-
-    References
-    ----------
-    Caliskan, Bryson & Narayanan (2017); Wolfe & Caliskan (2022), VAST, Eq. 1.
-
-    Examples
-    --------
-    >>> sc_weat(ds, words=["love"], setting="bleached", attribute_a=pleasant,
-    ...         attribute_b=unpleasant).effect_size  # doctest: +SKIP
-    """
-    if int(n_permutations) < 0:
-        raise AnalysisError(f"n_permutations must be >= 0; got {n_permutations}")
-    words = [str(w) for w in words]
-    target = select_words(ds, words, setting=setting, **dict(word_labels or {}))
-    a = select_words(ds, attribute_a, setting=setting, **dict(attribute_labels or {}))
-    b = select_words(ds, attribute_b, setting=setting, **dict(attribute_labels or {}))
-    emb = target.embedding.reset_coords(drop=True).drop_vars(ITEM, errors="ignore")
-    es = sc_weat_effect_sizes(emb, a.embedding, b.embedding, ddof=ddof)
-    out = xr.Dataset({"effect_size": es})
-    if int(n_permutations) > 0:
-        polar = xr.concat(
-            [a.embedding.reset_coords(drop=True), b.embedding.reset_coords(drop=True)], dim=ITEM
-        ).drop_vars(ITEM, errors="ignore")
-        polar = stats.normalize(polar.rename({ITEM: _POLAR}))
-        out["p"] = xr.apply_ufunc(
-            _sc_weat_p_kernel,
-            emb,
-            polar,
-            input_core_dims=[[FEATURE], [_POLAR, FEATURE]],
-            output_core_dims=[[]],
-            kwargs={
-                "n_a": a.sizes[ITEM],
-                "n_permutations": int(n_permutations),
-                "exact_limit": int(exact_limit),
-                "seed": int(seed),
-                "alternative": alternative,
-            },
-            dask="parallelized",
-            output_dtypes=[np.float64],
-            dask_gufunc_kwargs={"allow_rechunk": True},
-        )
-        out["p"].attrs["long_name"] = f"permutation p-value ({alternative}), A∪B re-split"
-    out = out.rename({ITEM: "word"}).assign_coords(word=words)
-    out = out.transpose("word", ...)
-    out.attrs = {
-        "analysis": "sc_weat",
-        "setting": setting,
-        "ddof": int(ddof),
-        "n_permutations": int(n_permutations),
-        "seed": int(seed),
-        "alternative": alternative,
-        "attribute_a": json.dumps(list(attribute_a), ensure_ascii=False),
-        "attribute_b": json.dumps(list(attribute_b), ensure_ascii=False),
-        **provenance_attrs(ds),
-    }
-    return out
-
 
 # --------------------------------------------------------------------------------------------
 # ValNorm / VAST
@@ -523,3 +276,79 @@ def valnorm(
         **provenance_attrs(ds),
     }
     return out
+
+
+# -- tables, figures, summary ----------------------------------------------------------------------
+#: Statistics of a correlation, in table order.
+STAT_NAMES = ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
+
+
+def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
+    """``valnorm``: one row per (model, lexicon, setting, pooling, layer)."""
+    frame = integer_columns(tidy_frame(result, list(STAT_NAMES)), ("layer", "n"))
+    return {"valnorm": front(frame, ("model", "lexicon", "setting", "pooling", "layer", "n", "r", "p"))}
+
+
+def _figures(result: xr.Dataset) -> dict[str, Figure]:
+    from emb.analyses import plots
+
+    return {
+        f"curves_{slug(lex)}": plots.layer_curves(result, lexicon=lex, title=f"ValNorm by layer — {lex}")
+        for lex in coord_values(result, "lexicon")
+    }
+
+
+def correlation_summary(
+    frame: pd.DataFrame, *, title: str, keys: Sequence[str] = ("model", "lexicon", "setting", "pooling")
+) -> Summary:
+    """Headline: r [95% CI] (n) at the top layer of the first setting (``bleached`` preferred) and
+    the ``last`` pooling (else the first), per model and lexicon; table: every setting × pooling,
+    top-layer r beside the best layer (labelled exploratory). Shared by ``valnorm`` and ``vast``."""
+    frame = frame.dropna(subset=["r"])
+    if frame.empty:
+        return Summary(title=f"{title}: no correlations (every cell is NaN)")
+    table = layer_table(frame, "r", keys, extra=("ci_low", "ci_high", "n"))
+    setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS) if "setting" in frame else None
+    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
+    head = table[table["pooling"] == pooling]
+    if setting is not None:
+        head = head[head["setting"] == setting]
+    headline = [f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"]
+    for _, row in head.iterrows():
+        label = " / ".join(str(row[k]) for k in ("model", "lexicon") if k in row)
+        headline.append(
+            f"{label}: r = {row['r']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
+            f"(n = {int(row['n'])}) at layer {row['top_layer']}"
+        )
+    return Summary(
+        title=title,
+        headline=headline,
+        table=table,
+        notes=["best layer (exploratory): the layer of the highest r in that row, chosen after "
+               "looking; report the declared cell."],
+    )
+
+
+def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
+    rating = result.attrs.get("ratings", "valence")
+    return correlation_summary(
+        tables["valnorm"], title=f"ValNorm: Pearson's r of SC-WEAT with human {rating} ratings"
+    )
+
+
+ANALYSIS = Analysis(
+    name="valnorm",
+    function=valnorm,
+    suite="vast",
+    description="ValNorm: Pearson's r of SC-WEAT vs human valence per layer/setting/pooling",
+    options=(
+        Option(name="lexicon", multiple=True, help="lexicon of the suite (default: all)"),
+        Option(name="settings", multiple=True, help="contextual setting (default: all)"),
+        Option(name="ratings", flag="--rating", help="rating to correlate with: valence, arousal or dominance"),
+        Option(name="ddof", type="int", help="delta degrees of freedom of the SC-WEAT standard deviation"),
+    ),
+    tables=_tables,
+    figures=_figures,
+    summary=_summary,
+)
+

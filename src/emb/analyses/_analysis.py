@@ -1,0 +1,430 @@
+"""What an analysis declares: its function, the suites it reads, its options, tables, figures, summary.
+
+Every analysis module ends with one :class:`Analysis` record beside its function (``ANALYSIS =
+Analysis(...)``), and :mod:`emb.analyses.registry` lists the records, one line each. The CLI builds
+``emb analyze NAME`` from the record alone: a subcommand whose options are the record's
+:class:`Option` declarations (defaults are read from the function's signature, never repeated), the
+suites to open, the tables and figures to write and the summary to print. No per-analysis code
+lives anywhere else.
+
+:func:`run_analysis` runs one analysis over several stores (models) and stacks the results along a
+``model`` dimension. Nothing here imports torch.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from emb.errors import AnalysisError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "Analysis",
+    "Option",
+    "Summary",
+    "format_p",
+    "run_analysis",
+    "tidy_frame",
+]
+
+OptionType = Literal["str", "int", "float", "bool", "path", "layer"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Option:
+    """One keyword option of an analysis function, as the CLI shows it.
+
+    The default is *not* declared here: it is read from the function's signature.
+
+    Attributes
+    ----------
+    name : str
+        The function's keyword.
+    type : {"str", "int", "float", "bool", "path", "layer"}
+        Value type. ``bool`` options become a ``--flag/--no-flag`` pair; ``layer`` takes an integer
+        or a word such as ``top``/``best``/``mean``.
+    help : str
+        One line for ``--help``.
+    multiple : bool
+        The option may be repeated (``--setting bleached --setting aligned``); comma-separated
+        values are split too.
+    choices : tuple of str, optional
+        Allowed values (shown in ``--help``; a wrong one gets a "did you mean").
+    flag : str, optional
+        The CLI flag (default ``--`` + name with ``_`` → ``-``; singular for a ``multiple`` option
+        whose name ends in ``s``: ``settings`` → ``--setting``).
+    metavar : str, optional
+        The value's name in ``--help``.
+    """
+
+    name: str
+    type: OptionType = "str"
+    help: str = ""
+    multiple: bool = False
+    choices: tuple[str, ...] | None = None
+    flag: str | None = None
+    metavar: str | None = None
+
+    @property
+    def cli_flag(self) -> str:
+        """The flag as typed on the command line."""
+        if self.flag:
+            return self.flag
+        name = self.name
+        if self.multiple and name.endswith("s") and not name.endswith("ss"):
+            name = name[:-1]
+        return "--" + name.replace("_", "-")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summary:
+    """What an analysis prints on the terminal (and as JSON with ``--json``).
+
+    Attributes
+    ----------
+    title : str
+        One line: what was computed on what.
+    headline : list of str
+        The pre-declared cell(s) the analysis reports first (e.g. the top layer and the default
+        pooling), never the best of many cells.
+    table : pandas.DataFrame
+        A short table (a few to a few dozen rows) printed below the headline.
+    notes : list of str
+        Further lines: the best cell *labelled as such*, the correction used, floors of p-values.
+    """
+
+    title: str
+    headline: Sequence[str] = ()
+    table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    notes: Sequence[str] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able: the table as a list of records (NaN → null)."""
+        table = self.table.astype(object).where(self.table.notna(), None)
+        return {
+            "title": self.title,
+            "headline": list(self.headline),
+            "table": [
+                {str(k): _plain(v) for k, v in row.items()} for row in table.to_dict("records")
+            ],
+            "notes": list(self.notes),
+        }
+
+    def lines(self, *, max_rows: int = 40) -> list[str]:
+        """The summary as terminal lines."""
+        out = [self.title, *(f"  {line}" for line in self.headline)]
+        if len(self.table):
+            shown = self.table.head(max_rows)
+            text = shown.to_string(index=False, na_rep="—", float_format=_float_format)
+            out += ["", *text.splitlines()]
+            if len(self.table) > max_rows:
+                out.append(f"… {len(self.table) - max_rows} more rows in the table file")
+        if self.notes:
+            out += ["", *self.notes]
+        return out
+
+
+def _float_format(value: float) -> str:
+    return f"{value:.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:.3f}"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def format_p(p: float, *, n_permutations: int | None = None, floor: bool = False) -> str:
+    """A p-value as text: ``p ≤ 1/(N+1)`` at a Monte-Carlo floor, ``p < 1e-300`` below float range.
+
+    Parameters
+    ----------
+    p : float
+    n_permutations : int, optional
+        Number of Monte-Carlo splits behind ``p`` (0 or None: exact or analytic).
+    floor : bool
+        Whether ``p`` sits at the Monte-Carlo floor ``1/(N+1)``.
+    """
+    if not np.isfinite(p):
+        return "p = —"
+    if floor and n_permutations:
+        return f"p ≤ 1/{n_permutations + 1:,} ({1 / (n_permutations + 1):.2g})"
+    if p == 0:
+        return "p < 1e-300"
+    return f"p = {p:.3g}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Analysis:
+    """One registered analysis: everything the CLI and the report need to run and show it.
+
+    Attributes
+    ----------
+    name : str
+        The CLI name (``emb analyze NAME``).
+    function : callable
+        ``function(ds, **options) -> xr.Dataset``: pure and lazy; ``ds`` is the suite group
+        named by ``suite``.
+    suite : str
+        The store group passed as ``ds`` (``--suite`` picks another one of the same kind).
+    description : str
+        One line for ``emb analyze --list``.
+    options : tuple of Option
+        The keyword options the CLI exposes (each a keyword of ``function``).
+    optional_suites : mapping of str to str
+        Keyword of ``function`` → store group passed to it when the store holds that group
+        (``vast`` reads ``similarity`` when present).
+    tables : callable
+        ``tables(result) -> {name: DataFrame}``: tidy tables of a computed result, one row per
+        reported number; the first is the analysis' main table (``<name>.csv``).
+    figures : callable
+        ``figures(result) -> {name: Figure}`` of a computed result.
+    summary : callable
+        ``summary(result, tables) -> Summary``: the terminal summary.
+    """
+
+    name: str
+    function: Callable[..., xr.Dataset]
+    suite: str
+    description: str
+    options: tuple[Option, ...] = ()
+    optional_suites: Mapping[str, str] = field(default_factory=dict)
+    tables: Callable[[xr.Dataset], dict[str, pd.DataFrame]] = field(repr=False)
+    figures: Callable[[xr.Dataset], dict[str, Figure]] = field(repr=False)
+    summary: Callable[[xr.Dataset, Mapping[str, pd.DataFrame]], Summary] = field(repr=False)
+
+    def __post_init__(self) -> None:
+        params = self.parameters()
+        bad = [o.name for o in self.options if o.name not in params]
+        bad += [k for k in self.optional_suites if k not in params]
+        if bad:
+            raise TypeError(f"analysis {self.name!r} declares {bad}, which {self.function.__name__}() does not take")
+
+    def parameters(self) -> dict[str, inspect.Parameter]:
+        """The function's keyword-only parameters by name."""
+        return {
+            name: p
+            for name, p in inspect.signature(self.function).parameters.items()
+            if p.kind == inspect.Parameter.KEYWORD_ONLY
+        }
+
+    def default(self, name: str) -> Any:
+        """The function's default for keyword ``name`` (``inspect.Parameter.empty`` if none)."""
+        return self.parameters()[name].default
+
+    @property
+    def stem(self) -> str:
+        """File-name stem of its outputs (``sc_weat`` for ``sc-weat``)."""
+        return self.name.replace("-", "_")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Name, suites, description, options and the function's import path."""
+        return {
+            "name": self.name,
+            "suite": self.suite,
+            "optional_suites": dict(self.optional_suites),
+            "description": self.description,
+            "function": f"{self.function.__module__}.{self.function.__qualname__}",
+            "options": [o.name for o in self.options],
+        }
+
+
+# -- tidy tables -----------------------------------------------------------------------------------
+def tidy_frame(
+    result: xr.Dataset,
+    variables: Sequence[str],
+    *,
+    rename: Mapping[str, str] | None = None,
+    drop_all_nan: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Long table of ``variables`` (all over the same dims): one row per coordinate combination.
+
+    Rows where every variable of ``drop_all_nan`` (default: all float variables) is NaN are left
+    out (e.g. layers that were not nullified).
+    """
+    variables = [v for v in variables if v in result]
+    if not variables:
+        return pd.DataFrame()
+    sub = result[variables].reset_coords(drop=True)
+    frame = sub.to_dataframe().reset_index()
+    check = [v for v in (drop_all_nan or variables) if v in frame and frame[v].dtype.kind == "f"]
+    if check:
+        frame = frame[frame[check].notna().any(axis=1)]
+    if rename:
+        frame = frame.rename(columns=dict(rename))
+    return frame.reset_index(drop=True)
+
+
+def front(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """``frame`` with ``columns`` (those present) first, the others after in their order."""
+    first = [c for c in columns if c in frame]
+    return frame[first + [c for c in frame.columns if c not in first]]
+
+
+def integer_columns(frame: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    """``columns`` (those present) as nullable integers."""
+    for col in columns:
+        if col in frame:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce").round().astype("Int64")
+    return frame
+
+
+# -- running ---------------------------------------------------------------------------------------
+def _jsonable_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in attrs.items():
+        if isinstance(value, str | int | float | np.integer | np.floating) and not isinstance(value, bool):
+            out[key] = value.item() if isinstance(value, np.generic) else value
+        else:
+            out[key] = json.dumps(value, default=str, sort_keys=True)
+    return out
+
+
+def run_analysis(
+    analysis: Analysis | str,
+    datasets: Mapping[str, xr.Dataset],
+    *,
+    per_model: Mapping[str, Mapping[str, Any]] | None = None,
+    **options: Any,
+) -> xr.Dataset:
+    """Run an analysis on each store's Dataset and stack the results along ``model``.
+
+    Parameters
+    ----------
+    analysis : Analysis or str
+        The record, or a key of :data:`emb.analyses.ANALYSES`.
+    datasets : mapping of str to xr.Dataset
+        Model name → that store's suite group (``Analysis.suite``).
+    per_model : mapping, optional
+        Model name → extra keyword arguments for that model only (e.g. its ``similarity``
+        suite for ``vast``).
+    **options
+        Keyword arguments of the analysis function, the same for every model.
+
+    Returns
+    -------
+    xr.Dataset
+        The results concatenated along a new ``model`` dimension (coordinate = the names); other
+        dims are outer-joined (a model with fewer layers gets NaN for the others). Attributes:
+        those equal for all models, plus ``models`` (JSON: per-model provenance).
+
+    Raises
+    ------
+    AnalysisError
+        Unknown analysis, no datasets, or an option the analysis does not take.
+    """
+    from emb.analyses._select import plain_strings
+
+    if isinstance(analysis, str):
+        from emb.analyses.registry import get_analysis
+
+        analysis = get_analysis(analysis)
+    if not datasets:
+        raise AnalysisError("no datasets given: pass at least one store's suite group")
+    params = analysis.parameters()
+    unknown = [k for k in options if k not in params]
+    if unknown:
+        raise AnalysisError(
+            f"analysis {analysis.name!r} does not take the option(s) {unknown}; "
+            f"it takes {sorted(params)}"
+        )
+    results = []
+    for model, ds in datasets.items():
+        kwargs = {**options, **dict((per_model or {}).get(model, {}))}
+        kwargs = {k: plain_strings(v) if isinstance(v, xr.Dataset) else v for k, v in kwargs.items()}
+        results.append(analysis.function(plain_strings(ds), **kwargs))
+    shared = dict(results[0].attrs)
+    for res in results[1:]:
+        shared = {k: v for k, v in shared.items() if k in res.attrs and res.attrs[k] == v}
+    provenance = {
+        model: {k: v for k, v in res.attrs.items() if k not in shared}
+        for model, res in zip(datasets, results, strict=True)
+    }
+    index = pd.Index([str(m) for m in datasets], name="model")
+    out = xr.concat(
+        [r.drop_attrs(deep=False) for r in results],
+        dim=index,
+        join="outer",
+        coords="different",
+        compat="equals",
+        combine_attrs="drop",
+    )
+    out.attrs = _jsonable_attrs({**shared, "models": provenance})
+    return out
+
+
+def slug(value: Any) -> str:
+    """``value`` as a file-name fragment."""
+    text = "".join(c if c.isalnum() or c in "-_" else "-" for c in str(value))
+    return text.strip("-") or "x"
+
+
+def coord_values(result: xr.Dataset, dim: str) -> list[Any]:
+    """Plain Python values of ``dim`` (``[None]`` when the result has no such dim)."""
+    if dim not in result.dims:
+        return [None]
+    return [v.item() if hasattr(v, "item") else v for v in result[dim].values]
+
+
+# -- summaries -------------------------------------------------------------------------------------
+#: The pooling a summary reports when the result has several: the first of these present.
+DEFAULT_POOLINGS = ("last", "mean", "first", "max", "static")
+#: The setting a summary reports when the result has several: the first of these present.
+DEFAULT_SETTINGS = ("bleached", "alone", "aligned", "random", "misaligned")
+
+
+def default_of(values: Sequence[Any], preferred: Sequence[Any]) -> Any:
+    """The first of ``preferred`` in ``values``, else the first value (None when empty)."""
+    present = list(values)
+    for value in preferred:
+        if value in present:
+            return value
+    return present[0] if present else None
+
+
+def layer_table(
+    frame: pd.DataFrame,
+    value: str,
+    keys: Sequence[str],
+    *,
+    extra: Sequence[str] = (),
+    best: Literal["max", "absmax"] = "max",
+) -> pd.DataFrame:
+    """Per group of ``keys``: ``value`` at the top layer (the declared cell) and, labelled as
+    exploratory, the best layer and its value.
+
+    The top layer is the highest layer with a finite ``value`` in the group (models with fewer
+    layers keep their own top). ``extra`` columns are taken from the top-layer row.
+    """
+    keys = [k for k in keys if k in frame]
+    rows = []
+    data = frame[frame[value].notna()]
+    groups = data.groupby(keys, sort=False, dropna=False) if keys else [((), data)]
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        top = group.loc[group["layer"].idxmax()]
+        score = group[value].abs() if best == "absmax" else group[value]
+        best_row = group.loc[score.idxmax()]
+        row = dict(zip(keys, key, strict=True))
+        row["top_layer"] = int(top["layer"])
+        row[value] = top[value]
+        for col in extra:
+            if col in group:
+                row[col] = top[col]
+        row["best_layer (exploratory)"] = int(best_row["layer"])
+        row[f"best_{value}"] = best_row[value]
+        rows.append(row)
+    return pd.DataFrame(rows)

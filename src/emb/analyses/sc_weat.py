@@ -1,0 +1,446 @@
+"""SC-WEAT (single-category WEAT, WEFAT): each word's effect size against two attribute sets, lazily.
+
+The hot path (:func:`sc_weat_effect_sizes`) normalises the attribute vectors once, then streams the
+store's item chunks: per chunk and per (layer, pooling) one matrix product of the word vectors with
+the attribute unit vectors, reduced at once to one effect size per item. Nothing but the effect
+sizes (items × layers × poolings) leaves a chunk. The ``sc-weat`` analysis runs it over a ``vast``
+suite's lexicon words against its polar words.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from emb.analyses import stats
+from emb.analyses._analysis import (
+    DEFAULT_POOLINGS,
+    Analysis,
+    Option,
+    Summary,
+    default_of,
+    front,
+    integer_columns,
+    tidy_frame,
+)
+from emb.analyses._select import (
+    item_values,
+    label_mask,
+    provenance_attrs,
+    select_words,
+    settings_present,
+    unique_in_order,
+)
+from emb.errors import AnalysisError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["ANALYSIS", "sc_weat", "sc_weat_effect_sizes", "sc_weat_lexicon"]
+
+ITEM = "item"
+FEATURE = "feature"
+_POLAR = "polar"
+
+
+#: Largest block (bytes, as stored) handed to one kernel call after merging layers/poolings.
+_MAX_BLOCK_BYTES = 128 * 2**20
+
+# --------------------------------------------------------------------------------------------
+# kernels
+# --------------------------------------------------------------------------------------------
+
+def _sc_weat_kernel(w: np.ndarray, polar: np.ndarray, *, n_a: int, ddof: int) -> np.ndarray:
+    """w (I, *B, F) raw vectors; polar (*B', K, F) unit vectors, A first -> (I, *B) effect sizes."""
+    n_items, batch, n_feat = w.shape[0], w.shape[1:-1], w.shape[-1]
+    k = polar.shape[-2]
+    polar = np.broadcast_to(polar, (*batch, k, n_feat)).reshape(-1, k, n_feat)
+    w3 = w.reshape(n_items, -1, n_feat)
+    out = np.empty((n_items, w3.shape[1]), dtype=np.float64)
+    with stats.single_threaded_blas():
+        _sc_weat_loop(w3, polar, out, n_a=n_a, ddof=ddof)
+    return out.reshape(n_items, *batch)
+
+
+def _sc_weat_loop(
+    w3: np.ndarray, polar: np.ndarray, out: np.ndarray, *, n_a: int, ddof: int
+) -> None:
+    for j in range(w3.shape[1]):  # one (I × F) @ (F × K) product per (layer, pooling)
+        x = np.ascontiguousarray(w3[:, j, :], dtype=np.float64)
+        norm = np.sqrt(np.einsum("if,if->i", x, x))
+        if not np.all(norm > 0) or not np.all(np.isfinite(norm)):
+            raise AnalysisError(
+                f"{int(np.count_nonzero(~(norm > 0) | ~np.isfinite(norm)))} embedding vectors have "
+                "zero or non-finite length; SC-WEAT is undefined for them: check the store "
+                "('emb validate --deep')"
+            )
+        cos = (x @ polar[j].T) / norm[:, None]
+        out[:, j] = stats.sc_weat_effect_size(cos[:, :n_a], cos[:, n_a:], ddof=ddof)
+
+
+def sc_weat_effect_sizes(
+    target: xr.DataArray,
+    attribute_a: xr.DataArray,
+    attribute_b: xr.DataArray,
+    *,
+    ddof: int = 1,
+    dim: str = ITEM,
+    feature_dim: str = FEATURE,
+) -> xr.DataArray:
+    """SC-WEAT effect size of every target vector against two attribute sets, lazily.
+
+    Parameters
+    ----------
+    target : xarray.DataArray
+        Target vectors, dims ``(dim, ..., feature_dim)``, e.g. ``(item, layer, pooling,
+        feature)``; any float dtype (computed in float64), dask chunks along ``dim`` are kept.
+    attribute_a, attribute_b : xarray.DataArray
+        Attribute vectors with their own ``dim`` (e.g. the 25 pleasant / unpleasant items); any
+        other dims (``layer``, ``pooling``) are matched by name with ``target``'s.
+    ddof : int, default 1
+        Delta degrees of freedom of the standard deviation.
+    dim, feature_dim : str
+        The item and feature dimension names.
+
+    Returns
+    -------
+    xarray.DataArray
+        Effect sizes (float64) with ``target``'s dims minus ``feature_dim``; dask-backed when
+        ``target`` is.
+
+    Notes
+    -----
+    ``d(w) = (mean_{a∈A} cos(w,a) − mean_{b∈B} cos(w,b)) / std_{x∈A∪B} cos(w,x)``.
+    The attribute vectors are normalised once; per chunk of targets and per (layer, pooling)
+    the cosines are one matrix product with the ``|A|+|B|`` unit vectors.
+
+    References
+    ----------
+    Caliskan, Bryson & Narayanan (2017) (WEFAT); Toney-Wails & Caliskan (2021) (ValNorm);
+    Wolfe & Caliskan (2022), VAST, Eq. 1.
+    """
+    n_a = attribute_a.sizes[dim]
+    if n_a == 0 or attribute_b.sizes[dim] == 0:
+        raise AnalysisError("both attribute sets need at least one vector")
+    if n_a + attribute_b.sizes[dim] - ddof <= 0:
+        raise AnalysisError(
+            f"{n_a + attribute_b.sizes[dim]} attribute vectors cannot give a standard deviation "
+            f"with ddof={ddof}"
+        )
+    polar = xr.concat(
+        [
+            attribute_a.reset_coords(drop=True).drop_vars(dim, errors="ignore"),
+            attribute_b.reset_coords(drop=True).drop_vars(dim, errors="ignore"),
+        ],
+        dim=dim,
+    ).rename({dim: _POLAR})
+    polar = stats.normalize(polar, dim=feature_dim)
+    other = [d for d in target.dims if d not in (dim, feature_dim)]
+    target = target.transpose(dim, *other, feature_dim)
+    polar = polar.transpose(*[d for d in other if d in polar.dims], ..., _POLAR, feature_dim)
+    if polar.chunks is not None:
+        polar = polar.chunk({_POLAR: -1, feature_dim: -1})
+    if target.chunks is not None:
+        # one kernel call per item block covering every layer and pooling (fewer, larger tasks)
+        merged = {feature_dim: -1}
+        item_chunk = max(target.chunksizes[dim]) if target.sizes[dim] else 1
+        block = item_chunk * target.dtype.itemsize * target.sizes[feature_dim]
+        for d in other:
+            if block * target.sizes[d] <= _MAX_BLOCK_BYTES:
+                merged[d] = -1
+                block *= target.sizes[d]
+        target = target.chunk(merged)
+        if polar.chunks is not None:
+            polar = polar.chunk({d: -1 for d in merged if d in polar.dims})
+    es = xr.apply_ufunc(
+        _sc_weat_kernel,
+        target,
+        polar,
+        input_core_dims=[[feature_dim], [_POLAR, feature_dim]],
+        output_core_dims=[[]],
+        kwargs={"n_a": int(n_a), "ddof": int(ddof)},
+        dask="parallelized",
+        output_dtypes=[np.float64],
+    )
+    es.attrs["long_name"] = "SC-WEAT effect size"
+    return es
+
+
+# --------------------------------------------------------------------------------------------
+# SC-WEAT
+# --------------------------------------------------------------------------------------------
+
+
+def _sc_weat_p_kernel(
+    w: np.ndarray,
+    polar: np.ndarray,
+    *,
+    n_a: int,
+    n_permutations: int,
+    exact_limit: int,
+    seed: int,
+    alternative: str,
+) -> np.ndarray:
+    cos = np.matmul(stats.unit(w)[..., None, :], np.swapaxes(polar, -1, -2))[..., 0, :]
+    return np.asarray(
+        stats.permutation_test(
+            cos,
+            n_a,
+            alternative=alternative,  # type: ignore[arg-type]
+            n_permutations=n_permutations,
+            exact_limit=exact_limit,
+            seed=seed,
+        ).pvalue,
+        dtype=np.float64,
+    )
+
+
+def sc_weat(
+    ds: xr.Dataset,
+    *,
+    words: Sequence[str],
+    setting: str,
+    attribute_a: Sequence[str],
+    attribute_b: Sequence[str],
+    ddof: int = 1,
+    n_permutations: int = 0,
+    seed: int = 0,
+    alternative: stats.Alternative = "greater",
+    exact_limit: int = 1_000_000,
+    word_labels: Mapping[str, Any] | None = None,
+    attribute_labels: Mapping[str, Any] | None = None,
+) -> xr.Dataset:
+    """Single-category WEAT of each word against two attribute word sets, lazily.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A store suite group (``embedding(item, layer, pooling, feature)``).
+    words : sequence of str
+        Target words (one item each in ``setting``).
+    setting : str
+        Contextual setting of the target and attribute items.
+    attribute_a, attribute_b : sequence of str
+        Attribute words (e.g. the 25 pleasant and 25 unpleasant WEAT words).
+    ddof : int, default 1
+        Delta degrees of freedom of the standard deviation.
+    n_permutations : int, default 0
+        0: effect sizes only.  Otherwise also a permutation p-value per word that re-splits
+        ``A ∪ B`` (exact when ``C(|A|+|B|, |A|) ≤ exact_limit``, else this many random splits).
+    seed : int, default 0
+        Seed of the random splits.
+    alternative : {"greater", "less", "two-sided"}, default "greater"
+    exact_limit : int, default 1_000_000
+    word_labels, attribute_labels : mapping, optional
+        Extra label filters for :func:`emb.analyses._select.select_words` (e.g.
+        ``{"stimulus_set": "lexicon", "lexicon": "bellezza"}``) when a word has several items.
+
+    Returns
+    -------
+    xarray.Dataset
+        Dims ``(word, layer, pooling)``: ``effect_size`` and, when ``n_permutations > 0``,
+        ``p``.  Attributes: options and store provenance.
+
+    Raises
+    ------
+    MissingStimuliError
+        If a word is not in the setting.
+
+    Notes
+    -----
+    ``d(w) = (mean_{a∈A} cos(w,a) − mean_{b∈B} cos(w,b)) / std_{x∈A∪B} cos(w,x)``;
+    the permutation statistic is ``Σ_A cos(w,a) − Σ_B cos(w,b)``.
+
+    References
+    ----------
+    Caliskan, Bryson & Narayanan (2017); Wolfe & Caliskan (2022), VAST, Eq. 1.
+
+    Examples
+    --------
+    >>> sc_weat(ds, words=["love"], setting="bleached", attribute_a=pleasant,
+    ...         attribute_b=unpleasant).effect_size  # doctest: +SKIP
+    """
+    if int(n_permutations) < 0:
+        raise AnalysisError(f"n_permutations must be >= 0; got {n_permutations}")
+    words = [str(w) for w in words]
+    target = select_words(ds, words, setting=setting, **dict(word_labels or {}))
+    a = select_words(ds, attribute_a, setting=setting, **dict(attribute_labels or {}))
+    b = select_words(ds, attribute_b, setting=setting, **dict(attribute_labels or {}))
+    emb = target.embedding.reset_coords(drop=True).drop_vars(ITEM, errors="ignore")
+    es = sc_weat_effect_sizes(emb, a.embedding, b.embedding, ddof=ddof)
+    out = xr.Dataset({"effect_size": es})
+    if int(n_permutations) > 0:
+        polar = xr.concat(
+            [a.embedding.reset_coords(drop=True), b.embedding.reset_coords(drop=True)], dim=ITEM
+        ).drop_vars(ITEM, errors="ignore")
+        polar = stats.normalize(polar.rename({ITEM: _POLAR}))
+        out["p"] = xr.apply_ufunc(
+            _sc_weat_p_kernel,
+            emb,
+            polar,
+            input_core_dims=[[FEATURE], [_POLAR, FEATURE]],
+            output_core_dims=[[]],
+            kwargs={
+                "n_a": a.sizes[ITEM],
+                "n_permutations": int(n_permutations),
+                "exact_limit": int(exact_limit),
+                "seed": int(seed),
+                "alternative": alternative,
+            },
+            dask="parallelized",
+            output_dtypes=[np.float64],
+            dask_gufunc_kwargs={"allow_rechunk": True},
+        )
+        out["p"].attrs["long_name"] = f"permutation p-value ({alternative}), A∪B re-split"
+    out = out.rename({ITEM: "word"}).assign_coords(word=words)
+    out = out.transpose("word", ...)
+    out.attrs = {
+        "analysis": "sc_weat",
+        "setting": setting,
+        "ddof": int(ddof),
+        "n_permutations": int(n_permutations),
+        "seed": int(seed),
+        "alternative": alternative,
+        "attribute_a": json.dumps(list(attribute_a), ensure_ascii=False),
+        "attribute_b": json.dumps(list(attribute_b), ensure_ascii=False),
+        **provenance_attrs(ds),
+    }
+    return out
+
+
+
+# -- the sc-weat analysis -------------------------------------------------------------------------
+def sc_weat_lexicon(
+    ds: xr.Dataset,
+    *,
+    lexicon: str | None = None,
+    settings: str | Sequence[str] | None = None,
+    words: Sequence[str] | None = None,
+    attribute_a: Sequence[str] | None = None,
+    attribute_b: Sequence[str] | None = None,
+    ddof: int = 1,
+    n_permutations: int = 0,
+    seed: int = 0,
+    alternative: Literal["greater", "less", "two-sided"] = "greater",
+) -> xr.Dataset:
+    """SC-WEAT of a lexicon's words (default: all) against its polar words, per setting.
+
+    A thin wrapper around :func:`emb.analyses.valnorm.sc_weat` for a ``vast`` suite: ``words``
+    default to the lexicon words of ``lexicon`` (default: the first lexicon), ``attribute_a`` /
+    ``attribute_b`` to the suite's pleasant / unpleasant words; one ``sc_weat`` per setting,
+    stacked along ``setting``.
+
+    Returns
+    -------
+    xr.Dataset
+        ``effect_size(setting, word, layer, pooling)`` (and ``p`` when ``n_permutations > 0``).
+    """
+    if "lexicon" not in ds.variables:
+        raise AnalysisError("sc-weat reads a 'vast' suite (labels lexicon, stimulus_set)")
+    stim = item_values(ds, "stimulus_set").astype(str)
+    lex_col = item_values(ds, "lexicon").astype(str)
+    lexicons = unique_in_order(lex_col[stim == "lexicon"])
+    lex = lexicon or (lexicons[0] if lexicons else None)
+    if lex not in lexicons:
+        raise AnalysisError(f"lexicon {lex!r} is not in this suite; it has {lexicons}")
+    chosen = (
+        settings_present(ds) if settings is None
+        else [settings] if isinstance(settings, str) else list(settings)
+    )
+    words_col = item_values(ds, "word").astype(str)
+    parts = []
+    for setting in chosen:
+        target_words = list(words) if words is not None else unique_in_order(
+            words_col[label_mask(ds, setting=setting, stimulus_set="lexicon", lexicon=lex)]
+        )
+        polar = {}
+        for pole, given in (("pleasant", attribute_a), ("unpleasant", attribute_b)):
+            polar[pole] = list(given) if given is not None else unique_in_order(
+                words_col[label_mask(ds, setting=setting, stimulus_set=pole, lexicon=lex)]
+            )
+        res = sc_weat(
+            ds, words=target_words, setting=setting, attribute_a=polar["pleasant"],
+            attribute_b=polar["unpleasant"], ddof=ddof, n_permutations=n_permutations, seed=seed,
+            alternative=alternative,
+            word_labels={"stimulus_set": "lexicon", "lexicon": lex},
+            attribute_labels={"stimulus_set": ["pleasant", "unpleasant"], "lexicon": lex},
+        )
+        parts.append(res.expand_dims(setting=[setting]))
+    out = xr.concat(parts, dim="setting", join="outer", combine_attrs="drop_conflicts")
+    out.attrs.update({"analysis": "sc-weat", "lexicon": lex, "settings": json.dumps(chosen)})
+    return out.transpose("setting", "word", ...)
+
+
+# -- tables, figures, summary ----------------------------------------------------------------------
+def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
+    """``sc_weat``: one row per (model, lexicon, setting, word, pooling, layer)."""
+    frame = tidy_frame(result, [v for v in ("effect_size", "p") if v in result])
+    frame = integer_columns(frame, ("layer",))
+    return {"sc_weat": front(frame, ("model", "lexicon", "setting", "word", "pooling", "layer",
+                                     "effect_size", "p"))}
+
+
+def _figures(result: xr.Dataset) -> dict[str, Figure]:
+    from emb.analyses import plots
+
+    if "setting" not in result.dims or "word" not in result.dims:
+        return {}
+    curve = result["effect_size"].mean("word", skipna=True).rename("effect_size")
+    summary = xr.Dataset({"r": curve})
+    return {"mean_effect_size": plots.layer_curves(
+        summary, variable="r", title="Mean SC-WEAT effect size of the words by layer")}
+
+
+def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
+    """Declared cell: the top layer and the ``last`` pooling (else the first), per setting: the
+    mean effect size and the five most and least pleasant words."""
+    frame = tables["sc_weat"].dropna(subset=["effect_size"])
+    if frame.empty:
+        return Summary(title="SC-WEAT: no effect sizes (every cell is NaN)")
+    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
+    rows = []
+    keys = [k for k in ("model", "setting") if k in frame]
+    for key, group in frame[frame["pooling"] == pooling].groupby(keys, sort=False):
+        top = group[group["layer"] == group["layer"].max()].sort_values("effect_size")
+        row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        row.update({
+            "layer": int(top["layer"].iloc[0]),
+            "words": len(top),
+            "mean d": float(top["effect_size"].mean()),
+            "most A (pleasant)": ", ".join(top["word"].iloc[::-1].head(5).astype(str)),
+            "most B (unpleasant)": ", ".join(top["word"].head(5).astype(str)),
+        })
+        rows.append(row)
+    return Summary(
+        title=f"SC-WEAT effect sizes of the {result.attrs.get('lexicon', '')} words",
+        headline=[f"declared cell: top layer, pooling {pooling!r}"],
+        table=pd.DataFrame(rows),
+        notes=["Every word's effect size at every layer is in the table file."],
+    )
+
+
+ANALYSIS = Analysis(
+    name="sc-weat",
+    function=sc_weat_lexicon,
+    suite="vast",
+    description="SC-WEAT effect size of each lexicon word against the polar words",
+    options=(
+        Option(name="lexicon", help="lexicon of the suite (default: the first)"),
+        Option(name="settings", multiple=True, help="contextual setting (default: all)"),
+        Option(name="words", multiple=True, help="target word (default: the lexicon's words)"),
+        Option(name="attribute_a", multiple=True, help="attribute word of set A (default: pleasant)"),
+        Option(name="attribute_b", multiple=True, help="attribute word of set B (default: unpleasant)"),
+        Option(name="ddof", type="int", help="delta degrees of freedom of the standard deviation"),
+        Option(name="n_permutations", type="int", help="random re-splits of A and B for p (0: no p)"),
+        Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
+    ),
+    tables=_tables,
+    figures=_figures,
+    summary=_summary,
+)
+

@@ -1,0 +1,67 @@
+"""Shared statistics, one module per family: association and effect sizes, permutation tests,
+correlation, multiple testing (meta-analysis joins with CEAT).
+
+Every numpy kernel works on float64 internally and is vectorised over leading batch dimensions
+(layers, poolings, words …). The xarray wrappers (:func:`normalize`, :func:`cosine`,
+:func:`correlation`, :func:`adjust`) stay lazy on dask-backed data.
+"""
+
+from __future__ import annotations
+
+from emb.analyses.stats._blas import single_threaded_blas
+from emb.analyses.stats.association import (
+    association,
+    cosine,
+    cosine_matrix,
+    normalize,
+    sc_weat_effect_size,
+    unit,
+    weat_effect_size,
+    weat_statistic,
+)
+from emb.analyses.stats.correlation import (
+    Correlation,
+    CorrelationMethod,
+    correlation,
+    pearson,
+    spearman,
+)
+from emb.analyses.stats.multitest import (
+    CorrectionMethod,
+    adjust,
+    adjust_pvalues,
+    benjamini_hochberg,
+    holm,
+)
+from emb.analyses.stats.permutation import (
+    Alternative,
+    PermutationMethod,
+    PermutationResult,
+    permutation_test,
+)
+
+__all__ = [
+    "Alternative",
+    "Correlation",
+    "CorrelationMethod",
+    "CorrectionMethod",
+    "PermutationMethod",
+    "PermutationResult",
+    "adjust",
+    "adjust_pvalues",
+    "association",
+    "benjamini_hochberg",
+    "cosine",
+    "cosine_matrix",
+    "correlation",
+    "holm",
+    "normalize",
+    "pearson",
+    "permutation_test",
+    "sc_weat_effect_size",
+    "single_threaded_blas",
+    "spearman",
+    "unit",
+    "weat_effect_size",
+    "weat_statistic",
+]
