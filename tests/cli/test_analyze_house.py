@@ -1,0 +1,141 @@
+"""The house of ``emb analyze``: one generated subcommand per analysis, shared options defined once,
+a default output directory, JSON summaries, quiet progress off a terminal, runs never mixed."""
+
+from __future__ import annotations
+
+import io
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from emb.analyses import ANALYSES
+from emb.cli._progress import Progress
+from emb.cli.main import main
+from tests.analyses._synthetic import vast_dataset, weat_dataset, write_store
+
+SHARED = ("--store", "--suite", "--out", "--overwrite", "--scheduler", "--no-plots", "--dpi",
+          "--json", "--quiet")
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("house")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return write_store(root / "toy.zarr", {"vast": vast_dataset(n_words=60),
+                                               "weat": weat_dataset()}, model_id="toy")
+
+
+def _invoke(*args: str, cwd: Path | None = None) -> tuple[int, str]:
+    runner = CliRunner()
+    if cwd is None:
+        result = runner.invoke(main, list(map(str, args)))
+    else:
+        with runner.isolated_filesystem(temp_dir=cwd):
+            result = runner.invoke(main, list(map(str, args)))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+@pytest.mark.parametrize("name", sorted(ANALYSES))
+def test_each_subcommand_help_shows_its_own_options_and_the_shared_ones(name: str) -> None:
+    code, out = _invoke("analyze", name, "--help")
+    assert code == 0, out
+    analysis = ANALYSES[name]
+    for option in analysis.options:
+        flag = option.cli_flag
+        assert flag in out, f"{name}: {flag} missing from --help"
+    for flag in SHARED:
+        assert flag in out
+    assert ("--seed" in out) == ("seed" in analysis.parameters())
+    assert ("--reference" in out) == ("method" in analysis.parameters())
+    others = {o.cli_flag for a in ANALYSES.values() for o in a.options} - {
+        o.cli_flag for o in analysis.options} - set(SHARED)
+    for flag in others:
+        assert f"{flag} " not in out and f"{flag}\n" not in out, f"{name} shows {flag}"
+
+
+def test_help_shows_defaults_from_the_signature() -> None:
+    code, out = _invoke("analyze", "weat", "--help")
+    assert code == 0
+    default = ANALYSES["weat"].default("n_permutations")
+    assert f"[default: {default}]" in out.replace("\n", " ").replace("  ", " ") or str(default) in out
+
+
+def test_list_and_bare_group() -> None:
+    code, out = _invoke("analyze", "--list")
+    assert code == 0 and all(name in out for name in ANALYSES)
+    code, out = _invoke("analyze")
+    assert code == 2 and "Commands:" in out
+
+
+def test_unknown_analysis_did_you_mean(store: Path) -> None:
+    code, out = _invoke("analyze", "vats", "--store", store)
+    assert code == 2 and "Did you mean 'vast'?" in out
+
+
+def test_default_output_directory_is_named_and_replaced(store: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    with runner.isolated_filesystem(temp_dir=tmp_path) as cwd:
+        args = ["analyze", "weat", "--store", str(store), "--no-plots", "--quiet"]
+        first = runner.invoke(main, args)
+        assert first.exit_code == 0, first.output
+        out_dir = Path(cwd) / "emb-results" / "toy" / "weat"
+        assert {p.name for p in out_dir.iterdir()} == {"weat.csv", "weat.nc", "weat.json"}
+        assert "emb-results/toy/weat" in first.output
+        (out_dir / "notes.txt").write_text("mine")  # not emb's: never removed
+        second = runner.invoke(main, args)
+        assert second.exit_code == 0, second.output
+        assert "removed the earlier run's 3 files" in second.output
+        assert (out_dir / "notes.txt").read_text() == "mine"
+        assert not [p for p in out_dir.iterdir() if p.name.startswith(".")], "temporary files left"
+
+
+def test_explicit_out_refuses_to_mix_runs_without_overwrite(store: Path, tmp_path: Path) -> None:
+    args = ["analyze", "weat", "--store", str(store), "--no-plots", "--quiet", "--out", str(tmp_path)]
+    assert _invoke(*args)[0] == 0
+    before = (tmp_path / "weat.json").read_text()
+    code, out = _invoke(*args)
+    assert code == 1 and "--overwrite" in out and "earlier 'weat' run" in out
+    assert (tmp_path / "weat.json").read_text() == before
+    code, out = _invoke(*args, "--overwrite")
+    assert code == 0, out
+
+
+def test_out_that_is_a_file_is_refused_before_computing(store: Path, tmp_path: Path) -> None:
+    target = tmp_path / "file.txt"
+    target.write_text("x")
+    code, out = _invoke("analyze", "weat", "--store", store, "--quiet", "--out", target / "sub")
+    assert code == 1 and "is a file" in out and "Traceback" not in out
+
+
+def test_json_summary(store: Path, tmp_path: Path) -> None:
+    code, out = _invoke("analyze", "weat", "--store", f"mini={store}", "--no-plots", "--quiet",
+                        "--json", "--out", tmp_path)
+    assert code == 0, out
+    doc = json.loads(out[out.index("{"):out.rindex("}") + 1])
+    assert doc["summary"]["headline"][0].startswith("declared cell")
+    assert {row["model"] for row in doc["summary"]["table"]} == {"mini"}
+    assert Path(doc["out"]) == tmp_path
+
+
+def test_repeated_single_option_is_refused(store: Path, tmp_path: Path) -> None:
+    code, out = _invoke("analyze", "weat", "--store", store, "--out", tmp_path, "--ddof", "0",
+                        "--ddof", "1")
+    assert code == 2 and "takes one --ddof" in out
+
+
+def test_progress_off_a_terminal_prints_a_few_lines() -> None:
+    import dask.array as da
+
+    stream = io.StringIO()
+    x = da.ones((400, 10), chunks=(1, 10)).sum(axis=1)
+    with Progress(stream=stream):
+        x.compute()
+    lines = stream.getvalue().splitlines()
+    assert 2 <= len(lines) <= 5, lines
+    assert lines[-1].startswith("computing: 100%")
