@@ -29,13 +29,8 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                                "weat": weat_dataset()}, model_id="toy")
 
 
-def _invoke(*args: str, cwd: Path | None = None) -> tuple[int, str]:
-    runner = CliRunner()
-    if cwd is None:
-        result = runner.invoke(main, list(map(str, args)))
-    else:
-        with runner.isolated_filesystem(temp_dir=cwd):
-            result = runner.invoke(main, list(map(str, args)))
+def _invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(map(str, args)))
     if result.exception and not isinstance(result.exception, SystemExit):
         raise result.exception
     return result.exit_code, result.output
@@ -78,21 +73,22 @@ def test_unknown_analysis_did_you_mean(store: Path) -> None:
     assert code == 2 and "Did you mean 'vast'?" in out
 
 
-def test_default_output_directory_is_named_and_replaced(store: Path, tmp_path: Path) -> None:
-    runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=tmp_path) as cwd:
-        args = ["analyze", "weat", "--store", str(store), "--no-plots", "--quiet"]
-        first = runner.invoke(main, args)
-        assert first.exit_code == 0, first.output
-        out_dir = Path(cwd) / "emb-results" / "toy" / "weat"
-        assert {p.name for p in out_dir.iterdir()} == {"weat.csv", "weat.nc", "weat.json"}
-        assert "emb-results/toy/weat" in first.output
-        (out_dir / "notes.txt").write_text("mine")  # not emb's: never removed
-        second = runner.invoke(main, args)
-        assert second.exit_code == 0, second.output
-        assert "removed the earlier run's 3 files" in second.output
-        assert (out_dir / "notes.txt").read_text() == "mine"
-        assert not [p for p in out_dir.iterdir() if p.name.startswith(".")], "temporary files left"
+def test_default_output_directory_is_named_and_replaced(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    args = ["analyze", "weat", "--store", str(store), "--no-plots", "--quiet"]
+    code, out = _invoke(*args)
+    assert code == 0, out
+    out_dir = tmp_path / "emb-results" / "toy" / "weat"
+    assert {p.name for p in out_dir.iterdir()} == {"weat.csv", "weat.nc", "weat.json"}
+    assert "emb-results/toy/weat" in out
+    (out_dir / "notes.txt").write_text("mine")  # not emb's: never removed
+    code, out = _invoke(*args)
+    assert code == 0, out
+    assert "removed the earlier run's 3 files" in out
+    assert (out_dir / "notes.txt").read_text() == "mine"
+    assert not [p for p in out_dir.iterdir() if p.name.startswith(".")], "temporary files left"
 
 
 def test_explicit_out_refuses_to_mix_runs_without_overwrite(store: Path, tmp_path: Path) -> None:
