@@ -1,5 +1,5 @@
 """Shared statistics, one module per family: association and effect sizes, permutation tests,
-correlation, multiple testing (meta-analysis joins with CEAT).
+correlation, multiple testing, two-sample tests, polar projection (meta-analysis joins with CEAT).
 
 Every numpy kernel works on float64 internally and is vectorised over leading batch dimensions
 (layers, poolings, words …). The xarray wrappers (:func:`normalize`, :func:`cosine`,
@@ -39,6 +39,7 @@ from emb.analyses.stats.permutation import (
     PermutationResult,
     permutation_test,
 )
+from emb.analyses.stats.twosample import TTest, TTestKind, cohens_d, t_test
 
 __all__ = [
     "Alternative",
@@ -47,10 +48,13 @@ __all__ = [
     "CorrectionMethod",
     "PermutationMethod",
     "PermutationResult",
+    "TTest",
+    "TTestKind",
     "adjust",
     "adjust_pvalues",
     "association",
     "benjamini_hochberg",
+    "cohens_d",
     "cosine",
     "cosine_matrix",
     "correlation",
@@ -59,6 +63,7 @@ __all__ = [
     "pearson",
     "permutation_test",
     "sc_weat_effect_size",
+    "t_test",
     "single_threaded_blas",
     "spearman",
     "unit",

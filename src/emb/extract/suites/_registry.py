@@ -12,6 +12,7 @@ from typing import Any
 from emb.errors import SuiteError
 from emb.extract.suites.core import Suite, SuiteGenerator
 from emb.extract.suites.similarity import SimilarityGenerator
+from emb.extract.suites.stereotype import StereotypeGenerator
 from emb.extract.suites.vast import VastGenerator
 from emb.extract.suites.weat import WeatGenerator
 
@@ -24,6 +25,7 @@ BUILTIN_SUITES: dict[str, SuiteGenerator] = {
         VastGenerator(),
         WeatGenerator(),
         SimilarityGenerator(),
+        StereotypeGenerator(),
     )
 }
 
