@@ -24,6 +24,7 @@ from emb.errors import AnalysisError
 from tests.analyses._synthetic import (
     similarity_dataset,
     similarity_pairs,
+    stereotype_dataset,
     vast_dataset,
     weat_dataset,
 )
@@ -64,6 +65,16 @@ DOCUMENTED: dict[str, dict[str, tuple[str, ...]]] = {
         "similarity_n": ("dataset",),
         "similarity_n_missing": ("dataset",),
     },
+    "stereotype": {
+        **{name: ("comparison", "dimension", "layer", "pooling")
+           for name in ("mean_a", "mean_b", "d", "t", "df", "p", "p_adjusted")},
+        "coordinate": ("member", "dimension", "layer", "pooling"),
+        "z": ("comparison", "member", "dimension", "layer", "pooling"),
+        "accuracy": ("dimension", "layer", "pooling"),
+        "accuracy_centred": ("dimension", "layer", "pooling"),
+        "n_heldout": ("dimension",),
+        "heldout_coordinate": ("heldout", "layer", "pooling"),
+    },
     "similarity": {
         "rho": ("dataset", "pooling", "layer", "k"),
         "p": ("dataset", "pooling", "layer", "k"),
@@ -94,6 +105,8 @@ def _inputs(name: str) -> tuple[xr.Dataset, dict[str, Any]]:
         }
     if name == "similarity":
         return _lazy(sim), {"pairs": pairs, "k_max": 2}
+    if name == "stereotype":
+        return _lazy(stereotype_dataset(dtype="float32")[0]), {"correction": "holm", "test": "welch"}
     raise AssertionError(f"no test inputs for analysis {name!r}: add them to _inputs()")
 
 
@@ -117,7 +130,7 @@ def test_registry_entries_are_complete() -> None:
     assert set(ANALYSES) == set(DOCUMENTED), "document the variables of every analysis"
     for name, analysis in ANALYSES.items():
         assert isinstance(analysis, Analysis) and analysis.name == name
-        assert analysis.suite in ("vast", "weat", "similarity")
+        assert analysis.suite in ("vast", "weat", "similarity", "stereotype")
         params = inspect.signature(analysis.function).parameters
         first, *rest = params.values()
         assert first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD

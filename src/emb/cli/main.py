@@ -101,7 +101,7 @@ def _build_suites(specs: tuple[str, ...], options: dict[str, Any]) -> list[Any]:
 @click.option("--suite", "-s", "suite_specs", required=True, multiple=True,
               help="Built-in suite name (see 'emb suites') or a suite file (JSON/YAML); repeatable.")
 @click.option("--store", required=True, help="Store path or fsspec URL (created when missing).")
-@click.option("--name", "names", multiple=True, help="Group name per suite (default: the suite's name).")
+@click.option("--name", "group_names", multiple=True, help="Group name per suite (default: the suite's name).")
 @click.option("--poolings", default=None, help="Comma-separated subset of first,last,mean,max (default: all).")
 @click.option("--dtype", type=click.Choice(["float32", "float16", "bfloat16"]), default=None,
               help="Model compute dtype (default float32).")
@@ -119,7 +119,7 @@ def extract(
     model: str,
     suite_specs: tuple[str, ...],
     store: str,
-    names: tuple[str, ...],
+    group_names: tuple[str, ...],
     poolings: str | None,
     dtype: str | None,
     storage_dtype: str | None,
@@ -161,7 +161,7 @@ def extract(
         suites,
         store,
         bos=bos,
-        names=list(names) if names else None,
+        names=list(group_names) if group_names else None,
         overwrite=overwrite,
         progress=not quiet,
         **kwargs,
