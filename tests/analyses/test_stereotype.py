@@ -19,7 +19,7 @@ from statsmodels.stats.multitest import multipletests
 
 from emb.analyses import ANALYSES, run_analysis
 from emb.analyses.stats import cohens_d, t_test
-from emb.analyses.stats.polar import held_out_coordinates, pole_basis, polar_coordinates
+from emb.analyses.stats.polar import held_out_coordinates, polar_coordinates, pole_basis
 from emb.analyses.stereotype import stereotype
 from emb.cli.analyze import analyze
 from emb.errors import AnalysisError, MissingStimuliError

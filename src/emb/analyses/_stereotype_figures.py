@@ -20,7 +20,7 @@ from scipy import stats as _stats
 __all__ = ["layer_heatmap", "profile", "scatter_2d"]
 
 _COLORS = ("#c0392b", "#1f5fa8")  # group A, group B
-_OTHER = "#555555"
+_OTHERS = (("#6a3d9a", "^"), ("#2a7a3b", "v"), ("#555555", "s"), ("#b15928", "P"))
 #: Labels of the low and high pole of each dimension (Politics: high = traditional).
 POLES = {
     "warmth": ("low warmth", "high warmth"),
@@ -132,10 +132,12 @@ def scatter_2d(result: xr.Dataset, *, comparison: str, pooling: str, layer: Any 
         small = [g for g in others if (members == g).sum() <= max_labelled]
         for i, group in enumerate(small):
             mask = members == group
-            ax.scatter(zx[mask], zy[mask], s=16, marker="^", color=_OTHER, alpha=0.8,
-                       label=f"{group} (each word)" if i == 0 or len(small) > 1 else None)
+            color, marker = _OTHERS[i % len(_OTHERS)]
+            ax.scatter(zx[mask], zy[mask], s=18, marker=marker, color=color, alpha=0.85,
+                       label=f"{group} (words)")
             for xi, yi, w in zip(zx[mask], zy[mask], words[mask], strict=True):
-                ax.annotate(str(w), (xi, yi), fontsize=6, xytext=(2, 2), textcoords="offset points")
+                ax.annotate(str(w), (xi, yi), fontsize=6, xytext=(2, 2), textcoords="offset points",
+                            color=color)
         ax.axhline(0, color="0.6", lw=0.8, zorder=0)
         ax.axvline(0, color="0.6", lw=0.8, zorder=0)
         star = {d: "*" if float(p.sel(dimension=d)) < ALPHA else "" for d in ("warmth", "competence")}
@@ -144,8 +146,9 @@ def scatter_2d(result: xr.Dataset, *, comparison: str, pooling: str, layer: Any 
         ax.tick_params(labelsize=8)
         ax.set_title(_title(model, f"layer {layer}, {pooling} pooling"), fontsize=9)
     handles, labels_ = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels_, loc="outside lower center", ncol=2, fontsize=7.5, frameon=False,
-               title=f"dots: words; diamonds: group mean ± 95% CI;  * {plabel}",
+    fig.legend(handles, labels_, loc="outside lower center", ncol=1 if len(handles) > 2 else 2,
+               fontsize=7.5, frameon=False,
+               title=f"dots: words; diamonds: group mean ± 95% CI\n* {plabel}",
                title_fontsize=7.5)
     fig.suptitle(f"2D stereotype profile: {a} vs {b}", fontsize=10)
     return fig
@@ -186,5 +189,5 @@ def layer_heatmap(result: xr.Dataset, *, comparison: str, pooling: str) -> Figur
     bar = fig.colorbar(image, ax=list(axes), shrink=0.9)
     bar.set_label(f"Cohen's d ({a} − {b})", fontsize=8)
     bar.ax.tick_params(labelsize=7)
-    fig.suptitle(f"{a} (n = {n_a}) vs {b} (n = {n_b}) by layer;  • {plabel}", fontsize=9)
+    fig.suptitle(f"Cohen's d by layer: {a} (n = {n_a}) vs {b} (n = {n_b})\n• {plabel}", fontsize=9)
     return fig
