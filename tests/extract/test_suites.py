@@ -288,7 +288,7 @@ def test_item_checks_its_span():
         )
     with pytest.raises(SuiteError, match="no items"):
         Suite(name="a", items=())
-    with pytest.raises(SuiteError, match="JSON-able"):
+    with pytest.raises(SuiteError, match="is NaN"):
         Suite(
             name="a",
             items=(Item(context="a", word="a", char_start=0, char_end=1),),
@@ -475,14 +475,16 @@ def test_builtin_generators_and_options():
     assert names[:6] == ["lexicon", "corpus", "seed", "language", "scale", "wording"]
     with pytest.raises(SuiteError, match=r"no built-in suite 'nope'"):
         build_suite("nope")
-    with pytest.raises(SuiteError, match=r"no option\(s\) \['colour'\]"):
+    with pytest.raises(SuiteError, match=r"no option\(s\) colour; its options are --tests"):
         build_suite("weat", colour="red")
-    with pytest.raises(SuiteError, match="'lexicon' is required"):
+    with pytest.raises(SuiteError, match=r"--lexicon \(lexicon= in Python\) is required"):
         build_suite("vast")
-    with pytest.raises(SuiteError, match="one of \\['paper', 'reference'\\]"):
+    with pytest.raises(SuiteError, match="--wording .* one of paper, reference; got 'poetic'"):
         build_suite("vast", lexicon=["x"], wording="poetic")
-    with pytest.raises(SuiteError, match="'seed' must be int"):
+    with pytest.raises(SuiteError, match="--seed .* must be a whole number, got 'abc'"):
         build_suite("vast", lexicon=["x"], seed="abc")
+    with pytest.raises(SuiteError, match="--seed .* must be at least 0, got -1"):
+        build_suite("vast", lexicon=["x"], seed=-1)
 
 
 def test_option_parsing():
@@ -493,6 +495,18 @@ def test_option_parsing():
     with pytest.raises(SuiteError):
         option.parse([1.5])
     assert SuiteOption(name="p", type=Path, help="h").parse("a/b") == Path("a/b")
+    switch = SuiteOption(name="allow_it", type=bool, default=False, help="h")
+    assert switch.flag == "--allow-it"
+    assert [switch.parse(v) for v in (None, True, "yes", "0")] == [False, True, True, False]
+    with pytest.raises(SuiteError, match=r"--allow-it \(allow_it= in Python\) must be true or"):
+        switch.parse("maybe")
+    text = SuiteOption(name="word", type=str, help="h")
+    with pytest.raises(SuiteError, match="must be text, got b'x'") as caught:
+        text.parse(b"x")
+    assert "np." not in str(caught.value)
+    with pytest.raises(SuiteError, match="got 'WEAT1'") as caught:
+        SuiteOption(name="n", type=int, help="h").parse(np.str_("WEAT1"))
+    assert "np.str_" not in str(caught.value)
 
 
 # --------------------------------------------------------------------------- vast
@@ -523,6 +537,25 @@ def test_polar_words_match_the_shared_list(data_dir):
 def test_band_boundaries(value, band):
     assert gen.valence_band(value) == band
     assert gen.mirror_band(band) == MIRROR[band]
+
+
+# The authors' code: `if v <= 2.5: very unpleasant; elif v <= 4.0: unpleasant; elif v <= 6.0:
+# neither; elif v <= 7.5: pleasant; else: very pleasant` (METHODS.md, VAST section).
+def reference_band(value: float) -> str:
+    for upper, band in ((2.5, "very unpleasant"), (4.0, "unpleasant"),
+                        (6.0, "neither pleasant nor unpleasant"), (7.5, "pleasant")):
+        if value <= upper:
+            return band
+    return "very pleasant"
+
+
+@pytest.mark.parametrize("value", [1.0, 2.49, 2.5, 2.51, 3.99, 4.0, 4.01, 6.0, 7.5, 7.51, 9.0])
+def test_reference_band_edges_are_closed_at_the_top(value):
+    assert gen.valence_band(value, edges="reference") == reference_band(value)
+    on_edge = value in (2.5, 4.0, 6.0, 7.5)
+    assert (gen.valence_band(value) != reference_band(value)) == on_edge
+    with pytest.raises(SuiteError, match="band edges must be one of"):
+        gen.valence_band(value, edges="both")
 
 
 def test_band_out_of_range():
@@ -623,6 +656,29 @@ def test_reference_wording(data_dir):
     aligned = [i for i in suite.items if i.setting == "aligned"]
     assert all(" to think about " in i.context for i in aligned)
     assert_spans(suite)
+    assert suite.parameters["band_edges"]["name"] == "reference"
+    assert "lower < rating <= upper" in suite.parameters["band_edges"]["rule"]
+
+
+def test_reference_wording_moves_the_321_warriner_words_on_a_band_edge(data_dir):
+    path = data_dir / "lexica" / "warriner.csv"
+    frame = _csv(path)
+    on_edge = set(frame.word[frame.valence.isin([2.5, 4.0, 6.0, 7.5])])
+    assert len(on_edge) == 321
+    bands = {}
+    for wording in ("paper", "reference"):
+        suite = build_suite("vast", lexicon=[path], wording=wording)
+        bands[wording] = {
+            i.word: i.labels["band"]
+            for i in suite.items
+            if i.setting == "aligned" and i.stimulus_set == "lexicon"
+        }
+        assert suite.parameters["band_edges"]["name"] == wording
+    moved = {w for w in bands["paper"] if bands["paper"][w] != bands["reference"][w]}
+    assert moved == on_edge
+    valence = dict(zip(frame.word, frame.valence, strict=True))
+    assert all(bands["reference"][w] == reference_band(valence[w]) for w in moved)
+    assert all(bands["paper"][w] == paper_band(valence[w]) for w in moved)
 
 
 def test_warriner_suite(data_dir):
@@ -753,12 +809,145 @@ def json_texts(path: Path) -> list[str]:
         return [json.loads(line)["text"] for line in handle]
 
 
+SPANISH = {
+    "bleached": "Esto es {word}",
+    "bands": {
+        "very unpleasant": "Es muy desagradable pensar en {word}",
+        "unpleasant": "Es desagradable pensar en {word}",
+        "neither pleasant nor unpleasant": "No es ni agradable ni desagradable pensar en {word}",
+        "pleasant": "Es agradable pensar en {word}",
+        "very pleasant": "Es muy agradable pensar en {word}.",
+    },
+}
+# Turkish puts the verb last: the word sits inside the sentence.
+TURKISH = {
+    "bleached": "Bu {word}",
+    "bands": {
+        "very unpleasant": "{word} düşünmek çok tatsız",
+        "unpleasant": "{word} düşünmek tatsız",
+        "neither pleasant nor unpleasant": "{word} düşünmek ne hoş ne tatsız",
+        "pleasant": "{word} düşünmek hoş",
+        "very pleasant": "{word} hakkında düşünmek çok hoş",
+    },
+}
+
+
+def _templates(tmp_path, doc) -> Path:
+    path = tmp_path / "templates.json"
+    path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_other_languages_need_templates(data_dir, tmp_path):
+    multilingual = data_dir / "lexica" / "multilingual.csv"
+    polar = data_dir / "lexica" / "polar_words_multilingual.json"
+    with pytest.raises(SuiteError, match="built-in polar words are English.*--polar FILE") as err:
+        build_suite("vast", lexicon=[multilingual], language="es")
+    assert "--templates FILE" in str(err.value) and "--allow-english-templates" in str(err.value)
+    with pytest.raises(SuiteError, match="built-in templates are English") as err:
+        build_suite("vast", lexicon=[multilingual], language="es", polar=polar)
+    assert "polar" not in str(err.value)
+    english = build_suite(
+        "vast", lexicon=[multilingual], language="es", polar=polar, allow_english_templates=True
+    )
+    assert english.parameters["templates"]["used_for_language"] == "es"
+    assert any("English templates" in line for line in BUILTIN_SUITES["vast"].warnings(english))
+    assert any(i.context == "This is amor" for i in english.items)
+
+    path = _templates(tmp_path, {"_source": "test", "languages": {"es": SPANISH, "tr": TURKISH}})
+    suite = build_suite("vast", lexicon=[multilingual], language="es", polar=polar, templates=path)
+    assert_spans(suite)
+    assert not any(i.context.startswith(("This is", "It is")) for i in suite.items)
+    amor = {i.setting: i for i in suite.items if i.word == "amor" and i.stimulus_set == "lexicon"}
+    assert amor["bleached"].context == "Esto es amor"
+    band = amor["aligned"].labels["band"]
+    assert amor["aligned"].context == SPANISH["bands"][band].replace("{word}", "amor")
+    mirrored = MIRROR[band]
+    assert amor["misaligned"].context == SPANISH["bands"][mirrored].replace("{word}", "amor")
+    assert amor["misaligned"].labels["band"] == mirrored
+    recorded = suite.parameters["templates"]
+    assert recorded["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert recorded["source"] == str(path) and recorded["language"] == "es"
+    assert recorded["bleached"] == SPANISH["bleached"] and recorded["bands"] == SPANISH["bands"]
+    # a template with the word inside the sentence: the span is the word, wherever it sits
+    turkish = build_suite(
+        "vast",
+        lexicon=[multilingual],
+        language="tr",
+        polar=polar,
+        templates=path,
+        duplicates="first",
+    )
+    assert_spans(turkish)
+    item = next(i for i in turkish.items if i.setting == "aligned" and i.stimulus_set == "lexicon")
+    assert item.char_start == 0 and item.context[item.char_end :].startswith(" ")
+    # one language at the top level; English templates from a file for English words
+    single = _templates(tmp_path, SPANISH)
+    bellezza = build_suite("vast", lexicon=[data_dir / "lexica" / "bellezza.csv"], templates=single)
+    assert {i.context.split()[0] for i in bellezza.items if i.setting == "bleached"} == {"Esto"}
+    assert bellezza.parameters["templates"]["language"] == "en"
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"languages": {"pt": SPANISH}}, r"no language 'es' under \$\.languages; available: \['pt'\]"),
+        ({**SPANISH, "bleach": "x"}, r"unknown key\(s\) \['bleach'\]"),
+        ({**SPANISH, "bleached": "Esto es"}, r"\$\.bleached holds \{word\} 0 times"),
+        ({**SPANISH, "bleached": 3}, r"\$\.bleached must be a sentence holding \{word\}, got 3"),
+        ({**SPANISH, "bands": ["x"]}, r"\$\.bands must be an object with one sentence per band"),
+        (
+            {**SPANISH, "bands": {**SPANISH["bands"], "happy": "x {word}"}},
+            r"must have exactly the keys .* unknown \['happy'\]",
+        ),
+        (
+            {"bleached": "x {word}", "bands": {"pleasant": "{word}"}},
+            r"missing \['very unpleasant', 'unpleasant'",
+        ),
+        (
+            {**SPANISH, "bands": {**SPANISH["bands"], "pleasant": "{word} {word}"}},
+            r"\.bands\['pleasant'\] holds \{word\} 2 times",
+        ),
+        (
+            {**SPANISH, "bands": {**SPANISH["bands"], "pleasant": SPANISH["bands"]["unpleasant"]}},
+            "the same sentence to several bands",
+        ),
+        ([1, 2], r"\$ must be an object with 'bleached' and 'bands', got \[1, 2\]"),
+    ],
+)
+def test_template_file_errors(data_dir, tmp_path, doc, message):
+    multilingual = data_dir / "lexica" / "multilingual.csv"
+    polar = data_dir / "lexica" / "polar_words_multilingual.json"
+    with pytest.raises(SuiteError, match=message):
+        build_suite(
+            "vast",
+            lexicon=[multilingual],
+            language="es",
+            polar=polar,
+            templates=_templates(tmp_path, doc),
+        )
+
+
+def test_template_file_must_be_plain_json(tmp_path):
+    path = tmp_path / "t.json"
+    for text, message in [
+        ("{", "is not valid JSON"),
+        ('{"bleached": Infinity}', r"\$\.bleached is infinity"),
+        ("[" * 5000 + "]" * 5000, "nested deeper"),
+    ]:
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(SuiteError, match=message):
+            build_suite("vast", lexicon=["x"], templates=path)
+
+
 def test_other_languages_need_polar_words(data_dir):
     multilingual = data_dir / "lexica" / "multilingual.csv"
     with pytest.raises(SuiteError, match="built-in polar words are English"):
         build_suite("vast", lexicon=[multilingual], language="es")
     polar = data_dir / "lexica" / "polar_words_multilingual.json"
-    suite = build_suite("vast", lexicon=[multilingual], language="pt", polar=polar)
+    suite = build_suite(
+        "vast", lexicon=[multilingual], language="pt", polar=polar, allow_english_templates=True
+    )
     doc = json.loads(polar.read_text("utf-8"))["languages"]["pt"]
     pleasant = list(dict.fromkeys(doc["pleasant"]))
     unpleasant = list(dict.fromkeys(doc["unpleasant"]))
@@ -772,7 +961,11 @@ def test_other_languages_need_polar_words(data_dir):
     assert_spans(suite)
     with pytest.raises(SuiteError, match="no language 'de'"):
         build_suite(
-            "vast", lexicon=[data_dir / "lexica" / "bellezza.csv"], polar=polar, language="de"
+            "vast",
+            lexicon=[data_dir / "lexica" / "bellezza.csv"],
+            polar=polar,
+            language="de",
+            allow_english_templates=True,
         )
 
 

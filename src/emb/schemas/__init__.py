@@ -72,13 +72,18 @@ def _json_path(parts: Iterable[Any]) -> str:
             out += f"[{part}]"
         elif isinstance(part, str) and _IDENTIFIER.match(part):
             out += f".{part}"
-        else:
-            out += f"[{json.dumps(part, ensure_ascii=False)}]"
+        elif isinstance(part, str):
+            out += f"[{json.dumps(part)}]"
+        else:  # a non-string key (YAML 1:, a Python object): never json.dumps it
+            out += f"[{_short(part, 40)}]"
     return out
 
 
 def _short(value: Any, limit: int = 80) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=repr)
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr, allow_nan=True)
+    except (ValueError, TypeError, RecursionError):  # circular, a 5,000-digit int, ...
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -109,7 +114,8 @@ def _describe(error: Any) -> tuple[str, str]:
         return _json_path([*path, instance]), f"name {instance!r} is not allowed: {reason}"
     if kind in ("oneOf", "anyOf", "not", "allOf") and "description" in error.schema:
         return _json_path(path), f"{error.schema['description']} (found {_short(instance)})"
-    return _json_path(path), f"{error.message}"
+    message = error.message  # jsonschema quotes the whole instance: keep the line short
+    return _json_path(path), message if len(message) <= 200 else message[:199] + "…"
 
 
 def validate_document(

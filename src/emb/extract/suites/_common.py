@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from emb.errors import SuiteError
+from emb.extract._documents import check_json_data, parse_json, show
 from emb.extract.suites.core import Item
 
 #: The bleached template's prefix: "This is WORD" (May et al. 2019; VAST).
@@ -20,10 +20,17 @@ def sha256(path: Path) -> str:
 
 
 def span_item(
-    prefix: str, word: str, *, setting: str, stimulus_set: str, labels: Mapping[str, Any]
+    prefix: str,
+    word: str,
+    *,
+    setting: str,
+    stimulus_set: str,
+    labels: Mapping[str, Any],
+    suffix: str = "",
 ) -> Item:
+    """The item ``prefix + word + suffix`` whose target is ``word``."""
     return Item(
-        context=prefix + word,
+        context=prefix + word + suffix,
         word=word,
         char_start=len(prefix),
         char_end=len(prefix) + len(word),
@@ -34,25 +41,31 @@ def span_item(
 
 
 def listing(words: Sequence[str], limit: int = 20) -> str:
-    shown = ", ".join(repr(w) for w in words[:limit])
+    shown = ", ".join(show(w) for w in words[:limit])
     return f"[{shown}{', …' if len(words) > limit else ''}]"
 
 
 def read_json(path: Path, what: str) -> Any:
+    """A user's JSON file as plain JSON data (see :mod:`emb.extract._documents`), or SuiteError."""
     try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise SuiteError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"{what} {path} is not valid JSON: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SuiteError(f"{what} {path} is not UTF-8 text: {exc.reason}; save it as UTF-8") from exc
+    data = parse_json(text, where=f"{what} {path}", error=SuiteError)
+    check_json_data(data, where=f"{what} {path}", error=SuiteError, allow_nan=False)
+    return data
 
 
 def word_list(value: Any, where: str) -> list[str]:
     if not isinstance(value, list) or not value:
-        raise SuiteError(f"{where} must be a non-empty list of words, got {value!r}")
+        raise SuiteError(f"{where} must be a non-empty list of words, got {show(value)}")
     bad = [i for i, w in enumerate(value) if not isinstance(w, str) or not w.strip()]
     if bad:
-        raise SuiteError(f"{where}[{bad[0]}] must be a non-blank string, got {value[bad[0]]!r}")
+        raise SuiteError(
+            f"{where}[{bad[0]}] must be a non-blank string, got {show(value[bad[0]])}"
+        )
     return [w.strip() for w in value]
 
 

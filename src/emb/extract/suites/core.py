@@ -36,6 +36,15 @@ from typing import Any, Literal
 import numpy as np
 
 from emb.errors import SuiteError
+from emb.extract._documents import (
+    MAX_DEPTH,
+    MAX_FLOAT_INT,
+    check_json_data,
+    parse_json,
+    parse_yaml,
+    show,
+    text_is_unicode,
+)
 from emb.extract.corpus import whole_word_pattern
 from emb.schemas import SCHEMA_VERSION, load_schema, validate_document
 
@@ -68,6 +77,30 @@ def _is_missing(value: Any) -> bool:
 
 def _json_label(value: LabelValue) -> str | float | None:
     return None if _is_missing(value) else value
+
+
+def _label_value(key: Any, value: Any, word: str) -> LabelValue:
+    """A label value as stored: str, or float (NaN for missing); SuiteError for anything else."""
+    if value is None:
+        return float("nan")
+    if isinstance(value, str):
+        if not value.isascii():
+            check_json_data(value, where=f"label {show(key)} of item {word!r}", error=SuiteError)
+        return str(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if math.isinf(number):
+            raise SuiteError(
+                f"label {show(key)} of item {word!r} is {show(value)}, not a finite number; "
+                "labels must be finite (NaN or None for a missing value)"
+            )
+        return number
+    raise SuiteError(
+        f"label {show(key)} of item {word!r} must be a string or a number, got {show(value)}"
+    )
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -104,13 +137,24 @@ class Item:
 
     def __post_init__(self) -> None:
         for name in ("context", "word", "setting", "stimulus_set"):
-            if not isinstance(getattr(self, name), str):
-                raise SuiteError(f"Item.{name} must be a string, got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                raise SuiteError(f"Item.{name} must be a string, got {show(value)}")
+            if type(value) is not str:  # numpy's str_ and other subclasses: plain str
+                object.__setattr__(self, name, str(value))
+            if not value.isascii():
+                check_json_data(value, where=f"Item.{name}", error=SuiteError)
         if not self.word.strip():
             raise SuiteError(f"Item.word must not be blank (context {self.context!r})")
         start, end = self.char_start, self.char_end
-        if not (isinstance(start, int) and isinstance(end, int)) or isinstance(start, bool):
-            raise SuiteError(f"Item span must be integers, got ({start!r}, {end!r})")
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, end)):
+            raise SuiteError(
+                f"Item span must be whole numbers, got ({show(start)}, {show(end)}); give "
+                "char_start and char_end as int"
+            )
+        start, end = int(start), int(end)
+        object.__setattr__(self, "char_start", start)
+        object.__setattr__(self, "char_end", end)
         if not 0 <= start < end <= len(self.context):
             raise SuiteError(
                 f"Item span [{start}, {end}) lies outside the context {self.context!r} "
@@ -122,18 +166,14 @@ class Item:
                 f"Item span [{start}, {end}) of {self.context!r} holds {found!r}, not the word "
                 f"{self.word!r}"
             )
-        labels = {}
-        for key, value in self.labels.items():
-            if isinstance(value, bool) or not isinstance(value, (str, int, float, type(None))):
-                raise SuiteError(
-                    f"label {key!r} of item {self.word!r} must be a string or a number, "
-                    f"got {value!r}"
-                )
-            labels[str(key)] = (
-                float("nan")
-                if value is None
-                else (float(value) if isinstance(value, int) else value)
+        if not isinstance(self.labels, Mapping):
+            raise SuiteError(
+                f"labels of item {self.word!r} must be a mapping of names to values, got "
+                f"{show(self.labels)}"
             )
+        labels: dict[str, LabelValue] = {}
+        for key, value in self.labels.items():
+            labels[str(key)] = _label_value(key, value, self.word)
         object.__setattr__(self, "labels", labels)
 
     @property
@@ -166,13 +206,7 @@ class Item:
         SuiteError
             If the target cannot be located (see :func:`load_suite`).
         """
-        item, problem = _materialise(entry)
-        if item is None:
-            raise SuiteError(
-                f"cannot place word {entry.get('word')!r} in context {entry.get('context')!r}: "
-                f"{problem}"
-            )
-        return item
+        return Suite.from_dict({"name": "item", "items": [entry]}, source="item").items[0]
 
     def _key(self) -> tuple[Any, ...]:
         labels = tuple(sorted((k, _json_label(v)) for k, v in self.labels.items()))
@@ -199,6 +233,11 @@ def _materialise(entry: Mapping[str, Any]) -> tuple[Item | None, str]:
     }
     if "span" in entry:
         start, end = entry["span"]
+        if type(start) is not int or type(end) is not int:
+            return None, (
+                f"span [{show(start)}, {show(end)}] must hold whole numbers written without a "
+                "decimal point (4, not 4.0)"
+            )
         if not 0 <= start < end <= len(context):
             return None, (
                 f"span [{start}, {end}) is outside the context (length {len(context)}) or empty"
@@ -216,6 +255,11 @@ def _materialise(entry: Mapping[str, Any]) -> tuple[Item | None, str]:
         filled = context.replace(PLACEHOLDER, word)
         return Item(context=filled, char_start=start, char_end=start + len(word), **common), ""
     occurrence = entry.get("occurrence", 1)
+    if type(occurrence) is not int:
+        return None, (
+            f"occurrence {show(occurrence)} must be a whole number written without a decimal "
+            "point (2, not 2.0)"
+        )
     matches = list(whole_word_pattern(word).finditer(context))
     if not matches:
         return None, "the word does not occur in the context as a whole word"
@@ -279,13 +323,6 @@ def _complete_labels(item: Item, types: Mapping[str, str]) -> Item:
     )
 
 
-def _check_json(value: Any, where: str) -> None:
-    try:
-        json.dumps(value, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise SuiteError(f"{where} must be JSON-able (no NaN, no objects): {exc}") from exc
-
-
 @dataclass(frozen=True, kw_only=True)
 class Suite:
     """A named, materialised stimulus suite.
@@ -316,15 +353,35 @@ class Suite:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise SuiteError(
-                f"suite name {self.name!r} is not allowed: use letters, digits, '.', '_' and '-', "
-                "starting with a letter or digit"
+                f"suite name {show(self.name)} is not allowed: use letters, digits, '.', '_' and "
+                "'-', starting with a letter or digit"
             )
         items = tuple(self.items)
         if not items:
             raise SuiteError(f"suite {self.name!r} has no items")
         if not all(isinstance(item, Item) for item in items):
-            raise SuiteError(f"suite {self.name!r}: items must be Item objects")
-        _check_json(dict(self.parameters), f"parameters of suite {self.name!r}")
+            raise SuiteError(
+                f"suite {self.name!r}: items must be Item objects (read a suite document with "
+                "Suite.from_dict or load_suite)"
+            )
+        if self.generator is not None and not isinstance(self.generator, str):
+            raise SuiteError(
+                f"generator of suite {self.name!r} must be a name (str), got {show(self.generator)}"
+            )
+        if not isinstance(self.description, str):
+            raise SuiteError(
+                f"description of suite {self.name!r} must be text, got {show(self.description)}"
+            )
+        if not isinstance(self.parameters, Mapping):
+            raise SuiteError(
+                f"parameters of suite {self.name!r} must be a JSON object, got {show(self.parameters)}"
+            )
+        check_json_data(
+            dict(self.parameters),
+            where=f"parameters of suite {self.name!r}",
+            error=SuiteError,
+            allow_nan=False,
+        )
         types = _label_types(items)
         _, _, label_name, reserved, _ = _item_rules()
         bad = [key for key in types if key in reserved or not label_name.search(key)]
@@ -408,7 +465,8 @@ class Suite:
             item, problem = _materialise(entry)
             if item is None:
                 problems.append(
-                    f"  $.items[{index}] word {entry['word']!r} in {entry['context']!r}: {problem}"
+                    f"  $.items[{index}] word {show(entry['word'])} in {show(entry['context'])}: "
+                    f"{problem}"
                 )
             else:
                 items.append(item)
@@ -448,11 +506,11 @@ def _item_rules() -> tuple[
 
 
 def _plainly_valid(entry: Any) -> bool:
-    """A fast, stricter-than-the-schema check of one item (True implies schema-valid).
+    """A fast, stricter-than-the-schema check of one item (True implies schema-valid JSON data).
 
     Validating tens of thousands of items with jsonschema takes seconds; items that pass this
-    check skip it, and any item that fails it sends the whole document through jsonschema, whose
-    errors carry the JSON paths.
+    check skip it (and :func:`~emb.extract._documents.check_json_data`), and any item that fails it
+    sends the whole document through jsonschema, whose errors carry the JSON paths.
     """
     allowed, required, label_name, reserved, word_pattern = _item_rules()
     if type(entry) is not dict or not required <= entry.keys() or not entry.keys() <= allowed:
@@ -461,6 +519,8 @@ def _plainly_valid(entry: Any) -> bool:
     if type(context) is not str or not context or type(word) is not str:
         return False
     if not word or not word_pattern.search(word):
+        return False
+    if not (text_is_unicode(context) and text_is_unicode(word)):
         return False
     if "span" in entry:
         span = entry["span"]
@@ -472,27 +532,60 @@ def _plainly_valid(entry: Any) -> bool:
         occurrence = entry["occurrence"]
         if type(occurrence) is not int or occurrence < 1:
             return False
-    if "setting" in entry and (type(entry["setting"]) is not str or not entry["setting"]):
-        return False
-    if "stimulus_set" in entry and type(entry["stimulus_set"]) is not str:
-        return False
+    if "setting" in entry:
+        setting = entry["setting"]
+        if type(setting) is not str or not setting or not text_is_unicode(setting):
+            return False
+    if "stimulus_set" in entry:
+        stimulus_set = entry["stimulus_set"]
+        if type(stimulus_set) is not str or not text_is_unicode(stimulus_set):
+            return False
     labels = entry.get("labels", {})
     if type(labels) is not dict:
         return False
     for key, value in labels.items():
         if type(key) is not str or key in reserved or not label_name.search(key):
             return False
-        if value is not None and type(value) not in (str, int, float):
-            return False
-        if type(value) is float and not math.isfinite(value):
+        kind = type(value)
+        if kind is str:
+            if not text_is_unicode(value):
+                return False
+        elif kind is float:
+            if not math.isfinite(value):
+                return False
+        elif kind is int:
+            if not -MAX_FLOAT_INT < value < MAX_FLOAT_INT:
+                return False
+        elif value is not None:
             return False
     return True
 
 
 def _validate(doc: Any, source: str | None) -> None:
-    """Schema-validate a suite document; items passing :func:`_plainly_valid` skip jsonschema."""
-    entries = doc.get("items") if isinstance(doc, dict) else None
-    if isinstance(entries, list) and len(entries) > 1 and all(map(_plainly_valid, entries)):
+    """Check that a suite document is JSON data and schema-valid.
+
+    Items passing :func:`_plainly_valid` skip both the JSON-data walk and jsonschema; the rest of
+    the document is walked (:func:`~emb.extract._documents.check_json_data`) before jsonschema
+    sees it, so that jsonschema and the error messages only ever meet plain JSON data.
+    """
+    where = f"suite {source or 'document'}"
+    entries = doc.get("items") if type(doc) is dict else None
+    if type(entries) is not list:
+        check_json_data(doc, where=where, error=SuiteError)
+        validate_document(doc, "suite", source=source)
+        return
+    plain = [_plainly_valid(entry) for entry in entries]
+    check_json_data({k: v for k, v in doc.items() if k != "items"}, where=where, error=SuiteError)
+    for index, entry in enumerate(entries):
+        if not plain[index]:
+            check_json_data(
+                entry,
+                where=where,
+                error=SuiteError,
+                root=("items", index),
+                max_depth=MAX_DEPTH - 2,
+            )
+    if len(entries) > 1 and all(plain):
         validate_document({**doc, "items": entries[:1]}, "suite", source=source)
     else:
         validate_document(doc, "suite", source=source)
@@ -504,30 +597,17 @@ def _read_document(path: Path) -> Any:
     except OSError as exc:
         raise SuiteError(f"cannot read suite {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise SuiteError(f"suite {path} is not UTF-8 text: {exc.reason}") from exc
+        raise SuiteError(f"suite {path} is not UTF-8 text: {exc.reason}; save it as UTF-8") from exc
+    where = f"suite {path}"
     suffix = path.suffix.lower()
     if suffix in (".yaml", ".yml"):
-        return _parse_yaml(text, path)
+        return parse_yaml(text, where=where, error=SuiteError)
+    if suffix == ".json":
+        return parse_json(text, where=where, error=SuiteError)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        if suffix == ".json":
-            raise SuiteError(
-                f"suite {path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-            ) from exc
-        return _parse_yaml(text, path)
-
-
-def _parse_yaml(text: str, path: Path) -> Any:
-    import yaml
-
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise SuiteError(f"suite {path} is not valid YAML: {problem}{where}") from exc
+        return parse_json(text, where=where, error=SuiteError)
+    except SuiteError:
+        return parse_yaml(text, where=where, error=SuiteError)
 
 
 def load_suite(path: str | PathLike[str]) -> Suite:
@@ -585,9 +665,10 @@ class SuiteOption:
     Attributes
     ----------
     name
-        Keyword of ``build``.
+        Keyword of ``build``; the CLI flag is :attr:`flag` (``--text-field`` for ``text_field``).
     type
-        ``str``, ``int``, ``float`` or ``pathlib.Path`` (values are converted to it).
+        ``str``, ``int``, ``float``, ``bool`` (a CLI switch) or ``pathlib.Path`` (values are
+        converted to it).
     multiple
         Whether the option takes several values (a tuple).
     default
@@ -598,6 +679,8 @@ class SuiteOption:
         Allowed values, or ``None``.
     required
         Whether ``build`` needs a value.
+    minimum
+        Smallest allowed value of an ``int``/``float`` option, or ``None``.
     """
 
     name: str
@@ -607,25 +690,38 @@ class SuiteOption:
     help: str = ""
     choices: tuple[str, ...] | None = None
     required: bool = False
+    minimum: float | None = None
+
+    @property
+    def flag(self) -> str:
+        """The command-line flag, ``--`` and the name with ``-`` for ``_``."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def spelled(self) -> str:
+        """How messages name the option: the CLI flag first, then the Python keyword."""
+        return f"{self.flag} ({self.name}= in Python)"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able description (type by name)."""
         default = list(self.default) if isinstance(self.default, tuple) else self.default
         return {
             "name": self.name,
+            "flag": self.flag,
             "type": self.type.__name__,
             "multiple": self.multiple,
             "default": default if not isinstance(default, Path) else str(default),
             "help": self.help,
             "choices": list(self.choices) if self.choices else None,
             "required": self.required,
+            "minimum": self.minimum,
         }
 
     def parse(self, value: Any) -> Any:
         """Convert a given value (a string from the CLI, or a Python value) to the option's type."""
         if value is None:
             if self.required:
-                raise SuiteError(f"option {self.name!r} is required: {self.help}")
+                raise SuiteError(f"{self.spelled} is required: {self.help}")
             return self.default
         if self.multiple:
             values = (
@@ -634,31 +730,55 @@ class SuiteOption:
                 else list(value)
             )
             if not values and self.required:
-                raise SuiteError(f"option {self.name!r} needs at least one value: {self.help}")
+                raise SuiteError(f"{self.spelled} needs at least one value: {self.help}")
             return tuple(self._one(v) for v in values)
         return self._one(value)
 
     def _one(self, value: Any) -> Any:
+        kinds = {int: "a whole number", float: "a number", bool: "true or false", Path: "a path"}
         try:
             if self.type is Path:
+                if not isinstance(value, (str, PathLike)):
+                    raise TypeError(value)
                 converted: Any = Path(value)
+            elif self.type is bool:
+                converted = _parse_bool(value)
             elif self.type is int:
                 if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
                     raise ValueError(value)
                 converted = int(value)
             elif self.type is float:
+                if isinstance(value, bool):
+                    raise ValueError(value)
                 converted = float(value)
+                if not math.isfinite(converted):
+                    raise ValueError(value)
+            elif isinstance(value, PathLike):
+                converted = str(Path(value))
             else:
-                converted = value if isinstance(value, self.type) else self.type(value)
-        except (TypeError, ValueError):
+                if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+                    raise TypeError(value)
+                converted = str(value)
+        except (TypeError, ValueError, OverflowError):
+            kind = kinds.get(self.type, "text")
+            raise SuiteError(f"{self.spelled} must be {kind}, got {show(value)}") from None
+        if self.minimum is not None and converted < self.minimum:
             raise SuiteError(
-                f"option {self.name!r} must be {self.type.__name__}, got {value!r}"
-            ) from None
+                f"{self.spelled} must be at least {show(self.minimum)}, got {show(value)}"
+            )
         if self.choices is not None and converted not in self.choices:
             raise SuiteError(
-                f"option {self.name!r} must be one of {list(self.choices)}, got {value!r}"
+                f"{self.spelled} must be one of {', '.join(self.choices)}; got {show(value)}"
             )
         return converted
+
+
+def _parse_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "yes", "1", "false", "no", "0"):
+        return value.strip().lower() in ("true", "yes", "1")
+    raise ValueError(value)
 
 
 class SuiteGenerator:
@@ -689,11 +809,14 @@ class SuiteGenerator:
             An unknown option (listing the known ones), a missing required one, a bad value.
         """
         known = {option.name: option for option in self.options}
-        unknown = sorted(set(options) - set(known))
+        unknown = sorted(map(str, set(options) - set(known)))
         if unknown:
             raise SuiteError(
-                f"suite generator {self.name!r} has no option(s) {unknown}; "
-                f"its options are {sorted(known)}"
+                f"suite {self.name!r} has no option(s) {', '.join(unknown)}; its options are "
+                + ", ".join(o.flag for o in self.options)
+                + " ("
+                + ", ".join(f"{o.name}=" for o in self.options)
+                + " in Python)"
             )
         return {key: option.parse(options.get(key)) for key, option in known.items()}
 

@@ -2,6 +2,27 @@
 
 Wolfe & Caliskan (2022), VAST: The Valence-Assessing Semantics Test for Contextualizing Language
 Models. The 25 pleasant and 25 unpleasant polar words are package data (``emb/data/polar_words.json``).
+
+Templates in other languages (``--templates FILE``, ``templates=`` in Python). VAST in its seven
+languages used templates translated into each language; a template file gives them, one entry
+per language code (the layout of ``polar_words_multilingual.json``), or one entry at the top
+level::
+
+    {"_source": "who translated them (keys starting with '_' are comments)",
+     "languages": {
+       "es": {"language": "Spanish",
+              "bleached": "Esto es {word}",
+              "bands": {"very unpleasant": "Es muy desagradable pensar en {word}",
+                        "unpleasant": "Es desagradable pensar en {word}",
+                        "neither pleasant nor unpleasant": "No es ni agradable ni desagradable pensar en {word}",
+                        "pleasant": "Es agradable pensar en {word}",
+                        "very pleasant": "Es muy agradable pensar en {word}"}}}}
+
+``bleached`` and each of the five band sentences hold ``{word}`` exactly once, anywhere in the
+sentence (word order differs between languages); the band keys are the English band phrases,
+which stay the items' ``band`` labels. The file's path, sha256 and the sentences used are recorded
+in the suite parameters. A non-English ``--language`` without templates is refused unless
+``--allow-english-templates`` is given.
 """
 
 from __future__ import annotations
@@ -15,6 +36,7 @@ import numpy as np
 
 from emb import data
 from emb.errors import SuiteError
+from emb.extract._documents import show
 from emb.extract.corpus import Corpus, load_corpus
 from emb.extract.lexicon import Lexicon, load_lexicon
 from emb.extract.suites._common import (
@@ -46,7 +68,8 @@ POLAR_UNPLEASANT: tuple[str, ...] = tuple(_POLAR["unpleasant"])
 #: 1–9 ratings that pick the aligned band of a polar word the lexicon does not rate (VAST code).
 POLAR_DEFAULT_RATINGS: dict[str, float] = {"pleasant": 8.0, "unpleasant": 2.0}
 
-#: VAST's aligned-context bands on the 1–9 scale: (lower bound, phrase), half-open intervals.
+#: VAST's aligned-context bands on the 1–9 scale: (lower bound, phrase). The paper's edges are
+#: half-open, [lower, next lower); the authors' code closes them at the top (see BAND_EDGES).
 BANDS: tuple[tuple[float, str], ...] = (
     (1.0, "very unpleasant"),
     (2.5, "unpleasant"),
@@ -62,29 +85,55 @@ _MIRROR = {
     "very pleasant": "very unpleasant",
 }
 _WORDING = {"paper": "think of", "reference": "think about"}
+#: Which side of a band edge a rating exactly on it belongs to, per ``wording``: the paper's
+#: bands 1.00–2.49, 2.50–3.99, … (an edge starts the band above it), or the authors' code's
+#: ``<= 2.5``, ``<= 4.0``, ``<= 6.0``, ``<= 7.5`` (an edge ends the band below it; 321 Warriner
+#: words sit exactly on an edge).
+BAND_EDGES: dict[str, str] = {
+    "paper": "lower <= rating < upper: [1, 2.5) very unpleasant, [2.5, 4) unpleasant, [4, 6) "
+    "neither pleasant nor unpleasant, [6, 7.5) pleasant, [7.5, 9] very pleasant (the paper)",
+    "reference": "lower < rating <= upper: [1, 2.5] very unpleasant, (2.5, 4] unpleasant, "
+    "(4, 6] neither pleasant nor unpleasant, (6, 7.5] pleasant, (7.5, 9] very pleasant (the "
+    "authors' code)",
+}
+#: The placeholder of a template sentence.
+WORD = "{word}"
+_TEMPLATE_KEYS = ("language", "bleached", "bands")
 
 
-def valence_band(rating: float) -> str:
+def valence_band(rating: float, *, edges: str = "paper") -> str:
     """VAST's aligned band phrase for a 1–9 valence rating.
+
+    Parameters
+    ----------
+    rating
+        Valence on the 1–9 scale.
+    edges
+        ``"paper"`` (default) or ``"reference"`` (the authors' code): which band a rating
+        exactly on an edge (2.5, 4, 6, 7.5) belongs to; see :data:`BAND_EDGES`.
 
     Notes
     -----
-    [1, 2.5) "very unpleasant", [2.5, 4) "unpleasant", [4, 6) "neither pleasant nor
+    Paper: [1, 2.5) "very unpleasant", [2.5, 4) "unpleasant", [4, 6) "neither pleasant nor
     unpleasant", [6, 7.5) "pleasant", [7.5, 9] "very pleasant" (the paper's 1.00–2.49,
-    2.50–3.99, 4.00–5.99, 6.00–7.49, 7.50–9.00, closed between two-decimal ratings). The rating
-    is rounded to 9 decimals first, so a rescaled 2.4999999999 counts as 2.5.
+    2.50–3.99, 4.00–5.99, 6.00–7.49, 7.50–9.00, closed between two-decimal ratings). Reference:
+    ``rating <= 2.5`` "very unpleasant", ``<= 4.0`` "unpleasant", ``<= 6.0`` "neither …",
+    ``<= 7.5`` "pleasant", above "very pleasant". The rating is rounded to 9 decimals first, so
+    a rescaled 2.4999999999 counts as 2.5.
 
     References
     ----------
     Wolfe, R. & Caliskan, A. (2022). VAST: The Valence-Assessing Semantics Test for
     Contextualizing Language Models. AAAI 36(10), 11477–11485.
     """
+    if edges not in BAND_EDGES:
+        raise SuiteError(f"band edges must be one of {list(BAND_EDGES)}, got {show(edges)}")
     value = round(float(rating), 9)
     if not 1.0 <= value <= 9.0:
-        raise SuiteError(f"valence {rating!r} is outside the 1–9 scale of VAST's bands")
+        raise SuiteError(f"valence {show(rating)} is outside the 1–9 scale of VAST's bands")
     phrase = BANDS[0][1]
-    for lower, name in BANDS:
-        if value >= lower:
+    for lower, name in BANDS[1:]:
+        if value > lower or (value == lower and edges == "paper"):
             phrase = name
     return phrase
 
@@ -94,7 +143,7 @@ def mirror_band(band: str) -> str:
     try:
         return _MIRROR[band]
     except KeyError:
-        raise SuiteError(f"unknown band {band!r}; bands are {list(_MIRROR)}") from None
+        raise SuiteError(f"unknown band {show(band)}; bands are {list(_MIRROR)}") from None
 
 
 
@@ -102,12 +151,6 @@ def _load_polar(
     path: Path | None, language: str | None
 ) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, Any]]:
     if path is None:
-        if language not in (None, "en"):
-            raise SuiteError(
-                f"the built-in polar words are English, but language={language!r}; pass polar= "
-                "a JSON file with 'pleasant' and 'unpleasant' lists in that language (or the "
-                "polar_words_multilingual.json layout with a 'languages' key)"
-            )
         info = {"source": "builtin", "reference": "Wolfe & Caliskan 2022, appendix (WEAT1 A/B)"}
         return POLAR_PLEASANT, POLAR_UNPLEASANT, info
     doc = read_json(path, "polar-word file")
@@ -118,7 +161,8 @@ def _load_polar(
         if not isinstance(languages, dict) or code not in languages:
             available = sorted(languages) if isinstance(languages, dict) else []
             raise SuiteError(
-                f"polar-word file {path} has no language {code!r}; available: {available}"
+                f"polar-word file {path} has no language {code!r}; available: {available}; "
+                "give --language one of them, or another --polar FILE"
             )
         doc, where = languages[code], f"$.languages.{code}"
     if not isinstance(doc, dict):
@@ -134,6 +178,119 @@ def _load_polar(
         "repeated_words_removed": {"pleasant": rep_p, "unpleasant": rep_u},
     }
     return pleasant, unpleasant, info
+
+
+@dataclass(frozen=True)
+class _Templates:
+    """The bleached sentence and one sentence per band, each holding ``{word}`` once."""
+
+    bleached: str
+    bands: dict[str, str]
+    info: dict[str, Any]
+
+    def item(
+        self, template: str, word: str, *, setting: str, stimulus_set: str, labels: dict[str, Any]
+    ) -> Item:
+        prefix, suffix = template.split(WORD)
+        return span_item(
+            prefix, word, suffix=suffix, setting=setting, stimulus_set=stimulus_set, labels=labels
+        )
+
+
+def _english_templates(wording: str, language: str | None) -> _Templates:
+    think = _WORDING[wording]
+    bands = {phrase: f"It is {phrase} to {think} {WORD}" for _, phrase in BANDS}
+    info: dict[str, Any] = {
+        "source": "builtin",
+        "language": "en",
+        "bleached": BLEACHED + WORD,
+        "aligned": f"It is {{band}} to {think} {WORD}",
+        "misaligned": f"It is {{mirrored band}} to {think} {WORD} (polar words: aligned)",
+    }
+    if language not in (None, "en"):
+        info["used_for_language"] = language
+        info["note"] = (
+            f"English templates used for language {language!r} (--allow-english-templates)"
+        )
+    return _Templates(BLEACHED + WORD, bands, info)
+
+
+def _template_sentence(value: Any, where: str, fix: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise SuiteError(f"{where} must be a sentence holding {WORD}, got {show(value)}; {fix}")
+    if value.count(WORD) != 1:
+        raise SuiteError(
+            f"{where} holds {WORD} {value.count(WORD)} times ({show(value)}); write it exactly "
+            f"once, where the word goes; {fix}"
+        )
+    return value
+
+
+def _load_templates(path: Path, language: str | None) -> _Templates:
+    """Read and check a template file (layout in the module docstring)."""
+    fix = "see the layout in 'emb suites' or the emb.extract.suites.vast docstring"
+    doc = read_json(path, "template file")
+    code = language or "en"
+    where = "$"
+    if isinstance(doc, dict) and "languages" in doc:
+        languages = doc["languages"]
+        if not isinstance(languages, dict) or code not in languages:
+            available = sorted(languages) if isinstance(languages, dict) else []
+            raise SuiteError(
+                f"template file {path} has no language {code!r} under $.languages; available: "
+                f"{available}; add it, or give --language one of them"
+            )
+        doc, where = languages[code], f"$.languages.{code}"
+    if not isinstance(doc, dict):
+        raise SuiteError(
+            f"template file {path}: {where} must be an object with 'bleached' and 'bands', got "
+            f"{show(doc)}; {fix}"
+        )
+    unknown = sorted(k for k in doc if k not in _TEMPLATE_KEYS and not k.startswith("_"))
+    if unknown:
+        raise SuiteError(
+            f"template file {path}: {where} has unknown key(s) {unknown}; the keys are "
+            f"{list(_TEMPLATE_KEYS)} (and comments starting with '_'); {fix}"
+        )
+    bleached = _template_sentence(doc.get("bleached"), f"template file {path}: {where}.bleached", fix)
+    bands_doc = doc.get("bands")
+    phrases = [phrase for _, phrase in BANDS]
+    if not isinstance(bands_doc, dict):
+        raise SuiteError(
+            f"template file {path}: {where}.bands must be an object with one sentence per band "
+            f"{phrases}, got {show(bands_doc)}; {fix}"
+        )
+    missing = [p for p in phrases if p not in bands_doc]
+    extra = sorted(k for k in bands_doc if k not in phrases)
+    if missing or extra:
+        raise SuiteError(
+            f"template file {path}: {where}.bands must have exactly the keys {phrases}; "
+            + (f"missing {missing}" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"unknown {extra}" if extra else "")
+            + " (the keys are the English band names; the sentences are in the language)"
+        )
+    bands = {
+        p: _template_sentence(bands_doc[p], f"template file {path}: {where}.bands[{p!r}]", fix)
+        for p in phrases
+    }
+    repeated = sorted({s for s in bands.values() if list(bands.values()).count(s) > 1})
+    if repeated:
+        raise SuiteError(
+            f"template file {path}: {where}.bands gives the same sentence to several bands "
+            f"({show(repeated[0])}); each band needs its own sentence (the aligned and misaligned "
+            "settings differ only by them)"
+        )
+    info = {
+        "source": str(path),
+        "sha256": sha256(path),
+        "language": code,
+        "bleached": bleached,
+        "bands": bands,
+        "aligned": "the sentence of the word's band",
+        "misaligned": "the sentence of the mirrored band (polar words: aligned)",
+    }
+    return _Templates(bleached, bands, info)
 
 
 def _extremes(lexicon: Lexicon, rating: str) -> np.ndarray:
@@ -206,6 +363,9 @@ class VastGenerator(SuiteGenerator):
     holding the word (:meth:`~emb.extract.corpus.Corpus.sample`). Polar words the lexicon does not
     rate take the ratings 8 (pleasant) / 2 (unpleasant) for their band; their ``valence`` labels
     are NaN and ``in_lexicon`` is "false". With several lexica, items repeat per lexicon.
+    ``wording="reference"`` reproduces the authors' code: "think about" and band edges closed at
+    the top (:data:`BAND_EDGES`). Other languages take their own templates (``templates``, see
+    the module docstring) and polar words (``polar``).
 
     Labels: ``lexicon``, ``valence``/``arousal``/``dominance`` (1–9, NaN where not rated),
     ``valence_raw`` (the lexicon's scale), ``band`` (aligned/misaligned phrase, else ""),
@@ -238,8 +398,15 @@ class VastGenerator(SuiteGenerator):
             type=Path,
             help="sentence corpus (text or JSONL, .gz/.zst) for the 'random' setting",
         ),
-        SuiteOption(name="seed", type=int, default=0, help="seed of the random-context draw"),
-        SuiteOption(name="language", type=str, help="language code of a multilingual lexicon file"),
+        SuiteOption(
+            name="seed", type=int, default=0, minimum=0, help="seed of the random-context draw"
+        ),
+        SuiteOption(
+            name="language",
+            type=str,
+            help="language code (es, pt, …) of a multilingual lexicon file; other languages "
+            "need --polar and --templates",
+        ),
         SuiteOption(
             name="scale",
             type=str,
@@ -250,7 +417,8 @@ class VastGenerator(SuiteGenerator):
             type=str,
             default="paper",
             choices=("paper", "reference"),
-            help="'paper': 'It is <band> to think of WORD'; 'reference': the authors' 'think about'",
+            help="'paper': 'It is <band> to think of WORD', bands [2.5, 4) …; 'reference': the "
+            "authors' code, 'think about' and bands closed at the top (<= 2.5, <= 4, <= 6, <= 7.5)",
         ),
         SuiteOption(
             name="polar",
@@ -259,19 +427,70 @@ class VastGenerator(SuiteGenerator):
             "default: the 25+25 English words",
         ),
         SuiteOption(
+            name="templates",
+            type=Path,
+            help="JSON of the bleached template and the five band sentences per language "
+            "({\"languages\": {\"es\": {\"bleached\": \"Esto es {word}\", \"bands\": {…}}}}); "
+            "default: the English templates",
+        ),
+        SuiteOption(
+            name="allow_english_templates",
+            type=bool,
+            default=False,
+            help="with a non-English --language and no --templates, use the English templates "
+            "anyway (recorded)",
+        ),
+        SuiteOption(
             name="duplicates",
             type=str,
             choices=("error", "first", "last", "mean"),
             help="how to treat a word listed twice in a lexicon (default: error)",
         ),
+        SuiteOption(
+            name="text_field",
+            type=str,
+            default="text",
+            help="key of the sentence in each line of a JSONL corpus",
+        ),
     )
+
+    def _check_language(self, opts: dict[str, Any]) -> None:
+        """Refuse a non-English language without its own polar words and templates."""
+        language = opts["language"]
+        if language in (None, "en"):
+            return
+        needs = []
+        if opts["polar"] is None:
+            needs.append(
+                f"the built-in polar words are English, but --language {language}: give --polar "
+                "FILE (polar= in Python), a JSON file with 'pleasant' and 'unpleasant' lists in "
+                "that language (or the polar_words_multilingual.json layout with a 'languages' key)"
+            )
+        if opts["templates"] is None and not opts["allow_english_templates"]:
+            example = _english_templates(opts["wording"], None).bands["very pleasant"]
+            needs.append(
+                f"the built-in templates are English ({BLEACHED}WORD, "
+                f"{example.replace(WORD, 'WORD')}), and --language {language} would put "
+                f"{language} words into them: give --templates FILE (templates= in Python) with "
+                f"the bleached template and the five band sentences in that language, or "
+                "--allow-english-templates (allow_english_templates=True) to use the English ones "
+                "knowingly"
+            )
+        if needs:
+            raise SuiteError("; and ".join(needs))
 
     def build(self, **options: Any) -> Suite:
         """Build the VAST suite; see the class docstring for items and labels."""
         if isinstance(options.get("scale"), (tuple, list)):
             options["scale"] = ",".join(str(v) for v in options["scale"])
         opts = self.parse_options(options)
+        self._check_language(opts)
         pleasant, unpleasant, polar_info = _load_polar(opts["polar"], opts["language"])
+        templates = (
+            _load_templates(opts["templates"], opts["language"])
+            if opts["templates"] is not None
+            else _english_templates(opts["wording"], opts["language"])
+        )
         lexica = [
             load_lexicon(
                 source,
@@ -287,8 +506,10 @@ class VastGenerator(SuiteGenerator):
             raise SuiteError(
                 f"several lexica are named {repeated}; give files with different names"
             )
-        corpus: Corpus | None = load_corpus(opts["corpus"]) if opts["corpus"] else None
-        think = _WORDING[opts["wording"]]
+        corpus: Corpus | None = (
+            load_corpus(opts["corpus"], text_field=opts["text_field"]) if opts["corpus"] else None
+        )
+        edges = opts["wording"]
         seed = opts["seed"]
 
         items: list[Item] = []
@@ -302,8 +523,8 @@ class VastGenerator(SuiteGenerator):
             ]
             for e in entries:
                 items.append(
-                    span_item(
-                        BLEACHED,
+                    templates.item(
+                        templates.bleached,
                         e.word,
                         setting="bleached",
                         stimulus_set=e.stimulus_set,
@@ -312,12 +533,12 @@ class VastGenerator(SuiteGenerator):
                 )
             for setting in ("aligned", "misaligned"):
                 for e in entries:
-                    band = valence_band(e.rating)
+                    band = valence_band(e.rating, edges=edges)
                     if setting == "misaligned" and not e.polar:
                         band = mirror_band(band)
                     items.append(
-                        span_item(
-                            f"It is {band} to {think} ",
+                        templates.item(
+                            templates.bands[band],
                             e.word,
                             setting=setting,
                             stimulus_set=e.stimulus_set,
@@ -354,12 +575,9 @@ class VastGenerator(SuiteGenerator):
             "corpus": corpus.to_dict() if corpus is not None else None,
             "seed": seed,
             "wording": opts["wording"],
-            "templates": {
-                "bleached": BLEACHED + "{word}",
-                "aligned": f"It is {{band}} to {think} {{word}}",
-                "misaligned": f"It is {{mirrored band}} to {think} {{word}} (polar words: aligned)",
-            },
+            "templates": templates.info,
             "bands": [[lower, phrase] for lower, phrase in BANDS],
+            "band_edges": {"name": edges, "rule": BAND_EDGES[edges]},
             "polar": {
                 **polar_info,
                 "pleasant": list(pleasant),
@@ -372,6 +590,8 @@ class VastGenerator(SuiteGenerator):
             "counts": {"items": len(items), "by_setting": by_setting},
             "missing_random": list(missing),
         }
+        if opts["corpus"] is not None and opts["text_field"] != "text":
+            parameters["text_field"] = opts["text_field"]
         return Suite(
             name=self.name,
             items=tuple(items),
@@ -383,10 +603,12 @@ class VastGenerator(SuiteGenerator):
     @staticmethod
     def missing_random(suite: Suite) -> tuple[str, ...]:
         """Words that got no ``random`` item because no corpus sentence contains them."""
-        return tuple(suite.parameters.get("missing_random") or ())
+        return _strings(suite.parameters.get("missing_random"))
 
     def warnings(self, suite: Suite) -> tuple[str, ...]:
-        """The words without a random context, and lexicon notes (inferred scales, duplicates)."""
+        """The words without a random context, English templates used for another language, and
+        lexicon notes (inferred scales, duplicates). Parameters of a loaded suite file that do not
+        have the shapes this generator writes are ignored."""
         lines = []
         missing = self.missing_random(suite)
         if missing:
@@ -394,7 +616,17 @@ class VastGenerator(SuiteGenerator):
                 f"{len(missing)} word(s) occur in no corpus sentence and have no 'random' item: "
                 f"{listing(missing, 50)} (all in parameters['missing_random'])"
             )
-        for lex in suite.parameters.get("lexica", []):
-            lines.extend(f"lexicon {lex['name']!r}: {note}" for note in lex.get("notes", []))
+        templates = suite.parameters.get("templates")
+        if isinstance(templates, dict) and isinstance(templates.get("note"), str):
+            lines.append(templates["note"])
+        lexica = suite.parameters.get("lexica")
+        for lex in lexica if isinstance(lexica, list) else ():
+            if isinstance(lex, dict):
+                name = show(lex.get("name"))
+                lines.extend(f"lexicon {name}: {note}" for note in _strings(lex.get("notes")))
         return tuple(lines)
 
+
+def _strings(value: Any) -> tuple[str, ...]:
+    """The strings of a parameters list (a crafted suite file may hold anything there)."""
+    return tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
