@@ -109,7 +109,7 @@ def test_jsonl_errors_name_the_line(tmp_path):
     with pytest.raises(CorpusError, match="line 2: invalid JSON"):
         load_corpus(path)
     path.write_text('{"text": 3}\n', encoding="utf-8")
-    with pytest.raises(CorpusError, match="line 1: field 'text' is int"):
+    with pytest.raises(CorpusError, match="line 1: field 'text' is a number, not a string; give --text-field KEY"):
         load_corpus(path)
     path.write_text("[1, 2]\n", encoding="utf-8")
     with pytest.raises(CorpusError, match="line 1: no 'text' field"):

@@ -197,6 +197,57 @@ def _decompress(raw: bytes, path: Path) -> bytes:
     return raw
 
 
+def _jsonl_text(line: str, text_field: str, where: str) -> str:
+    """The sentence of one JSON Lines line (a JSON object with the sentence under ``text_field``).
+
+    Raises
+    ------
+    CorpusError
+        Invalid JSON (also: nested too deeply for the parser, an integer of over 4,300 digits),
+        not an object, no such field, a field that is not a string or not valid Unicode.
+    """
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(
+            f"{where}: invalid JSON ({exc.msg} at column {exc.colno}); each line must be one JSON "
+            "object such as {\"text\": \"A sentence.\"}"
+        ) from None
+    except RecursionError:
+        raise CorpusError(
+            f"{where}: nested too deeply for the JSON parser; each line must be one flat JSON "
+            "object such as {\"text\": \"A sentence.\"}"
+        ) from None
+    except ValueError:  # an integer beyond Python's 4,300-digit str limit
+        raise CorpusError(
+            f"{where}: holds an integer of over 4,300 digits, too long to read; remove it"
+        ) from None
+    if not isinstance(obj, dict) or text_field not in obj:
+        found = sorted(obj)[:20] if isinstance(obj, dict) else f"a JSON {type(obj).__name__}"
+        raise CorpusError(
+            f"{where}: no {text_field!r} field (found {found}); give --text-field KEY "
+            "(text_field= in Python), the key that holds the sentence"
+        )
+    value = obj[text_field]
+    if not isinstance(value, str):
+        kind = {dict: "an object", list: "a list", bool: "true/false", type(None): "null"}.get(
+            type(value), "a number"
+        )
+        raise CorpusError(
+            f"{where}: field {text_field!r} is {kind}, not a string; give --text-field KEY "
+            "(text_field= in Python) for the key that holds the sentence"
+        )
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise CorpusError(
+                f"{where}: field {text_field!r} holds an unpaired surrogate "
+                f"{value[exc.start]!r}, which is not Unicode text; fix the \\u escape"
+            ) from None
+    return value
+
+
 def _format_of(path: Path) -> str:
     suffixes = [s.lower() for s in path.suffixes]
     while suffixes and suffixes[-1] in (".gz", ".zst", ".zstd"):
@@ -262,23 +313,7 @@ def load_corpus(
         if not line.strip():
             continue
         if kind == "jsonl":
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise CorpusError(f"{path} line {number}: invalid JSON ({exc.msg})") from exc
-            if not isinstance(obj, dict) or text_field not in obj:
-                found = sorted(obj) if isinstance(obj, dict) else type(obj).__name__
-                raise CorpusError(
-                    f"{path} line {number}: no {text_field!r} field (found {found}); "
-                    "pass text_field= the key that holds the sentence"
-                )
-            value = obj[text_field]
-            if not isinstance(value, str):
-                raise CorpusError(
-                    f"{path} line {number}: field {text_field!r} is {type(value).__name__}, "
-                    "not a string"
-                )
-            line = value
+            line = _jsonl_text(line, text_field, f"{path} line {number}")
         line = line.strip()
         if line:
             sentences.append(line)

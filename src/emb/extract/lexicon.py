@@ -254,7 +254,9 @@ def infer_scale(values: Sequence[float] | np.ndarray) -> tuple[float, float]:
         if candidate[0] <= lo and hi <= candidate[1]:
             return candidate
     raise LexiconError(
-        f"cannot infer the rating scale of values in [{lo}, {hi}]; pass scale=(lo, hi)"
+        f"cannot infer the rating scale of values in [{lo:g}, {hi:g}] (none of "
+        f"{', '.join(f'{a:g}–{b:g}' for a, b in _CANDIDATE_SCALES)} holds them); give --scale "
+        "LO,HI (scale=(lo, hi) in Python)"
     )
 
 
@@ -264,17 +266,22 @@ def _parse_scale(
     if scale is None:
         return None
     if isinstance(scale, str):
+        text = scale
         parts = scale.replace(":", ",").split(",")
         try:
             scale = (float(parts[0]), float(parts[1])) if len(parts) == 2 else ()  # type: ignore[assignment]
         except ValueError:
             scale = ()  # type: ignore[assignment]
         if not scale:
-            raise LexiconError(f"scale must look like 'LO,HI' (e.g. '1,5'), got {scale!r}")
+            raise LexiconError(
+                f"--scale (scale= in Python) must look like 'LO,HI' (e.g. '1,5'), got {text!r}"
+            )
     if isinstance(scale, Mapping):
         unknown = sorted(set(scale) - set(RATINGS))
         if unknown:
-            raise LexiconError(f"scale names unknown ratings {unknown}; use {list(RATINGS)}")
+            raise LexiconError(
+                f"scale names unknown ratings {[str(u) for u in unknown]}; use {list(RATINGS)}"
+            )
         pairs = dict(scale)
     else:
         pairs = dict.fromkeys(RATINGS, scale)
@@ -282,14 +289,27 @@ def _parse_scale(
     for rating, pair in pairs.items():
         try:
             lo, hi = (float(v) for v in pair)  # type: ignore[union-attr]
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise LexiconError(
-                f"scale for {rating} must be a pair (lo, hi) of numbers, got {pair!r}"
+                f"scale for {rating} must be a pair LO,HI of numbers (--scale 1,9; scale=(1, 9) "
+                f"in Python), got {_plain(pair)}"
             ) from None
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise LexiconError(f"scale for {rating} must have finite lo < hi, got ({lo}, {hi})")
+            raise LexiconError(
+                f"scale for {rating} must have finite LO < HI, got ({lo:g}, {hi:g}); give --scale "
+                "LO,HI (scale= in Python)"
+            )
         out[rating] = (lo, hi)
     return out
+
+
+def _plain(value: Any) -> str:
+    """A value for a message: numpy scalars and strings as plain Python ones."""
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(_plain(v) for v in value) + ")"
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value) if len(repr(value)) <= 60 else repr(value)[:59] + "…"
 
 
 def _rows_text(rows: Sequence[Any], limit: int = 10) -> str:
@@ -304,7 +324,7 @@ def _package_file(name: str) -> tuple[Path, str]:
     if found is None or not found.submodule_search_locations:
         raise LexiconError(
             f"lexicon {name!r} is read from the {spec.package!r} package, which is not installed; "
-            f"run '{install}' or pass the path of a CSV file"
+            f"run '{install}' or give the path of a CSV file"
         )
     root = Path(next(iter(found.submodule_search_locations)))
     path = root / spec.path
@@ -315,7 +335,7 @@ def _package_file(name: str) -> tuple[Path, str]:
     if not path.is_file():
         raise LexiconError(
             f"lexicon {name!r}: {spec.package}=={version} has no file {spec.path} (looked in "
-            f"{root}); reinstall it with '{install}' or pass the path of a CSV file"
+            f"{root}); reinstall it with '{install}' or give the path of a CSV file"
         )
     return path, f"{spec.package}=={version}:{spec.package}/{spec.path}"
 
@@ -396,18 +416,20 @@ def _from_frame(
         available = sorted(set(frame[lang_col].dropna()))
         if language is None:
             raise LexiconError(
-                f"lexicon file {path} holds several languages {available}; pass language="
+                f"lexicon file {path} holds several languages {available}; give --language CODE "
+                "(language= in Python) to choose one"
             )
         keep = (frame[lang_col] == language).to_numpy()
         if not keep.any():
             raise LexiconError(
-                f"lexicon file {path} has no rows for language {language!r}; available: {available}"
+                f"lexicon file {path} has no rows for language {language!r}; available: "
+                f"{available}; give --language one of them"
             )
         frame, lines = frame[keep], lines[keep]
     elif language is not None:
         raise LexiconError(
-            f"language={language!r} given but lexicon file {path} has no 'language' column "
-            f"(found columns {found})"
+            f"--language {language} given but lexicon file {path} has no 'language' column "
+            f"(found columns {found}); leave --language out for a one-language file"
         )
     word_col = frame[names[0]]
     empty = np.flatnonzero(
@@ -466,7 +488,7 @@ def _resolve_duplicates(table: _Table, mode: Duplicates, path: Path) -> tuple[_T
     if mode == "error":
         raise LexiconError(
             f"lexicon {path} has {len(dups)} duplicate word(s): {_rows_text(listing)}; remove them, "
-            "or pass duplicates='first', 'last' or 'mean'"
+            "or give --duplicates first, last or mean (duplicates= in Python)"
         )
     rows_of = list(groups.values())
     chosen = [rows[-1] if mode == "last" else rows[0] for rows in rows_of]
@@ -537,7 +559,8 @@ def load_lexicon(
     declared = _parse_scale(scale)
     if duplicates not in (None, "error", "first", "last", "mean"):
         raise LexiconError(
-            f"duplicates must be 'error', 'first', 'last' or 'mean', got {duplicates!r}"
+            "--duplicates (duplicates= in Python) must be error, first, last or mean, got "
+            f"{_plain(duplicates)}"
         )
     path = Path(path_or_name)
     key = str(path_or_name)
@@ -565,7 +588,10 @@ def load_lexicon(
     if named == "vader":
         table, lang = _read_vader(raw, path), None
         if language is not None:
-            raise LexiconError("language= only applies to files with a 'language' column")
+            raise LexiconError(
+                "--language (language= in Python) only applies to files with a 'language' "
+                "column; the vader lexicon is English"
+            )
     else:
         frame = _read_table(raw, path)
         columns = None
@@ -592,7 +618,8 @@ def load_lexicon(
         inferred = True
         notes.append(
             f"scale {scales['valence']} inferred from the data range "
-            f"[{together.min()}, {together.max()}]; pass scale= to declare it"
+            f"[{together.min():g}, {together.max():g}]; give --scale LO,HI (scale= in Python) "
+            "to declare it"
         )
     for rating, values in table.ratings.items():
         lo, hi = scales[rating]
@@ -601,7 +628,8 @@ def load_lexicon(
             rows = [f"line {table.lines[i]} ({table.words[i]!r}: {values[i]:g})" for i in outside]
             raise LexiconError(
                 f"lexicon {path}: {len(outside)} {rating} rating(s) lie outside the scale "
-                f"[{lo:g}, {hi:g}]: {_rows_text(rows)}; pass the right scale=(lo, hi)"
+                f"[{lo:g}, {hi:g}]: {_rows_text(rows)}; give the right --scale LO,HI "
+                "(scale=(lo, hi) in Python)"
             )
     label = name or (f"{stem}-{lang}" if lang else stem)
     return Lexicon(

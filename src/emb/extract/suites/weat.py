@@ -12,6 +12,7 @@ from typing import Any
 
 from emb import data
 from emb.errors import SuiteError
+from emb.extract._documents import show
 from emb.extract.suites._common import BLEACHED, read_json, sha256, span_item, word_list
 from emb.extract.suites.core import Suite, SuiteGenerator, SuiteOption
 
@@ -82,6 +83,8 @@ def parse_weat_tests(doc: Any, path: str | Path) -> tuple[WeatTest, ...]:
             group = test.get(key)
             if not isinstance(group, dict):
                 raise SuiteError(f"{where}.{key} must be an object with 'name' and 'words'")
+            if not isinstance(group.get("name", ""), str):
+                raise SuiteError(f"{where}.{key}.name must be a string, got {show(group['name'])}")
             words = word_list(group.get("words"), f"{where}.{key}.words")
             excluded = (
                 word_list(group["excluded"], f"{where}.{key}.excluded")
@@ -99,8 +102,10 @@ def parse_weat_tests(doc: Any, path: str | Path) -> tuple[WeatTest, ...]:
                     excluded=tuple(excluded),
                 )
             )
+        if not isinstance(test.get("name", ""), str):
+            raise SuiteError(f"{where}.name must be a string, got {show(test['name'])}")
         out.append(
-            WeatTest(id=test["id"], name=str(test.get("name", test["id"])), groups=tuple(groups))
+            WeatTest(id=test["id"], name=test.get("name") or test["id"], groups=tuple(groups))
         )
     ids = [test.id for test in out]
     if len(set(ids)) != len(ids):
@@ -165,7 +170,10 @@ class WeatGenerator(SuiteGenerator):
             known = [t.id for t in tests]
             unknown = [s for s in opts["select"] if s not in known]
             if unknown:
-                raise SuiteError(f"no WEAT test(s) {unknown}; the tests are {known}")
+                raise SuiteError(
+                    f"no WEAT test(s) {', '.join(map(str, unknown))}; give --select one of "
+                    f"{', '.join(known)} (select= in Python)"
+                )
             tests = tuple(t for t in tests if t.id in opts["select"])
         items = []
         for setting, prefix in (("bleached", BLEACHED), ("alone", "")):
