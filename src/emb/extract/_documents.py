@@ -64,6 +64,8 @@ def _digits(value: int) -> int:
 
 def show(value: Any, limit: int = 60) -> str:
     """A short, plain rendering of a user's value for a message (no numpy reprs, no huge ints)."""
+    if type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        value = value.item()  # np.str_('WEAT1') → 'WEAT1', np.int64(5) → 5
     if isinstance(value, bool) or value is None:
         return repr(value)
     if isinstance(value, int):
@@ -82,6 +84,9 @@ def show(value: Any, limit: int = 60) -> str:
 
 
 def _path(parts: Any) -> str:
+    parts = list(parts)
+    if len(parts) > 12:  # a path into deep nesting: its start and its end
+        return _path(parts[:6]) + "…" + _path(parts[-3:])[1:]
     out = "$"
     for part in parts:
         if isinstance(part, int) and not isinstance(part, bool):
@@ -132,9 +137,10 @@ def check_json_data(
     allow_nan
         Whether NaN is accepted (suite labels: NaN means missing, like ``null``).
     max_depth
-        Deepest nesting of lists and objects accepted (counted from ``data``).
+        Deepest nesting of lists and objects accepted, counted from the document's top.
     root
-        The JSON path of ``data`` in its document (keys and indices), for the message.
+        The JSON path of ``data`` in its document (keys and indices): names it in messages;
+        its length counts towards the depth.
 
     Raises
     ------
@@ -238,7 +244,7 @@ def check_json_data(
                     )
                 if id(value) in done:
                     continue
-                if len(stack) >= max_depth:
+                if len(stack) + len(root) >= max_depth:
                     raise fail(
                         parts,
                         f"is nested deeper than {max_depth} levels of lists and objects",
@@ -377,6 +383,8 @@ def parse_yaml(text: str, *, where: str, error: type[Exception]) -> Any:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
+        context = getattr(exc, "context", None)
+        problem = f"{context}, {problem}" if context else problem
         raise error(f"{where} is not valid YAML for emb: {problem}{at}") from None
     except RecursionError:
         raise error(

@@ -37,7 +37,6 @@ import numpy as np
 
 from emb.errors import SuiteError
 from emb.extract._documents import (
-    MAX_DEPTH,
     MAX_FLOAT_INT,
     check_json_data,
     parse_json,
@@ -575,7 +574,9 @@ def _validate(doc: Any, source: str | None) -> None:
         validate_document(doc, "suite", source=source)
         return
     plain = [_plainly_valid(entry) for entry in entries]
-    check_json_data({k: v for k, v in doc.items() if k != "items"}, where=where, error=SuiteError)
+    check_json_data(  # NaN is a missing label; elsewhere (parameters) it is not JSON
+        {k: v for k, v in doc.items() if k != "items"}, where=where, error=SuiteError, allow_nan=False
+    )
     for index, entry in enumerate(entries):
         if not plain[index]:
             check_json_data(
@@ -583,7 +584,6 @@ def _validate(doc: Any, source: str | None) -> None:
                 where=where,
                 error=SuiteError,
                 root=("items", index),
-                max_depth=MAX_DEPTH - 2,
             )
     if len(entries) > 1 and all(plain):
         validate_document({**doc, "items": entries[:1]}, "suite", source=source)
