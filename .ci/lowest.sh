@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Proves the floors in pyproject.toml: installs the lowest versions of emb's direct dependencies
+# that it allows (the base install and the test extra, not the extract extra: no torch) into a
+# fresh virtual environment, and runs the store and analyses tests there.
+#   bash .ci/lowest.sh            # a new venv in a temporary directory, removed afterwards
+#   LOWEST_VENV=/tmp/low bash .ci/lowest.sh   # keep (and reuse) the venv there
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python="${PYTHON:-python3}"
+if [[ -n "${LOWEST_VENV:-}" ]]; then
+    venv="$LOWEST_VENV"
+else
+    scratch="$(mktemp -d)"
+    trap 'rm -rf "$scratch"' EXIT
+    venv="$scratch/venv"
+fi
+"$python" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check uv
+# lowest-direct: every direct dependency at the lowest version pyproject.toml allows, the
+# dependencies of those at the highest that fits them (what a user who pins our floors gets).
+"$venv/bin/python" -m uv pip install -q --python "$venv/bin/python" --resolution lowest-direct \
+    -e ".[test]"
+"$venv/bin/python" -m uv pip list --python "$venv/bin/python" 2>/dev/null \
+    | grep -E -i '^(numpy|scipy|scikit-learn|xarray|zarr|numcodecs|dask|fsspec|pandas|click|tqdm|matplotlib|jsonschema|pyyaml|h5netcdf|h5py|threadpoolctl|pytest|hypothesis|zstandard|statsmodels|psutil) '
+"$venv/bin/python" -m pytest -q -ra -p no:cacheprovider tests/store tests/analyses tests/test_imports.py
