@@ -1,7 +1,7 @@
 """The registry of built-in suite generators: one line per family.
 
 A family's generator lives in its own module of this package (``vast.py``, ``weat.py``, …) and
-imports only :mod:`emb.extract.suites.core` and ``_common``; this module imports the generators, so
+imports only :mod:`emb.extract.suites.core`, ``generator`` and ``_common``; this module imports the generators, so
 there is no import circle.
 """
 
@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from emb.errors import SuiteError
-from emb.extract.suites.core import Suite, SuiteGenerator
+from emb.extract.suites.core import Suite
+from emb.extract.suites.generator import SuiteGenerator
 from emb.extract.suites.similarity import SimilarityGenerator
 from emb.extract.suites.stereotype import StereotypeGenerator
 from emb.extract.suites.vast import VastGenerator

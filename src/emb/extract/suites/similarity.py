@@ -10,7 +10,8 @@ import numpy as np
 
 from emb.errors import SuiteError
 from emb.extract.suites._common import BLEACHED, sha256, span_item
-from emb.extract.suites.core import Suite, SuiteGenerator, SuiteOption
+from emb.extract.suites.core import Suite
+from emb.extract.suites.generator import SuiteGenerator, SuiteOption
 
 __all__ = ["SIMILARITY_DATASETS", "SimilarityGenerator"]
 

@@ -28,7 +28,8 @@ from emb import data
 from emb.errors import SuiteError
 from emb.extract.corpus import whole_word_pattern
 from emb.extract.suites._common import listing, sha256
-from emb.extract.suites.core import Item, Suite, SuiteGenerator, SuiteOption
+from emb.extract.suites.core import Item, Suite
+from emb.extract.suites.generator import SuiteGenerator, SuiteOption
 
 __all__ = [
     "DIMENSIONS",

@@ -48,7 +48,8 @@ from emb.extract.suites._common import (
     unique,
     word_list,
 )
-from emb.extract.suites.core import Item, Suite, SuiteGenerator, SuiteOption
+from emb.extract.suites.core import Item, Suite
+from emb.extract.suites.generator import SuiteGenerator, SuiteOption
 
 __all__ = [
     "BANDS",

@@ -14,7 +14,8 @@ from emb import data
 from emb.errors import SuiteError
 from emb.extract._documents import show
 from emb.extract.suites._common import BLEACHED, read_json, sha256, span_item, word_list
-from emb.extract.suites.core import Suite, SuiteGenerator, SuiteOption
+from emb.extract.suites.core import Suite
+from emb.extract.suites.generator import SuiteGenerator, SuiteOption
 
 __all__ = ["WEAT_TESTS", "WeatGenerator", "WeatGroup", "WeatTest", "parse_weat_tests"]
 
