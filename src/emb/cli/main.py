@@ -49,7 +49,10 @@ def _suite_options() -> list[Any]:
             "help": f"[{', '.join(users)}] {opt.help}"
             + ("" if opt.default in (None, ()) else f" (default {_show(opt.default)})"),
         }
-        if opt.choices:
+        if opt.type is bool:
+            kwargs["is_flag"] = True
+            kwargs.pop("multiple")
+        elif opt.choices:
             kwargs["type"] = click.Choice(list(opt.choices))
         elif opt.type is int:
             kwargs["type"] = int
