@@ -211,6 +211,7 @@ def write_results(
                 fname = f"{stem}_{key}.png"
                 fig.savefig(tmp / fname, dpi=dpi)
                 names.append(fname)
+        exports = _extra_files(analysis, result, tmp, names)
         meta = {
             "emb_results": SIDECAR_VERSION,
             "analysis": analysis.name,
@@ -221,6 +222,8 @@ def write_results(
             "analysed_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "versions": _versions(),
             "files": {n: _sha256(tmp / n) for n in names},
+            **({"exports": {str(p): hashlib.sha256(c).hexdigest() for p, c in exports.items()}}
+               if exports else {}),
             "summary": summary.to_dict(),
             "attrs": {k: _maybe_json(v) for k, v in result.attrs.items()},
         }
@@ -230,12 +233,49 @@ def write_results(
         for old in plan.replaced:
             old.unlink(missing_ok=True)
         final = []
-        for name in [*names, f"{stem}.json"]:  # the sidecar last: it marks a complete run
+        for name in names:
             os.replace(tmp / name, plan.directory / name)
             final.append(plan.directory / name)
+        for path, content in exports.items():  # files the user named, each replaced atomically
+            _write_atomic(path, content)
+            final.append(path)
+        os.replace(tmp / f"{stem}.json", plan.directory / f"{stem}.json")  # last: a complete run
+        final.append(plan.directory / f"{stem}.json")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return Written(directory=plan.directory, files=tuple(final), summary=summary)
+
+
+def _extra_files(analysis: Any, result: xr.Dataset, tmp: Path, names: list[str]) -> dict[Path, bytes]:
+    """Write an analysis' extra files named by a bare name into ``tmp`` (added to ``names``);
+    return those named by an absolute path, to be written after the rest."""
+    hook = getattr(analysis, "extra_files", None)
+    exports: dict[Path, bytes] = {}
+    for name, content in (hook(result) if hook is not None else {}).items():
+        path = Path(name)
+        if path.is_absolute():
+            exports[path] = bytes(content)
+        elif path.name == name and name not in names:
+            (tmp / name).write_bytes(content)
+            names.append(name)
+        else:
+            raise ValueError(f"analysis {analysis.name!r}: extra file {name!r} is neither a bare "
+                             "file name nor an absolute path, or clashes with another output")
+    return exports
+
+
+def _write_atomic(path: Path, content: bytes) -> None:
+    """``path`` holds ``content`` or its earlier content, never a partial file."""
+    partial: str | None = None
+    try:
+        fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(content)
+        os.replace(partial, path)
+    except OSError as err:
+        if partial is not None and os.path.exists(partial):
+            os.unlink(partial)
+        raise ResultsError(f"cannot write {path}: {err.strerror or err}; give a writable path") from None
 
 
 def read_run(sidecar: str | os.PathLike[str]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Analyses of stored embeddings: pure, lazy functions over xarray Datasets, and their registry.
 
-Each family is one module (``weat``, ``sc_weat``, ``valnorm``, ``vast``, ``similarity``) holding its
-function, tidy tables, figures, terminal summary and :class:`Analysis` record; ``ANALYSES``
+Each family is one module (``weat``, ``sc_weat``, ``valnorm``, ``vast``, ``similarity``,
+``ibd``) holding its function, tidy tables, figures, terminal summary and :class:`Analysis` record; ``ANALYSES``
 (:mod:`emb.analyses.registry`) maps the CLI names (``emb analyze NAME``) to the records, and
 :func:`run_analysis` runs one over several stores (models), stacked along ``model``. Shared
 statistics live in :mod:`emb.analyses.stats`. Nothing here imports torch.
@@ -25,12 +25,18 @@ from emb.analyses.valnorm import valnorm
 from emb.analyses.vast import vast
 from emb.analyses.weat import weat
 
+# isort: off
+# after the registry, which needs the module of the same name (this rebinds the attribute)
+from emb.analyses.ibd import ibd
+# isort: on
+
 __all__ = [
     "ANALYSES",
     "Analysis",
     "Option",
     "Summary",
     "get_analysis",
+    "ibd",
     "load_pairs",
     "run_analysis",
     "sc_weat",

@@ -194,6 +194,12 @@ class Analysis:
         ``figures(result) -> {name: Figure}`` of a computed result.
     summary : callable
         ``summary(result, tables) -> Summary``: the terminal summary.
+    extra_files : callable, optional
+        ``extra_files(result) -> {name: bytes}``: files beyond the tables, netCDF and figures. A
+        bare file name is written into the output directory with the rest (listed in the
+        sidecar); an absolute path (a user's ``--export-tests FILE``, made absolute by the
+        analysis function) is written there, atomically, before the sidecar (listed under
+        ``exports``).
     """
 
     name: str
@@ -205,6 +211,7 @@ class Analysis:
     tables: Callable[[xr.Dataset], dict[str, pd.DataFrame]] = field(repr=False)
     figures: Callable[[xr.Dataset], dict[str, Figure]] = field(repr=False)
     summary: Callable[[xr.Dataset, Mapping[str, pd.DataFrame]], Summary] = field(repr=False)
+    extra_files: Callable[[xr.Dataset], Mapping[str, bytes]] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         params = self.parameters()

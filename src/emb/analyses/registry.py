@@ -6,7 +6,7 @@ function; adding a family adds its module and one line here.
 
 from __future__ import annotations
 
-from emb.analyses import sc_weat, similarity, stereotype, valnorm, vast, weat
+from emb.analyses import ibd, sc_weat, similarity, stereotype, valnorm, vast, weat
 from emb.analyses._analysis import Analysis
 from emb.errors import AnalysisError
 
@@ -22,6 +22,7 @@ ANALYSES: dict[str, Analysis] = {
         vast.ANALYSIS,
         similarity.ANALYSIS,
         stereotype.ANALYSIS,
+        ibd.ANALYSIS,
     )
 }
 

@@ -99,8 +99,57 @@ def _build_suites(specs: tuple[str, ...], options: dict[str, Any]) -> list[Any]:
     return suites
 
 
+def _static_options() -> list[Any]:
+    """The flags of static vectors files (emb.extract.static), which validates their values."""
+    return [
+        click.option("--format", "vectors_format", default=None, metavar="FORMAT",
+                     help="[static vectors] word2vec-binary, word2vec-text, glove or fasttext "
+                          "(default: from the file name; a .txt by its first line)."),
+        click.option("--lowercase-fallback", is_flag=True,
+                     help="[static vectors] Look a word missing in its case up lower-cased "
+                          "(recorded per item, label vector_key)."),
+        click.option("--allow-missing", is_flag=True,
+                     help="[static vectors] Leave out the items of words without a vector "
+                          "(recorded in the store and reported) instead of failing."),
+    ]
+
+
+def _static_runner(model: str, suites: list[Any], options: dict[str, Any]) -> Any:
+    """A static vectors runner when --model is a vectors file (or --format is given), else None."""
+    from emb.extract.static import is_vectors_file, load_vectors
+
+    fmt = options.pop("vectors_format")
+    lowercase, allow = options.pop("lowercase_fallback"), options.pop("allow_missing")
+    if fmt is None and not is_vectors_file(model):
+        if lowercase or allow:
+            raise click.UsageError(
+                "--lowercase-fallback and --allow-missing apply to static vectors files only "
+                "(.bin, .txt, .vec, optionally .gz/.zip; or give --format)")
+        return None
+    return load_vectors(model, (it.word for s in suites for it in s.items), format=fmt,
+                        lowercase_fallback=lowercase, allow_missing=allow)
+
+
+def _coverage_lines(suites: list[Any]) -> list[str]:
+    lines = []
+    for suite in suites:
+        rec = suite.parameters.get("vectors", {})
+        found = rec.get("n_words", 0) - rec.get("n_missing", 0)
+        line = f"{suite.name}: {found} of {rec.get('n_words')} words have a vector in {rec.get('file')}"
+        if rec.get("lowercased"):
+            line += f" ({len(rec['lowercased'])} found lower-cased)"
+        if rec.get("n_missing"):
+            shown = ", ".join(rec["missing"][:15]) + (" …" if rec["n_missing"] > 15 else "")
+            line += (f"; {rec['n_missing']} without one, their {rec['n_items_left_out']} items "
+                     f"left out: {shown}")
+        lines.append(line)
+    return lines
+
+
 @main.command()
-@click.option("--model", "-m", required=True, help="Hugging Face model id, local directory or .gguf file.")
+@click.option("--model", "-m", required=True,
+              help="Hugging Face model id, local directory, .gguf file, or static vectors file "
+                   "(word2vec .bin/.txt, GloVe .txt, fastText .vec; optionally .gz/.zip).")
 @click.option("--suite", "-s", "suite_specs", required=True, multiple=True,
               help="Built-in suite name (see 'emb suites') or a suite file (JSON/YAML); repeatable.")
 @click.option("--store", required=True, help="Store path or fsspec URL (created when missing).")
@@ -117,6 +166,7 @@ def _build_suites(specs: tuple[str, ...], options: dict[str, Any]) -> list[Any]:
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
 @click.option("--overwrite", is_flag=True, help="Replace suite groups written from another definition.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@_apply(_static_options())
 @_apply(_suite_options())
 def extract(
     model: str,
@@ -138,6 +188,8 @@ def extract(
     from emb.extract.pipeline import extract as run_extract
     from emb.store import describe, open_store
 
+    static_options = {k: suite_options.pop(k) for k in
+                      ("vectors_format", "lowercase_fallback", "allow_missing")}
     suites = _build_suites(suite_specs, suite_options)
     from emb.extract.suites import BUILTIN_SUITES
 
@@ -145,7 +197,13 @@ def extract(
         generator = BUILTIN_SUITES.get(suite.generator or "")
         for line in generator.warnings(suite) if generator is not None else ():
             click.echo(f"{suite.name}: {line}", err=True)
-    _quiet_transformers()
+    runner = _static_runner(model, suites, static_options)
+    if runner is not None:  # static vectors: words checked (and reported) before writing
+        suites = runner.cover(suites)
+        for line in _coverage_lines(suites):
+            click.echo(line, err=True)
+    else:
+        _quiet_transformers()
     kwargs: dict[str, Any] = {
         k: v
         for k, v in {
@@ -160,7 +218,7 @@ def extract(
     if poolings is not None:
         kwargs["poolings"] = tuple(p.strip() for p in poolings.split(",") if p.strip())
     reports = run_extract(
-        model,
+        runner if runner is not None else model,
         suites,
         store,
         bos=bos,

@@ -136,7 +136,8 @@ def extract(
     Parameters
     ----------
     model
-        Hugging Face model id, local model directory, ``.gguf`` file, or an already loaded Runner.
+        Hugging Face model id, local model directory, ``.gguf`` file, static vectors file
+        (:mod:`emb.extract.static`: one layer, pooling ``static``), or an already loaded Runner.
     suites
         One or more :class:`~emb.extract.suites.Suite`; each becomes a group of the store.
     store
@@ -178,11 +179,18 @@ def extract(
         raise EmbError(f"window_blocks must be a positive integer; got {window_blocks!r}")
 
     if isinstance(model, str):
-        from emb.extract.model import load_model  # torch is imported only here
+        from emb.extract.static import is_vectors_file, load_vectors
 
-        runner = load_model(model, dtype=dtype, device=device, revision=revision)
+        if is_vectors_file(model):  # static word vectors: read once, for these suites' words
+            runner = load_vectors(model, (it.word for s in suite_list for it in s.items))
+        else:
+            from emb.extract.model import load_model  # torch is imported only here
+
+            runner = load_model(model, dtype=dtype, device=device, revision=revision)
     else:
         runner = model
+    if hasattr(runner, "cover"):  # static vectors: missing words checked, one pooling "static"
+        suite_list, pools = runner.cover(suite_list), tuple(runner.poolings)
     info = runner.info.to_dict()
     settings = ExtractionSettings(
         poolings=pools,
@@ -395,7 +403,7 @@ def _extract_suite(
     extraction = {
         **settings.to_dict(),
         "bos_token_added": _bos_added(plan, getattr(info, "bos_token_id", None)),
-        "layer_semantics": (
+        "layer_semantics": getattr(info, "layer_semantics", None) or (
             f"layer 0 = embedding output; layers 1..{n_layers - 1} = the {n_layers - 1} blocks' "
             f"hidden states as the model returns them; the last is {info.last_layer}"
         ),

@@ -1,5 +1,6 @@
 """Shared statistics, one module per family: association and effect sizes, permutation tests,
-correlation, multiple testing, two-sample tests, polar projection (meta-analysis joins with CEAT).
+correlation, multiple testing, two-sample tests, polar projection, detection by threshold (ROC;
+meta-analysis joins with CEAT).
 
 Every numpy kernel works on float64 internally and is vectorised over leading batch dimensions
 (layers, poolings, words …). The xarray wrappers (:func:`normalize`, :func:`cosine`,
@@ -8,6 +9,7 @@ Every numpy kernel works on float64 internally and is vectorised over leading ba
 
 from __future__ import annotations
 
+from emb.analyses.stats import detection
 from emb.analyses.stats._blas import single_threaded_blas
 from emb.analyses.stats.association import (
     association,
@@ -58,6 +60,7 @@ __all__ = [
     "cosine",
     "cosine_matrix",
     "correlation",
+    "detection",
     "holm",
     "normalize",
     "pearson",

@@ -12,6 +12,7 @@ from typing import Any
 from emb.errors import SuiteError
 from emb.extract.suites.core import Suite
 from emb.extract.suites.generator import SuiteGenerator
+from emb.extract.suites.ibd import IbdGenerator
 from emb.extract.suites.similarity import SimilarityGenerator
 from emb.extract.suites.stereotype import StereotypeGenerator
 from emb.extract.suites.vast import VastGenerator
@@ -27,6 +28,7 @@ BUILTIN_SUITES: dict[str, SuiteGenerator] = {
         WeatGenerator(),
         SimilarityGenerator(),
         StereotypeGenerator(),
+        IbdGenerator(),
     )
 }
 

@@ -1,0 +1,847 @@
+"""IBD and EIBD: which attribute words a model ties to an intersectional group, lazily.
+
+For every attribute word ``w`` and pair of name sets ``(G₁, G₂)`` the association score is
+``s(w, G₁, G₂) = (mean_{g∈G₁} cos(w,g) − mean_{g∈G₂} cos(w,g)) / std_{x∈G₁∪G₂} cos(w,x)`` (ddof 1,
+WEFAT's statistic). For a target group ``C`` (e.g. African-American females):
+
+- IBD flags ``w`` when ``s(w, C, C')`` exceeds ``t`` for some other intersectional group ``C'``;
+- EIBD keeps an IBD word only when it is not tied to one of ``C``'s constituent categories: the
+  comparisons of its race with every other race and of its gender with every other gender. Rule
+  ``any`` (the paper's prose, the default) removes ``w`` when *any* constituent score exceeds ``t``;
+  ``all`` (the authors' code) only when *all* of them do.
+
+The threshold ``t`` is chosen on the ROC curve against the validation words (Ghavami & Peplau 2013):
+the largest ``TPR − FPR`` over every distinct score with ``t ≥ 0`` (exact; or over a grid), ties to
+the most true positives. EIBD reuses the IBD threshold (the paper's definition) unless
+``eibd_threshold="own"`` (what the authors' code did). See METHODS.md, "IBD and EIBD".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from emb.analyses import stats
+from emb.analyses._analysis import (
+    DEFAULT_POOLINGS,
+    DEFAULT_SETTINGS,
+    Analysis,
+    Option,
+    Summary,
+    default_of,
+    front,
+    integer_columns,
+    tidy_frame,
+)
+from emb.analyses._select import (
+    item_values,
+    provenance_attrs,
+    select_words,
+    settings_present,
+    unique_in_order,
+)
+from emb.analyses.stats import detection
+from emb.errors import AnalysisError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["ANALYSIS", "ceat_tests", "ibd"]
+
+METHODS = ("ibd", "eibd")
+#: The paper's targets (the validation data covers every group; these are the ones it reports).
+DEFAULT_GROUPS = ("african_female", "mexican_female")
+#: The authors' threshold grid: np.arange(-200, 200, 5) / 100.
+CODE_GRID = "-2:2:0.05"
+_LABELS = ("role", "group", "race", "gender", "ibd_of", "eibd_of")
+_MAX_BLOCK_BYTES = 128 * 2**20
+
+
+# -- options -------------------------------------------------------------------------------------
+def _parse_choice(name: str, value: Any, allowed: Sequence[str]) -> Any:
+    if value not in allowed:
+        raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
+    return value
+
+
+def _parse_thresholds(value: str | Sequence[float] | None) -> np.ndarray | None:
+    """None = the exact ROC; else a sorted grid (from ``START:STOP:STEP`` or a list)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "exact"):
+        return None
+    try:
+        if isinstance(value, str) and ":" in value:
+            start, stop, step = (float(v) for v in value.split(":"))
+            if not step > 0 or not stop > start:
+                raise ValueError
+            n = math.ceil((stop - start) / step - 1e-9)
+            grid = np.round(start + step * np.arange(n), 10)
+        else:
+            parts = value.split(",") if isinstance(value, str) else list(value)
+            grid = np.array([float(v) for v in parts], dtype=np.float64)
+    except (TypeError, ValueError):
+        raise AnalysisError(
+            f"thresholds must be 'exact', START:STOP:STEP (e.g. {CODE_GRID}, stop excluded) or "
+            f"a comma-separated list of numbers; got {value!r}"
+        ) from None
+    grid = np.unique(grid)
+    if grid.size == 0 or not np.isfinite(grid).all():
+        raise AnalysisError(f"thresholds must be finite numbers; got {value!r}")
+    if not (grid >= 0).any():
+        raise AnalysisError(
+            f"the threshold grid {value!r} has no value >= 0; IBD's threshold is a positive "
+            "effect size"
+        )
+    return grid
+
+
+def _parse_export(path: str | os.PathLike[str] | None) -> str | None:
+    if path is None:
+        return None
+    full = os.path.abspath(os.fspath(path))
+    if os.path.isdir(full):
+        raise AnalysisError(f"export_tests {os.fspath(path)!r} is a directory; give a file name")
+    if not os.path.isdir(os.path.dirname(full)):
+        raise AnalysisError(
+            f"the directory of export_tests {os.fspath(path)!r} does not exist; create it first"
+        )
+    return full
+
+
+# -- the design: which names, which pairs ---------------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class _Design:
+    settings: list[str]
+    groups: dict[str, list[str]]  # every group of the suite -> its names present in the store
+    total: dict[str, list[str]]  # every group -> its names in the suite's definition
+    race: dict[str, str]
+    gender: dict[str, str]
+    attributes: list[str]  # present
+    attributes_total: list[str]
+    targets: list[str]  # evaluated groups (targets, then the contrast)
+    roles: list[str]
+    sets: dict[str, list[str]]  # name set (group, race or gender) -> names present
+    pairs: list[tuple[str, str, str]]  # (first set, second set, kind)
+    ibd_pairs: dict[str, list[int]]
+    constituent_pairs: dict[str, list[int]]
+    labels: np.ndarray  # (group, method, attribute) bool
+    notes: list[str]
+
+
+def _parameters(ds: xr.Dataset) -> dict[str, Any]:
+    suite = ds.attrs.get("suite", {})
+    if isinstance(suite, str):
+        try:
+            suite = json.loads(suite)
+        except json.JSONDecodeError:
+            suite = {}
+    params = suite.get("parameters", {}) if isinstance(suite, Mapping) else {}
+    return dict(params) if isinstance(params, Mapping) else {}
+
+
+def _design(
+    ds: xr.Dataset,
+    *,
+    groups: Sequence[str] | None,
+    contrast: str | None,
+    settings: Sequence[str] | None,
+    reference: bool,
+) -> _Design:
+    missing_labels = [k for k in _LABELS if k not in ds.variables]
+    if missing_labels:
+        raise AnalysisError(
+            f"this Dataset lacks the labels {missing_labels}: it is not an 'ibd' suite; extract "
+            "it with 'emb extract --model M --suite ibd --store S'"
+        )
+    present = settings_present(ds)
+    if settings is None:
+        chosen = [s for s in present if s in ("alone", "bleached")] or present
+    else:
+        chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
+        unknown = [s for s in chosen if s not in present]
+        if unknown:
+            raise AnalysisError(f"settings {unknown} are not in this suite; it has {present}")
+    col = {k: item_values(ds, k).astype(str) for k in ("word", "setting", *_LABELS)}
+    params = _parameters(ds)
+    notes: list[str] = []
+
+    def words_where(mask: np.ndarray) -> list[str]:
+        per = [set(col["word"][mask & (col["setting"] == s)]) for s in chosen]
+        common = set.intersection(*per)
+        uneven = set.union(*per) - common
+        if uneven:
+            notes.append(f"words not in every setting, left out: {sorted(uneven)[:10]}")
+        return [w for w in unique_in_order(col["word"][mask]) if w in common]
+
+    is_name = col["role"] == "name"
+    suite_groups = unique_in_order(col["group"][is_name])
+    total = {g: list(v) for g, v in params.get("groups", {}).items()} or {}
+    for g in suite_groups:
+        total.setdefault(g, unique_in_order(col["word"][is_name & (col["group"] == g)]))
+    race, gender = {}, {}
+    for g in total:
+        mask = is_name & (col["group"] == g)
+        if mask.any():
+            race[g], gender[g] = col["race"][mask][0], col["gender"][mask][0]
+        else:
+            race[g], gender[g] = g.split("_", 1) if "_" in g else (g, "")
+    names = {g: words_where(is_name & (col["group"] == g)) for g in total}
+    is_attr = col["role"] == "attribute"
+    attributes = words_where(is_attr)
+    attributes_total = list(params.get("attributes", [])) or attributes
+    if len(attributes) < 2:
+        raise AnalysisError(
+            f"{len(attributes)} attribute words have vectors in this store; IBD needs the "
+            "attribute words of the 'ibd' suite"
+        )
+    empty = [g for g in total if not names[g]]
+    if empty:
+        message = (
+            f"groups with no name in the store are left out of every comparison: {empty} "
+            f"(names missing: {sum(len(total[g]) for g in empty)})"
+        )
+        warnings.warn(message, UserWarning, stacklevel=3)
+        notes.append(message)
+    live = [g for g in total if names[g]]
+    validation = params.get("validation") or {}
+    validated = {
+        m: set(validation.get(m, {})) or {v for x in col[f"{m}_of"][is_attr] for v in x.split("|") if v}
+        for m in METHODS
+    }
+    if groups is None:
+        wanted = [g for g in DEFAULT_GROUPS if g in total] or sorted(validated["ibd"])
+        explicit = False
+    else:
+        wanted = [groups] if isinstance(groups, str) else [str(g) for g in groups]
+        unknown = [g for g in wanted if g not in total]
+        if unknown:
+            raise AnalysisError(f"groups {unknown} are not in this suite; it has {list(total)}")
+        explicit = True
+    unvalidated = [g for g in wanted if not all(g in validated[m] for m in METHODS)]
+    if unvalidated and explicit:
+        raise AnalysisError(
+            f"groups {unvalidated} have no IBD/EIBD validation list in this suite; the ROC "
+            "threshold needs one (<group>_bias and <group>_intersectional_bias)"
+        )
+    targets = [g for g in wanted if g in live and g not in unvalidated]
+    if not targets:
+        raise AnalysisError(
+            f"none of the groups {wanted} has a name in this store (and a validation list); "
+            f"the groups with names are {live}"
+        )
+    roles = ["target"] * len(targets)
+    if contrast is not None:
+        if contrast not in total:
+            raise AnalysisError(f"contrast {contrast!r} is not a group of this suite: {list(total)}")
+        if contrast not in targets:
+            if contrast in live and all(contrast in validated[m] for m in METHODS):
+                targets.append(contrast)
+                roles.append("contrast")
+            else:
+                notes.append(f"contrast {contrast!r} has no names (or no validation list): "
+                              "no CEAT tests can be exported")
+    races = unique_in_order([race[g] for g in live])
+    genders = unique_in_order([gender[g] for g in live])
+    sets: dict[str, list[str]] = {g: names[g] for g in live}
+    for r in races:
+        sets[r] = [n for g in live if race[g] == r for n in names[g]]
+    for s in genders:
+        sets[s] = [n for g in live if gender[g] == s for n in names[g]]
+    pairs: list[tuple[str, str, str]] = []
+
+    def pair(first: str, second: str, kind: str) -> int:
+        key = (first, second, kind)
+        if key not in pairs:
+            pairs.append(key)
+        return pairs.index(key)
+
+    ibd_pairs, constituent_pairs = {}, {}
+    for g in targets:
+        others = [o for o in live if o != g]
+        if reference and g == "mexican_female":
+            # the authors' code compared Latina females with European males twice and never
+            # with African-American males (their IBD block, column 'aflm' <- 'lfem')
+            others = [o for o in others if o != "african_male"]
+            notes.append("reference: mexican_female's IBD leaves out african_male (the authors' "
+                         "code used its european_male column twice)")
+        ibd_pairs[g] = [pair(g, o, "intersectional") for o in others]
+        constituent_pairs[g] = [pair(race[g], r, "race") for r in races if r != race[g]] + [
+            pair(gender[g], s, "gender") for s in genders if s != gender[g]
+        ]
+        if not ibd_pairs[g] or not constituent_pairs[g]:
+            raise AnalysisError(
+                f"group {g!r} has nothing to be compared with in this store (groups with names: "
+                f"{live}); IBD and EIBD need at least two races and two genders with names"
+            )
+    labels = np.zeros((len(targets), len(METHODS), len(attributes)), dtype=bool)
+    attr_index = {w: i for i, w in enumerate(attributes)}
+    first_setting = col["setting"] == chosen[0]
+    for method_i, m in enumerate(METHODS):
+        for word, of in zip(col["word"][is_attr & first_setting], col[f"{m}_of"][is_attr & first_setting],
+                            strict=True):
+            if word not in attr_index:
+                continue
+            owners = set(of.split("|"))
+            for group_i, g in enumerate(targets):
+                labels[group_i, method_i, attr_index[word]] = g in owners
+    return _Design(
+        settings=chosen, groups=names, total=total, race=race, gender=gender,
+        attributes=attributes, attributes_total=attributes_total, targets=targets, roles=roles,
+        sets=sets, pairs=pairs, ibd_pairs=ibd_pairs, constituent_pairs=constituent_pairs,
+        labels=labels, notes=notes,
+    )
+
+
+# -- kernels ---------------------------------------------------------------------------------------
+def _score_kernel(
+    attr: np.ndarray, names: np.ndarray, *, first: tuple[np.ndarray, ...], second: tuple[np.ndarray, ...]
+) -> np.ndarray:
+    """attr (..., A, F), names (..., N, F) -> association scores (..., A, P)."""
+    with stats.single_threaded_blas():
+        cos = np.matmul(stats.unit(attr), np.swapaxes(stats.unit(names), -1, -2))  # (..., A, N)
+        out = np.empty((*cos.shape[:-1], len(first)), dtype=np.float64)
+        for p, (a, b) in enumerate(zip(first, second, strict=True)):
+            out[..., p] = stats.sc_weat_effect_size(cos[..., a], cos[..., b], ddof=1)
+    return out
+
+
+def _roc_kernel(
+    low: np.ndarray, high: np.ndarray, label: np.ndarray, *, grid: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(..., A) intervals and labels -> candidate thresholds, TP, FP (..., K) and the chosen t."""
+    label = np.broadcast_to(label, low.shape)
+    if grid is None:
+        cand = detection.interval_candidates(low, high)
+    else:
+        cand = np.broadcast_to(grid, (*low.shape[:-1], grid.size))
+    tp, fp = detection.interval_confusion(low, high, label, cand)
+    n_pos = label.sum(-1)
+    n_neg = label.shape[-1] - n_pos
+    index = detection.choose_threshold(cand, tp, fp, n_pos, n_neg)
+    chosen = np.take_along_axis(cand, np.maximum(index, 0)[..., None], axis=-1)[..., 0]
+    chosen = np.where(index >= 0, chosen, np.nan)
+    return np.ascontiguousarray(cand, dtype=np.float64), tp, fp, chosen
+
+
+# -- the analysis ----------------------------------------------------------------------------------
+def ibd(
+    ds: xr.Dataset,
+    *,
+    groups: str | Sequence[str] | None = None,
+    contrast: str | None = "european_male",
+    settings: str | Sequence[str] | None = None,
+    rule: Literal["any", "all"] | None = None,
+    eibd_threshold: Literal["ibd", "own"] | None = None,
+    thresholds: str | Sequence[float] | None = None,
+    export_tests: str | os.PathLike[str] | None = None,
+    method: Literal["default", "reference"] = "default",
+) -> xr.Dataset:
+    """Intersectional (IBD) and emergent intersectional (EIBD) bias detection, lazily.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        An ``ibd`` suite group (``emb extract --suite ibd``) of a static or contextual store.
+    groups : str or sequence of str, optional
+        Target groups (default: ``african_female`` and ``mexican_female``, the paper's). A group
+        with no name in the store is left out with a warning.
+    contrast : str or None, default "european_male"
+        A group also detected (role ``contrast``), whose words become the B set of the exported
+        CEAT tests (the paper's I1–I4 contrast the targets with European-American males).
+    settings : str or sequence of str, optional
+        Settings (default: ``alone`` and ``bleached``); names and attributes always come from the
+        same setting.
+    rule : {"any", "all"}, optional
+        EIBD: drop an IBD word when any (default) / all (``reference``) constituent scores exceed t.
+    eibd_threshold : {"ibd", "own"}, optional
+        EIBD's threshold: IBD's (default, the paper's definition) or its own ROC choice
+        (``reference``, the authors' code).
+    thresholds : str or sequence of float, optional
+        ``"exact"`` (default): every distinct score; ``START:STOP:STEP`` (stop excluded; the
+        code's grid is ``-2:2:0.05``, the ``reference`` default) or a list. Only ``t ≥ 0`` is
+        chosen; the ROC keeps every candidate.
+    export_tests : path, optional
+        Also write the detected words as CEAT/WEAT tests to this file (the layout of
+        ``ceat_weat_groups.json``), beside ``ibd_tests.json`` in the output directory.
+    method : {"default", "reference"}
+        ``reference`` reproduces the authors' code: rule ``all``, EIBD's own threshold, the
+        code's grid, and their Latina IBD comparisons (african_male left out).
+
+    Returns
+    -------
+    xarray.Dataset
+        - ``score(setting, attribute, pair, layer, pooling)``: association scores; ``pair`` has
+          coordinates ``pair_first``, ``pair_second``, ``pair_kind`` (intersectional | race |
+          gender);
+        - ``ibd_score``, ``constituent_score`` ``(setting, group, attribute, layer, pooling)``: the
+          largest score against another intersectional group; the constituent scores combined
+          by the rule (max for ``any``, min for ``all``);
+        - ``label(group, method, attribute)``: the validation class (bool);
+        - ``threshold, tp, fp, tn, fn, tpr, fpr, accuracy, balanced_accuracy, precision, recall,
+          f1 (setting, group, method, layer, pooling)`` at the chosen threshold;
+        - ``chance_rate, majority_baseline, n_positive, n_negative (group, method)``;
+        - ``detected(setting, group, method, attribute, layer, pooling)`` (bool);
+        - ``roc_threshold, roc_tp, roc_fp, roc_tpr, roc_fpr (setting, group, method, candidate,
+          layer, pooling)``;
+        - ``n_names, n_names_total (name_set)``: names with vectors / defined per group;
+          ``n_attributes``, ``n_attributes_total``.
+
+        ``group`` has the coordinate ``group_role`` (target | contrast). Attributes: options,
+        comparisons, coverage (missing names and attributes), store provenance.
+
+    Raises
+    ------
+    AnalysisError
+        Not an ``ibd`` suite, unknown groups or settings, bad options, nothing to compare.
+
+    Notes
+    -----
+    ``s(w, A, B) = (mean_{a∈A} cos(w,a) − mean_{b∈B} cos(w,b)) / std_{x∈A∪B} cos(w,x)`` (ddof 1).
+    IBD flags ``w`` at ``t`` iff ``max_{C'} s(w, C, C') > t``; EIBD iff that holds and the
+    constituent scores (race vs each other race, gender vs the other) are ``≤ t`` (``any``) /
+    not all ``> t`` (``all``). Accuracy = (TP + TN) / (P + N); the majority baseline N / (P + N)
+    is what "no word is biased" scores: the paper's accuracies all lie below it.
+
+    References
+    ----------
+    Guo, W. & Caliskan, A. (2021). Detecting Emergent Intersectional Biases: Contextualized
+    Word Embeddings Contain a Distribution of Human-like Biases. AIES '21, §4.2–4.3, §5.1.
+
+    Examples
+    --------
+    >>> ds = emb.open_store("glove.zarr").dataset("ibd")  # doctest: +SKIP
+    >>> res = ibd(ds).compute()                           # doctest: +SKIP
+    >>> res.accuracy.sel({"method": "ibd", "pooling": "static"})  # doctest: +SKIP
+    """
+    method = _parse_choice("method", method, ("default", "reference"))
+    reference = method == "reference"
+    rule = _parse_choice("rule", rule if rule is not None else ("all" if reference else "any"),
+                         ("any", "all"))
+    eibd_threshold = _parse_choice(
+        "eibd_threshold",
+        eibd_threshold if eibd_threshold is not None else ("own" if reference else "ibd"),
+        ("ibd", "own"),
+    )
+    if thresholds is None and reference:
+        thresholds = CODE_GRID
+    grid = _parse_thresholds(thresholds)
+    export = _parse_export(export_tests)
+    if contrast is not None and str(contrast).lower() == "none":
+        contrast = None
+    if "embedding" not in ds.variables:
+        raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
+    d = _design(ds, groups=groups, contrast=contrast, settings=settings, reference=reference)
+
+    # embeddings of the names present and the attribute words, per setting
+    all_names = [n for g in d.groups if g in d.sets for n in d.sets[g]]
+    index = {n: i for i, n in enumerate(all_names)}
+    parts_a, parts_n = [], []
+    for setting in d.settings:
+        a = select_words(ds, d.attributes, setting=setting, role="attribute")
+        n = select_words(ds, all_names, setting=setting, role="name")
+        parts_a.append(a.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore"))
+        parts_n.append(n.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore"))
+    attr = xr.concat(parts_a, dim="setting").rename(item="attribute")
+    names = xr.concat(parts_n, dim="setting").rename(item="name")
+    attr = attr.assign_coords(setting=d.settings, attribute=d.attributes)
+    names = names.assign_coords(setting=d.settings)
+    if attr.chunks is not None:
+        attr = attr.chunk({"attribute": -1, "feature": -1})
+        names = names.chunk({"name": -1, "feature": -1})
+    first = tuple(np.array([index[n] for n in d.sets[a]]) for a, _, _ in d.pairs)
+    second = tuple(np.array([index[n] for n in d.sets[b]]) for _, b, _ in d.pairs)
+    score = xr.apply_ufunc(
+        _score_kernel, attr, names,
+        input_core_dims=[["attribute", "feature"], ["name", "feature"]],
+        output_core_dims=[["attribute", "pair"]],
+        kwargs={"first": first, "second": second},
+        dask="parallelized", output_dtypes=[np.float64],
+        dask_gufunc_kwargs={"output_sizes": {"pair": len(d.pairs)}, "allow_rechunk": True},
+    )
+    score = score.assign_coords(
+        pair=[f"{a}|{b}" for a, b, _ in d.pairs],
+        pair_first=("pair", [a for a, _, _ in d.pairs]),
+        pair_second=("pair", [b for _, b, _ in d.pairs]),
+        pair_kind=("pair", [k for _, _, k in d.pairs]),
+    )
+    group_index = pd.Index(d.targets, name="group")
+    plain = score.reset_coords(drop=True)
+    high = xr.concat([plain.isel(pair=d.ibd_pairs[g]).max("pair") for g in d.targets], dim=group_index)
+    combine = "max" if rule == "any" else "min"
+    const = xr.concat([getattr(plain.isel(pair=d.constituent_pairs[g]), combine)("pair")
+                       for g in d.targets], dim=group_index)
+    method_index = pd.Index(list(METHODS), name="method")
+    low = xr.concat([xr.full_like(const, -np.inf), const], dim=method_index)
+    high_m = xr.concat([high, high], dim=method_index)
+    label = xr.DataArray(d.labels, dims=("group", "method", "attribute"),
+                         coords={"group": d.targets, "method": list(METHODS),
+                                 "attribute": d.attributes})
+    n_pos = label.sum("attribute")
+    n_neg = label.sizes["attribute"] - n_pos
+    roc_t, roc_tp, roc_fp, chosen = xr.apply_ufunc(
+        _roc_kernel, low, high_m, label,
+        input_core_dims=[["attribute"]] * 3,
+        output_core_dims=[["candidate"], ["candidate"], ["candidate"], []],
+        kwargs={"grid": grid},
+        dask="parallelized", output_dtypes=[np.float64, np.int64, np.int64, np.float64],
+        dask_gufunc_kwargs={"output_sizes": {"candidate": (2 * len(d.attributes) + 2
+                                                           if grid is None else grid.size)},
+                            "allow_rechunk": True},
+    )
+    if eibd_threshold == "ibd":
+        chosen = chosen.sel({"method": ["ibd", "ibd"]}).assign_coords(method=list(METHODS))
+    detected = (low <= chosen) & (chosen < high_m)
+    tp = (detected & label).sum("attribute")
+    fp = (detected & ~label).sum("attribute")
+    fn = n_pos - tp
+    tn = n_neg - fp
+    valid = chosen.notnull()
+    metrics = stats.detection.classification_metrics(tp, fp, tn, fn)
+    out = xr.Dataset(
+        {
+            "score": score,
+            "ibd_score": high,
+            "constituent_score": const,
+            "label": label,
+            "threshold": chosen,
+            "tp": tp.where(valid), "fp": fp.where(valid), "tn": tn.where(valid), "fn": fn.where(valid),
+            **{k: v.where(valid) for k, v in metrics.items()
+               if k not in ("chance_rate", "majority_baseline")},
+            "chance_rate": n_pos / (n_pos + n_neg),
+            "majority_baseline": n_neg / (n_pos + n_neg),
+            "n_positive": n_pos,
+            "n_negative": n_neg,
+            "detected": detected,
+            "roc_threshold": roc_t,
+            "roc_tp": roc_tp,
+            "roc_fp": roc_fp,
+            "roc_tpr": roc_tp / n_pos,
+            "roc_fpr": roc_fp / n_neg,
+        }
+    )
+    out = out.assign_coords(group_role=("group", d.roles), candidate=np.arange(out.sizes["candidate"]))
+    name_sets = list(d.total)
+    out["n_names"] = ("name_set", [len(d.groups[g]) for g in name_sets])
+    out["n_names_total"] = ("name_set", [len(d.total[g]) for g in name_sets])
+    out = out.assign_coords(name_set=name_sets)
+    out["n_attributes"] = len(d.attributes)
+    out["n_attributes_total"] = len(d.attributes_total)
+    for var, text in _LONG_NAMES.items():
+        out[var].attrs["long_name"] = text
+    order = [x for x in ("setting", "group", "method", "attribute", "pair", "candidate", "layer",
+                         "pooling") if x in out.dims]
+    out = out.transpose(*order, ...)
+    missing_names = {g: [n for n in d.total[g] if n not in d.groups[g]] for g in d.total}
+    out.attrs = {
+        "analysis": "ibd",
+        "method": method,
+        "rule": rule,
+        "eibd_threshold": eibd_threshold,
+        "thresholds": "exact" if grid is None else json.dumps(grid.tolist()),
+        "contrast": contrast or "",
+        "groups": json.dumps(d.targets),
+        "settings": json.dumps(d.settings),
+        "ibd_comparisons": json.dumps({g: [d.pairs[i][1] for i in d.ibd_pairs[g]] for g in d.targets}),
+        "constituent_comparisons": json.dumps(
+            {g: [f"{d.pairs[i][0]} vs {d.pairs[i][1]}" for i in d.constituent_pairs[g]]
+             for g in d.targets}),
+        "names": json.dumps(d.total, ensure_ascii=False),
+        "missing_names": json.dumps({g: v for g, v in missing_names.items() if v}, ensure_ascii=False),
+        "missing_attributes": json.dumps([w for w in d.attributes_total if w not in d.attributes],
+                                         ensure_ascii=False),
+        "notes": json.dumps(d.notes, ensure_ascii=False),
+        "export_tests": export or "",
+        **provenance_attrs(ds),
+    }
+    return out
+
+
+_LONG_NAMES = {
+    "score": "association score s(w, first, second) (WEFAT effect size, ddof 1)",
+    "ibd_score": "largest association score against another intersectional group",
+    "constituent_score": "constituent (race, gender) association scores combined by the EIBD rule",
+    "label": "validation class (Ghavami & Peplau 2013 lists)",
+    "threshold": "chosen threshold t (max TPR - FPR, t >= 0, ties: most TP)",
+    "accuracy": "(TP + TN) / (P + N)",
+    "balanced_accuracy": "(TPR + TNR) / 2",
+    "majority_baseline": "accuracy of flagging no word: N / (P + N)",
+    "chance_rate": "share of positives P / (P + N)",
+    "detected": "flagged at the chosen threshold",
+    "roc_threshold": "candidate threshold (each stands for [t, next candidate))",
+}
+
+
+# -- the declared cell -----------------------------------------------------------------------------
+def _cell(result: xr.Dataset) -> dict[str, Any]:
+    """The pre-declared cell: the default setting (bleached, else alone) and pooling (last, …,
+    static), and per model the top layer with a threshold."""
+    setting = default_of([str(s) for s in result["setting"].values], DEFAULT_SETTINGS)
+    pooling = default_of([str(p) for p in result["pooling"].values], DEFAULT_POOLINGS)
+    return {"setting": setting, "pooling": pooling}
+
+
+def _models(result: xr.Dataset) -> list[Any]:
+    return [str(m) for m in result["model"].values] if "model" in result.dims else [None]
+
+
+def _one(result: xr.Dataset, model: Any) -> xr.Dataset:
+    return result.sel(model=model) if model is not None else result
+
+
+def _top_layer(res: xr.Dataset, setting: str, pooling: str) -> int | None:
+    t = res["threshold"].sel(setting=setting, pooling=pooling).transpose(..., "layer")
+    ok = np.isfinite(np.asarray(t.values, dtype=np.float64)).reshape(-1, t.sizes["layer"]).any(0)
+    layers = np.asarray(res["layer"].values)[ok]
+    return int(layers.max()) if layers.size else None
+
+
+# -- tables ----------------------------------------------------------------------------------------
+_METRICS = ("threshold", "tp", "fp", "tn", "fn", "tpr", "fpr", "accuracy", "balanced_accuracy",
+            "precision", "recall", "f1")
+_PER_GROUP = ("chance_rate", "majority_baseline", "n_positive", "n_negative")
+
+
+def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
+    """``ibd`` (one row per model × group × method × setting × layer × pooling), ``ibd_words``
+    (× attribute word) and ``ibd_roc`` (× candidate threshold, repeats dropped)."""
+    frame = tidy_frame(result, list(_METRICS), drop_all_nan=["tpr", "fpr", "threshold"])
+    per_group = result[list(_PER_GROUP)].reset_coords(drop=True).to_dataframe().reset_index()
+    frame = frame.merge(per_group, how="left")
+    roles = pd.DataFrame({"group": [str(g) for g in result["group"].values.tolist()],
+                          "group_role": [str(r) for r in result["group_role"].values.tolist()]})
+    frame = frame.merge(roles, how="left")
+    frame = integer_columns(frame, ("layer", "tp", "fp", "tn", "fn", "n_positive", "n_negative"))
+    main = front(frame, ("model", "group", "group_role", "method", "setting", "layer", "pooling",
+                         *_METRICS[:-3], "chance_rate", "majority_baseline", "precision",
+                         "recall", "f1", "n_positive", "n_negative"))
+
+    score = result["ibd_score"].broadcast_like(result["detected"])
+    const = result["constituent_score"].broadcast_like(result["detected"])
+    const = const.where(result["method"] == "eibd")
+    words = xr.Dataset({"score": score, "constituent_score": const, "detected": result["detected"],
+                        "label": result["label"].broadcast_like(result["detected"])})
+    wf = words.reset_coords(drop=True).to_dataframe().reset_index()
+    wf = wf[wf["score"].notna()].rename(columns={"attribute": "word"})
+    wf["label"] = wf["label"].astype(bool)
+    wf["detected"] = wf["detected"].astype(bool)
+    wf = integer_columns(wf, ("layer",))
+    words_frame = front(wf, ("model", "group", "method", "setting", "layer", "pooling", "word",
+                             "score", "constituent_score", "label", "detected")).reset_index(drop=True)
+
+    roc = xr.Dataset({"threshold": result["roc_threshold"], "tp": result["roc_tp"],
+                      "fp": result["roc_fp"], "tpr": result["roc_tpr"], "fpr": result["roc_fpr"]})
+    rf = roc.reset_coords(drop=True).to_dataframe().reset_index()
+    rf = rf[rf["tpr"].notna()]
+    keys = [k for k in ("model", "group", "method", "setting", "layer", "pooling") if k in rf]
+    rf = rf.drop(columns="candidate").drop_duplicates(subset=[*keys, "threshold"])
+    rf["eligible"] = rf["threshold"] >= 0
+    chosen = frame[[*keys, "threshold"]].rename(columns={"threshold": "chosen_t"})
+    rf = rf.merge(chosen, how="left", on=keys)
+    # the chosen operating point is the last candidate at or below the chosen t
+    below = rf["threshold"] <= rf["chosen_t"]
+    last = rf[below].groupby(keys, sort=False)["threshold"].transform("max")
+    rf["chosen"] = False
+    rf.loc[last.index, "chosen"] = (rf.loc[last.index, "threshold"] == last).to_numpy()
+    rf = integer_columns(rf.drop(columns="chosen_t"), ("layer", "tp", "fp"))
+    roc_frame = front(rf, (*keys, "threshold", "tp", "fp", "tpr", "fpr", "eligible", "chosen"))
+    return {"ibd": main, "ibd_words": words_frame, "ibd_roc": roc_frame.reset_index(drop=True)}
+
+
+# -- CEAT tests from the detected words ------------------------------------------------------------
+def ceat_tests(result: xr.Dataset) -> dict[str, Any]:
+    """The detected words at the declared cell as CEAT/WEAT tests (``ceat_weat_groups.json``
+    layout): per target group and method, X = the group's names, Y = the contrast's names (the
+    suite's full lists), A = the words detected for the group, B = the words detected for the
+    contrast by the same method; words detected for both are left out of both (as the paper's
+    I1 did with *assertive*). Tests with an empty A or B are left out (listed in ``_note``).
+    """
+    from emb import __version__
+
+    cell = _cell(result)
+    contrast = str(result.attrs.get("contrast", ""))
+    names = json.loads(result.attrs.get("names", "{}"))
+    roles = dict(zip(result["group"].values.tolist(), result["group_role"].values.tolist(),
+                     strict=True))
+    tests: dict[str, Any] = {}
+    skipped, cells = [], []
+    for model in _models(result):
+        res = _one(result, model)
+        layer = _top_layer(res, cell["setting"], cell["pooling"])
+        if layer is None or roles.get(contrast) is None:
+            skipped.append(f"{model or 'the store'}: no contrast group or no threshold")
+            continue
+        cells.append(f"{model + ': ' if model else ''}layer {layer}")
+        det = res["detected"].sel(setting=cell["setting"], pooling=cell["pooling"], layer=layer)
+        words = np.array([str(w) for w in res["attribute"].values.tolist()], dtype=object)
+        for method in METHODS:
+            b_words = words[np.asarray(det.sel({"group": contrast, "method": method}).values, dtype=bool)]
+            for group, role in roles.items():
+                if role != "target":
+                    continue
+                a_words = words[np.asarray(det.sel({"group": group, "method": method}).values, dtype=bool)]
+                a = [w for w in a_words if w not in set(b_words)]
+                b = [w for w in b_words if w not in set(a_words)]
+                name = f"{group}_{method}" if len(_models(result)) == 1 else f"{model}/{group}_{method}"
+                if not a or not b:
+                    skipped.append(f"{name} (A {len(a)} words, B {len(b)})")
+                    continue
+                tests[name] = {
+                    "X_name": group, "Y_name": contrast,
+                    "A_name": f"{group}_{method}", "B_name": f"{contrast}_{method}_for_{group}",
+                    "X": names.get(group, []), "Y": names.get(contrast, []), "A": a, "B": b,
+                }
+    source = (
+        f"emb {__version__} ibd analysis ({result.attrs.get('method', 'default')}): words detected "
+        f"in setting {cell['setting']!r}, pooling {cell['pooling']!r}, {', '.join(cells) or '-'}; "
+        f"threshold {result.attrs.get('thresholds', 'exact')} (max TPR - FPR, t >= 0), EIBD rule "
+        f"{result.attrs.get('rule')!r}, EIBD threshold {result.attrs.get('eibd_threshold')!r}; "
+        f"store {result.attrs.get('store', '?')}"
+    )
+    note = (
+        "A = words detected for X's group, B = words detected for the contrast group Y by the same "
+        "method at the same cell; words detected for both are left out of both. X and Y are the "
+        "groups' full name lists. Words keep the suite's spelling (hyphens kept)."
+        + (f" Left out: {'; '.join(skipped)}." if skipped else "")
+    )
+    return {"_source": source, "_note": note, "tests": tests}
+
+
+def _extra_files(result: xr.Dataset) -> dict[str, bytes]:
+    """``ibd_tests.json`` in the output directory, and the same at ``export_tests`` if given."""
+    content = (json.dumps(ceat_tests(result), indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    out = {"ibd_tests.json": content}
+    if result.attrs.get("export_tests"):
+        out[str(result.attrs["export_tests"])] = content
+    return out
+
+
+# -- figures ---------------------------------------------------------------------------------------
+_METHOD_TITLE = {"ibd": "IBD (intersectional)", "eibd": "EIBD (emergent)"}
+
+
+def _figures(result: xr.Dataset) -> dict[str, Figure]:
+    from emb.analyses._ibd_plots import accuracy_by_layer, roc_curves
+
+    cell = _cell(result)
+    figs: dict[str, Figure] = {}
+    for model in _models(result):
+        res = _one(result, model)
+        layer = _top_layer(res, cell["setting"], cell["pooling"])
+        if layer is None:
+            continue
+        suffix = "" if len(_models(result)) == 1 else f"_{_slug(model)}"
+        figs[f"roc{suffix}"] = roc_curves(res, setting=cell["setting"], pooling=cell["pooling"],
+                                          layer=layer, model=model)
+        if res.sizes["layer"] > 1:
+            figs[f"accuracy_by_layer{suffix}"] = accuracy_by_layer(
+                res, setting=cell["setting"], pooling=cell["pooling"], model=model)
+    return figs
+
+
+def _slug(value: Any) -> str:
+    from emb.analyses._analysis import slug
+
+    return slug(value)
+
+
+# -- summary ---------------------------------------------------------------------------------------
+def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
+    """Declared cell: the top layer, setting ``bleached`` (else ``alone``), the default pooling
+    (``static`` for static vectors); every target and contrast group × method."""
+    cell = _cell(result)
+    frame = tables["ibd"]
+    rows, best_notes = [], []
+    for model in _models(result):
+        res = _one(result, model)
+        layer = _top_layer(res, cell["setting"], cell["pooling"])
+        sub = frame if model is None else frame[frame["model"] == model]
+        at = sub[(sub["setting"] == cell["setting"]) & (sub["pooling"] == cell["pooling"])
+                 & (sub["layer"] == layer)]
+        for r in at.itertuples():
+            row = {"model": model} if model is not None else {}
+            row.update({
+                "group": r.group, "method": r.method, "t": float(r.threshold),
+                "TP/P": f"{r.tp}/{r.n_positive}", "FP/N": f"{r.fp}/{r.n_negative}",
+                "accuracy": float(r.accuracy), "balanced": float(r.balanced_accuracy),
+                "majority": float(r.majority_baseline), "chance": float(r.chance_rate),
+                "f1": float(r.f1),
+            })
+            rows.append(row)
+        if sub["layer"].nunique() > 1:
+            best = sub.loc[sub["balanced_accuracy"].idxmax()]
+            best_notes.append(
+                f"{model + ': ' if model else ''}highest balanced accuracy over all "
+                f"{len(sub)} cells (exploratory, not the declared cell): {best['group']} "
+                f"{best['method']} {best['balanced_accuracy']:.3f} at layer {best['layer']}, "
+                f"{best['setting']}, {best['pooling']}")
+    table = pd.DataFrame(rows)
+    notes = []
+    thresholds = result.attrs.get("thresholds", "exact")
+    notes.append(
+        "threshold: " + ("every distinct score (exact ROC)" if thresholds == "exact" else
+                         f"a grid of {len(json.loads(thresholds))} values")
+        + ", t >= 0, max TPR - FPR, ties to the most TP; EIBD rule "
+        f"{result.attrs.get('rule')!r}, EIBD threshold: "
+        + ("IBD's" if result.attrs.get("eibd_threshold") == "ibd" else "its own ROC choice"))
+    if len(table):
+        below = int((table["accuracy"] <= table["majority"]).sum())
+        notes.append(f"accuracy at or below the majority baseline (flag nothing) in {below} of "
+                     f"{len(table)} rows: compare balanced accuracy")
+    n_names = result["n_names"].values.reshape(-1, result.sizes["name_set"])[0]
+    n_total = result["n_names_total"].values.reshape(-1, result.sizes["name_set"])[0]
+    notes.append("names with vectors: " + ", ".join(
+        f"{g} {int(a)}/{int(b)}" for g, a, b in zip(result["name_set"].values, n_names, n_total,
+                                                    strict=True)))
+    missing_attrs = json.loads(result.attrs.get("missing_attributes", "[]"))
+    if missing_attrs:
+        notes.append(f"attribute words without a vector ({len(missing_attrs)}, left out of the "
+                     f"validation): {', '.join(missing_attrs[:12])}{' …' if len(missing_attrs) > 12 else ''}")
+    notes += json.loads(result.attrs.get("notes", "[]"))
+    notes += best_notes
+    tests = ceat_tests(result)
+    where = result.attrs.get("export_tests") or "ibd_tests.json"
+    notes.append(f"{len(tests['tests'])} CEAT tests of the detected words in {where}")
+    return Summary(
+        title="IBD/EIBD: attribute words detected for intersectional groups",
+        headline=[f"declared cell: top layer, setting {cell['setting']!r}, pooling "
+                  f"{cell['pooling']!r}"],
+        table=table,
+        notes=notes,
+    )
+
+
+ANALYSIS = Analysis(
+    name="ibd",
+    function=ibd,
+    suite="ibd",
+    description="IBD and EIBD: intersectional and emergent bias words, exact ROC threshold",
+    options=(
+        Option(name="groups", multiple=True,
+               help="target group, e.g. african_female (default: african_female, mexican_female)"),
+        Option(name="contrast", help="group whose detected words become the B sets of the "
+                                     "exported tests ('none': no contrast)"),
+        Option(name="settings", multiple=True, help="setting (default: alone and bleached)"),
+        Option(name="rule", choices=("any", "all"),
+               help="EIBD drops an IBD word tied to any / all constituent categories "
+                    "(default any; all with --reference)"),
+        Option(name="eibd_threshold", choices=("ibd", "own"),
+               help="EIBD's threshold: IBD's, or its own ROC choice (default ibd; own with "
+                    "--reference)"),
+        Option(name="thresholds", metavar="exact|START:STOP:STEP|T1,T2,…",
+               help="candidate thresholds (default exact; the code's -2:2:0.05 with --reference)"),
+        Option(name="export_tests", metavar="FILE",
+               help="also write the detected words as CEAT tests (ceat_weat_groups.json layout)"),
+    ),
+    tables=_tables,
+    figures=_figures,
+    summary=_summary,
+    extra_files=_extra_files,
+)
