@@ -22,6 +22,7 @@ from dask.callbacks import Callback
 from emb.analyses import ANALYSES, Analysis, run_analysis
 from emb.errors import AnalysisError
 from tests.analyses._synthetic import (
+    ibd_dataset,
     similarity_dataset,
     similarity_pairs,
     stereotype_dataset,
@@ -75,6 +76,23 @@ DOCUMENTED: dict[str, dict[str, tuple[str, ...]]] = {
         "n_heldout": ("dimension",),
         "heldout_coordinate": ("heldout", "layer", "pooling"),
     },
+    "ibd": {
+        "score": ("setting", "attribute", "pair", "layer", "pooling"),
+        "ibd_score": ("setting", "group", "attribute", "layer", "pooling"),
+        "constituent_score": ("setting", "group", "attribute", "layer", "pooling"),
+        "label": ("group", "detector", "attribute"),
+        **{name: ("setting", "group", "detector", "layer", "pooling")
+           for name in ("threshold", "tp", "fp", "tn", "fn", "tpr", "fpr", "accuracy",
+                        "balanced_accuracy", "precision", "recall", "f1")},
+        **{name: ("group", "detector")
+           for name in ("chance_rate", "majority_baseline", "n_positive", "n_negative")},
+        "detected": ("setting", "group", "detector", "attribute", "layer", "pooling"),
+        **{f"roc_{name}": ("setting", "group", "detector", "candidate", "layer", "pooling")
+           for name in ("threshold", "tp", "fp", "tpr", "fpr")},
+        "n_names": ("name_set",),
+        "n_names_total": ("name_set",),
+        "n_attributes": (),
+    },
     "similarity": {
         "rho": ("dataset", "pooling", "layer", "k"),
         "p": ("dataset", "pooling", "layer", "k"),
@@ -107,6 +125,8 @@ def _inputs(name: str) -> tuple[xr.Dataset, dict[str, Any]]:
         return _lazy(sim), {"pairs": pairs, "k_max": 2}
     if name == "stereotype":
         return _lazy(stereotype_dataset(dtype="float32")[0]), {"correction": "holm", "test": "welch"}
+    if name == "ibd":
+        return _lazy(ibd_dataset()), {}
     raise AssertionError(f"no test inputs for analysis {name!r}: add them to _inputs()")
 
 
@@ -130,7 +150,7 @@ def test_registry_entries_are_complete() -> None:
     assert set(ANALYSES) == set(DOCUMENTED), "document the variables of every analysis"
     for name, analysis in ANALYSES.items():
         assert isinstance(analysis, Analysis) and analysis.name == name
-        assert analysis.suite in ("vast", "weat", "similarity", "stereotype")
+        assert analysis.suite in ("vast", "weat", "similarity", "stereotype", "ibd")
         params = inspect.signature(analysis.function).parameters
         first, *rest = params.values()
         assert first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -333,7 +334,7 @@ def run_analysis(
     AnalysisError
         Unknown analysis, no datasets, or an option the analysis does not take.
     """
-    from emb.analyses._select import plain_strings
+    from emb.analyses._select import plain_strings, vectors_coverage
 
     if isinstance(analysis, str):
         from emb.analyses.registry import get_analysis
@@ -350,6 +351,8 @@ def run_analysis(
         )
     results = []
     for model, ds in datasets.items():
+        if note := vectors_coverage(ds):  # a static store without some of its suite's words
+            warnings.warn(f"{model}: {note}", UserWarning, stacklevel=2)
         kwargs = {**options, **dict((per_model or {}).get(model, {}))}
         kwargs = {k: plain_strings(v) if isinstance(v, xr.Dataset) else v for k, v in kwargs.items()}
         results.append(analysis.function(plain_strings(ds), **kwargs))

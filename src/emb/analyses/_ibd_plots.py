@@ -24,14 +24,14 @@ def roc_curves(res: xr.Dataset, *, setting: str, pooling: str, layer: int, model
     """One panel per group × method: the ROC over every candidate threshold (t ≥ 0 solid, t < 0
     faded), the chance diagonal and the chosen operating point with its counts."""
     groups = [str(g) for g in res["group"].values]
-    methods = [str(m) for m in res["method"].values]
+    methods = [str(m) for m in res["detector"].values]
     cell = {"setting": setting, "pooling": pooling, "layer": layer}
     fig = Figure(figsize=(7.0, 0.9 + 3.0 * len(groups)), layout="constrained")
     axes = fig.subplots(len(groups), len(methods), squeeze=False)
     for i, group in enumerate(groups):
         for j, method in enumerate(methods):
             ax = axes[i, j]
-            sel = {**cell, "group": group, "method": method}
+            sel = {**cell, "group": group, "detector": method}
             t = _f(res["roc_threshold"].sel(sel))
             tpr, fpr = _f(res["roc_tpr"].sel(sel)), _f(res["roc_fpr"].sel(sel))
             ok = np.isfinite(tpr) & np.isfinite(fpr)
@@ -50,8 +50,8 @@ def roc_curves(res: xr.Dataset, *, setting: str, pooling: str, layer: int, model
                 k = int(np.argmax(~eligible))
                 ax.plot(x[k - 1 : k + 1], y[k - 1 : k + 1], "-", lw=1.0, color=color, alpha=0.3)
             ax.plot(x[eligible], y[eligible], marker="o", ls=style, lw=1.4, ms=2.5, color=color)
-            p = int(_f(res["n_positive"].sel({"group": group, "method": method})))
-            n = int(_f(res["n_negative"].sel({"group": group, "method": method})))
+            p = int(_f(res["n_positive"].sel({"group": group, "detector": method})))
+            n = int(_f(res["n_negative"].sel({"group": group, "detector": method})))
             chosen_t = float(_f(res["threshold"].sel(sel)))
             if np.isfinite(chosen_t):
                 cx, cy = float(_f(res["fpr"].sel(sel))), float(_f(res["tpr"].sel(sel)))
@@ -96,14 +96,14 @@ def accuracy_by_layer(res: xr.Dataset, *, setting: str, pooling: str, model: Any
     fig = Figure(figsize=(7.0, 3.2), layout="constrained")
     axes = fig.subplots(1, len(groups), squeeze=False, sharey=True)[0]
     for ax, group in zip(axes, groups, strict=True):
-        for method in [str(m) for m in res["method"].values]:
-            sel = {"setting": setting, "pooling": pooling, "group": group, "method": method}
+        for method in [str(m) for m in res["detector"].values]:
+            sel = {"setting": setting, "pooling": pooling, "group": group, "detector": method}
             color = _COLOR.get(method, "#444444")
             ax.plot(layers, _f(res["balanced_accuracy"].sel(sel)), "-o", ms=3, color=color,
                     label=f"{_METHOD.get(method, method)}: balanced accuracy")
             ax.plot(layers, _f(res["accuracy"].sel(sel)), "--", color=color,
                     label=f"{_METHOD.get(method, method)}: accuracy")
-            base = float(_f(res["majority_baseline"].sel({"group": group, "method": method})))
+            base = float(_f(res["majority_baseline"].sel({"group": group, "detector": method})))
             ax.axhline(base, ls=":", color=color, lw=1.0,
                        label=f"{_METHOD.get(method, method)}: majority baseline")
         ax.axhline(0.5, color="#999999", lw=0.6)

@@ -28,6 +28,7 @@ __all__ = [
     "settings_present",
     "truthy",
     "unique_in_order",
+    "vectors_coverage",
     "words_of",
 ]
 
@@ -59,8 +60,37 @@ def describe_source(ds: xr.Dataset) -> tuple[str, str, str]:
     return str(suite_name or "?"), str(store or "?"), str(model_id or "?")
 
 
+def _vectors_record(ds: xr.Dataset) -> Mapping[str, Any]:
+    """What a static store's extraction recorded about its suite's words (empty otherwise)."""
+    suite = _attr(ds, "suite")
+    params = suite.get("parameters", {}) if isinstance(suite, Mapping) else {}
+    record = params.get("vectors", {}) if isinstance(params, Mapping) else {}
+    return record if isinstance(record, Mapping) else {}
+
+
+def vectors_coverage(ds: xr.Dataset) -> str | None:
+    """A line naming the words a static store's suite left out (no vector), or None."""
+    rec = _vectors_record(ds)
+    if not rec.get("n_missing"):
+        return None
+    missing = list(rec.get("missing", []))
+    suite, store, _ = describe_source(ds)
+    return (
+        f"{rec['n_missing']} of {rec.get('n_words')} words of suite {suite!r} in {store} have no "
+        f"vector in {rec.get('file')} and were left out at extraction (--allow-missing): "
+        f"{missing[:10]}{' …' if len(missing) > 10 else ''}; results use the words present"
+    )
+
+
 def _extract_hint(ds: xr.Dataset) -> str:
     suite, store, model = describe_source(ds)
+    rec = _vectors_record(ds)
+    if rec:
+        return (
+            f"this store holds static vectors from {rec.get('file')}, in which "
+            f"{rec.get('n_missing', 0)} words of the suite have no vector (left out at extraction; "
+            "see the suite's parameters 'vectors.missing'): use words that have one"
+        )
     return (
         f"run 'emb extract --model {model if model != '?' else 'MODEL'} "
         f"--suite {suite if suite != '?' else 'SUITE'} --store {store if store != '?' else 'STORE'}' "

@@ -58,6 +58,9 @@ if TYPE_CHECKING:
 __all__ = ["ANALYSIS", "ceat_tests", "ibd"]
 
 METHODS = ("ibd", "eibd")
+#: The result's dimension of the two methods (the tables' column ``method``; not "method",
+#: which ``xarray.Dataset.sel`` takes as its own keyword).
+DETECTOR = "detector"
 #: The paper's targets (the validation data covers every group; these are the ones it reports).
 DEFAULT_GROUPS = ("african_female", "mexican_female")
 #: The authors' threshold grid: np.arange(-200, 200, 5) / 100.
@@ -232,6 +235,10 @@ def _design(
             "threshold needs one (<group>_bias and <group>_intersectional_bias)"
         )
     targets = [g for g in wanted if g in live and g not in unvalidated]
+    dropped = [g for g in wanted if g not in targets]
+    if dropped:
+        notes.append(f"target groups left out (no names with vectors, or no validation list): "
+                     f"{dropped}")
     if not targets:
         raise AnalysisError(
             f"none of the groups {wanted} has a name in this store (and a validation list); "
@@ -384,17 +391,18 @@ def ibd(
         - ``ibd_score``, ``constituent_score`` ``(setting, group, attribute, layer, pooling)``: the
           largest score against another intersectional group; the constituent scores combined
           by the rule (max for ``any``, min for ``all``);
-        - ``label(group, method, attribute)``: the validation class (bool);
+        - ``label(group, detector, attribute)``: the validation class (bool);
         - ``threshold, tp, fp, tn, fn, tpr, fpr, accuracy, balanced_accuracy, precision, recall,
-          f1 (setting, group, method, layer, pooling)`` at the chosen threshold;
-        - ``chance_rate, majority_baseline, n_positive, n_negative (group, method)``;
-        - ``detected(setting, group, method, attribute, layer, pooling)`` (bool);
-        - ``roc_threshold, roc_tp, roc_fp, roc_tpr, roc_fpr (setting, group, method, candidate,
+          f1 (setting, group, detector, layer, pooling)`` at the chosen threshold;
+        - ``chance_rate, majority_baseline, n_positive, n_negative (group, detector)``;
+        - ``detected(setting, group, detector, attribute, layer, pooling)`` (bool);
+        - ``roc_threshold, roc_tp, roc_fp, roc_tpr, roc_fpr (setting, group, detector, candidate,
           layer, pooling)``;
         - ``n_names, n_names_total (name_set)``: names with vectors / defined per group;
           ``n_attributes``, ``n_attributes_total``.
 
-        ``group`` has the coordinate ``group_role`` (target | contrast). Attributes: options,
+        ``detector`` is ``ibd`` | ``eibd`` (the tables' column ``method``); ``group`` has the
+        coordinate ``group_role`` (target | contrast). Attributes: options,
         comparisons, coverage (missing names and attributes), store provenance.
 
     Raises
@@ -419,7 +427,7 @@ def ibd(
     --------
     >>> ds = emb.open_store("glove.zarr").dataset("ibd")  # doctest: +SKIP
     >>> res = ibd(ds).compute()                           # doctest: +SKIP
-    >>> res.accuracy.sel({"method": "ibd", "pooling": "static"})  # doctest: +SKIP
+    >>> res.accuracy.sel(detector="eibd", pooling="static")  # doctest: +SKIP
     """
     method = _parse_choice("method", method, ("default", "reference"))
     reference = method == "reference"
@@ -478,11 +486,11 @@ def ibd(
     combine = "max" if rule == "any" else "min"
     const = xr.concat([getattr(plain.isel(pair=d.constituent_pairs[g]), combine)("pair")
                        for g in d.targets], dim=group_index)
-    method_index = pd.Index(list(METHODS), name="method")
+    method_index = pd.Index(list(METHODS), name=DETECTOR)
     low = xr.concat([xr.full_like(const, -np.inf), const], dim=method_index)
     high_m = xr.concat([high, high], dim=method_index)
-    label = xr.DataArray(d.labels, dims=("group", "method", "attribute"),
-                         coords={"group": d.targets, "method": list(METHODS),
+    label = xr.DataArray(d.labels, dims=("group", DETECTOR, "attribute"),
+                         coords={"group": d.targets, DETECTOR: list(METHODS),
                                  "attribute": d.attributes})
     n_pos = label.sum("attribute")
     n_neg = label.sizes["attribute"] - n_pos
@@ -497,7 +505,7 @@ def ibd(
                             "allow_rechunk": True},
     )
     if eibd_threshold == "ibd":
-        chosen = chosen.sel({"method": ["ibd", "ibd"]}).assign_coords(method=list(METHODS))
+        chosen = chosen.sel({DETECTOR: ["ibd", "ibd"]}).assign_coords({DETECTOR: list(METHODS)})
     detected = (low <= chosen) & (chosen < high_m)
     tp = (detected & label).sum("attribute")
     fp = (detected & ~label).sum("attribute")
@@ -536,7 +544,7 @@ def ibd(
     out["n_attributes_total"] = len(d.attributes_total)
     for var, text in _LONG_NAMES.items():
         out[var].attrs["long_name"] = text
-    order = [x for x in ("setting", "group", "method", "attribute", "pair", "candidate", "layer",
+    order = [x for x in ("setting", "group", DETECTOR, "attribute", "pair", "candidate", "layer",
                          "pooling") if x in out.dims]
     out = out.transpose(*order, ...)
     missing_names = {g: [n for n in d.total[g] if n not in d.groups[g]] for g in d.total}
@@ -612,8 +620,10 @@ _PER_GROUP = ("chance_rate", "majority_baseline", "n_positive", "n_negative")
 def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     """``ibd`` (one row per model × group × method × setting × layer × pooling), ``ibd_words``
     (× attribute word) and ``ibd_roc`` (× candidate threshold, repeats dropped)."""
-    frame = tidy_frame(result, list(_METRICS), drop_all_nan=["tpr", "fpr", "threshold"])
-    per_group = result[list(_PER_GROUP)].reset_coords(drop=True).to_dataframe().reset_index()
+    frame = tidy_frame(result, list(_METRICS), drop_all_nan=["tpr", "fpr", "threshold"],
+                       rename={DETECTOR: "method"})
+    per_group = (result[list(_PER_GROUP)].reset_coords(drop=True).to_dataframe().reset_index()
+                 .rename(columns={DETECTOR: "method"}))
     frame = frame.merge(per_group, how="left")
     roles = pd.DataFrame({"group": [str(g) for g in result["group"].values.tolist()],
                           "group_role": [str(r) for r in result["group_role"].values.tolist()]})
@@ -625,11 +635,11 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
 
     score = result["ibd_score"].broadcast_like(result["detected"])
     const = result["constituent_score"].broadcast_like(result["detected"])
-    const = const.where(result["method"] == "eibd")
+    const = const.where(result[DETECTOR] == "eibd")
     words = xr.Dataset({"score": score, "constituent_score": const, "detected": result["detected"],
                         "label": result["label"].broadcast_like(result["detected"])})
     wf = words.reset_coords(drop=True).to_dataframe().reset_index()
-    wf = wf[wf["score"].notna()].rename(columns={"attribute": "word"})
+    wf = wf[wf["score"].notna()].rename(columns={"attribute": "word", DETECTOR: "method"})
     wf["label"] = wf["label"].astype(bool)
     wf["detected"] = wf["detected"].astype(bool)
     wf = integer_columns(wf, ("layer",))
@@ -638,7 +648,7 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
 
     roc = xr.Dataset({"threshold": result["roc_threshold"], "tp": result["roc_tp"],
                       "fp": result["roc_fp"], "tpr": result["roc_tpr"], "fpr": result["roc_fpr"]})
-    rf = roc.reset_coords(drop=True).to_dataframe().reset_index()
+    rf = roc.reset_coords(drop=True).to_dataframe().reset_index().rename(columns={DETECTOR: "method"})
     rf = rf[rf["tpr"].notna()]
     keys = [k for k in ("model", "group", "method", "setting", "layer", "pooling") if k in rf]
     rf = rf.drop(columns="candidate").drop_duplicates(subset=[*keys, "threshold"])
@@ -682,11 +692,11 @@ def ceat_tests(result: xr.Dataset) -> dict[str, Any]:
         det = res["detected"].sel(setting=cell["setting"], pooling=cell["pooling"], layer=layer)
         words = np.array([str(w) for w in res["attribute"].values.tolist()], dtype=object)
         for method in METHODS:
-            b_words = words[np.asarray(det.sel({"group": contrast, "method": method}).values, dtype=bool)]
+            b_words = words[np.asarray(det.sel({"group": contrast, DETECTOR: method}).values, dtype=bool)]
             for group, role in roles.items():
                 if role != "target":
                     continue
-                a_words = words[np.asarray(det.sel({"group": group, "method": method}).values, dtype=bool)]
+                a_words = words[np.asarray(det.sel({"group": group, DETECTOR: method}).values, dtype=bool)]
                 a = [w for w in a_words if w not in set(b_words)]
                 b = [w for w in b_words if w not in set(a_words)]
                 name = f"{group}_{method}" if len(_models(result)) == 1 else f"{model}/{group}_{method}"

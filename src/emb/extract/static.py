@@ -71,7 +71,7 @@ KEY_LABEL = "vector_key"
 
 _COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
 _SUFFIXES = {".bin": "word2vec-binary", ".vec": "fasttext", ".txt": None}
-_CHUNK = 1 << 20
+_CHUNK = 1 << 18
 _HASH_BLOCK = 8 << 20
 
 
@@ -186,7 +186,12 @@ def _zip_member(path: Path) -> str:
             members = [i.filename for i in archive.infolist() if not i.is_dir()]
     except (OSError, zipfile.BadZipFile) as err:
         raise ModelError(f"cannot read the zip file {path}: {err}") from None
-    return members[0] if len(members) == 1 else ""
+    if len(members) != 1:
+        raise ModelError(
+            f"{path} holds {len(members)} files ({members[:5]}); a zipped vectors file must hold "
+            "exactly one: unzip it and give the vectors file itself"
+        )
+    return members[0]
 
 
 def _header(line: bytes) -> tuple[int, int] | None:
@@ -254,7 +259,8 @@ def read_vectors(
 
     Notes
     -----
-    Memory: the wanted vectors plus one read buffer (1 MiB), whatever the vocabulary size.
+    Memory: the wanted vectors plus a read buffer (a few times 256 KiB), whatever the vocabulary
+    size.
     """
     p = Path(os.fspath(path)).expanduser()
     if not p.is_file():

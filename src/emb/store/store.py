@@ -378,11 +378,17 @@ def _validate_suite(name: str, group: zarr.Group, problems: list[str], *, deep: 
 def describe(info: StoreInfo) -> str:
     """A short human-readable summary (used by ``emb info`` and ``emb extract``)."""
     model = info.model
+    described = (
+        f"{model.get('model_id')} ({model.get('architecture')}, {model.get('vocab_size', 0):,} "
+        f"words × {model.get('hidden_size')}, sha256 {str(model.get('sha256'))[:12]}…)"
+        if model.get("source") == "static"
+        else f"{model.get('model_id')} (revision {model.get('revision') or '-'}, "
+        f"{model.get('architecture')}, {model.get('n_layers')} layers + embeddings, "
+        f"{model.get('hidden_size')}-d)"
+    )
     lines = [
         f"store     {info.location}",
-        f"model     {model.get('model_id')} (revision {model.get('revision') or '-'}, "
-        f"{model.get('architecture')}, {model.get('n_layers')} layers + embeddings, "
-        f"{model.get('hidden_size')}-d)",
+        f"model     {described}",
         f"last layer {model.get('last_layer', '-')}",
         f"size      {_human(info.size_bytes)}",
     ]

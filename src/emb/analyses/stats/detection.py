@@ -182,7 +182,7 @@ def classification_metrics(tp: Any, fp: Any, tn: Any, fn: Any) -> dict[str, Any]
     Raises
     ------
     AnalysisError
-        Negative counts.
+        Negative counts (checked for numpy inputs; xarray inputs stay lazy and unchecked).
 
     Examples
     --------
@@ -193,8 +193,8 @@ def classification_metrics(tp: Any, fp: Any, tn: Any, fn: Any) -> dict[str, Any]
     (0.816, 0.857)
     """
     counts = [np.asarray(c) if not hasattr(c, "dims") else c for c in (tp, fp, tn, fn)]
-    if any(bool((np.asarray(c) < 0).any()) for c in counts):
-        raise AnalysisError("confusion counts must be non-negative")
+    if any(isinstance(c, np.ndarray) and bool((c < 0).any()) for c in counts):
+        raise AnalysisError(f"confusion counts must be non-negative; got {tp, fp, tn, fn}")
     tp, fp, tn, fn = (c * 1.0 for c in counts)
     pos, neg = tp + fn, fp + tn
     total = pos + neg
