@@ -531,8 +531,8 @@ def ibd(
             "roc_threshold": roc_t,
             "roc_tp": roc_tp,
             "roc_fp": roc_fp,
-            "roc_tpr": roc_tp / n_pos,
-            "roc_fpr": roc_fp / n_neg,
+            "roc_tpr": roc_tp / n_pos.where(n_pos > 0),
+            "roc_fpr": roc_fp / n_neg.where(n_neg > 0),
         }
     )
     out = out.assign_coords(group_role=("group", d.roles), candidate=np.arange(out.sizes["candidate"]))

@@ -198,17 +198,23 @@ def classification_metrics(tp: Any, fp: Any, tn: Any, fn: Any) -> dict[str, Any]
     tp, fp, tn, fn = (c * 1.0 for c in counts)
     pos, neg = tp + fn, fp + tn
     total = pos + neg
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tpr = tp / pos
-        fpr = fp / neg
-        return {
-            "tpr": tpr,
-            "fpr": fpr,
-            "accuracy": (tp + tn) / total,
-            "balanced_accuracy": (tpr + tn / neg) / 2,
-            "precision": tp / (tp + fp),
-            "recall": tpr,
-            "f1": 2 * tp / (2 * tp + fp + fn),
-            "chance_rate": pos / total,
-            "majority_baseline": neg / total,
-        }
+    tpr = _ratio(tp, pos)
+    return {
+        "tpr": tpr,
+        "fpr": _ratio(fp, neg),
+        "accuracy": _ratio(tp + tn, total),
+        "balanced_accuracy": (tpr + _ratio(tn, neg)) / 2,
+        "precision": _ratio(tp, tp + fp),
+        "recall": tpr,
+        "f1": _ratio(2 * tp, 2 * tp + fp + fn),
+        "chance_rate": _ratio(pos, total),
+        "majority_baseline": _ratio(neg, total),
+    }
+
+
+def _ratio(a: Any, b: Any) -> Any:
+    """``a / b``, NaN where ``b`` is 0, without a warning (also when a lazy xarray computes)."""
+    if hasattr(b, "where"):
+        return a / b.where(b > 0)
+    b = np.asarray(b, dtype=np.float64)
+    return np.asarray(a, dtype=np.float64) / np.where(b > 0, b, np.nan)
