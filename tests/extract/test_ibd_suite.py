@@ -89,7 +89,7 @@ def test_a_users_own_groups_file(tmp_path: Path) -> None:
     }
     path = tmp_path / "groups.json"
     path.write_text(json.dumps(doc))
-    suite = build_suite("ibd", groups=str(path))
+    suite = build_suite("ibd", ibd_groups=str(path))
     assert len(suite.items) == 2 * (8 + 4)
     assert suite.parameters["groups_file"]["source"] == str(path)
     assert suite.parameters["races"] == ["north", "south"]
@@ -97,4 +97,4 @@ def test_a_users_own_groups_file(tmp_path: Path) -> None:
     assert any("no IBD validation list" in w and "south_old" in w for w in warnings)
     path.write_text("{not json")
     with pytest.raises(SuiteError, match="not valid JSON"):
-        build_suite("ibd", groups=str(path))
+        build_suite("ibd", ibd_groups=str(path))

@@ -2,7 +2,7 @@
 
 The six 12-name groups and the attribute words of Guo & Caliskan (2021) are package data
 (``emb/data/ibd_eibd_names_and_attributes.json``); a user's own file in the same layout is read
-with ``--groups FILE``.
+with ``--ibd-groups FILE``.
 
 The layout (a JSON object):
 
@@ -174,7 +174,7 @@ class IbdGenerator(SuiteGenerator):
     )
     options = (
         SuiteOption(
-            name="groups",
+            name="ibd_groups",
             type=Path,
             help="JSON file of groups and attributes in the layout of "
             "ibd_eibd_names_and_attributes.json (default: Guo & Caliskan's)",
@@ -184,7 +184,7 @@ class IbdGenerator(SuiteGenerator):
     def build(self, **options: Any) -> Suite:
         """Build the IBD suite; see the class docstring for items and labels."""
         opts = self.parse_options(options)
-        path: Path | None = opts["groups"]
+        path: Path | None = opts["ibd_groups"]
         spec = parse_ibd_data(read_json(path, "IBD groups file"), path) if path else IBD_DATA
         items = []
         for setting, prefix in SETTINGS:
