@@ -21,9 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -42,12 +40,10 @@ from emb.analyses._analysis import (
     integer_columns,
     tidy_frame,
 )
+from emb.analyses._ibd_design import METHODS, design
 from emb.analyses._select import (
-    item_values,
     provenance_attrs,
     select_words,
-    settings_present,
-    unique_in_order,
 )
 from emb.analyses.stats import detection
 from emb.errors import AnalysisError
@@ -57,16 +53,11 @@ if TYPE_CHECKING:
 
 __all__ = ["ANALYSIS", "ceat_tests", "ibd"]
 
-METHODS = ("ibd", "eibd")
 #: The result's dimension of the two methods (the tables' column ``method``; not "method",
 #: which ``xarray.Dataset.sel`` takes as its own keyword).
 DETECTOR = "detector"
-#: The paper's targets (the validation data covers every group; these are the ones it reports).
-DEFAULT_GROUPS = ("african_female", "mexican_female")
 #: The authors' threshold grid: np.arange(-200, 200, 5) / 100.
 CODE_GRID = "-2:2:0.05"
-_LABELS = ("role", "group", "race", "gender", "ibd_of", "eibd_of")
-_MAX_BLOCK_BYTES = 128 * 2**20
 
 
 # -- options -------------------------------------------------------------------------------------
@@ -117,194 +108,6 @@ def _parse_export(path: str | os.PathLike[str] | None) -> str | None:
             f"the directory of export_tests {os.fspath(path)!r} does not exist; create it first"
         )
     return full
-
-
-# -- the design: which names, which pairs ---------------------------------------------------------
-@dataclass(frozen=True, kw_only=True)
-class _Design:
-    settings: list[str]
-    groups: dict[str, list[str]]  # every group of the suite -> its names present in the store
-    total: dict[str, list[str]]  # every group -> its names in the suite's definition
-    race: dict[str, str]
-    gender: dict[str, str]
-    attributes: list[str]  # present
-    attributes_total: list[str]
-    targets: list[str]  # evaluated groups (targets, then the contrast)
-    roles: list[str]
-    sets: dict[str, list[str]]  # name set (group, race or gender) -> names present
-    pairs: list[tuple[str, str, str]]  # (first set, second set, kind)
-    ibd_pairs: dict[str, list[int]]
-    constituent_pairs: dict[str, list[int]]
-    labels: np.ndarray  # (group, method, attribute) bool
-    notes: list[str]
-
-
-def _parameters(ds: xr.Dataset) -> dict[str, Any]:
-    suite = ds.attrs.get("suite", {})
-    if isinstance(suite, str):
-        try:
-            suite = json.loads(suite)
-        except json.JSONDecodeError:
-            suite = {}
-    params = suite.get("parameters", {}) if isinstance(suite, Mapping) else {}
-    return dict(params) if isinstance(params, Mapping) else {}
-
-
-def _design(
-    ds: xr.Dataset,
-    *,
-    groups: Sequence[str] | None,
-    contrast: str | None,
-    settings: Sequence[str] | None,
-    reference: bool,
-) -> _Design:
-    missing_labels = [k for k in _LABELS if k not in ds.variables]
-    if missing_labels:
-        raise AnalysisError(
-            f"this Dataset lacks the labels {missing_labels}: it is not an 'ibd' suite; extract "
-            "it with 'emb extract --model M --suite ibd --store S'"
-        )
-    present = settings_present(ds)
-    if settings is None:
-        chosen = [s for s in present if s in ("alone", "bleached")] or present
-    else:
-        chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
-        unknown = [s for s in chosen if s not in present]
-        if unknown:
-            raise AnalysisError(f"settings {unknown} are not in this suite; it has {present}")
-    col = {k: item_values(ds, k).astype(str) for k in ("word", "setting", *_LABELS)}
-    params = _parameters(ds)
-    notes: list[str] = []
-
-    def words_where(mask: np.ndarray) -> list[str]:
-        per = [set(col["word"][mask & (col["setting"] == s)]) for s in chosen]
-        common = set.intersection(*per)
-        uneven = set.union(*per) - common
-        if uneven:
-            notes.append(f"words not in every setting, left out: {sorted(uneven)[:10]}")
-        return [w for w in unique_in_order(col["word"][mask]) if w in common]
-
-    is_name = col["role"] == "name"
-    suite_groups = unique_in_order(col["group"][is_name])
-    total = {g: list(v) for g, v in params.get("groups", {}).items()} or {}
-    for g in suite_groups:
-        total.setdefault(g, unique_in_order(col["word"][is_name & (col["group"] == g)]))
-    race, gender = {}, {}
-    for g in total:
-        mask = is_name & (col["group"] == g)
-        if mask.any():
-            race[g], gender[g] = col["race"][mask][0], col["gender"][mask][0]
-        else:
-            race[g], gender[g] = g.split("_", 1) if "_" in g else (g, "")
-    names = {g: words_where(is_name & (col["group"] == g)) for g in total}
-    is_attr = col["role"] == "attribute"
-    attributes = words_where(is_attr)
-    attributes_total = list(params.get("attributes", [])) or attributes
-    if len(attributes) < 2:
-        raise AnalysisError(
-            f"{len(attributes)} attribute words have vectors in this store; IBD needs the "
-            "attribute words of the 'ibd' suite"
-        )
-    empty = [g for g in total if not names[g]]
-    if empty:
-        message = (
-            f"groups with no name in the store are left out of every comparison: {empty} "
-            f"(names missing: {sum(len(total[g]) for g in empty)})"
-        )
-        warnings.warn(message, UserWarning, stacklevel=3)
-        notes.append(message)
-    live = [g for g in total if names[g]]
-    validation = params.get("validation") or {}
-    validated = {
-        m: set(validation.get(m, {})) or {v for x in col[f"{m}_of"][is_attr] for v in x.split("|") if v}
-        for m in METHODS
-    }
-    if groups is None:
-        wanted = [g for g in DEFAULT_GROUPS if g in total] or sorted(validated["ibd"])
-        explicit = False
-    else:
-        wanted = [groups] if isinstance(groups, str) else [str(g) for g in groups]
-        unknown = [g for g in wanted if g not in total]
-        if unknown:
-            raise AnalysisError(f"groups {unknown} are not in this suite; it has {list(total)}")
-        explicit = True
-    unvalidated = [g for g in wanted if not all(g in validated[m] for m in METHODS)]
-    if unvalidated and explicit:
-        raise AnalysisError(
-            f"groups {unvalidated} have no IBD/EIBD validation list in this suite; the ROC "
-            "threshold needs one (<group>_bias and <group>_intersectional_bias)"
-        )
-    targets = [g for g in wanted if g in live and g not in unvalidated]
-    dropped = [g for g in wanted if g not in targets]
-    if dropped:
-        notes.append(f"target groups left out (no names with vectors, or no validation list): "
-                     f"{dropped}")
-    if not targets:
-        raise AnalysisError(
-            f"none of the groups {wanted} has a name in this store (and a validation list); "
-            f"the groups with names are {live}"
-        )
-    roles = ["target"] * len(targets)
-    if contrast is not None:
-        if contrast not in total:
-            raise AnalysisError(f"contrast {contrast!r} is not a group of this suite: {list(total)}")
-        if contrast not in targets:
-            if contrast in live and all(contrast in validated[m] for m in METHODS):
-                targets.append(contrast)
-                roles.append("contrast")
-            else:
-                notes.append(f"contrast {contrast!r} has no names (or no validation list): "
-                              "no CEAT tests can be exported")
-    races = unique_in_order([race[g] for g in live])
-    genders = unique_in_order([gender[g] for g in live])
-    sets: dict[str, list[str]] = {g: names[g] for g in live}
-    for r in races:
-        sets[r] = [n for g in live if race[g] == r for n in names[g]]
-    for s in genders:
-        sets[s] = [n for g in live if gender[g] == s for n in names[g]]
-    pairs: list[tuple[str, str, str]] = []
-
-    def pair(first: str, second: str, kind: str) -> int:
-        key = (first, second, kind)
-        if key not in pairs:
-            pairs.append(key)
-        return pairs.index(key)
-
-    ibd_pairs, constituent_pairs = {}, {}
-    for g in targets:
-        others = [o for o in live if o != g]
-        if reference and g == "mexican_female":
-            # the authors' code compared Latina females with European males twice and never
-            # with African-American males (their IBD block, column 'aflm' <- 'lfem')
-            others = [o for o in others if o != "african_male"]
-            notes.append("reference: mexican_female's IBD leaves out african_male (the authors' "
-                         "code used its european_male column twice)")
-        ibd_pairs[g] = [pair(g, o, "intersectional") for o in others]
-        constituent_pairs[g] = [pair(race[g], r, "race") for r in races if r != race[g]] + [
-            pair(gender[g], s, "gender") for s in genders if s != gender[g]
-        ]
-        if not ibd_pairs[g] or not constituent_pairs[g]:
-            raise AnalysisError(
-                f"group {g!r} has nothing to be compared with in this store (groups with names: "
-                f"{live}); IBD and EIBD need at least two races and two genders with names"
-            )
-    labels = np.zeros((len(targets), len(METHODS), len(attributes)), dtype=bool)
-    attr_index = {w: i for i, w in enumerate(attributes)}
-    first_setting = col["setting"] == chosen[0]
-    for method_i, m in enumerate(METHODS):
-        for word, of in zip(col["word"][is_attr & first_setting], col[f"{m}_of"][is_attr & first_setting],
-                            strict=True):
-            if word not in attr_index:
-                continue
-            owners = set(of.split("|"))
-            for group_i, g in enumerate(targets):
-                labels[group_i, method_i, attr_index[word]] = g in owners
-    return _Design(
-        settings=chosen, groups=names, total=total, race=race, gender=gender,
-        attributes=attributes, attributes_total=attributes_total, targets=targets, roles=roles,
-        sets=sets, pairs=pairs, ibd_pairs=ibd_pairs, constituent_pairs=constituent_pairs,
-        labels=labels, notes=notes,
-    )
 
 
 # -- kernels ---------------------------------------------------------------------------------------
@@ -446,7 +249,7 @@ def ibd(
         contrast = None
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
-    d = _design(ds, groups=groups, contrast=contrast, settings=settings, reference=reference)
+    d = design(ds, groups=groups, contrast=contrast, settings=settings, reference=reference)
 
     # embeddings of the names present and the attribute words, per setting
     all_names = [n for g in d.groups if g in d.sets for n in d.sets[g]]
