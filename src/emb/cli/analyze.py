@@ -252,7 +252,7 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     if plan.replaced:
         echo(f"(removed the earlier run's {len(plan.replaced)} files in {written.directory})")
     echo(f"wrote {len(written.files)} files to {written.directory}/: "
-         + ", ".join(p.name for p in written.files))
+         + ", ".join(p.name if p.parent == written.directory else str(p) for p in written.files))
 
 
 def _make_command(analysis: Any) -> click.Command:
