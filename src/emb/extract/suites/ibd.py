@@ -24,8 +24,10 @@ from typing import Any
 
 from emb import data
 from emb.errors import SuiteError
+from emb.extract._documents import show
 from emb.extract.suites._common import BLEACHED, listing, read_json, sha256, span_item, word_list
-from emb.extract.suites.core import Suite, SuiteGenerator, SuiteOption
+from emb.extract.suites.core import Suite
+from emb.extract.suites.generator import SuiteGenerator, SuiteOption
 
 __all__ = ["IBD_DATA", "IbdData", "IbdGenerator", "parse_ibd_data"]
 
@@ -88,13 +90,13 @@ def parse_ibd_data(doc: Any, path: str | Path) -> IbdData:
         names = word_list(value, f"{path}: $.{key}")
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
-            raise SuiteError(f"{path}: $.{key} lists names twice: {repeated}")
+            raise SuiteError(f"{path}: $.{key} lists names twice: {listing(repeated)}")
         groups[key] = tuple(names)
     races = tuple(dict.fromkeys(_GROUP.match(g).group(1) for g in groups))  # type: ignore[union-attr]
     genders = tuple(dict.fromkeys(_GROUP.match(g).group(2) for g in groups))  # type: ignore[union-attr]
     if len(races) < 2 or len(genders) < 2:
         raise SuiteError(
-            f"IBD groups file {path} defines the groups {sorted(groups)}: IBD and EIBD need at "
+            f"IBD groups file {path} defines the groups {listing(sorted(groups))}: IBD and EIBD need at "
             "least two races × two genders, each a key '<race>_<gender>' with a list of names"
         )
     absent = [f"{r}_{s}" for r in races for s in genders if f"{r}_{s}" not in groups]
@@ -107,7 +109,7 @@ def parse_ibd_data(doc: Any, path: str | Path) -> IbdData:
     for group, names in groups.items():
         for name in names:
             if name in owner:
-                raise SuiteError(f"{path}: the name {name!r} is in both {owner[name]} and {group}")
+                raise SuiteError(f"{path}: the name {show(name)} is in both {owner[name]} and {group}")
             owner[name] = group
     if ATTRIBUTES_KEY not in doc:
         raise SuiteError(
@@ -117,10 +119,10 @@ def parse_ibd_data(doc: Any, path: str | Path) -> IbdData:
     attributes = word_list(doc[ATTRIBUTES_KEY], f"{path}: $.{ATTRIBUTES_KEY}")
     repeated = sorted({w for w in attributes if attributes.count(w) > 1})
     if repeated:
-        raise SuiteError(f"{path}: $.{ATTRIBUTES_KEY} lists words twice: {repeated}")
+        raise SuiteError(f"{path}: $.{ATTRIBUTES_KEY} lists words twice: {listing(repeated)}")
     clash = [w for w in attributes if w in owner]
     if clash:
-        raise SuiteError(f"{path}: {clash} are both names and attribute words; keep them apart")
+        raise SuiteError(f"{path}: {listing(clash)} are both names and attribute words; keep them apart")
     universe = set(attributes)
     labels: dict[str, dict[str, tuple[str, ...]]] = {"ibd": {}, "eibd": {}}
     for method, suffix in (("ibd", IBD_SUFFIX), ("eibd", EIBD_SUFFIX)):
@@ -132,7 +134,7 @@ def parse_ibd_data(doc: Any, path: str | Path) -> IbdData:
             stray = [w for w in words if w not in universe]
             if stray:
                 raise SuiteError(
-                    f"{path}: $.{key} lists {stray}, which are not in $.{ATTRIBUTES_KEY}; a "
+                    f"{path}: $.{key} lists {listing(stray)}, which are not in $.{ATTRIBUTES_KEY}; a "
                     "validation word must be one of the attribute words"
                 )
             labels[method][group] = tuple(dict.fromkeys(words))
