@@ -18,6 +18,7 @@ __all__ = [
     "IncompleteStoreError",
     "MissingStimuliError",
     "AnalysisError",
+    "EmbWarning",
 ]
 
 
@@ -66,3 +67,8 @@ class MissingStimuliError(EmbError, KeyError):
 
 class AnalysisError(EmbError, ValueError):
     """An analysis got options or data it cannot use."""
+
+
+class EmbWarning(UserWarning):
+    """Something the user should know, that does not stop the work (targets at position 0 of a
+    causal model); the CLI prints it as one line."""

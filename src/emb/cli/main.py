@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
-from collections.abc import Callable, Iterable
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -217,16 +219,17 @@ def extract(
     }
     if poolings is not None:
         kwargs["poolings"] = tuple(p.strip() for p in poolings.split(",") if p.strip())
-    reports = run_extract(
-        runner if runner is not None else model,
-        suites,
-        store,
-        bos=bos,
-        names=list(group_names) if group_names else None,
-        overwrite=overwrite,
-        progress=not quiet,
-        **kwargs,
-    )
+    with _echo_warnings():
+        reports = run_extract(
+            runner if runner is not None else model,
+            suites,
+            store,
+            bos=bos,
+            names=list(group_names) if group_names else None,
+            overwrite=overwrite,
+            progress=not quiet,
+            **kwargs,
+        )
     for r in reports:
         if r.already_complete:
             click.echo(f"{r.name}: already complete ({r.n_items} items), nothing to do")
@@ -237,6 +240,25 @@ def extract(
                 f"{r.seconds:.1f} s"
             )
     click.echo(describe(open_store(store).info()))
+
+
+@contextlib.contextmanager
+def _echo_warnings() -> Iterator[None]:
+    """Print emb's warnings (e.g. targets at position 0 of a causal model) as one line each."""
+    from emb.errors import EmbWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", EmbWarning)
+        shown = warnings.showwarning
+
+        def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if issubclass(category, EmbWarning):
+                click.echo(f"warning: {message}", err=True)
+            else:
+                shown(message, category, *args, **kwargs)
+
+        warnings.showwarning = show
+        yield
 
 
 def _quiet_transformers() -> None:

@@ -18,16 +18,17 @@ import functools
 import gc
 import importlib.metadata
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
 import zarr
 
-from emb.errors import EmbError, StoreError
+from emb.errors import EmbError, EmbWarning, StoreError
 from emb.schemas import datamodel as dm
 from emb.store.writer import SuiteWriter, extraction_differences, open_for_writing, read_rows
 
@@ -202,11 +203,16 @@ def extract(
     )
     with _frozen_gc():
         # Tokenise every suite before touching the store: a target that cannot be found fails here.
-        plans = [_Plan.build(runner, suite, bos=bos) for suite in suite_list]
+        suite_bos = [_suite_bos(suite, bos, runner) for suite in suite_list]
+        plans = [
+            _Plan.build(runner, suite, bos=b) for suite, b in zip(suite_list, suite_bos, strict=True)
+        ]
+        for suite, plan, b in zip(suite_list, plans, suite_bos, strict=True):
+            _warn_position_zero(runner, suite, plan, b)
 
         _zstore, root = open_for_writing(store, model=info, storage_options=storage_options)
         reports = []
-        for suite, plan, name in zip(suite_list, plans, group_names, strict=True):
+        for suite, plan, name, b in zip(suite_list, plans, group_names, suite_bos, strict=True):
             reports.append(
                 _extract_suite(
                     runner,
@@ -215,7 +221,7 @@ def extract(
                     name=name,
                     suite=suite,
                     plan=plan,
-                    settings=settings,
+                    settings=replace(settings, bos=b),
                     overwrite=overwrite,
                     progress=progress,
                     block_size=block_size,
@@ -223,6 +229,48 @@ def extract(
                 )
             )
     return reports
+
+
+def _suite_bos(suite: Suite, bos: bool | None, runner: Runner) -> bool | None:
+    """The BOS policy of one suite: the run's ``bos`` when given (``--bos``/``--no-bos``), else
+    the suite's own request (``parameters["bos"] == "causal"``: the BOS token before every item
+    of a causal model whose tokenizer has one), else None (the tokenizer's behaviour)."""
+    if bos is not None:
+        return bos
+    wants = (suite.parameters or {}).get("bos") == "causal"
+    info = runner.info
+    if wants and getattr(info, "causal", False) and getattr(info, "bos_token_id", None) is not None:
+        return True
+    return None
+
+
+def _first_position(plan: _Plan) -> int:
+    """Items whose target starts at the context's first token."""
+    at_zero = np.array([int(np.asarray(e.target)[0]) == 0 for e in plan.encodings], dtype=bool)
+    return int(at_zero[plan.item_key].sum()) if at_zero.size else 0
+
+
+def _warn_position_zero(runner: Runner, suite: Suite, plan: _Plan, bos: bool | None) -> None:
+    """Warn when targets sit at position 0 of a causal model: their states see nothing but the
+    target itself (and act as the attention sink), so e.g. WEAT on words alone measures noise."""
+    if not getattr(runner.info, "causal", False):
+        return
+    n = _first_position(plan)
+    if not n:
+        return
+    has_bos = getattr(runner.info, "bos_token_id", None) is not None
+    fix = (
+        "--bos prepends the model's BOS token, which moves them to position 1"
+        if has_bos
+        else "this tokenizer has no BOS token: put some context before the targets"
+    )
+    warnings.warn(
+        f"suite {suite.name!r}: {n} of {len(suite.items)} targets sit at position 0 of causal "
+        f"model {runner.info.model_id} (bos={bos}), where a causal model's states see no "
+        f"context and are degenerate; {fix}",
+        EmbWarning,
+        stacklevel=3,
+    )
 
 
 @contextlib.contextmanager
@@ -411,6 +459,9 @@ def _extract_suite(
         "window_blocks": window_blocks,
         # a causal model's contexts are fed up to the target's last subtoken (see Runner.embed)
         "truncate_after_target": bool(getattr(info, "causal", False)),
+        # targets at the first token (degenerate in a causal model; see _warn_position_zero)
+        "targets_at_position_0": _first_position(plan),
+        "bos_policy": (suite.parameters or {}).get("bos") or "tokenizer",
         "versions": dict(_installed_versions()),
     }
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="emb-writer") as pool:

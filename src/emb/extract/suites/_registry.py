@@ -13,6 +13,7 @@ from emb.errors import SuiteError
 from emb.extract.suites.core import Suite
 from emb.extract.suites.generator import SuiteGenerator
 from emb.extract.suites.ibd import IbdGenerator
+from emb.extract.suites.intersectional import IntersectionalGenerator
 from emb.extract.suites.similarity import SimilarityGenerator
 from emb.extract.suites.stereotype import StereotypeGenerator
 from emb.extract.suites.vast import VastGenerator
@@ -29,6 +30,7 @@ BUILTIN_SUITES: dict[str, SuiteGenerator] = {
         SimilarityGenerator(),
         StereotypeGenerator(),
         IbdGenerator(),
+        IntersectionalGenerator(),
     )
 }
 
