@@ -6,7 +6,17 @@ function; adding a family adds its module and one line here.
 
 from __future__ import annotations
 
-from emb.analyses import ibd, sc_weat, similarity, stereotype, valnorm, vast, weat
+from emb.analyses import (
+    ibd,
+    intersectional,
+    sc_weat,
+    similarity,
+    stereotype,
+    valence_subspace,
+    valnorm,
+    vast,
+    weat,
+)
 from emb.analyses._analysis import Analysis
 from emb.errors import AnalysisError
 
@@ -23,6 +33,8 @@ ANALYSES: dict[str, Analysis] = {
         similarity.ANALYSIS,
         stereotype.ANALYSIS,
         ibd.ANALYSIS,
+        valence_subspace.ANALYSIS,
+        intersectional.ANALYSIS,
     )
 }
 

@@ -207,6 +207,7 @@ class IntersectionalGenerator(SuiteGenerator):
         if isinstance(options.get("scale"), (tuple, list)):
             options["scale"] = ",".join(str(v) for v in options["scale"])
         opts = self.parse_options(options)
+        opts["lexicon"] = opts["lexicon"] or ()
         if len(opts["lexicon"]) > 1:
             raise SuiteError(
                 f"the intersectional suite takes one lexicon for ValNorm; got "
