@@ -18,7 +18,6 @@ import functools
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from emb.extract.suites import Item, Suite, build_suite
@@ -40,11 +39,12 @@ def _suite(n_words: int) -> Suite:
     base = build_suite("intersectional")
     table = lexicon_table(n_words, name="toy")
     items = list(base.items)
-    for rec in table.itertuples():
-        items.append(Item(context=rec.word, word=rec.word, char_start=0, char_end=len(rec.word),
+    rated = [(r.word, float(r.valence)) for r in table.itertuples()]
+    rated += [("love", 8.5), ("death", 1.5)]  # two training words the lexicon rates too
+    for word, valence in rated:
+        items.append(Item(context=word, word=word, char_start=0, char_end=len(word),
                           setting="alone", stimulus_set="lexicon",
-                          labels={"lexicon": "toy", "valence": float(rec.valence),
-                                  "valence_raw": float(rec.valence)}))
+                          labels={"lexicon": "toy", "valence": valence, "valence_raw": valence}))
     return Suite(name="intersectional", items=tuple(items), generator="intersectional",
                  parameters=base.parameters)
 
@@ -114,17 +114,16 @@ def intersectional_dataset(
                     coords=coords)
     ds.attrs = {
         "emb_schema_version": 1,
-        "model": {"model_id": "synthetic/toy", "n_layers": n_layers - 1, "hidden_size": d},
+        "model": {"model_id": "synthetic/toy", "revision": "0", "fingerprint": "f00d",
+                  "architecture": "Toy", "n_layers": n_layers - 1, "hidden_size": d,
+                  "last_layer": n_layers - 1},
         "extraction": {"dtype": "float32", "storage_dtype": "float32", "poolings": list(poolings),
                        "bos": True},
         "suite": {"name": "intersectional", "generator": "intersectional",
-                  "parameters": suite.parameters, "n_items": n},
+                  "parameters": suite.parameters, "content_hash": f"hash-intersectional-{n}",
+                  "n_items": n, "settings": ["phrase", "alone"]},
         "complete": True,
     }
     return ds
 
 
-def phrase_frame(ds: xr.Dataset) -> pd.DataFrame:
-    """The experiment-2 phrases' texts, in item order (for the independent checks)."""
-    mask = (ds["stimulus_set"].values == "experiment2")
-    return pd.DataFrame({"text": ds["context"].values[mask].astype(str)})

@@ -29,6 +29,7 @@ from tests.analyses._synthetic import (
     vast_dataset,
     weat_dataset,
 )
+from tests.analyses._synthetic_intersectional import intersectional_dataset
 
 #: The variables (and their dims) each analysis documents. A new analysis must be added here.
 DOCUMENTED: dict[str, dict[str, tuple[str, ...]]] = {
@@ -99,6 +100,27 @@ DOCUMENTED: dict[str, dict[str, tuple[str, ...]]] = {
         "n": ("dataset",),
         "n_missing": ("dataset",),
     },
+    "valence-subspace": {
+        **{name: ("layer", "pooling") for name in (
+            "svc_accuracy", "svc_converged", "offset", "n", "r_projection", "p_projection",
+            "ci_low_projection", "ci_high_projection", "r_cosine", "p_cosine", "ci_low_cosine",
+            "ci_high_cosine")},
+        "valence_axis": ("layer", "pooling", "feature"),
+        "direction": ("layer", "pooling", "feature"),
+        "n_train": (),
+    },
+    "intersectional": {
+        **{name: ("pair", "layer", "pooling") for name in (
+            "effect_size", "p", "p_adjusted", "mean_a", "mean_b")},
+        "n_a": ("pair",),
+        "n_b": ("pair",),
+        "n_permutations": (),
+        "projection": ("phrase", "layer", "pooling"),
+        "share": ("extreme", "value", "layer", "pooling"),
+        "position_share": ("extreme", "value", "position", "layer", "pooling"),
+        "n_extreme": (),
+        "svc_accuracy": ("layer", "pooling"),
+    },
 }
 
 
@@ -127,6 +149,11 @@ def _inputs(name: str) -> tuple[xr.Dataset, dict[str, Any]]:
         return _lazy(stereotype_dataset(dtype="float32")[0]), {"correction": "holm", "test": "welch"}
     if name == "ibd":
         return _lazy(ibd_dataset()), {}
+    if name == "valence-subspace":
+        return _lazy(intersectional_dataset(n_layers=2), item_chunk=512), {"seed": 3}
+    if name == "intersectional":
+        return _lazy(intersectional_dataset(n_layers=2), item_chunk=512), {
+            "seed": 3, "n_permutations": 300, "correction": "holm"}
     raise AssertionError(f"no test inputs for analysis {name!r}: add them to _inputs()")
 
 
@@ -150,7 +177,7 @@ def test_registry_entries_are_complete() -> None:
     assert set(ANALYSES) == set(DOCUMENTED), "document the variables of every analysis"
     for name, analysis in ANALYSES.items():
         assert isinstance(analysis, Analysis) and analysis.name == name
-        assert analysis.suite in ("vast", "weat", "similarity", "stereotype", "ibd")
+        assert analysis.suite in ("vast", "weat", "similarity", "stereotype", "ibd", "intersectional")
         params = inspect.signature(analysis.function).parameters
         first, *rest = params.values()
         assert first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD

@@ -258,10 +258,10 @@ def _warn_position_zero(runner: Runner, suite: Suite, plan: _Plan, bos: bool | N
     n = _first_position(plan)
     if not n:
         return
-    has_bos = getattr(runner.info, "bos_token_id", None) is not None
+    token = getattr(runner.info, "bos_token", None)
     fix = (
-        "--bos prepends the model's BOS token, which moves them to position 1"
-        if has_bos
+        f"--bos prepends the tokenizer's BOS token {token!r}, which moves them to position 1"
+        if getattr(runner.info, "bos_token_id", None) is not None
         else "this tokenizer has no BOS token: put some context before the targets"
     )
     warnings.warn(
