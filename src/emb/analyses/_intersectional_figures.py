@@ -72,7 +72,7 @@ def heat_table(result: xr.Dataset, *, alpha: float = 0.05) -> Figure:
         d[:, j] = es.sel(layer=top).values
         p[:, j] = _one(result[pvar], model).sel(pooling=pooling, layer=top).values
     vmax = max(0.5, float(np.nanmax(np.abs(d))) if np.isfinite(d).any() else 0.5)
-    fig = Figure(figsize=(max(3.5, 2.3 + 0.9 * len(models)), 4.6), layout="constrained")
+    fig = Figure(figsize=(min(7.0, max(4.2, 2.6 + 0.9 * len(models))), 4.8), layout="constrained")
     ax = fig.subplots()
     image = ax.imshow(d, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto")
     for i in range(len(pairs)):
@@ -91,7 +91,7 @@ def heat_table(result: xr.Dataset, *, alpha: float = 0.05) -> Figure:
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
     bar.set_label("effect size d (A − B)")
     n_perm = int(np.max(result["n_permutations"].values))
-    fig.suptitle(f"Valence bias of 'person' (Table 2), {pooling} pooling, top layer", fontsize=10)
+    fig.suptitle(f"Valence bias of 'person' (Table 2)\n{pooling} pooling, top layer", fontsize=10)
     ax.set_xlabel(
         f"* {pvar} < {alpha} ({result.attrs.get('alternative', '')}, "
         f"{'exact' if n_perm == 0 else f'{n_perm:,} splits'})\nn = "
@@ -110,7 +110,7 @@ def distributions(result: xr.Dataset) -> Figure:
     models = _models(result)
     pairs = list(zip(result["category"].values, result["value_a"].values,
                      result["value_b"].values, strict=True))
-    fig = Figure(figsize=(max(3.5, 3.4 * len(models)), 5.2), layout="constrained")
+    fig = Figure(figsize=(min(7.0, 2.2 + 2.6 * len(models)), 5.2), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(models), sharey=True, squeeze=False)[0])
     is2 = np.asarray(result["experiment"].values) == 2
     for ax, model in zip(axes, models, strict=True):
@@ -142,12 +142,14 @@ def distributions(result: xr.Dataset) -> Figure:
         ax.grid(axis="x", alpha=0.3)
     n = int(is2.sum())
     handles = [
-        Line2D([], [], marker="o", color=_A, ls="none", label="A (first value): mean, upper half"),
-        Line2D([], [], marker="s", color=_B, ls="none", label="B (second value): mean, lower half"),
-        Line2D([], [], color=_LINK, lw=2.2, label="difference of means"),
+        Line2D([], [], marker="o", color=_A, ls="none", label="A (first value): mean; upper half"),
+        Line2D([], [], marker="s", color=_B, ls="none", label="B (second value): mean; lower half"),
+        Line2D([], [], color=_LINK, lw=2.2, label="difference of the means"),
     ]
-    fig.legend(handles=handles, loc="outside lower center", ncols=3, frameon=False, fontsize=7)
-    fig.suptitle(f"'person' in {n:,} phrases by attribute (Figure 3), {pooling} pooling", fontsize=10)
+    fig.legend(handles=handles, loc="outside lower center", ncols=1 if len(models) == 1 else 3,
+               frameon=False, fontsize=7)
+    fig.suptitle(f"'person' in {n:,} phrases by attribute\n(Figure 3; {pooling} pooling; "
+                 "half-violins: distribution of each group)", fontsize=9)
     return fig
 
 
@@ -163,8 +165,13 @@ def experiment3_shares(result: xr.Dataset) -> Figure:
     fig = Figure(figsize=(7.0, 0.9 + 3.3 * len(models)), layout="constrained")
     grid = fig.subplots(len(models), 3, squeeze=False, width_ratios=[1.3, 1, 1])
     y = np.arange(len(values))
-    at_max = float(np.nanmax(result["position_share"].values)) if result["position_share"].size else 0
-    vmax = max(0.2, np.ceil(at_max * 10) / 10)
+    drawn = []
+    for model in models:
+        share = _one(result["position_share"], model).sel(pooling=pooling)
+        top = _top_layer(share)
+        if top is not None:
+            drawn.append(float(np.nanmax(share.sel(layer=top).values)))
+    vmax = max(0.2, np.ceil(max(drawn, default=0.0) * 10) / 10)
     for row, model in zip(grid, models, strict=True):
         share = _one(result["share"], model).sel(pooling=pooling)
         top = _top_layer(share)
@@ -208,37 +215,40 @@ def valnorm_curves(result: xr.Dataset) -> Figure:
     models = _models(result)
     poolings = [str(p) for p in result["pooling"].values]
     layers = np.asarray(result["layer"].values)
-    fig = Figure(figsize=(max(3.5, 0.6 + 2.6 * len(poolings)), 0.9 + 2.7 * len(models)),
-                 layout="constrained")
-    axes = fig.subplots(len(models), len(poolings), squeeze=False, sharey=True)
+    cells = [(m, p) for m in models for p in poolings]
+    n_cols = min(len(cells), 2)
+    n_rows = -(-len(cells) // n_cols)
+    fig = Figure(figsize=(3.5 * n_cols, 0.9 + 2.6 * n_rows), layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False, sharey=True)
+    for ax in axes.flat[len(cells):]:
+        ax.set_visible(False)
     has_r = "r_projection" in result
-    for i, model in enumerate(models):
-        for j, pooling in enumerate(poolings):
-            ax = axes[i, j]
-            if has_r:
-                for kind, style, color in (("projection", "-", _A), ("cosine", "--", _B)):
-                    r = np.asarray(_one(result[f"r_{kind}"], model).sel(pooling=pooling).values, float)
-                    lo = np.asarray(_one(result[f"ci_low_{kind}"], model).sel(pooling=pooling).values, float)
-                    hi = np.asarray(_one(result[f"ci_high_{kind}"], model).sel(pooling=pooling).values, float)
-                    ok = np.isfinite(r)
-                    ax.plot(layers[ok], r[ok], style, color=color, marker="o", ms=3, lw=1.5,
-                            label=f"ValNorm by {kind} (r, 95% CI)")
-                    band = ok & np.isfinite(lo) & np.isfinite(hi)
-                    ax.fill_between(layers[band], lo[band], hi[band], color=color, alpha=0.15, lw=0)
-            acc = np.asarray(_one(result["svc_accuracy"], model).sel(pooling=pooling).values, float)
-            ok = np.isfinite(acc)
-            ax.plot(layers[ok], acc[ok], ":", color="0.35", lw=1.4, label="SVC accuracy (cross-validated)")
-            ax.axhline(0, color="0.6", lw=0.8)
-            n = ""
-            if has_r:
-                counts = np.asarray(_one(result["n"], model).values)
-                n = f", n = {int(np.nanmax(counts))}" if counts.size else ""
-            ax.set_title(f"{_label(model) + ': ' if model is not None else ''}{pooling}{n}", fontsize=9)
-            ax.set_xlabel("layer")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_ylim(min(-0.2, ax.get_ylim()[0]), 1.02)
-            ax.grid(alpha=0.3)
-        axes[i, 0].set_ylabel("Pearson's r / accuracy")
+    for ax, (model, pooling) in zip(axes.flat, cells, strict=False):
+        if has_r:
+            for kind, style, color in (("projection", "-", _A), ("cosine", "--", _B)):
+                r = np.asarray(_one(result[f"r_{kind}"], model).sel(pooling=pooling).values, float)
+                lo = np.asarray(_one(result[f"ci_low_{kind}"], model).sel(pooling=pooling).values, float)
+                hi = np.asarray(_one(result[f"ci_high_{kind}"], model).sel(pooling=pooling).values, float)
+                ok = np.isfinite(r)
+                ax.plot(layers[ok], r[ok], style, color=color, marker="o", ms=3, lw=1.5,
+                        label=f"ValNorm by {kind} (r, 95% CI)")
+                band = ok & np.isfinite(lo) & np.isfinite(hi)
+                ax.fill_between(layers[band], lo[band], hi[band], color=color, alpha=0.15, lw=0)
+        acc = np.asarray(_one(result["svc_accuracy"], model).sel(pooling=pooling).values, float)
+        ok = np.isfinite(acc)
+        ax.plot(layers[ok], acc[ok], ":", color="0.35", lw=1.4, label="SVC accuracy (cross-validated)")
+        ax.axhline(0, color="0.6", lw=0.8)
+        n = ""
+        if has_r:
+            counts = np.asarray(_one(result["n"], model).values)
+            n = f", n = {int(np.nanmax(counts))}" if counts.size else ""
+        ax.set_title(f"{_label(model) + ': ' if model is not None else ''}{pooling} pooling{n}", fontsize=9)
+        ax.set_xlabel("layer")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(min(-0.2, ax.get_ylim()[0]), 1.02)
+        ax.grid(alpha=0.3)
+    for row in axes:
+        row[0].set_ylabel("Pearson's r / accuracy")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     if has_r:
         handles.append(Patch(color="0.7", alpha=0.4))
