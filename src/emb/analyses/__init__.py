@@ -1,7 +1,8 @@
 """Analyses of stored embeddings: pure, lazy functions over xarray Datasets, and their registry.
 
 Each family is one module (``weat``, ``sc_weat``, ``valnorm``, ``vast``, ``similarity``,
-``ibd``) holding its function, tidy tables, figures, terminal summary and :class:`Analysis` record; ``ANALYSES``
+``ibd``, ``valence_subspace``, ``intersectional``) holding its function, tidy tables, figures,
+terminal summary and :class:`Analysis` record; ``ANALYSES``
 (:mod:`emb.analyses.registry`) maps the CLI names (``emb analyze NAME``) to the records, and
 :func:`run_analysis` runs one over several stores (models), stacked along ``model``. Shared
 statistics live in :mod:`emb.analyses.stats`. Nothing here imports torch.
@@ -21,6 +22,7 @@ from emb.analyses._analysis import Analysis, Option, Summary, run_analysis, tidy
 from emb.analyses.registry import ANALYSES, get_analysis
 from emb.analyses.sc_weat import sc_weat, sc_weat_lexicon
 from emb.analyses.similarity import load_pairs, word_similarity
+from emb.analyses.valence_subspace import valence_subspace
 from emb.analyses.valnorm import valnorm
 from emb.analyses.vast import vast
 from emb.analyses.weat import weat
@@ -42,6 +44,7 @@ __all__ = [
     "sc_weat",
     "sc_weat_lexicon",
     "tidy_frame",
+    "valence_subspace",
     "valnorm",
     "vast",
     "weat",
