@@ -367,3 +367,15 @@ def test_cli_writes_the_listed_files(ds, tmp_path):
             "a young thin tall smart educated literate affluent white heterosexual christian "
             "cisgender male person"
         )
+
+
+def test_scaling_every_vector_changes_nothing(ds):
+    """Column-normalised training and projection: a positive factor on every stored vector gives
+    the same classifier input, the same projections and the same d and p."""
+    one = ds.isel(layer=[TOP])
+    scaled = one.assign(embedding=one["embedding"] * np.float32(3.5))
+    a = intersectional(one, n_permutations=100).compute()
+    b = intersectional(scaled, n_permutations=100).compute()
+    np.testing.assert_allclose(b["projection"], a["projection"], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(b["effect_size"], a["effect_size"], rtol=1e-5, atol=1e-7)
+    np.testing.assert_array_equal(b["share"], a["share"])
