@@ -379,3 +379,17 @@ def test_scaling_every_vector_changes_nothing(ds):
     np.testing.assert_allclose(b["projection"], a["projection"], rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(b["effect_size"], a["effect_size"], rtol=1e-5, atol=1e-7)
     np.testing.assert_array_equal(b["share"], a["share"])
+
+
+@pytest.mark.parametrize("name", ["valence-subspace", "intersectional"])
+def test_models_of_different_widths_and_depths_stack(ds, name):
+    from emb.analyses import run_analysis
+
+    other = intersectional_dataset(n_layers=2, d=12, seed=5)
+    options = {"n_permutations": 50} if name == "intersectional" else {}
+    res = run_analysis(name, {"a": ds, "b": other}, **options).compute()
+    assert list(res["model"].values) == ["a", "b"] and res.sizes["layer"] == 3
+    table = ANALYSES[name].tables(res)[ANALYSES[name].stem]
+    assert set(table["model"]) == {"a", "b"} and not (table.query("model == 'b'")["layer"] == 2).any()
+    if name == "valence-subspace":
+        assert res.sizes["feature"] == 12 and res["valence_axis"].sel(model="a", feature=11).isnull().all()

@@ -138,7 +138,6 @@ def distributions(result: xr.Dataset) -> Figure:
         ax.set_yticks(range(len(pairs)), [f"{a} / {b}" for _, a, b in pairs][::-1], fontsize=8)
         ax.set_xlabel("projection on the valence direction")
         ax.set_title(f"{_label(model) + ', ' if model is not None else ''}layer {top}", fontsize=9)
-        ax.axvline(0, color="0.6", lw=0.8)
         ax.grid(axis="x", alpha=0.3)
     n = int(is2.sum())
     handles = [
@@ -210,10 +209,12 @@ def experiment3_shares(result: xr.Dataset) -> Figure:
 
 def valnorm_curves(result: xr.Dataset) -> Figure:
     """ValNorm by projection (solid) and by cosine SC-WEAT (dashed) by layer, with Fisher-z 95 %
-    bands, and the classifier's cross-validated accuracy (dotted); rows = models, columns =
-    poolings."""
+    bands, and the classifier's cross-validated accuracy (dotted); a panel per pooling (one model)
+    or per model at the declared pooling (several), two columns."""
     models = _models(result)
-    poolings = [str(p) for p in result["pooling"].values]
+    # one model: a panel per pooling; several (the paper's Figure 2): a panel per model at the
+    # declared pooling (every pooling is in the table)
+    poolings = [str(p) for p in result["pooling"].values] if len(models) == 1 else [_pooling(result)]
     layers = np.asarray(result["layer"].values)
     cells = [(m, p) for m in models for p in poolings]
     n_cols = min(len(cells), 2)

@@ -307,10 +307,10 @@ def intersectional(
         phrase_coords[category] = (PHRASE, item_values(ds, category).astype(str)[both].astype(object))
     proj = proj.assign_coords(phrase_coords).transpose(PHRASE, "layer", "pooling")
     whole = {PHRASE: -1, "layer": -1, "pooling": -1}
+    if proj.chunks is not None:  # small (phrases × layers × poolings): one chunk, as the tests need
+        proj = proj.chunk(whole)
 
     p2 = proj.isel({PHRASE: slice(0, exp2.size)}).reset_coords(drop=True).drop_vars(PHRASE)
-    if p2.chunks is not None:
-        p2 = p2.chunk(whole)
     d, p, mean_a, mean_b = xr.apply_ufunc(
         _pair_kernel,
         p2,
@@ -342,8 +342,6 @@ def intersectional(
         out["p_adjusted"] = stats.adjust(out["p"], method=correction, dims=("pair",))
 
     p3 = proj.isel({PHRASE: slice(exp2.size, None)}).reset_coords(drop=True).drop_vars(PHRASE)
-    if p3.chunks is not None:
-        p3 = p3.chunk(whole)
     has, at, values, n_pos = _experiment3(ds, exp3, pairs, categories)
     k = max(1, int(round(float(extreme_share) * exp3.size)))
     share, position_share = xr.apply_ufunc(

@@ -151,6 +151,8 @@ def valence_direction(
             "svc_converged": converged,
         }
     )
+    # an index on feature: models of different widths stack along `model` (padded with NaN)
+    out = out.assign_coords({FEATURE: np.arange(emb.sizes[FEATURE])})
     out["n_train"] = len(y)
     out["valence_axis"].attrs["long_name"] = "projection = v·valence_axis + offset (raw vector v)"
     out["direction"].attrs["long_name"] = "unit LinearSVC weight vector (pleasant > 0)"
