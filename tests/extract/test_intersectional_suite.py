@@ -120,7 +120,7 @@ def test_options_and_registry(data_dir):
     path = str(data_dir / "lexica" / "bellezza.csv")
     with pytest.raises(SuiteError, match="one lexicon"):
         build_suite("intersectional", lexicon=[path, path])
-    with pytest.raises(SuiteError, match=r"one of \['yes', 'no'\]"):
+    with pytest.raises(SuiteError, match=r"must be one of yes, no"):
         build_suite("intersectional", causal_bos="maybe")
 
 

@@ -459,8 +459,8 @@ def _extract_suite(
         "window_blocks": window_blocks,
         # a causal model's contexts are fed up to the target's last subtoken (see Runner.embed)
         "truncate_after_target": bool(getattr(info, "causal", False)),
-        # targets at the first token (degenerate in a causal model; see _warn_position_zero)
-        "targets_at_position_0": _first_position(plan),
+        # targets at the first token of a causal model's context (see _warn_position_zero)
+        "targets_at_position_0": _first_position(plan) if getattr(info, "causal", False) else 0,
         "bos_policy": (suite.parameters or {}).get("bos") or "tokenizer",
         "versions": dict(_installed_versions()),
     }
