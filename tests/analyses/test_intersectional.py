@@ -69,7 +69,7 @@ def _vectors(ds: xr.Dataset, stimulus_set: str, layer: int, pooling: str) -> tup
 @pytest.mark.parametrize(("layer", "pooling"), [(0, "last"), (TOP, "mean")])
 def test_direction_equals_scikit_learns_own_fit(ds, subspace, result, layer, pooling):
     X, y, _ = _training(ds, layer, pooling)
-    svc = LinearSVC(C=5.0, random_state=0, max_iter=MAX_ITER).fit(normalize(X, axis=0), y)
+    svc = LinearSVC(C=5.0, dual=True, random_state=0, max_iter=MAX_ITER).fit(normalize(X, axis=0), y)
     u = svc.coef_[0] / np.linalg.norm(svc.coef_[0])
     np.testing.assert_allclose(subspace["direction"].sel(layer=layer, pooling=pooling), u, atol=1e-12)
     # projections: the training words' column norms applied to the phrase vectors, then · u
@@ -82,7 +82,7 @@ def test_direction_equals_scikit_learns_own_fit(ds, subspace, result, layer, poo
     np.testing.assert_allclose(ref["projection"].sel(pooling=pooling).values[: len(V), 0], V @ u,
                                rtol=1e-9, atol=1e-12)
     # standard scaling: scikit-learn's own pipeline
-    pipe = Pipeline([("s", StandardScaler()), ("svc", LinearSVC(C=5.0, random_state=0, max_iter=MAX_ITER))])
+    pipe = Pipeline([("s", StandardScaler()), ("svc", LinearSVC(C=5.0, dual=True, random_state=0, max_iter=MAX_ITER))])
     pipe.fit(X, y)
     w = pipe.named_steps["svc"].coef_[0]
     std = intersectional(ds.isel(layer=[layer]), n_permutations=10, scaling="standard").compute()
@@ -296,7 +296,7 @@ def test_valnorm_by_projection_and_by_cosine_equal_scipy(ds, subspace):
     for layer in range(3):
         for pooling in ("last", "mean"):
             X, y, _ = _training(ds, layer, pooling)
-            svc = LinearSVC(C=5.0, random_state=0, max_iter=MAX_ITER).fit(normalize(X, axis=0), y)
+            svc = LinearSVC(C=5.0, dual=True, random_state=0, max_iter=MAX_ITER).fit(normalize(X, axis=0), y)
             u = svc.coef_[0] / np.linalg.norm(svc.coef_[0])
             W = ds["embedding"].sel(layer=layer, pooling=pooling).values[lex].astype(np.float64)
             expected = scipy.stats.pearsonr((W / np.linalg.norm(X, axis=0)) @ u, ratings)

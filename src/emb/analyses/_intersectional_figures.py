@@ -53,6 +53,18 @@ def _label(model: Any) -> str:
     return "" if model is None else str(model)
 
 
+def _half_violin(ax: Any, values: np.ndarray, y: float, sign: float, color: str) -> None:
+    """A Gaussian-KDE density of ``values`` drawn above (sign +1) or below (−1) the line ``y``,
+    scaled to a height of 0.4 (one half of a horizontal violin)."""
+    if values.size < 2 or not np.ptp(values) > 0:
+        return
+    from scipy.stats import gaussian_kde
+
+    grid = np.linspace(values.min(), values.max(), 200)
+    density = gaussian_kde(values)(grid)
+    ax.fill_between(grid, y, y + sign * 0.4 * density / density.max(), color=color, alpha=0.3, lw=0)
+
+
 def heat_table(result: xr.Dataset, *, alpha: float = 0.05) -> Figure:
     """Effect sizes of the 12 pairs (rows) for every model (columns), at the top layer and the
     declared pooling; ``*`` marks p < alpha (``p_adjusted`` when a correction was asked)."""
@@ -124,14 +136,10 @@ def distributions(result: xr.Dataset) -> Figure:
             labels = np.asarray(result[str(category)].values).astype(str)
             groups = [values[is2 & (labels == a)], values[is2 & (labels == b)]]
             means = []
-            for g, side, color in zip(groups, ("high", "low"), (_A, _B), strict=True):
+            for g, sign, color in zip(groups, (1.0, -1.0), (_A, _B), strict=True):
                 g = g[np.isfinite(g)]
                 means.append(g.mean() if g.size else np.nan)
-                if g.size > 1 and np.ptp(g) > 0:
-                    parts = ax.violinplot(g, positions=[y], orientation="horizontal", side=side,
-                                          widths=0.8, showextrema=False)
-                    for body in parts["bodies"]:
-                        body.set(facecolor=color, alpha=0.3, edgecolor="none")
+                _half_violin(ax, g, y, sign, color)
             ax.plot(means, [y, y], color=_LINK, lw=2.2, zorder=3)
             ax.plot(means[0], y, "o", color=_A, ms=5, zorder=4)
             ax.plot(means[1], y, "s", color=_B, ms=5, zorder=4)

@@ -78,16 +78,22 @@ def _scaler(scaling: str) -> Any:
     raise AnalysisError(f"scaling must be one of {list(SCALINGS)}; got {scaling!r}")
 
 
+def _svc(C: float, seed: int) -> LinearSVC:
+    """liblinear's dual coordinate descent (LinearSVC's classic default, the authors'), seeded."""
+    return LinearSVC(C=float(C), dual=True, random_state=int(seed), max_iter=MAX_ITER)
+
+
 def direction_pipeline(*, C: float = 5.0, scaling: Scaling = "column-norm", seed: int = 0) -> Pipeline:
     """The classifier: ``Pipeline([("scale", scaler), ("svc", LinearSVC(C=C, random_state=seed))])``.
 
     LinearSVC keeps scikit-learn's defaults otherwise (squared hinge loss, L2 penalty, an
-    intercept), as the authors did, with up to :data:`MAX_ITER` iterations.
+    intercept), as the authors did, solved in the dual (``dual=True``, scikit-learn's default
+    before 1.5 and what "auto" picks when there are fewer words than features), with up to
+    :data:`MAX_ITER` iterations.
     """
     if not C > 0:
         raise AnalysisError(f"C must be positive; got {C!r}")
-    svc = LinearSVC(C=float(C), random_state=int(seed), max_iter=MAX_ITER)
-    return Pipeline([("scale", _scaler(scaling)), ("svc", svc)])
+    return Pipeline([("scale", _scaler(scaling)), ("svc", _svc(C, seed))])
 
 
 def _linear_map(scaler: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -150,8 +156,7 @@ def fit_direction(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if mismatch:
-            svc = LinearSVC(C=float(C), random_state=int(seed), max_iter=MAX_ITER)
-            svc.fit(normalize(X, axis=0), y)
+            svc = _svc(C, seed).fit(normalize(X, axis=0), y)
             factor, shift = np.ones(X.shape[1]), np.zeros(X.shape[1])
         else:
             pipe = direction_pipeline(C=C, scaling=scaling, seed=seed).fit(X, y)
