@@ -17,6 +17,7 @@ import contextlib
 import functools
 import gc
 import importlib.metadata
+import os
 import time
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -114,9 +115,9 @@ def _parse_settings(
 
 
 def extract(
-    model: str | Runner,
+    model: str | os.PathLike[str] | Runner,
     suites: Suite | Sequence[Suite],
-    store: str,
+    store: str | os.PathLike[str],
     *,
     poolings: Sequence[str] = dm.POOLINGS,
     dtype: str = "float32",
@@ -138,7 +139,8 @@ def extract(
     ----------
     model
         Hugging Face model id, local model directory, ``.gguf`` file, static vectors file
-        (:mod:`emb.extract.static`: one layer, pooling ``static``), or an already loaded Runner.
+        (:mod:`emb.extract.static`: one layer, pooling ``static``) — a ``str`` or any
+        ``os.PathLike`` — or an already loaded Runner.
     suites
         One or more :class:`~emb.extract.suites.Suite`; each becomes a group of the store.
     store
@@ -179,7 +181,9 @@ def extract(
     if isinstance(window_blocks, bool) or not isinstance(window_blocks, int) or window_blocks < 1:
         raise EmbError(f"window_blocks must be a positive integer; got {window_blocks!r}")
 
-    if isinstance(model, str):
+    store = os.fspath(store)
+    if isinstance(model, str | os.PathLike):
+        model = os.fspath(model)
         from emb.extract.static import is_vectors_file, load_vectors
 
         if is_vectors_file(model):  # static word vectors: read once, for these suites' words
