@@ -34,7 +34,9 @@ __all__ = [
     "Analysis",
     "Option",
     "Summary",
+    "add_log10_p",
     "format_p",
+    "mc_floor",
     "run_analysis",
     "tidy_frame",
 ]
@@ -67,6 +69,8 @@ class Option:
         whose name ends in ``s``: ``settings`` → ``--setting``).
     metavar : str, optional
         The value's name in ``--help``.
+    aliases : tuple of str
+        Further flags for the same option (``--tests`` beside ``--test``).
     """
 
     name: str
@@ -76,6 +80,7 @@ class Option:
     choices: tuple[str, ...] | None = None
     flag: str | None = None
     metavar: str | None = None
+    aliases: tuple[str, ...] = ()
 
     @property
     def cli_flag(self) -> str:
@@ -148,8 +153,16 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def format_p(p: float, *, n_permutations: int | None = None, floor: bool = False) -> str:
-    """A p-value as text: ``p ≤ 1/(N+1)`` at a Monte-Carlo floor, ``p < 1e-300`` below float range.
+def format_p(
+    p: float,
+    *,
+    n_permutations: int | None = None,
+    floor: bool = False,
+    log10_p: float | None = None,
+    mc_se: float | None = None,
+) -> str:
+    """A p-value as text: ``p ≤ 1/(N+1)`` at a Monte-Carlo floor, ``p ≈ 10^-2036.3`` below float
+    range (given its ``log10_p``; else ``p < 1e-300``), ``± se`` for a Monte-Carlo p.
 
     Parameters
     ----------
@@ -158,14 +171,73 @@ def format_p(p: float, *, n_permutations: int | None = None, floor: bool = False
         Number of Monte-Carlo splits behind ``p`` (0 or None: exact or analytic).
     floor : bool
         Whether ``p`` sits at the Monte-Carlo floor ``1/(N+1)``.
+    log10_p : float, optional
+        The exact log10 of ``p`` (e.g. :func:`emb.analyses.stats.log10_pvalue`), used when ``p``
+        is below float range.
+    mc_se : float, optional
+        Monte-Carlo standard error of ``p``, shown as ``± se``.
+
+    Examples
+    --------
+    >>> format_p(1 / 100_001, n_permutations=100_000, floor=True)
+    'p ≤ 1/100,001 (1e-05)'
+    >>> format_p(2.2250738585072014e-308, log10_p=-2036.3029)
+    'p ≈ 10^-2036.3'
+    >>> format_p(0.0123, mc_se=0.00035)
+    'p = 0.0123 ± 0.00035'
     """
+    from emb.analyses.stats import P_FLOOR
+
     if not np.isfinite(p):
         return "p = —"
     if floor and n_permutations:
         return f"p ≤ 1/{n_permutations + 1:,} ({1 / (n_permutations + 1):.2g})"
-    if p == 0:
-        return "p < 1e-300"
-    return f"p = {p:.3g}"
+    if p <= P_FLOOR * (1 + 1e-9):
+        if log10_p is not None and np.isfinite(log10_p):
+            return f"p ≈ 10^{log10_p:.1f}"
+        return "p < 1e-300" if p < 1 else f"p = {p:.3g}"
+    se = f" ± {mc_se:.2g}" if mc_se is not None and np.isfinite(mc_se) and mc_se > 0 else ""
+    return f"p = {p:.3g}{se}"
+
+
+def mc_floor(p: Any, n_permutations: Any) -> np.ndarray:
+    """Whether a Monte-Carlo p sits at its floor ``1/(N+1)`` (no random split reached the
+    observed statistic: the true p is at most that); False where ``N`` is 0 (exact p).
+
+    Examples
+    --------
+    >>> mc_floor([1 / 1001, 0.5, 1 / 1001], [1000, 1000, 0]).tolist()
+    [True, False, False]
+    """
+    p = np.asarray(p, dtype=np.float64)
+    n = np.asarray(n_permutations, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (n > 0) & np.isclose(p, 1.0 / (n + 1.0), rtol=1e-12, atol=0.0)
+
+
+def add_log10_p(
+    frame: pd.DataFrame,
+    *,
+    r: str = "r",
+    n: str = "n",
+    p: str = "p",
+    method: Literal["pearson", "spearman"] = "pearson",
+    name: str | None = None,
+) -> pd.DataFrame:
+    """``frame`` with a ``log10_p`` column (after ``p``): the exact log10 of a correlation's p,
+    finite where ``p`` itself is floored at the smallest normal double
+    (:data:`emb.analyses.stats.P_FLOOR`)."""
+    from emb.analyses import stats
+
+    if r not in frame or n not in frame or p not in frame:
+        return frame
+    out = frame.copy()
+    values = stats.log10_pvalue(pd.to_numeric(out[r], errors="coerce").to_numpy(float),
+                                pd.to_numeric(out[n], errors="coerce").to_numpy(float),
+                                method=method)
+    column = name or f"log10_{p}"
+    out.insert(int(out.columns.get_loc(p)) + 1, column, np.asarray(values, dtype=np.float64))
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -201,6 +273,8 @@ class Analysis:
         sidecar); an absolute path (a user's ``--export-tests FILE``, made absolute by the
         analysis function) is written there, atomically, before the sidecar (listed under
         ``exports``).
+    word_tables : tuple of str
+        Names of the tables with one row per word (large: written as Parquet by default).
     """
 
     name: str
@@ -213,6 +287,7 @@ class Analysis:
     figures: Callable[[xr.Dataset], dict[str, Figure]] = field(repr=False)
     summary: Callable[[xr.Dataset, Mapping[str, pd.DataFrame]], Summary] = field(repr=False)
     extra_files: Callable[[xr.Dataset], Mapping[str, bytes]] | None = field(default=None, repr=False)
+    word_tables: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         params = self.parameters()
@@ -228,6 +303,14 @@ class Analysis:
             for name, p in inspect.signature(self.function).parameters.items()
             if p.kind == inspect.Parameter.KEYWORD_ONLY
         }
+
+    def draw(self, result: xr.Dataset, **options: Any) -> dict[str, Figure]:
+        """The figures of a computed result, passing only the figure options (e.g.
+        ``relative_depth``) that the analysis' ``figures`` function takes."""
+        accepted = inspect.signature(self.figures).parameters
+        if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+            return self.figures(result, **options)
+        return self.figures(result, **{k: v for k, v in options.items() if k in accepted})
 
     def default(self, name: str) -> Any:
         """The function's default for keyword ``name`` (``inspect.Parameter.empty`` if none)."""
@@ -417,7 +500,8 @@ def layer_table(
     exploratory, the best layer and its value.
 
     The top layer is the highest layer with a finite ``value`` in the group (models with fewer
-    layers keep their own top). ``extra`` columns are taken from the top-layer row.
+    layers keep their own top). ``extra`` columns are taken from the top-layer row. The best
+    layer's relative depth (``best layer / top layer``) compares models of different depth.
     """
     keys = [k for k in keys if k in frame]
     rows = []
@@ -436,5 +520,6 @@ def layer_table(
                 row[col] = top[col]
         row["best_layer (exploratory)"] = int(best_row["layer"])
         row[f"best_{value}"] = best_row[value]
+        row["best_depth"] = round(int(best_row["layer"]) / int(top["layer"]), 3) if int(top["layer"]) else np.nan
         rows.append(row)
     return pd.DataFrame(rows)

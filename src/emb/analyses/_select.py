@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._text import did_you_mean, names, plain, unknown_names
 from emb.errors import AnalysisError, MissingStimuliError
 
 __all__ = [
@@ -82,7 +83,8 @@ def vectors_coverage(ds: xr.Dataset) -> str | None:
     )
 
 
-def _extract_hint(ds: xr.Dataset) -> str:
+def _extract_hint(ds: xr.Dataset, setting: str | None = None) -> str:
+    """What would add missing words: never a built-in suite that cannot hold them."""
     suite, store, model = describe_source(ds)
     rec = _vectors_record(ds)
     if rec:
@@ -91,10 +93,31 @@ def _extract_hint(ds: xr.Dataset) -> str:
             f"{rec.get('n_missing', 0)} words of the suite have no vector (left out at extraction; "
             "see the suite's parameters 'vectors.missing'): use words that have one"
         )
+    info = _attr(ds, "suite")
+    generator = info.get("generator") if isinstance(info, Mapping) else None
+    command = (
+        f"emb extract --model {model if model != '?' else 'MODEL'} --suite FILE "
+        f"--store {store if store != '?' else 'STORE'}"
+    )
+    if generator:
+        params = info.get("parameters") if isinstance(info, Mapping) else None
+        if (setting == "random" and isinstance(params, Mapping)
+                and params.get("missing_random")):
+            return (
+                f"the built-in '{generator}' suite found no corpus sentence for some words (its "
+                "parameter 'missing_random' lists them); extract it with a larger --corpus, or "
+                "leave the 'random' setting out"
+            )
+        return (
+            f"the store's {suite!r} group was made by the built-in '{generator}' generator, whose "
+            "word lists cannot be extended; write a suite file that holds these words (see "
+            f"'Stimulus suites' in the README), run '{command}' with it and pass its name to "
+            "'emb analyze … --suite NAME'"
+        )
     return (
-        f"run 'emb extract --model {model if model != '?' else 'MODEL'} "
-        f"--suite {suite if suite != '?' else 'SUITE'} --store {store if store != '?' else 'STORE'}' "
-        "with a suite that contains them"
+        f"add them to the suite file that defined {suite!r} and re-run '{command} "
+        "--overwrite' with that file (or extract a new suite file and pass "
+        "'--suite NAME' to emb analyze)"
     )
 
 
@@ -112,10 +135,10 @@ def item_values(ds: xr.Dataset, name: str) -> np.ndarray:
         If the Dataset has no such per-item variable.
     """
     if name not in ds.variables or ds[name].dims != (ITEM,):
-        labels = sorted(k for k, v in ds.variables.items() if v.dims == (ITEM,))
+        labels = sorted(str(k) for k, v in ds.variables.items() if v.dims == (ITEM,))
         raise AnalysisError(
-            f"{_where(ds)} has no per-item label {name!r}; its labels are {labels}. "
-            "Use a suite that defines it (see 'emb suites')"
+            f"{_where(ds)} has no per-item label {name!r}; its labels are {names(labels, limit=40)}."
+            f"{did_you_mean(name, labels)} Use a suite that defines it (see 'emb suites')"
         )
     return np.asarray(ds[name].values)
 
@@ -133,7 +156,7 @@ def truthy(values: np.ndarray) -> np.ndarray:
 
 def settings_present(ds: xr.Dataset) -> list[str]:
     """The settings of a Dataset, in order of first appearance."""
-    return list(pd.unique(item_values(ds, "setting").astype(str)))
+    return [str(v) for v in pd.unique(item_values(ds, "setting").astype(str))]
 
 
 def _match(values: np.ndarray, wanted: Any) -> np.ndarray:
@@ -169,7 +192,7 @@ def label_mask(
 
 
 def _filters_text(filters: Mapping[str, Any]) -> str:
-    parts = [f"{k}={v!r}" for k, v in filters.items() if v is not None]
+    parts = [f"{k}={plain(v)!r}" for k, v in filters.items() if v is not None]
     return f" ({', '.join(parts)})" if parts else ""
 
 
@@ -239,9 +262,10 @@ def select_words(
     if positions.size == 0:
         present = settings_present(ds)
         raise MissingStimuliError(
-            f"{_where(ds)} has no items{_filters_text(filters)} (settings present: {present}), "
-            f"so all {len(words)} words are missing: {words[:10]}"
-            f"{' …' if len(words) > 10 else ''}; {_extract_hint(ds)}"
+            f"{_where(ds)} has no items{_filters_text(filters)} (settings present: "
+            f"{names(present)}{did_you_mean(setting, present) if setting not in present else ''}),"
+            f" so all {len(words)} words are missing: {names(words, limit=10)}; "
+            f"{_extract_hint(ds, setting)}"
         )
     item_words = item_values(ds, "word").astype(str)[positions]
     wanted = np.isin(item_words, words)
@@ -266,7 +290,7 @@ def select_words(
             f"{len(ambiguous)} word(s) have several different items{_filters_text(filters)} in "
             f"{_where(ds)}, e.g. {word!r} with {dup_positions.size} items that differ in {hint}; "
             "pass that label as a filter to choose one"
-            + (f" (words: {ambiguous[:10]})" if len(ambiguous) > 1 else "")
+            + (f" (words: {names(ambiguous, limit=10)})" if len(ambiguous) > 1 else "")
         )
     found = index.get_indexer(words)
     found = np.asarray(found)
@@ -275,8 +299,7 @@ def select_words(
         missing = list(dict.fromkeys(missing))
         raise MissingStimuliError(
             f"{len(missing)} of {len(dict.fromkeys(words))} words are missing{_filters_text(filters)} "
-            f"from {_where(ds)}: {missing[:10]}{' …' if len(missing) > 10 else ''}; "
-            f"{_extract_hint(ds)}"
+            f"from {_where(ds)}: {names(missing, limit=10)}; {_extract_hint(ds, setting)}"
         )
     return ds.isel({ITEM: positions[found]})
 
@@ -340,7 +363,7 @@ def parse_subset(
     chosen = [wanted] if isinstance(wanted, str) else list(wanted)
     unknown = [w for w in chosen if w not in present]
     if unknown:
-        raise AnalysisError(f"{name} {unknown} not in this {where}; it has {list(present)}")
+        raise AnalysisError(unknown_names(name, unknown, present, f"this {where}"))
     if not chosen:
         raise AnalysisError(f"{name} is empty; give at least one or leave it out")
     return chosen

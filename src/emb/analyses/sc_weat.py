@@ -10,6 +10,7 @@ suite's lexicon words against its polar words.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -26,11 +27,14 @@ from emb.analyses._analysis import (
     default_of,
     front,
     integer_columns,
+    mc_floor,
     tidy_frame,
 )
+from emb._text import unknown_names
 from emb.analyses._select import (
     item_values,
     label_mask,
+    parse_subset,
     provenance_attrs,
     select_words,
     settings_present,
@@ -41,7 +45,7 @@ from emb.errors import AnalysisError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ANALYSIS", "sc_weat", "sc_weat_effect_sizes", "sc_weat_lexicon"]
+__all__ = ["ANALYSIS", "rating_residuals", "sc_weat", "sc_weat_effect_sizes", "sc_weat_lexicon"]
 
 ITEM = "item"
 FEATURE = "feature"
@@ -274,6 +278,7 @@ def sc_weat(
     emb = target.embedding.reset_coords(drop=True).drop_vars(ITEM, errors="ignore")
     es = sc_weat_effect_sizes(emb, a.embedding, b.embedding, ddof=ddof)
     out = xr.Dataset({"effect_size": es})
+    exact_p = math.comb(a.sizes[ITEM] + b.sizes[ITEM], a.sizes[ITEM]) <= int(exact_limit)
     if int(n_permutations) > 0:
         polar = xr.concat(
             [a.embedding.reset_coords(drop=True), b.embedding.reset_coords(drop=True)], dim=ITEM
@@ -297,6 +302,12 @@ def sc_weat(
             dask_gufunc_kwargs={"allow_rechunk": True},
         )
         out["p"].attrs["long_name"] = f"permutation p-value ({alternative}), A∪B re-split"
+        n_ab = a.sizes[ITEM] + b.sizes[ITEM]
+        exact = math.comb(n_ab, a.sizes[ITEM]) <= int(exact_limit)
+        n_used = 0 if exact else int(n_permutations)
+        if n_used:
+            out["p_mc_se"] = np.sqrt(out["p"] * (1 - out["p"]) / n_used)
+            out["p_mc_se"].attrs["long_name"] = "Monte-Carlo standard error of p, sqrt(p(1-p)/N)"
     out = out.rename({ITEM: "word"}).assign_coords(word=words)
     out = out.transpose("word", ...)
     out.attrs = {
@@ -304,6 +315,7 @@ def sc_weat(
         "setting": setting,
         "ddof": int(ddof),
         "n_permutations": int(n_permutations),
+        "n_permutations_used": 0 if int(n_permutations) == 0 or exact_p else int(n_permutations),
         "seed": int(seed),
         "alternative": alternative,
         "attribute_a": json.dumps(list(attribute_a), ensure_ascii=False),
@@ -327,6 +339,7 @@ def sc_weat_lexicon(
     n_permutations: int = 0,
     seed: int = 0,
     alternative: Literal["greater", "less", "two-sided"] = "greater",
+    rating: str = "valence",
 ) -> xr.Dataset:
     """SC-WEAT of a lexicon's words (default: all) against its polar words, per setting.
 
@@ -335,23 +348,31 @@ def sc_weat_lexicon(
     ``attribute_b`` to the suite's pleasant / unpleasant words; one ``sc_weat`` per setting,
     stacked along ``setting``.
 
+    Each word's human ``rating`` (default valence; NaN for words without one) and subtoken count
+    come along, with the residual of its SC-WEAT from the least-squares line of SC-WEAT on the
+    rating (per setting, layer and pooling): the words the model places furthest from where their
+    rating predicts.
+
     Returns
     -------
     xr.Dataset
-        ``effect_size(setting, word, layer, pooling)`` (and ``p`` when ``n_permutations > 0``).
+        ``effect_size(setting, word, layer, pooling)``, ``residual`` (same dims),
+        ``rating(setting, word)``, ``n_subtokens(setting, word)`` (and ``p``, with ``p_mc_se``
+        when Monte Carlo, when ``n_permutations > 0``).
     """
     if "lexicon" not in ds.variables:
         raise AnalysisError("sc-weat reads a 'vast' suite (labels lexicon, stimulus_set)")
     stim = item_values(ds, "stimulus_set").astype(str)
     lex_col = item_values(ds, "lexicon").astype(str)
-    lexicons = unique_in_order(lex_col[stim == "lexicon"])
+    lexicons = [str(v) for v in unique_in_order(lex_col[stim == "lexicon"])]
     lex = lexicon or (lexicons[0] if lexicons else None)
     if lex not in lexicons:
-        raise AnalysisError(f"lexicon {lex!r} is not in this suite; it has {lexicons}")
-    chosen = (
-        settings_present(ds) if settings is None
-        else [settings] if isinstance(settings, str) else list(settings)
-    )
+        raise AnalysisError(unknown_names("lexicon", [lex], lexicons, "this suite"))
+    chosen = parse_subset("settings", settings, settings_present(ds))
+    if rating not in ds.variables:
+        rated = [str(k) for k, v in ds.variables.items()
+                 if v.dims == (ITEM,) and v.dtype.kind == "f" and k not in ("valence_raw",)]
+        raise AnalysisError(unknown_names("rating", [rating], rated, "this suite's labels"))
     words_col = item_values(ds, "word").astype(str)
     parts = []
     for setting in chosen:
@@ -370,32 +391,104 @@ def sc_weat_lexicon(
             word_labels={"stimulus_set": "lexicon", "lexicon": lex},
             attribute_labels={"stimulus_set": ["pleasant", "unpleasant"], "lexicon": lex},
         )
+        items = select_words(ds, target_words, setting=setting, stimulus_set="lexicon", lexicon=lex)
+        res["rating"] = ("word", np.asarray(items[rating].values, dtype=np.float64))
+        res["n_subtokens"] = ("word", _subtokens(items))
         parts.append(res.expand_dims(setting=[setting]))
     out = xr.concat(parts, dim="setting", join="outer", combine_attrs="drop_conflicts")
-    out.attrs.update({"analysis": "sc-weat", "lexicon": lex, "settings": json.dumps(chosen)})
+    out["residual"] = rating_residuals(out["effect_size"], out["rating"], dim="word")
+    out["rating"].attrs["long_name"] = f"human {rating} rating"
+    out["n_subtokens"].attrs["long_name"] = "subtokens of the word in its context"
+    out.attrs.update({"analysis": "sc-weat", "lexicon": lex, "settings": json.dumps(chosen),
+                      "rating": rating})
     return out.transpose("setting", "word", ...)
 
 
+def _subtokens(items: xr.Dataset) -> np.ndarray:
+    if "n_subtokens" not in items.variables:
+        return np.full(items.sizes[ITEM], np.nan)
+    return np.asarray(items["n_subtokens"].values, dtype=np.float64)
+
+
+def rating_residuals(effect: xr.DataArray, rating: xr.DataArray, *, dim: str = "word") -> xr.DataArray:
+    """Residuals of the least-squares line of ``effect`` on ``rating`` along ``dim``, lazily.
+
+    For every other coordinate (setting, layer, pooling …) the line ``effect ≈ a + b·rating`` is
+    fitted over the words where both are finite; the residual is ``effect − a − b·rating`` (NaN
+    where either is missing).
+
+    Notes
+    -----
+    ``b = Σ (x − x̄)(y − ȳ) / Σ (x − x̄)²``, ``a = ȳ − b x̄`` (ordinary least squares).
+    """
+    ok = effect.notnull() & rating.notnull()
+    x = rating.where(ok)
+    y = effect.where(ok)
+    xm = x.mean(dim)
+    ym = y.mean(dim)
+    slope = ((x - xm) * (y - ym)).sum(dim) / ((x - xm) ** 2).sum(dim)
+    out = y - ym - slope * (x - xm)
+    out.attrs["long_name"] = "residual of SC-WEAT from its least-squares line on the rating"
+    return out
+
+
 # -- tables, figures, summary ----------------------------------------------------------------------
+def word_table(result: xr.Dataset, *, value: str = "effect_size") -> pd.DataFrame:
+    """One row per (model, [lexicon,] setting, word, pooling, layer): the word's SC-WEAT
+    (``value``), its residual, p (if any), rating and subtoken count."""
+    per_cell = [v for v in (value, "residual", "p", "p_mc_se")
+                if v in result and "word" in result[v].dims]
+    frame = tidy_frame(result, per_cell, drop_all_nan=[value])
+    per_word = [v for v in ("rating", "n_subtokens") if v in result and "word" in result[v].dims]
+    if per_word and len(frame):
+        words = result[per_word].reset_coords(drop=True).to_dataframe().reset_index()
+        frame = frame.merge(words, how="left")
+    if "p" in per_cell:
+        n_used = int(result.attrs.get("n_permutations_used", 0) or 0)
+        frame.insert(int(frame.columns.get_loc("p")) + 1, "p_at_floor",
+                     mc_floor(frame["p"], np.full(len(frame), n_used)))
+    frame = integer_columns(frame, ("layer", "n_subtokens"))
+    return front(frame, ("model", "lexicon", "setting", "word", "pooling", "layer", value,
+                         "rating", "n_subtokens", "residual", "p", "p_at_floor", "p_mc_se"))
+
+
+def declared_cell(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a per-word table at the declared cell: each model's top layer and the
+    default pooling (``last``, else the first)."""
+    if frame.empty:
+        return frame
+    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
+    cell = frame[frame["pooling"] == pooling]
+    keys = [k for k in ("model",) if k in cell]
+    top = cell.groupby(keys)["layer"].transform("max") if keys else cell["layer"].max()
+    return cell[cell["layer"] == top]
+
+
 def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
-    """``sc_weat``: one row per (model, lexicon, setting, word, pooling, layer)."""
-    frame = tidy_frame(result, [v for v in ("effect_size", "p") if v in result])
-    frame = integer_columns(frame, ("layer",))
-    return {"sc_weat": front(frame, ("model", "lexicon", "setting", "word", "pooling", "layer",
-                                     "effect_size", "p"))}
+    """``sc_weat``: one row per (model, setting, word, pooling, layer) with the word's rating,
+    subtoken count and residual from the least-squares line of SC-WEAT on the rating."""
+    return {"sc_weat": word_table(result)}
 
 
-def _figures(result: xr.Dataset) -> dict[str, Figure]:
+def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
     from emb.analyses import plots
 
     if "setting" not in result.dims or "word" not in result.dims:
         return {}
-    curve = result["effect_size"].mean("word", skipna=True).rename("effect_size")
-    summary = xr.Dataset({"r": curve})
-    return {"mean_effect_size": plots.layer_curves(
-        summary, variable="r", title="Mean SC-WEAT effect size of the words by layer")}
-
-
+    curve = result["effect_size"].mean("word", skipna=True)
+    summary = xr.Dataset({"mean_effect_size": curve})
+    if "n_subtokens" in result or "rating" in result:
+        summary["n"] = result["effect_size"].notnull().any(["layer", "pooling"]).sum("word")
+    figs = {"mean_effect_size": plots.layer_curves(
+        summary, variable="mean_effect_size", relative_depth=relative_depth,
+        title="Mean SC-WEAT effect size of the words by layer")}
+    frame = declared_cell(word_table(result))
+    if "rating" in frame and frame["rating"].notna().any():
+        layer = ", ".join(str(v) for v in frame["layer"].unique())
+        figs["scatter"] = plots.word_scatter(
+            frame, y="effect_size", xlabel=f"human {result.attrs.get('rating', 'valence')} rating",
+            title=f"SC-WEAT vs rating — top layer ({layer}), {frame['pooling'].iloc[0]} pooling")
+    return figs
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     """Declared cell: the top layer and the ``last`` pooling (else the first), per setting: the
     mean effect size and the five most and least pleasant words."""
@@ -415,12 +508,18 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
             "most A (pleasant)": ", ".join(top["word"].iloc[::-1].head(5).astype(str)),
             "most B (unpleasant)": ", ".join(top["word"].head(5).astype(str)),
         })
+        if "rating" in top and top["rating"].notna().sum() >= 3:
+            rated = top.dropna(subset=["rating"])
+            row["r with rating"] = float(np.corrcoef(rated["rating"], rated["effect_size"])[0, 1])
         rows.append(row)
+    rating = result.attrs.get("rating", "valence")
     return Summary(
         title=f"SC-WEAT effect sizes of the {result.attrs.get('lexicon', '')} words",
         headline=[f"declared cell: top layer, pooling {pooling!r}"],
         table=pd.DataFrame(rows),
-        notes=["Every word's effect size at every layer is in the table file."],
+        notes=[f"Every word's effect size at every layer is in the table file, with its {rating} "
+               "rating, subtoken count and residual from the least-squares line of SC-WEAT on the "
+               "rating (per setting, layer and pooling)."],
     )
 
 
@@ -438,9 +537,11 @@ ANALYSIS = Analysis(
         Option(name="ddof", type="int", help="delta degrees of freedom of the standard deviation"),
         Option(name="n_permutations", type="int", help="random re-splits of A and B for p (0: no p)"),
         Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
+        Option(name="rating", help="the rating label each word's SC-WEAT is shown against"),
     ),
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    word_tables=("sc_weat",),
 )
 

@@ -24,14 +24,17 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
+    add_log10_p,
     default_of,
+    format_p,
     front,
     integer_columns,
     layer_table,
+    slug,
     tidy_frame,
 )
 from emb.analyses.nullify import nullified_pair_cosines
-from emb.analyses.stats import spearman
+from emb.analyses.stats import correlation_ci, spearman
 from emb.errors import AnalysisError, MissingStimuliError
 
 if TYPE_CHECKING:
@@ -226,8 +229,9 @@ def word_similarity(
     -------
     xr.Dataset
         ``rho(dataset, pooling, layer, k)``, ``p(dataset, pooling, layer, k)`` (two-sided, t approximation as
-        :func:`scipy.stats.spearmanr`), ``n(dataset)`` pairs used, ``n_missing(dataset)`` pairs dropped,
-        ``n_words(dataset)``; lazy when ``ds`` is.
+        :func:`scipy.stats.spearmanr`), ``ci_low``, ``ci_high`` (95 % CI of ρ: Fisher's z with
+        the Bonett–Wright standard error ``sqrt((1 + ρ²/2)/(n − 3))``), ``n(dataset)`` pairs
+        used, ``n_missing(dataset)`` pairs dropped, ``n_words(dataset)``; lazy when ``ds`` is.
 
     Raises
     ------
@@ -341,8 +345,17 @@ def word_similarity(
     )
     result = result.assign_coords(k=np.arange(k_max + 1))
     result = result.transpose("dataset", "pooling", "layer", "k")
+    low, high = xr.apply_ufunc(
+        correlation_ci, result["rho"], result["n"], kwargs={"method": "spearman"},
+        output_core_dims=[[], []], dask="parallelized", output_dtypes=[np.float64, np.float64],
+    )
+    result["ci_low"] = low.transpose(*result["rho"].dims)
+    result["ci_high"] = high.transpose(*result["rho"].dims)
     result["rho"].attrs = {"long_name": "Spearman's rho, cosine vs human score"}
-    result["p"].attrs = {"long_name": "two-sided p-value of rho"}
+    result["p"].attrs = {"long_name": "two-sided p-value of rho (t approximation)"}
+    for bound in ("ci_low", "ci_high"):
+        result[bound].attrs = {"long_name": f"95% CI of rho, {bound.removeprefix('ci_')} bound "
+                                            "(Fisher z with the Bonett-Wright standard error)"}
     result["n_missing"].attrs = {"long_name": "pairs dropped: a word is missing from the store"}
     result.attrs.update(
         {
@@ -374,17 +387,26 @@ def _pair_rho_blocks(X: np.ndarray, **kwargs: Any) -> np.ndarray:
 # -- tables, figures, summary ----------------------------------------------------------------------
 def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     """``similarity``: one row per (model, dataset, pooling, layer, k)."""
-    frame = tidy_frame(result, ["rho", "p"])
+    frame = tidy_frame(result, [v for v in ("rho", "p", "ci_low", "ci_high") if v in result],
+                       drop_all_nan=["rho"])
     counts = result[["n", "n_missing"]].reset_coords(drop=True).to_dataframe().reset_index()
     frame = integer_columns(frame.merge(counts, how="left"), ("layer", "k", "n", "n_missing"))
-    return {"similarity": front(frame, ("model", "dataset", "pooling", "layer", "k", "n",
-                                        "n_missing", "rho", "p"))}
+    frame = front(frame, ("model", "dataset", "pooling", "layer", "k", "n", "n_missing", "rho",
+                          "ci_low", "ci_high", "p"))
+    frame = add_log10_p(frame, r="rho", n="n", p="p", method="spearman")
+    best = layer_table(frame[frame["k"] == 0].dropna(subset=["rho"]), "rho",
+                       ("model", "dataset", "pooling"), extra=("ci_low", "ci_high", "n"))
+    return {"similarity": frame, "similarity_best_layers": best}
 
 
-def _figures(result: xr.Dataset) -> dict[str, Figure]:
+def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
     from emb.analyses import plots
 
-    return {"curves": plots.similarity_curves(result)}
+    if "model" in result.dims and result.sizes["model"] > 1:
+        return {f"curves_{slug(m)}": plots.similarity_curves(result.sel(model=[m]),
+                                                             relative_depth=relative_depth)
+                for m in result["model"].values}
+    return {"curves": plots.similarity_curves(result, relative_depth=relative_depth)}
 
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
@@ -395,16 +417,20 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         return Summary(title="Word similarity: no correlations (every cell is NaN)")
     frame = frame[frame["k"] == 0] if "k" in frame else frame
     pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
-    table = layer_table(frame, "rho", ("model", "dataset", "pooling"), extra=("n",))
+    table = layer_table(frame, "rho", ("model", "dataset", "pooling"),
+                        extra=("ci_low", "ci_high", "n", "p", "log10_p"))
     head = table[table["pooling"] == pooling]
     headline = [f"declared cell: k = 0, top layer, pooling {pooling!r}"] + [
         f"{' / '.join(str(r[k]) for k in ('model', 'dataset') if k in r)}: "
-        f"rho = {r['rho']:.3f} (n = {int(r['n'])}) at layer {r['top_layer']}"
+        f"rho = {r['rho']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] (n = {int(r['n'])}), "
+        f"{format_p(float(r['p']), log10_p=r.get('log10_p'))} at layer {r['top_layer']}"
         for _, r in head.iterrows()
     ]
     return Summary(title="Word similarity: Spearman's rho of pair cosines vs human scores",
-                   headline=headline, table=table,
-                   notes=["best layer (exploratory): chosen after looking; report the declared cell."])
+                   headline=headline, table=table.drop(columns=["log10_p"], errors="ignore"),
+                   notes=["CI: 95%, Fisher's z with the Bonett-Wright standard error for "
+                          "Spearman's rho. p: two-sided, t approximation. No correction.",
+                          "best layer (exploratory): chosen after looking; report the declared cell."])
 
 
 ANALYSIS = Analysis(

@@ -27,8 +27,10 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
+    add_log10_p,
     coord_values,
     default_of,
+    format_p,
     front,
     integer_columns,
     layer_table,
@@ -44,7 +46,8 @@ from emb.analyses._select import (
     settings_present,
     unique_in_order,
 )
-from emb.analyses.sc_weat import sc_weat_effect_sizes
+from emb.analyses.sc_weat import declared_cell, rating_residuals, sc_weat_effect_sizes, word_table
+from emb._text import unknown_names
 from emb.errors import AnalysisError, MissingStimuliError
 
 if TYPE_CHECKING:
@@ -127,6 +130,7 @@ def valnorm(
     ratings: str = "valence",
     ddof: int = 1,
     method: Literal["default", "reference"] = "default",
+    per_word: bool = True,
 ) -> xr.Dataset:
     """ValNorm / VAST: Pearson's r of SC-WEAT effect sizes with human ratings, lazily.
 
@@ -150,6 +154,9 @@ def valnorm(
     method : {"default", "reference"}, default "default"
         ``default`` removes the polar words from the valence target lexicon; ``reference`` keeps
         them, as the authors' code did.
+    per_word : bool, default True
+        Also return each word's SC-WEAT, rating, subtoken count and residual (from the
+        least-squares line of SC-WEAT on the rating), over a ``word`` dimension.
 
     Returns
     -------
@@ -157,7 +164,10 @@ def valnorm(
         Dims ``(lexicon, setting, layer, pooling)``; variables ``r`` (Pearson), ``p``
         (two-sided), ``n`` (lexicon words correlated), ``ci_low``/``ci_high`` (Fisher-z 95 %),
         ``spearman_r``, ``spearman_p``.  A (lexicon, setting) pair without items has n = 0 and
-        NaN statistics.  Attributes: options, polar words, store provenance.
+        NaN statistics.  With ``per_word``: ``sc_weat`` and ``residual`` (lexicon, setting,
+        word, layer, pooling), ``rating`` and ``n_subtokens`` (lexicon, setting, word); NaN where
+        a word is not a target of that lexicon and setting.  Attributes: options, polar words,
+        store provenance.
 
     Raises
     ------
@@ -191,12 +201,15 @@ def valnorm(
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")
     if not isinstance(ddof, int | np.integer) or ddof < 0:
         raise AnalysisError(f"ddof must be a non-negative integer; got {ddof!r}")
-    for label in ("stimulus_set", "lexicon", ratings):
+    for label in ("stimulus_set", "lexicon"):
         if label not in ds.variables:
             raise AnalysisError(
                 f"this Dataset has no {label!r} label: valnorm needs a 'vast' suite "
                 "(emb extract --suite vast)"
             )
+    if ratings not in ds.variables:
+        rated = [str(k) for k in ("valence", "arousal", "dominance") if k in ds.variables]
+        raise AnalysisError(unknown_names("rating", [ratings], rated, "this suite's labels"))
     stimulus = item_values(ds, "stimulus_set").astype(str)
     is_lexicon = stimulus == "lexicon"
     lex_col = item_values(ds, "lexicon").astype(str)
@@ -248,6 +261,13 @@ def valnorm(
             pear = stats.correlation(es, rating, dim=ITEM, method="pearson")
             spear = stats.correlation(es, rating, dim=ITEM, method="spearman")
             part = pear.assign(spearman_r=spear["r"], spearman_p=spear["p"])
+            if per_word:
+                targets = _word_labels(words_col[mask])
+                part["sc_weat"] = es.rename({ITEM: "word"}).assign_coords(word=targets)
+                part["rating"] = ("word", rating.values)
+                n_sub = (item_values(ds, "n_subtokens")[mask].astype(np.float64)
+                         if "n_subtokens" in ds.variables else np.full(targets.size, np.nan))
+                part["n_subtokens"] = ("word", n_sub)
             per_setting.append(part.expand_dims(setting=[setting]))
         if per_setting:
             results.append(xr.concat(per_setting, dim="setting").expand_dims(lexicon=[lex]))
@@ -259,7 +279,12 @@ def valnorm(
     out = xr.concat(results, dim="lexicon", join="outer", fill_value=np.nan)
     out = out.reindex(setting=chosen)
     out["n"] = out["n"].fillna(0).astype(np.int64)
-    out = out.transpose("lexicon", "setting", "layer", "pooling", ...)
+    if per_word:
+        out["residual"] = rating_residuals(out["sc_weat"], out["rating"], dim="word")
+        out["sc_weat"].attrs["long_name"] = "SC-WEAT effect size of the word"
+        out["rating"].attrs["long_name"] = f"human {ratings} rating"
+        out["n_subtokens"].attrs["long_name"] = "subtokens of the word in its context"
+    out = out.transpose("lexicon", "setting", ..., "layer", "pooling")
     out["r"].attrs["long_name"] = f"Pearson's r of SC-WEAT effect sizes with {ratings}"
     out["p"].attrs["long_name"] = "two-sided p-value of r"
     out["n"].attrs["long_name"] = "lexicon words correlated"
@@ -278,55 +303,112 @@ def valnorm(
     return out
 
 
+def _word_labels(words: np.ndarray) -> np.ndarray:
+    """Word labels for the ``word`` dimension: a word listed twice gets ``#2`` (a label must be
+    unique there)."""
+    out, seen = [], {}
+    for w in words.astype(str):
+        seen[w] = seen.get(w, 0) + 1
+        out.append(w if seen[w] == 1 else f"{w}#{seen[w]}")
+    return np.asarray(out, dtype=object)
+
+
 # -- tables, figures, summary ----------------------------------------------------------------------
 #: Statistics of a correlation, in table order.
 STAT_NAMES = ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
 
 
+def correlation_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """A tidy table of correlations with the exact ``log10_p`` (and ``spearman_log10_p``) beside
+    each p, which is floored at the smallest normal double (see
+    :data:`emb.analyses.stats.P_FLOOR`). Shared by ``valnorm`` and ``vast``."""
+    frame = add_log10_p(frame, r="r", n="n", p="p", method="pearson")
+    return add_log10_p(frame, r="spearman_r", n="n", p="spearman_p", method="spearman")
+
+
 def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
-    """``valnorm``: one row per (model, lexicon, setting, pooling, layer)."""
+    """``valnorm``: one row per (model, lexicon, setting, pooling, layer); ``valnorm_words``: one
+    row per word and cell (its SC-WEAT, rating, subtoken count, residual);
+    ``valnorm_best_layers``: the top layer's r beside the best layer (exploratory), per model."""
     frame = integer_columns(tidy_frame(result, list(STAT_NAMES)), ("layer", "n"))
-    return {"valnorm": front(frame, ("model", "lexicon", "setting", "pooling", "layer", "n", "r", "p"))}
+    frame = correlation_table(front(frame, ("model", "lexicon", "setting", "pooling", "layer", "n",
+                                            "r", "p")))
+    tables = {"valnorm": frame}
+    if "sc_weat" in result:
+        tables["valnorm_words"] = word_table(result, value="sc_weat")
+    tables["valnorm_best_layers"] = layer_table(
+        frame.dropna(subset=["r"]), "r", ("model", "lexicon", "setting", "pooling"),
+        extra=("ci_low", "ci_high", "n"))
+    return tables
 
 
-def _figures(result: xr.Dataset) -> dict[str, Figure]:
+def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
     from emb.analyses import plots
 
-    return {
-        f"curves_{slug(lex)}": plots.layer_curves(result, lexicon=lex, title=f"ValNorm by layer — {lex}")
-        for lex in coord_values(result, "lexicon")
-    }
+    rating = str(result.attrs.get("ratings", "valence"))
+    shown = "" if rating == "valence" else f" ({rating})"
+    figs: dict[str, Figure] = {}
+    words = word_table(result, value="sc_weat") if "sc_weat" in result else None
+    for lex in coord_values(result, "lexicon"):
+        figs[f"curves_{slug(lex)}"] = plots.layer_curves(
+            result, lexicon=lex, relative_depth=relative_depth,
+            title=f"ValNorm by layer — {lex}{shown}")
+        if words is not None and len(words):
+            cell = declared_cell(words[words["lexicon"] == lex] if "lexicon" in words else words)
+            if len(cell):
+                layers = ", ".join(str(v) for v in cell["layer"].unique())
+                figs[f"scatter_{slug(lex)}"] = plots.word_scatter(
+                    cell, y="sc_weat", xlabel=f"human {rating} rating",
+                    title=f"SC-WEAT vs {rating} — {lex}, top layer ({layers}), "
+                          f"{cell['pooling'].iloc[0]} pooling")
+    return figs
 
 
 def correlation_summary(
-    frame: pd.DataFrame, *, title: str, keys: Sequence[str] = ("model", "lexicon", "setting", "pooling")
+    frame: pd.DataFrame,
+    *,
+    title: str,
+    keys: Sequence[str] = ("model", "lexicon", "setting", "pooling"),
+    correction: str = "none",
+    family: str = "",
 ) -> Summary:
-    """Headline: r [95% CI] (n) at the top layer of the first setting (``bleached`` preferred) and
-    the ``last`` pooling (else the first), per model and lexicon; table: every setting × pooling,
-    top-layer r beside the best layer (labelled exploratory). Shared by ``valnorm`` and ``vast``."""
+    """Headline: r [95% CI] (n), p at the top layer of the first setting (``bleached`` preferred)
+    and the ``last`` pooling (else the first), per model and lexicon; table: every setting ×
+    pooling, top-layer r beside the best layer (labelled exploratory). With a ``correction``
+    (its ``p_adjusted`` in ``frame``), the adjusted p is shown and named, with its ``family``.
+    Shared by ``valnorm`` and ``vast``."""
     frame = frame.dropna(subset=["r"])
     if frame.empty:
         return Summary(title=f"{title}: no correlations (every cell is NaN)")
-    table = layer_table(frame, "r", keys, extra=("ci_low", "ci_high", "n"))
+    adjusted = correction != "none" and "p_adjusted" in frame
+    extra = ("ci_low", "ci_high", "n", "p", "log10_p") + (("p_adjusted",) if adjusted else ())
+    table = layer_table(frame, "r", keys, extra=extra)
     setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS) if "setting" in frame else None
     pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
     head = table[table["pooling"] == pooling]
     if setting is not None:
         head = head[head["setting"] == setting]
     headline = [f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"]
+    method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(correction, correction)
     for _, row in head.iterrows():
         label = " / ".join(str(row[k]) for k in ("model", "lexicon") if k in row)
+        p_text = format_p(float(row["p"]), log10_p=row.get("log10_p")) if "p" in row else ""
+        if adjusted:
+            p_text += f", {method}-adjusted p = {float(row['p_adjusted']):.3g}"
         headline.append(
             f"{label}: r = {row['r']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
-            f"(n = {int(row['n'])}) at layer {row['top_layer']}"
+            f"(n = {int(row['n'])}), {p_text} at layer {row['top_layer']}"
         )
-    return Summary(
-        title=title,
-        headline=headline,
-        table=table,
-        notes=["best layer (exploratory): the layer of the highest r in that row, chosen after "
-               "looking; report the declared cell."],
-    )
+    notes = ["CI: 95% from Fisher's z. p: two-sided, exact for Pearson's r under normality; a p "
+             "below 2.2e-308 is written as 2.2e-308 and its exact order is in log10_p.",
+             "best layer (exploratory): the layer of the highest r in that row, chosen after "
+             "looking; report the declared cell."]
+    if adjusted:
+        notes.insert(1, f"p_adjusted: {method} correction over {family or 'the layers'}.")
+    else:
+        notes.insert(1, "No multiple-comparison correction.")
+    table = table.drop(columns=[c for c in ("log10_p",) if c in table])
+    return Summary(title=title, headline=headline, table=table, notes=notes)
 
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
@@ -346,9 +428,11 @@ ANALYSIS = Analysis(
         Option(name="settings", multiple=True, help="contextual setting (default: all)"),
         Option(name="ratings", flag="--rating", help="rating to correlate with: valence, arousal or dominance"),
         Option(name="ddof", type="int", help="delta degrees of freedom of the SC-WEAT standard deviation"),
+        Option(name="per_word", type="bool", help="each word's SC-WEAT, rating and residual (table valnorm_words)"),
     ),
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    word_tables=("valnorm_words",),
 )
 

@@ -30,13 +30,16 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._text import unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
+    add_log10_p,
     coord_values,
     integer_columns,
+    layer_table,
     slug,
     tidy_frame,
 )
@@ -53,13 +56,15 @@ from emb.analyses._vast_kernels import (
     _single_pass,
 )
 from emb.analyses.similarity import load_pairs, word_similarity
-from emb.analyses.valnorm import STAT_NAMES, correlation_summary
+from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
 from emb.errors import AnalysisError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["ANALYSIS", "RATINGS", "SETTINGS", "vast"]
+
+_CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
 def vast(
     ds: xr.Dataset,
@@ -132,7 +137,8 @@ def vast(
         each distinct word once.
     correction : {"none", "holm", "bh"}, default "none"
         Multiple-comparison correction of the settings curves' p-values over the layers (one
-        family per rating, lexicon, setting and pooling), stored in ``p_adjusted`` beside ``p``.
+        family per rating, lexicon, setting and pooling), stored in ``p_adjusted`` beside ``p``
+        (no ``p_adjusted`` without a correction).
 
     Returns
     -------
@@ -268,13 +274,13 @@ def vast(
         result = result.merge(sim, join="outer")
 
     if correction not in ("none", "holm", "bh"):
-        raise AnalysisError(f"correction must be 'none', 'holm' or 'bh'; got {correction!r}")
-    result["p_adjusted"] = (
-        result["p"].copy()
-        if correction == "none"
-        else stats.adjust(result["p"], method=correction, dims=("layer",))
-    )
-    result["p_adjusted"].attrs["long_name"] = f"p of r adjusted over layers ({correction})"
+        raise AnalysisError(unknown_names("correction", [correction], ("none", "holm", "bh"), "the choices"))
+    if correction != "none":
+        result["p_adjusted"] = stats.adjust(result["p"], method=correction, dims=("layer",))
+        result["p_adjusted"].attrs["long_name"] = (
+            f"p of r, {_CORRECTION_NAMES[correction]}-adjusted over the layers (per rating, lexicon, "
+            "setting and pooling)"
+        )
     result["r"].attrs["long_name"] = "VAST: Pearson's r of SC-WEAT effect sizes vs ratings"
     result.attrs = {
         "analysis": "vast",
@@ -337,8 +343,11 @@ def _tidy(result: xr.Dataset) -> pd.DataFrame:
                           drop_all_nan=["nullified_r", "nullified_p"])
         frames.append(null.assign(experiment="nullification", statistic="pearson"))
     if "similarity_rho" in result:
-        sim = tidy_frame(result, ["similarity_rho", "similarity_p"],
-                         rename={"similarity_rho": "r", "similarity_p": "p"})
+        names = [v for v in ("similarity_rho", "similarity_p", "similarity_ci_low",
+                             "similarity_ci_high") if v in result]
+        sim = tidy_frame(result, names, rename={"similarity_rho": "r", "similarity_p": "p",
+                                                "similarity_ci_low": "ci_low",
+                                                "similarity_ci_high": "ci_high"})
         counts = result[["similarity_n", "similarity_n_missing"]].reset_coords(drop=True)
         counts = counts.to_dataframe().reset_index().rename(
             columns={"similarity_n": "n", "similarity_n_missing": "n_missing"}
@@ -353,16 +362,35 @@ def _tidy(result: xr.Dataset) -> pd.DataFrame:
             out[col] = pd.NA
     out = integer_columns(out, ("layer", "k", "n", "subset", "n_missing"))
     extra = [c for c in out.columns if c not in _VAST_COLUMNS]
-    return out[list(_VAST_COLUMNS) + extra]
+    out = out[[c for c in _VAST_COLUMNS if c != "p_adjusted" or "p_adjusted" in result] + extra]
+    # log10 p: Pearson's for the VAST rows, the t approximation for the similarity (Spearman) rows
+    pear = correlation_table(out)
+    spear = add_log10_p(out, r="r", n="n", p="p", method="spearman")
+    is_spearman = (out["statistic"] == "spearman").to_numpy()
+    pear["log10_p"] = np.where(is_spearman, spear["log10_p"], pear["log10_p"])
+    return pear
 
 
 
 def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
-    """``vast``: one row per (model, experiment, rating, lexicon, setting, pooling, layer[, k, subset])."""
-    return {"vast": _tidy(result)}
+    """``vast``: one row per (model, experiment, rating, lexicon, setting, pooling, layer[, k,
+    subset]); ``vast_best_layers``: per model, rating, lexicon, setting and pooling, the top
+    layer's r beside the best layer (exploratory) of the settings experiment."""
+    table = _tidy(result)
+    settings = table[table["experiment"] == "settings"].dropna(subset=["r"])
+    best = layer_table(settings, "r", ("model", "rating", "lexicon", "setting", "pooling"),
+                       extra=("ci_low", "ci_high", "n"))
+    return {"vast": table, "vast_best_layers": best}
 
 
-def _figures(result: xr.Dataset) -> dict[str, Figure]:
+def _per_model(result: xr.Dataset) -> list[tuple[str, xr.Dataset]]:
+    """("", result) for one model; one (``_<model>``, result of that model) per model otherwise."""
+    if "model" not in result.dims or result.sizes["model"] == 1:
+        return [("", result)]
+    return [(f"_{slug(m)}", result.sel(model=[m])) for m in coord_values(result, "model")]
+
+
+def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
     from emb.analyses import plots
 
     figs: dict[str, Figure] = {}
@@ -374,14 +402,17 @@ def _figures(result: xr.Dataset) -> dict[str, Figure]:
             ).any():
                 suffix = "" if rating in (None, "valence") else f"_{slug(rating)}"
                 figs[f"settings_{slug(lex)}{suffix}"] = plots.layer_curves(
-                    result, lexicon=lex, rating=rating
+                    result, lexicon=lex, rating=rating, relative_depth=relative_depth
                 )
-        if "tokenization_r" in result:
-            figs[f"tokenization_{slug(lex)}"] = plots.tokenization_curves(result, lexicon=lex)
-        if "nullified_r" in result:
-            figs[f"nullification_{slug(lex)}"] = plots.nullification_curves(result, lexicon=lex)
+        for tag, one in _per_model(result):
+            if "tokenization_r" in one:
+                figs[f"tokenization_{slug(lex)}{tag}"] = plots.tokenization_curves(
+                    one, lexicon=lex, relative_depth=relative_depth)
+            if "nullified_r" in one:
+                figs[f"nullification_{slug(lex)}{tag}"] = plots.nullification_curves(one, lexicon=lex)
     if "similarity_rho" in result:
-        figs["similarity"] = plots.similarity_curves(result)
+        for tag, one in _per_model(result):
+            figs[f"similarity{tag}"] = plots.similarity_curves(one, relative_depth=relative_depth)
     return figs
 
 
@@ -390,7 +421,10 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     and a note on the nullification at its declared k (k = 0 vs the top layer's sweep)."""
     table = tables["vast"]
     rows = table[(table["experiment"] == "settings") & (table["rating"] == "valence")]
-    summary = correlation_summary(rows, title="VAST: valence ValNorm (Pearson's r) by setting, pooling and layer")
+    summary = correlation_summary(
+        rows, title="VAST: valence ValNorm (Pearson's r) by setting, pooling and layer",
+        correction=str(result.attrs.get("correction", "none")),
+        family="the layers (per rating, lexicon, setting and pooling)")
     notes = list(summary.notes) + json.loads(result.attrs.get("notes", "[]"))
     null = table[(table["experiment"] == "nullification") & (table["rating"] == "valence")]
     if len(null):

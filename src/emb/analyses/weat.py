@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._text import names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
@@ -30,6 +31,8 @@ from emb.analyses._analysis import (
     format_p,
     front,
     integer_columns,
+    layer_table,
+    mc_floor,
     slug,
     tidy_frame,
 )
@@ -42,6 +45,7 @@ from emb.analyses._select import (
     truthy,
     unique_in_order,
 )
+from emb.analyses._weat_tests import ROLES, TestSpec, parse_tests, split_tests
 from emb.errors import AnalysisError
 
 if TYPE_CHECKING:
@@ -49,18 +53,14 @@ if TYPE_CHECKING:
 
 __all__ = ["ANALYSIS", "weat"]
 
-ROLES = ("X", "Y", "A", "B")
 #: Largest embedding block (bytes, as stored) handed to one kernel call.
 _MAX_BLOCK_BYTES = 128 * 2**20
-_DEFAULT_SETTINGS = ("bleached", "alone")
+#: Names of the corrections and families, as tables, summaries and figures say them.
+_CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+_FAMILIES = {"test": "the tests (per setting, layer and pooling)",
+             "layer": "the layers (per test, setting and pooling)",
+             "test+layer": "the tests x layers (per setting and pooling)"}
 
-
-@dataclass(frozen=True, kw_only=True)
-class _Test:
-    name: str
-    words: dict[str, list[str]]  # role -> words
-    groups: dict[str, str]  # role -> group name
-    labelled: bool  # True: items selected by the test/role labels
 
 
 def _natural_key(name: str) -> tuple[str, int, str]:
@@ -70,7 +70,7 @@ def _natural_key(name: str) -> tuple[str, int, str]:
 
 def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
-        raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
+        raise AnalysisError(unknown_names(name, [value], allowed, "the choices"))
     return value
 
 
@@ -80,7 +80,7 @@ def _parse_custom(
     a: Sequence[str] | None,
     b: Sequence[str] | None,
     tests: object,
-) -> _Test | None:
+) -> TestSpec | None:
     given = {"x": x, "y": y, "a": a, "b": b}
     if all(v is None for v in given.values()):
         return None
@@ -99,17 +99,19 @@ def _parse_custom(
         words[role] = [str(w) for w in value]  # type: ignore[union-attr]
         if not words[role]:
             raise AnalysisError(f"word list {key} is empty")
-    return _Test(name="custom", words=words, groups={r: r for r in ROLES}, labelled=False)
+    return TestSpec(name="custom", words=words, groups={r: r for r in ROLES},
+                    filters={r: {} for r in ROLES})
 
 
 def _suite_tests(
     ds: xr.Dataset, tests: str | Sequence[str] | None, include_excluded: bool
-) -> list[_Test]:
+) -> list[TestSpec]:
     for label in ("test", "role"):
         if label not in ds.variables:
             raise AnalysisError(
-                f"this Dataset has no {label!r} label: it is not a 'weat' suite. "
-                "Extract the built-in 'weat' suite, or give your own x/y/a/b word lists"
+                f"this Dataset has no {label!r} label: it is not a 'weat' suite. Extract the "
+                "built-in 'weat' suite, give a test file (--tests my_tests.yaml: X/Y/A/B by words "
+                "or labels), or your own x/y/a/b word lists"
             )
     test_col = item_values(ds, "test").astype(str)
     present = sorted({t for t in test_col if t}, key=_natural_key)
@@ -119,7 +121,10 @@ def _suite_tests(
         names = [tests] if isinstance(tests, str) else [str(t) for t in tests]
         unknown = [t for t in names if t not in present]
         if unknown:
-            raise AnalysisError(f"tests {unknown} are not in this suite; it has {present}")
+            raise AnalysisError(
+                unknown_names("tests", unknown, present, "this suite")
+                + " (a test file is a path ending in .yaml, .yml or .json)"
+            )
     if not names:
         raise AnalysisError("the suite defines no WEAT tests (its 'test' label is empty)")
     role_col = item_values(ds, "role").astype(str)
@@ -144,7 +149,8 @@ def _suite_tests(
                 )
             names_here = [g for g in (group_col[mask] if group_col is not None else []) if g]
             groups[role] = names_here[0] if names_here else role
-        out.append(_Test(name=name, words=words, groups=groups, labelled=True))
+        out.append(TestSpec(name=name, words=words, groups=groups,
+                            filters={r: {"test": name, "role": r} for r in ROLES}))
     return out
 
 
@@ -160,8 +166,11 @@ def _weat_kernel(
     exact_limit: int,
     seed: int,
     method: str,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """emb (..., item, feature) with items X, Y, A, B in that order -> (es, S, p) of shape (...)."""
+    n_bootstrap: int = 0,
+    confidence: float = 0.95,
+) -> tuple[np.ndarray, ...]:
+    """emb (..., item, feature) with items X, Y, A, B in that order -> (es, S, p, ci_low,
+    ci_high) of shape (...); the CI (NaN when ``n_bootstrap`` is 0) resamples the same cosines."""
     with stats.single_threaded_blas():
         u = stats.unit(emb)
         n_t = n_x + n_y
@@ -177,16 +186,23 @@ def _weat_kernel(
             seed=seed,
             method=method,  # type: ignore[arg-type]
         )
+        if n_bootstrap > 0:
+            low, high = stats.weat_bootstrap(cos, n_x, n_a, ddof=ddof, n_bootstrap=n_bootstrap,
+                                             confidence=confidence, seed=seed)
+        else:
+            low = high = np.full(np.shape(es), np.nan)
     return (
         np.asarray(es, dtype=np.float64),
         np.asarray(res.statistic, dtype=np.float64),
         np.asarray(res.pvalue, dtype=np.float64),
+        np.asarray(low, dtype=np.float64),
+        np.asarray(high, dtype=np.float64),
     )
 
 
 def _one_test(
     ds: xr.Dataset,
-    test: _Test,
+    test: TestSpec,
     settings: list[str],
     *,
     ddof: int,
@@ -195,13 +211,14 @@ def _one_test(
     exact_limit: int,
     seed: int,
     perm_method: str,
+    n_bootstrap: int,
+    confidence: float,
 ) -> xr.Dataset:
     per_setting = []
     for setting in settings:
         parts = []
         for role in ROLES:
-            labels = {"test": test.name, "role": role} if test.labelled else {}
-            sel = select_words(ds, test.words[role], setting=setting, **labels)
+            sel = select_words(ds, test.words[role], setting=setting, **test.filters.get(role, {}))
             parts.append(sel.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore"))
         per_setting.append(xr.concat(parts, dim="item"))
     emb = xr.concat(per_setting, dim="setting").assign_coords(setting=settings)
@@ -221,11 +238,11 @@ def _one_test(
             f"test {test.name!r}: {n['X'] + n['Y']} target words cannot give a standard deviation "
             f"with ddof={ddof}"
         )
-    es, stat, p = xr.apply_ufunc(
+    es, stat, p, low, high = xr.apply_ufunc(
         _weat_kernel,
         emb,
         input_core_dims=[["item", "feature"]],
-        output_core_dims=[[], [], []],
+        output_core_dims=[[], [], [], [], []],
         kwargs={
             "n_x": n["X"],
             "n_y": n["Y"],
@@ -236,13 +253,17 @@ def _one_test(
             "exact_limit": exact_limit,
             "seed": seed,
             "method": perm_method,
+            "n_bootstrap": n_bootstrap,
+            "confidence": confidence,
         },
         dask="parallelized",
-        output_dtypes=[np.float64, np.float64, np.float64],
+        output_dtypes=[np.float64] * 5,
         dask_gufunc_kwargs={"allow_rechunk": True},
     )
     exact = perm_method != "reference" and math.comb(n["X"] + n["Y"], n["X"]) <= exact_limit
     out = xr.Dataset({"effect_size": es, "statistic": stat, "p": p})
+    if n_bootstrap > 0:
+        out["ci_low"], out["ci_high"] = low, high
     out = out.expand_dims(test=[test.name])
     out["n_permutations"] = ("test", [0 if exact else int(n_permutations)])
     for role in ROLES:
@@ -255,7 +276,7 @@ def _one_test(
 def weat(
     ds: xr.Dataset,
     *,
-    tests: str | Sequence[str] | None = None,
+    tests: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | Mapping[str, Any] | None = None,
     x: Sequence[str] | None = None,
     y: Sequence[str] | None = None,
     a: Sequence[str] | None = None,
@@ -270,6 +291,8 @@ def weat(
     method: Literal["default", "reference"] = "default",
     correction: stats.CorrectionMethod = "none",
     correction_over: Literal["test", "layer", "test+layer"] = "test",
+    n_bootstrap: int = 1000,
+    confidence: float = 0.95,
 ) -> xr.Dataset:
     """Word Embedding Association Test effect sizes and permutation p-values, lazily.
 
@@ -279,14 +302,16 @@ def weat(
         A store suite group: ``embedding(item, layer, pooling, feature)`` with item labels
         ``word`` and ``setting`` (and, for the built-in ``weat`` suite, ``test``, ``role``
         (X/Y/A/B), ``group`` and ``excluded``).
-    tests : str or sequence of str, optional
-        Tests of the suite to run (default: every test in it, e.g. WEAT1–WEAT10).
+    tests : str, path, mapping or a sequence of them, optional
+        Tests of the suite to run by name (default: every test in it, e.g. WEAT1–WEAT10),
+        and/or test-definition files (``.yaml``/``.yml``/``.json``) or mappings that give X, Y,
+        A and B by word lists or by labels (layout: :mod:`emb.analyses._weat_tests`), which work
+        on any suite.
     x, y, a, b : sequence of str, optional
         Your own target (X, Y) and attribute (A, B) word lists, instead of ``tests``; the test
         is then called ``"custom"`` and words are looked up by word only.
     settings : str or sequence of str, optional
-        Contextual settings (default: those of ``bleached``, ``alone`` present in ``ds``,
-        otherwise every setting present).
+        Contextual settings (default: every setting present in ``ds``).
     ddof : int, default 1
         Delta degrees of freedom of the effect size's standard deviation (1 in the authors'
         code; WEFE uses 0).
@@ -303,19 +328,28 @@ def weat(
         ``reference`` computes the p-value as the authors' code does: ``n_permutations`` random
         splits, a normal distribution fitted to them, its upper tail.
     correction : {"none", "holm", "bh"}, default "none"
-        Multiple-comparison correction, stored in ``p_adjusted`` beside the raw ``p``.
+        Multiple-comparison correction, stored in ``p_adjusted`` beside the raw ``p`` (no
+        ``p_adjusted`` without a correction).
     correction_over : {"test", "layer", "test+layer"}, default "test"
         The family: the tests (separately for every setting, layer and pooling), the layers
         (for every test, setting and pooling), or all tests × layers together.
+    n_bootstrap : int, default 1000
+        Bootstrap replicates of the effect size's CI over stimuli (words resampled with
+        replacement within X, Y, A and B; :func:`emb.analyses.stats.weat_bootstrap`); 0: no CI.
+    confidence : float, default 0.95
+        Coverage of that interval.
 
     Returns
     -------
     xarray.Dataset
         Dims ``(test, setting, layer, pooling)``:
 
-        - ``effect_size``: Caliskan's d;
+        - ``effect_size``: Caliskan's d; ``ci_low``, ``ci_high``: its bootstrap CI over
+          stimuli (when ``n_bootstrap > 0``);
         - ``statistic``: ``S = Σ_X s − Σ_Y s``;
-        - ``p``, ``p_adjusted``: permutation p-values (one-sided ``greater`` by default);
+        - ``p``: permutation p-value (one-sided ``greater`` by default); ``p_mc_se``: its
+          Monte-Carlo standard error ``sqrt(p (1 − p) / N)`` (NaN where p is exact or the
+          reference method's); ``p_adjusted``: only when a ``correction`` is asked;
 
         and per ``test``: ``n_permutations`` (0 = exact), ``n_x``, ``n_y``, ``n_a``, ``n_b``,
         with coordinates ``x_group`` … ``b_group``.  Attributes: every option, the word lists
@@ -356,20 +390,34 @@ def weat(
         raise AnalysisError(f"ddof must be a non-negative integer; got {ddof!r}")
     if int(n_permutations) < 2:
         raise AnalysisError(f"n_permutations must be at least 2; got {n_permutations}")
+    if not isinstance(n_bootstrap, int | np.integer) or isinstance(n_bootstrap, bool) or n_bootstrap < 0:
+        raise AnalysisError(f"n_bootstrap must be a non-negative integer (0: no CI); got {n_bootstrap!r}")
+    if not 0 < float(confidence) < 1:
+        raise AnalysisError(f"confidence must lie strictly between 0 and 1; got {confidence!r}")
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
 
     custom = _parse_custom(x, y, a, b, tests)
-    test_list = [custom] if custom is not None else _suite_tests(ds, tests, include_excluded)
+    if custom is not None:
+        test_list = [custom]
+    else:
+        suite_names, definitions = split_tests(tests)
+        test_list = [t for d in definitions for t in parse_tests(d, ds)]
+        if suite_names or not definitions:
+            test_list = _suite_tests(ds, suite_names or None, include_excluded) + test_list
+        seen = [t.name for t in test_list]
+        twice = sorted({n for n in seen if seen.count(n) > 1})
+        if twice:
+            raise AnalysisError(f"test name(s) {names(twice)} are defined twice; give each test its own name")
 
     present = settings_present(ds)
     if settings is None:
-        chosen = [s for s in _DEFAULT_SETTINGS if s in present] or present
+        chosen = present
     else:
         chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
-        for s in chosen:
-            if not label_mask(ds, setting=s).any():
-                raise AnalysisError(f"setting {s!r} is not in this suite; it has {present}")
+        unknown = [s for s in chosen if not label_mask(ds, setting=s).any()]
+        if unknown:
+            raise AnalysisError(unknown_names("setting", unknown, present, "this suite"))
 
     perm_method = "reference" if method == "reference" else "exact-or-monte-carlo"
     parts = [
@@ -383,20 +431,36 @@ def weat(
             exact_limit=int(exact_limit),
             seed=int(seed),
             perm_method=perm_method,
+            n_bootstrap=int(n_bootstrap),
+            confidence=float(confidence),
         )
         for test in test_list
     ]
     out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override", join="exact")
     out = out.transpose("test", "setting", "layer", "pooling", ...)
+    n_used = out["n_permutations"]
+    with np.errstate(invalid="ignore"):
+        mc_se = np.sqrt(out["p"] * (1 - out["p"]) / n_used.where(n_used > 0))
+    out["p_mc_se"] = mc_se if method == "default" else mc_se * np.nan
     family = {"test": ("test",), "layer": ("layer",), "test+layer": ("test", "layer")}[correction_over]
-    if correction == "none":
-        out["p_adjusted"] = out["p"].copy()
-    else:
+    if correction != "none":
         out["p_adjusted"] = stats.adjust(out["p"], method=correction, dims=family)
+        out["p_adjusted"].attrs["long_name"] = (
+            f"p-value adjusted ({_CORRECTIONS[correction]}) over {_FAMILIES[correction_over]}"
+        )
     out["effect_size"].attrs["long_name"] = "WEAT effect size (Cohen's d)"
+    if "ci_low" in out:
+        level = f"{100 * float(confidence):g}%"
+        for bound in ("ci_low", "ci_high"):
+            out[bound].attrs["long_name"] = (
+                f"{level} percentile bootstrap CI of d, {'lower' if bound == 'ci_low' else 'upper'} "
+                f"bound ({int(n_bootstrap)} replicates; words resampled within X, Y, A and B)"
+            )
     out["statistic"].attrs["long_name"] = "sum_X s(x,A,B) - sum_Y s(y,A,B)"
     out["p"].attrs["long_name"] = f"permutation p-value ({alternative})"
-    out["p_adjusted"].attrs["long_name"] = f"p-value adjusted over {correction_over} ({correction})"
+    out["p_mc_se"].attrs["long_name"] = (
+        "Monte-Carlo standard error of p, sqrt(p(1-p)/N) (NaN: exact or reference p)"
+    )
     out["n_permutations"].attrs["long_name"] = "random splits used (0 = exact enumeration)"
     out.attrs = {
         "analysis": "weat",
@@ -409,16 +473,32 @@ def weat(
         "method": method,
         "correction": correction,
         "correction_over": correction_over,
+        "n_bootstrap": int(n_bootstrap),
+        "confidence": float(confidence),
         "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
+        "filters": json.dumps({t.name: t.filters for t in test_list}, ensure_ascii=False),
         **provenance_attrs(ds),
     }
     return out
 
 
 # -- tables, figures, summary ----------------------------------------------------------------------
+def _group_names(result: xr.Dataset) -> dict[str, str]:
+    """Test → "X vs Y / A vs B" from the group names."""
+    out = {}
+    for test in coord_values(result, "test"):
+        groups = [str(result[f"{r}_group"].sel(test=test).values)
+                  for r in ("x", "y", "a", "b") if f"{r}_group" in result.coords]
+        if len(groups) == 4:
+            out[test] = f"{groups[0]} vs {groups[1]} / {groups[2]} vs {groups[3]}"
+    return out
+
+
 def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
-    """``weat``: one row per (model, test, setting, pooling, layer)."""
-    frame = tidy_frame(result, ["effect_size", "statistic", "p", "p_adjusted"])
+    """``weat``: one row per (model, test, setting, pooling, layer); ``weat_best_layers``: per
+    (model, test, setting, pooling) the top layer's d beside the layer of the largest |d|."""
+    frame = tidy_frame(result, ["effect_size", "ci_low", "ci_high", "statistic", "p", "p_mc_se",
+                                "p_adjusted"], drop_all_nan=["effect_size", "p"])
     per_test = [v for v in ("n_permutations", "n_x", "n_y", "n_a", "n_b") if v in result]
     groups = [c for c in ("x_group", "y_group", "a_group", "b_group") if c in result.coords]
     if per_test or groups:
@@ -427,17 +507,27 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
             extra[g] = (result[g].dims, np.asarray(result[g].values))
         frame = frame.merge(extra.to_dataframe().reset_index(), how="left")
     frame = integer_columns(frame, ("layer", "n_permutations", "n_x", "n_y", "n_a", "n_b"))
-    return {"weat": front(frame, ("model", "test", "setting", "pooling", "layer", "effect_size",
-                                  "p", "p_adjusted", "statistic", "n_permutations"))}
+    if "n_permutations" in frame and "p" in frame:
+        at_floor = mc_floor(frame["p"], frame["n_permutations"].fillna(0).astype(float))
+        frame.insert(int(frame.columns.get_loc("p")) + 1, "p_at_floor", at_floor)
+    main = front(frame, ("model", "test", "x_group", "y_group", "a_group", "b_group", "setting",
+                         "pooling", "layer", "effect_size", "ci_low", "ci_high", "p", "p_at_floor",
+                         "p_mc_se", "p_adjusted", "statistic", "n_permutations"))
+    best = layer_table(main.dropna(subset=["effect_size"]), "effect_size",
+                       ("model", "test", "setting", "pooling"), extra=("ci_low", "ci_high"),
+                       best="absmax")
+    return {"weat": main, "weat_best_layers": best}
 
 
-def _figures(result: xr.Dataset) -> dict[str, Figure]:
+def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
     from emb.analyses import plots
 
-    return {
-        f"effect_sizes_{slug(p)}": plots.weat_effect_sizes(result, pooling=p)
-        for p in coord_values(result, "pooling")
-    }
+    figs: dict[str, Figure] = {}
+    for pooling in coord_values(result, "pooling"):
+        figs[f"effect_sizes_{slug(pooling)}"] = plots.weat_effect_sizes(
+            result, pooling=pooling, relative_depth=relative_depth)
+        figs[f"heatmap_{slug(pooling)}"] = plots.weat_heatmap(result, pooling=pooling)
+    return figs
 
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
@@ -450,30 +540,40 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
     correction = str(result.attrs.get("correction", "none"))
     use_adjusted = correction != "none" and "p_adjusted" in frame
+    has_ci = "ci_low" in frame and frame["ci_low"].notna().any()
+    level = f"{100 * float(result.attrs.get('confidence', 0.95)):g}%"
     cell = frame[(frame["setting"] == setting) & (frame["pooling"] == pooling)]
     rows = []
     keys = [k for k in ("model", "test") if k in cell]
+    names_ = _group_names(result)
     for key, group in cell.groupby(keys, sort=False):
         top = group.loc[group["layer"].idxmax()]
         n_perm = int(top.get("n_permutations", 0) or 0)
         p = float(top["p"])
-        at_floor = n_perm > 0 and abs(p - 1 / (n_perm + 1)) < 1e-15
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-        groups = [str(top[g]) for g in ("x_group", "y_group", "a_group", "b_group") if g in top]
-        if len(groups) == 4:
-            row["groups"] = f"{groups[0]} vs {groups[1]} / {groups[2]} vs {groups[3]}"
-        row.update({"layer": int(top["layer"]), "d": float(top["effect_size"]),
-                    "p": format_p(p, n_permutations=n_perm, floor=at_floor).removeprefix("p ")})
+        if str(row.get("test")) in names_:
+            row["groups"] = names_[str(row["test"])]
+        row.update({"layer": int(top["layer"]), "d": round(float(top["effect_size"]), 3)})
+        if has_ci:
+            row[f"{level} CI"] = f"[{float(top['ci_low']):.2f}, {float(top['ci_high']):.2f}]"
+        mc_se = float(top["p_mc_se"]) if "p_mc_se" in top and pd.notna(top["p_mc_se"]) else None
+        row["p"] = format_p(p, n_permutations=n_perm, floor=bool(top.get("p_at_floor", False)),
+                            mc_se=mc_se).removeprefix("p ").removeprefix("= ")
         if use_adjusted:
-            row[f"p_{correction}"] = f"{float(top['p_adjusted']):.3g}"
+            row[f"p ({_CORRECTIONS[correction]})"] = f"{float(top['p_adjusted']):.3g}"
         rows.append(row)
     alternative = result.attrs.get("alternative", "greater")
     notes = [
         f"p: permutation test ({alternative}); exact enumeration where n_permutations = 0 in the "
-        "table, else seeded Monte Carlo (a p at its floor is shown as p ≤ 1/(N+1))."
+        "table, else seeded Monte Carlo, shown ± its Monte-Carlo standard error (p_mc_se) and, at "
+        "its floor, as p ≤ 1/(N+1)."
     ]
+    if has_ci:
+        notes.append(f"CI: {level} percentile bootstrap over stimuli ({result.attrs.get('n_bootstrap')} "
+                     "replicates; words resampled within X, Y, A and B), seeded.")
     if use_adjusted:
-        notes.append(f"p_{correction}: {correction} correction over {result.attrs.get('correction_over', 'test')}.")
+        notes.append(f"p ({_CORRECTIONS[correction]}): {_CORRECTIONS[correction]} correction over "
+                     f"{_FAMILIES[str(result.attrs.get('correction_over', 'test'))]}.")
     else:
         notes.append("No multiple-comparison correction (ask with --correction holm|bh).")
     best = frame.loc[frame["effect_size"].abs().idxmax()]
@@ -496,12 +596,14 @@ ANALYSIS = Analysis(
     suite="weat",
     description="WEAT effect sizes and permutation p-values per test, setting, layer, pooling",
     options=(
-        Option(name="tests", multiple=True, help="test of the suite, e.g. WEAT1 (default: all)"),
+        Option(name="tests", multiple=True, aliases=("--tests",), metavar="NAME|FILE",
+               help="a test of the suite (e.g. WEAT1), or a YAML/JSON file defining tests by "
+                    "X/Y/A/B word lists or labels (default: every test of the suite)"),
         Option(name="x", multiple=True, flag="--x", help="your own target words X (with --y --a --b)"),
         Option(name="y", multiple=True, flag="--y", help="your own target words Y"),
         Option(name="a", multiple=True, flag="--a", help="your own attribute words A"),
         Option(name="b", multiple=True, flag="--b", help="your own attribute words B"),
-        Option(name="settings", multiple=True, help="contextual setting (default: bleached and alone)"),
+        Option(name="settings", multiple=True, help="contextual setting (default: every setting)"),
         Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
         Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
         Option(name="n_permutations", type="int", help="Monte-Carlo splits when exact enumeration is too big"),
@@ -509,6 +611,8 @@ ANALYSIS = Analysis(
         Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
         Option(name="correction", choices=("none", "holm", "bh"), help="multiple-comparison correction"),
         Option(name="correction_over", choices=("test", "layer", "test+layer"), help="the correction's family"),
+        Option(name="n_bootstrap", type="int", help="bootstrap replicates of d's CI over stimuli (0: none)"),
+        Option(name="confidence", type="float", help="coverage of the bootstrap CI"),
     ),
     tables=_tables,
     figures=_figures,

@@ -1,6 +1,6 @@
 """Shared statistics, one module per family: association and effect sizes, permutation tests,
-correlation, multiple testing, two-sample tests, polar projection, detection by threshold (ROC;
-meta-analysis joins with CEAT).
+correlation, multiple testing, two-sample tests, polar projection, detection by threshold (ROC),
+the bootstrap over stimuli (meta-analysis joins with CEAT).
 
 Every numpy kernel works on float64 internally and is vectorised over leading batch dimensions
 (layers, poolings, words …). The xarray wrappers (:func:`normalize`, :func:`cosine`,
@@ -21,10 +21,14 @@ from emb.analyses.stats.association import (
     weat_effect_size,
     weat_statistic,
 )
+from emb.analyses.stats.bootstrap import bootstrap_counts, weat_bootstrap
 from emb.analyses.stats.correlation import (
+    P_FLOOR,
     Correlation,
     CorrelationMethod,
     correlation,
+    correlation_ci,
+    log10_pvalue,
     pearson,
     spearman,
 )
@@ -44,6 +48,7 @@ from emb.analyses.stats.permutation import (
 from emb.analyses.stats.twosample import TTest, TTestKind, cohens_d, t_test
 
 __all__ = [
+    "P_FLOOR",
     "Alternative",
     "Correlation",
     "CorrelationMethod",
@@ -56,12 +61,15 @@ __all__ = [
     "adjust_pvalues",
     "association",
     "benjamini_hochberg",
+    "bootstrap_counts",
     "cohens_d",
     "cosine",
     "cosine_matrix",
     "correlation",
+    "correlation_ci",
     "detection",
     "holm",
+    "log10_pvalue",
     "normalize",
     "pearson",
     "permutation_test",
@@ -70,6 +78,7 @@ __all__ = [
     "single_threaded_blas",
     "spearman",
     "unit",
+    "weat_bootstrap",
     "weat_effect_size",
     "weat_statistic",
 ]

@@ -18,12 +18,27 @@ from scipy import special
 
 from emb.errors import AnalysisError
 
-__all__ = ["Correlation", "CorrelationMethod", "correlation", "pearson", "spearman"]
+__all__ = [
+    "P_FLOOR",
+    "Correlation",
+    "CorrelationMethod",
+    "correlation",
+    "correlation_ci",
+    "log10_pvalue",
+    "pearson",
+    "spearman",
+]
 
 CorrelationMethod = Literal["pearson", "spearman"]
 
 #: Two-sided 95 % normal quantile (≈ 1.96) used by the Fisher-z confidence interval.
 _Z95 = float(special.ndtri(0.975))
+#: The smallest p-value written: the smallest positive normal double (≈ 2.2e-308). A true p below
+#: it (a strong correlation over thousands of words) is written as ``P_FLOOR``, never as 0; its
+#: exact order of magnitude is :func:`log10_pvalue` (the tables' ``log10_p`` column).
+P_FLOOR = float(np.finfo(np.float64).tiny)
+#: Below this, a p-value from scipy's incomplete beta is recomputed in log space.
+_LOG_SPACE_BELOW = 1e-250
 
 # --------------------------------------------------------------------------------------------
 # correlations
@@ -43,7 +58,9 @@ class Correlation:
     n : numpy.ndarray
         Number of complete (finite) pairs used.
     ci_low, ci_high : numpy.ndarray
-        ``tanh(atanh(r) ∓ 1.96 / sqrt(n − 3))`` (NaN for n ≤ 3).
+        95 % CI from Fisher's z: ``tanh(atanh(r) ∓ 1.96 · se)`` with ``se = 1 / sqrt(n − 3)``
+        for Pearson and Bonett & Wright's ``se = sqrt((1 + r²/2) / (n − 3))`` for Spearman (NaN
+        for n ≤ 3).
     """
 
     r: np.ndarray
@@ -92,9 +109,21 @@ def _pearson_r(x: np.ndarray, y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarr
     return r, n
 
 
-def _finish(r: np.ndarray, n: np.ndarray, pvalue: np.ndarray) -> Correlation:
+def _floor(p: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """p-values that underflowed (below :data:`P_FLOOR`, 0 included) while ``|r| < 1``, raised to
+    :data:`P_FLOOR`; a perfect correlation keeps its p of 0."""
+    with np.errstate(invalid="ignore"):
+        return np.where((p < P_FLOOR) & (np.abs(r) < 1.0), P_FLOOR, p)
+
+
+def _finish(
+    r: np.ndarray, n: np.ndarray, pvalue: np.ndarray, *, bonett_wright: bool = False
+) -> Correlation:
     with np.errstate(invalid="ignore", divide="ignore"):
-        half = _Z95 / np.sqrt(n - 3.0)
+        if bonett_wright:
+            half = _Z95 * np.sqrt((1.0 + r * r / 2.0) / (n - 3.0))
+        else:
+            half = _Z95 / np.sqrt(n - 3.0)
         z = np.arctanh(r)
         lo = np.where(n > 3, np.tanh(z - half), np.nan)
         hi = np.where(n > 3, np.tanh(z + half), np.nan)
@@ -123,7 +152,8 @@ def pearson(x: Any, y: Any, *, axis: int = -1) -> Correlation:
     ``(r + 1)/2 ~ Beta(n/2 − 1, n/2 − 1)`` (equivalently a t-test with n − 2 df), so
     ``p = 2 I_{(1−|r|)/2}(n/2 − 1, n/2 − 1)`` exactly as :func:`scipy.stats.pearsonr`
     (p = 1 for n = 2).  CI: ``tanh(atanh(r) ± z₀.₉₇₅ / sqrt(n − 3))``, z₀.₉₇₅ ≈ 1.96, as
-    ``scipy.stats.pearsonr(...).confidence_interval()``.
+    ``scipy.stats.pearsonr(...).confidence_interval()``.  A p below the smallest normal double
+    (:data:`P_FLOOR`) is returned as ``P_FLOOR``, never 0 (see :func:`log10_pvalue`).
 
     References
     ----------
@@ -142,7 +172,7 @@ def pearson(x: Any, y: Any, *, axis: int = -1) -> Correlation:
     with np.errstate(invalid="ignore", divide="ignore"):
         p = 2.0 * special.betainc(ab, ab, np.clip(0.5 * (1.0 - np.abs(r)), 0.0, 1.0))
     p = np.where(n == 2, 1.0, p)
-    p = np.where(np.isnan(r), np.nan, np.clip(p, 0.0, 1.0))
+    p = np.where(np.isnan(r), np.nan, _floor(np.clip(p, 0.0, 1.0), r))
     return _finish(r, n, p)
 
 
@@ -188,8 +218,141 @@ def spearman(x: Any, y: Any, *, axis: int = -1) -> Correlation:
     with np.errstate(invalid="ignore", divide="ignore"):
         t = r * np.sqrt(df / ((1.0 - r) * (1.0 + r)))
         p = 2.0 * special.stdtr(df, -np.abs(t))
-    p = np.where(np.isnan(r) | (n < 3), np.nan, np.clip(p, 0.0, 1.0))
-    return _finish(r, n, p)
+    p = np.where(np.isnan(r) | (n < 3), np.nan, _floor(np.clip(p, 0.0, 1.0), r))
+    return _finish(r, n, p, bonett_wright=True)
+
+
+def _log_betainc_tail(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``ln I_x(a, b)`` for ``x < (a + 1) / (a + b + 2)`` by the continued fraction (modified
+    Lentz), all in log space: exact where scipy's ``betainc`` underflows to 0."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = np.ones_like(x)
+    d = 1.0 - qab * x / qap
+    d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
+    h = d.copy()
+    done = np.zeros(x.shape, dtype=bool)
+    for m in range(1, 20_001):
+        m2 = 2.0 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
+                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / np.where(np.abs(d) < tiny, tiny, d)
+            c = 1.0 + aa / c
+            c = np.where(np.abs(c) < tiny, tiny, c)
+            step = d * c
+            h = np.where(done, h, h * step)
+        done |= np.abs(step - 1.0) < 1e-15
+        if done.all():
+            break
+    front = a * np.log(x) + b * np.log1p(-x) - special.betaln(a, b) - np.log(a)
+    return front + np.log(h)
+
+
+def correlation_ci(
+    r: Any, n: Any, *, method: CorrelationMethod = "pearson", confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
+    """Confidence interval of a correlation from Fisher's z (the ones :func:`pearson` and
+    :func:`spearman` return, at any ``confidence``).
+
+    Parameters
+    ----------
+    r, n : array_like
+        Coefficients and pairs used (broadcast).
+    method : {"pearson", "spearman"}
+        ``se = 1/sqrt(n − 3)`` for Pearson; Bonett & Wright's ``sqrt((1 + r²/2)/(n − 3))`` for
+        Spearman.
+    confidence : float, default 0.95
+
+    Returns
+    -------
+    (low, high) : numpy.ndarray
+        ``tanh(atanh(r) ∓ z · se)``; NaN for n ≤ 3.
+
+    Examples
+    --------
+    >>> [round(float(v), 4) for v in correlation_ci(0.5, 50, method="spearman")]
+    [0.2412, 0.6924]
+    """
+    if method not in ("pearson", "spearman"):
+        raise AnalysisError(f"method must be 'pearson' or 'spearman'; got {method!r}")
+    if not 0 < confidence < 1:
+        raise AnalysisError(f"confidence must lie strictly between 0 and 1; got {confidence}")
+    r = np.asarray(r, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    z = _Z95 if confidence == 0.95 else float(special.ndtri(0.5 + confidence / 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if method == "spearman":
+            half = z * np.sqrt((1.0 + r * r / 2.0) / (n - 3.0))
+        else:
+            half = z / np.sqrt(n - 3.0)
+        center = np.arctanh(r)
+        lo = np.where(n > 3, np.tanh(center - half), np.nan)
+        hi = np.where(n > 3, np.tanh(center + half), np.nan)
+    return lo[()], hi[()]
+
+
+def log10_pvalue(r: Any, n: Any, *, method: CorrelationMethod = "pearson") -> np.ndarray:
+    """log10 of the two-sided p-value of a correlation, exact far below float range.
+
+    Parameters
+    ----------
+    r : array_like
+        Pearson's r or Spearman's ρ.
+    n : array_like
+        Pairs used (broadcast with ``r``).
+    method : {"pearson", "spearman"}
+        Pearson: the exact null distribution of r (as :func:`pearson`); Spearman: the t
+        approximation (as :func:`spearman`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``log10 p`` (float64): ``-inf`` for ``|r| = 1``, NaN where r is NaN or n < 3.
+
+    Notes
+    -----
+    Both p-values are regularized incomplete beta functions: Pearson's
+    ``p = 2 I_x(a, a)`` with ``x = (1 − |r|)/2``, ``a = n/2 − 1``; the t approximation's
+    ``p = I_x(a, 1/2)`` with ``x = 1 − ρ²``, ``a = (n − 2)/2``. Where scipy's ``betainc`` gives
+    at least 1e-250 its log10 is returned; below, ``ln I_x`` is evaluated in log space from its
+    continued fraction (Numerical Recipes §6.4), whose prefactor
+    ``x^a (1 − x)^b / (a B(a, b))`` is where the underflow happens.
+
+    References
+    ----------
+    Press, W. H. et al. (2007). *Numerical Recipes*, 3rd ed., §6.4 (incomplete beta function).
+
+    Examples
+    --------
+    >>> round(float(log10_pvalue(0.7, 13_915)), 3)  # p ≈ 10^-2036: 0.0 in float64
+    -2036.303
+    """
+    if method not in ("pearson", "spearman"):
+        raise AnalysisError(f"method must be 'pearson' or 'spearman'; got {method!r}")
+    r, n = np.broadcast_arrays(np.asarray(r, dtype=np.float64), np.asarray(n, dtype=np.float64))
+    shape = r.shape
+    r, n = r.ravel(), n.ravel()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if method == "pearson":
+            a = n / 2.0 - 1.0
+            b = a
+            x = np.clip(0.5 * (1.0 - np.abs(r)), 0.0, 1.0)
+            scale = np.log10(2.0)
+        else:
+            a = (n - 2.0) / 2.0
+            b = np.full_like(a, 0.5)
+            x = np.clip(1.0 - r * r, 0.0, 1.0)
+            scale = 0.0
+        p = special.betainc(a, b, x)
+        out = scale + np.log10(np.minimum(p, 1.0))
+        deep = np.isfinite(r) & (n >= 3) & (x > 0) & (p < _LOG_SPACE_BELOW)
+        deep &= x < (a + 1.0) / (a + b + 2.0)
+        if deep.any():
+            out[deep] = scale + _log_betainc_tail(a[deep], b[deep], x[deep]) / np.log(10.0)
+        out = np.where(x == 0, -np.inf, out)
+        out = np.where(np.isfinite(r) & (n >= 3), out, np.nan)
+    return out.reshape(shape)[()]
 
 
 def _correlation_kernel(x: np.ndarray, y: np.ndarray, method: str) -> tuple[np.ndarray, ...]:

@@ -1,0 +1,92 @@
+"""Names in messages: plain Python values (never ``np.str_('x')``) and a "did you mean" hint.
+
+Every message that shows a value a user typed or a list of names the data holds goes through
+:func:`plain` / :func:`names`; every lookup of a name (tests, lexicons, settings, poolings, groups,
+suites, analyses) that fails says what exists and, when one is close, :func:`did_you_mean`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["did_you_mean", "names", "plain", "unknown_names"]
+
+
+def plain(value: Any) -> Any:
+    """``value`` with numpy scalars and arrays turned into plain Python (recursively).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> plain([np.str_("a"), np.int64(2), np.array([1.5])])
+    ['a', 2, [1.5]]
+    """
+    if hasattr(value, "tolist") and type(value).__module__ == "numpy":
+        return plain(value.tolist())
+    if isinstance(value, Mapping):
+        return {plain(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [plain(v) for v in value]
+    return value
+
+
+def names(values: Iterable[Any], *, limit: int = 20) -> str:
+    """A list of names as ``['a', 'b', …]``, plain Python, at most ``limit`` shown.
+
+    Examples
+    --------
+    >>> names(["x", "y"])
+    "['x', 'y']"
+    >>> names(range(30), limit=3)
+    '[0, 1, 2, … (27 more)]'
+    """
+    items = [plain(v) for v in values]
+    shown = ", ".join(repr(v) for v in items[:limit])
+    more = f", … ({len(items) - limit} more)" if len(items) > limit else ""
+    return f"[{shown}{more}]"
+
+
+def _closest(name: Any, choices: Iterable[Any]) -> Any:
+    options = {str(plain(c)): plain(c) for c in choices}
+    key = str(plain(name))
+    close = difflib.get_close_matches(key, list(options), n=1, cutoff=0.6)
+    if not close:
+        lower = {k.lower(): k for k in options}
+        close = [lower[key.lower()]] if key.lower() in lower else []
+    return options[close[0]] if close else None
+
+
+def did_you_mean(name: Any, choices: Iterable[Any]) -> str:
+    """``" Did you mean 'x'?"`` when a choice is close to ``name`` (stdlib difflib), else ``""``.
+
+    Examples
+    --------
+    >>> did_you_mean("bleachd", ["bleached", "aligned"])
+    " Did you mean 'bleached'?"
+    >>> did_you_mean("zzz", ["bleached"])
+    ''
+    """
+    close = _closest(name, choices)
+    return "" if close is None else f" Did you mean {close!r}?"
+
+
+def unknown_names(kind: str, wanted: Iterable[Any], present: Iterable[Any], where: str) -> str:
+    """The message for names that are not there: what was asked, what exists, the closest ones.
+
+    Examples
+    --------
+    >>> unknown_names("setting", ["bleachd"], ["bleached", "aligned"], "suite 'vast'")
+    "setting ['bleachd'] not in suite 'vast', which has ['bleached', 'aligned']. Did you mean 'bleached'?"
+    """
+    wanted = [plain(w) for w in wanted]
+    present = [plain(p) for p in present]
+    pairs = [(w, c) for w in wanted if (c := _closest(w, present)) is not None]
+    if len(wanted) == 1 and pairs:
+        hint = f" Did you mean {pairs[0][1]!r}?"
+    elif pairs:
+        hint = " Did you mean " + ", ".join(f"{c!r} for {w!r}" for w, c in pairs) + "?"
+    else:
+        hint = ""
+    return f"{kind} {names(wanted)} not in {where}, which has {names(present)}.{hint}"

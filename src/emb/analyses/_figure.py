@@ -1,0 +1,260 @@
+"""The house style of emb's figures: sizes for a paper's columns, fonts, colours, legends.
+
+Figures are plain matplotlib :class:`~matplotlib.figure.Figure` objects (no pyplot, no global
+state): a one-panel figure is one column wide (3.5 in), anything else two columns (7 in), with
+7.5 pt text, so that they print at 100 % in a two-column paper. Colours are the Okabe–Ito palette
+(distinguishable with the common colour-vision deficiencies); ordered quantities (k components)
+use the ordered viridis colormap. Every band and marker style is explained in the legend.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import textwrap
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, TypeVar
+
+import matplotlib as mpl
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+from emb._text import names, unknown_names
+from emb.errors import AnalysisError
+
+__all__ = [
+    "COLUMN_WIDTH",
+    "PAGE_WIDTH",
+    "band_handle",
+    "colors_for",
+    "grid",
+    "styled",
+]
+
+#: One column of a two-column paper, and the full text width (inches).
+COLUMN_WIDTH = 3.5
+PAGE_WIDTH = 7.0
+#: Height of one row of panels (inches).
+PANEL_HEIGHT = 1.75
+_RC = {
+    "font.size": 7.5,
+    "axes.titlesize": 7.5,
+    "axes.labelsize": 7.5,
+    "xtick.labelsize": 7,
+    "ytick.labelsize": 7,
+    "legend.fontsize": 7,
+    "legend.title_fontsize": 7,
+    "figure.titlesize": 8.5,
+    "lines.linewidth": 1.2,
+    "lines.markersize": 3.2,
+    "axes.linewidth": 0.6,
+    "grid.linewidth": 0.4,
+    "xtick.major.width": 0.6,
+    "ytick.major.width": 0.6,
+    "pdf.fonttype": 42,  # TrueType in PDFs: text stays text for journals' checks
+    "svg.fonttype": "none",
+}
+#: Okabe & Ito (2008) colour-blind-safe palette (black last).
+PALETTE = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+#: Settings in the paper's order, each with a fixed colour so that figures compare at a glance.
+SETTING_ORDER = ("bleached", "aligned", "misaligned", "random", "alone")
+POOLING_ORDER = ("first", "last", "mean", "max")
+LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
+
+F = TypeVar("F", bound=Callable[..., Figure])
+
+
+def styled(func: F) -> F:
+    """Draw ``func``'s figure under the house style (an ``rc_context``: no global change)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Figure:
+        with mpl.rc_context(_RC):
+            return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def grid(
+    n_panels: int,
+    *,
+    max_cols: int = 4,
+    n_cols: int | None = None,
+    panel_height: float = PANEL_HEIGHT,
+    sharey: bool = True,
+    sharex: bool = False,
+    width: float | None = None,
+    extra_height: float = 0.8,
+) -> tuple[Figure, list[Any], int]:
+    """A figure of ``n_panels`` axes, row-major, one column wide for a single panel and two
+    columns wide otherwise; unused cells are hidden. Returns (figure, axes, n_cols)."""
+    n_panels = max(1, n_panels)
+    cols = n_cols or min(n_panels, max_cols)
+    rows = math.ceil(n_panels / cols)
+    fig_width = width or (COLUMN_WIDTH if cols == 1 else PAGE_WIDTH)
+    fig = Figure(figsize=(fig_width, rows * panel_height + extra_height), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=sharey, sharex=sharex).ravel().tolist()
+    for ax in axes[n_panels:]:
+        ax.set_visible(False)
+    return fig, axes[:n_panels], cols
+
+
+def finish_axes(ax: Any, *, xlabel: str | None, integer_x: bool = True, zero: bool = True) -> None:
+    """Grid, zero line, integer ticks, label: the common dress of a line panel."""
+    if zero:
+        ax.axhline(0, color="0.55", lw=0.6, zorder=0)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if integer_x:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+
+
+def legend(fig: Figure, axes: Sequence[Any], extra: Sequence[tuple[Any, str]] = (),
+           *, ncols: int | None = None, title: str | None = None, markerscale: float = 1.0) -> None:
+    """One legend below the panels: every labelled line once, then the explanations."""
+    handles, labels = [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels and not lab.startswith("_"):
+                handles.append(h)
+                labels.append(lab)
+    for h, lab in extra:
+        handles.append(h)
+        labels.append(lab)
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", frameon=False, title=title,
+                   ncols=ncols or min(len(labels), 4), handlelength=2.2, columnspacing=1.2,
+                   markerscale=markerscale)
+
+
+def band_handle(label: str, color: str = "0.45", alpha: float = 0.25) -> tuple[Any, str]:
+    """A legend entry for a shaded band."""
+    return Patch(facecolor=color, alpha=alpha, edgecolor="none"), label
+
+
+def marker_handles(filled_label: str, open_label: str) -> list[tuple[Any, str]]:
+    """Legend entries explaining filled and open markers."""
+    filled = Line2D([], [], ls="", marker="o", color="0.3", ms=4)
+    hollow = Line2D([], [], ls="", marker="o", mfc="white", mec="0.3", ms=4)
+    return [(filled, filled_label), (hollow, open_label)]
+
+
+def colors_for(values: Sequence[Any], *, kind: str = "") -> dict[Any, str]:
+    """Fixed colours: settings by their place in :data:`SETTING_ORDER`, others in order."""
+    out: dict[Any, str] = {}
+    free = [c for i, c in enumerate(PALETTE) if kind != "setting" or i >= len(SETTING_ORDER)]
+    j = 0
+    for v in values:
+        if kind == "setting" and v in SETTING_ORDER:
+            out[v] = PALETTE[SETTING_ORDER.index(v)]
+        else:
+            out[v] = (free or list(PALETTE))[j % len(free or PALETTE)]
+            j += 1
+    return out
+
+
+def ordered_colors(n: int) -> list[Any]:
+    """``n`` colours of the ordered viridis map (dark = small), for ordered values like k."""
+    cmap = mpl.colormaps["viridis"]
+    return [cmap(x) for x in np.linspace(0.0, 0.88, max(n, 1))]
+
+
+def values(da: xr.DataArray) -> np.ndarray:
+    return np.asarray(da.values, dtype=np.float64)
+
+
+def labels(result: xr.Dataset, dim: str) -> list[Any]:
+    """Plain values of ``dim`` in the house order ([None] when the result lacks the dim)."""
+    if dim not in result.dims:
+        return [None]
+    raw = list(result[dim].values) if dim in result.coords else list(range(result.sizes[dim]))
+    vals = [v.item() if hasattr(v, "item") else v for v in raw]
+    order = {"setting": SETTING_ORDER, "pooling": POOLING_ORDER}.get(dim)
+    if order:
+        vals.sort(key=lambda v: (order.index(v) if v in order else len(order), str(v)))
+    return vals
+
+
+def sel(da: xr.DataArray, **indexers: Any) -> xr.DataArray:
+    """``da.sel`` for the indexers whose dim exists (a ``None`` value is skipped)."""
+    use = {k: v for k, v in indexers.items() if v is not None and k in da.dims}
+    return da.sel(use) if use else da
+
+
+def one_model(result: xr.Dataset) -> tuple[xr.Dataset, str]:
+    """Drop a length-1 ``model`` dim; its name goes into the figure title (`` [name]``)."""
+    if "model" in result.dims and result.sizes["model"] == 1:
+        name = str(result["model"].values[0]) if "model" in result.coords else ""
+        return result.isel(model=0, drop=True), (f" [{name}]" if name else "")
+    return result, ""
+
+
+def require(result: xr.Dataset, variables: Sequence[str], what: str) -> None:
+    missing = [n for n in variables if n not in result]
+    if missing:
+        raise AnalysisError(
+            f"cannot draw {what}: the result lacks {names(missing)}; it has "
+            f"{names(sorted(map(str, result.data_vars)), limit=40)}"
+        )
+
+
+def pick(result: xr.Dataset, dim: str, value: Any, preferred: Sequence[Any] = ()) -> Any:
+    """A value of ``dim``: the given one (checked), else the first preferred present, else the
+    first; None when the result has no such dim."""
+    if dim not in result.dims:
+        return None
+    present = labels(result, dim)
+    if value is not None:
+        if value not in present:
+            raise AnalysisError(unknown_names(dim, [value], present, "the result"))
+        return value
+    for v in preferred:
+        if v in present:
+            return v
+    return present[0]
+
+
+def line(ax: Any, x: np.ndarray, y: np.ndarray, **kwargs: Any) -> None:
+    """Plot the finite points of a curve (NaN layers of a shorter model are left out)."""
+    ok = np.isfinite(y) & np.isfinite(x)
+    if ok.any():
+        ax.plot(x[ok], y[ok], **kwargs)
+
+
+def band(ax: Any, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, color: Any, alpha: float = 0.18) -> None:
+    ok = np.isfinite(lo) & np.isfinite(hi) & np.isfinite(x)
+    if ok.any():
+        ax.fill_between(x[ok], lo[ok], hi[ok], color=color, alpha=alpha, lw=0)
+
+
+def depth_axis(layers: np.ndarray, finite: np.ndarray, relative: bool) -> tuple[np.ndarray, str]:
+    """x positions of ``layers``: the layer numbers, or the relative depth ``layer / last``
+    where ``last`` is the highest layer with a value (a model's own top layer)."""
+    layers = np.asarray(layers, dtype=np.float64)
+    if not relative:
+        return layers, "layer"
+    top = layers[finite].max() if finite.any() else np.nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return layers / top if top and np.isfinite(top) else layers * np.nan, \
+            "relative depth (layer / last layer)"
+
+
+def wrap(text: str, width: int) -> str:
+    return "\n".join(textwrap.wrap(text, width=width, break_long_words=False)) or text
+
+
+def model_prefix(model: Hashable | None) -> str:
+    return "" if model is None else f"{model}: "
+
+
+def fmt_n(values_: Sequence[Any]) -> str:
+    """``n`` values as one label: ``"397"`` or ``"395–399"`` (NaN and 0 left out)."""
+    ns = sorted({int(v) for v in np.asarray(values_, dtype=np.float64).ravel() if np.isfinite(v) and v > 0})
+    if not ns:
+        return "?"
+    return f"{ns[0]:,}" if len(ns) == 1 else f"{ns[0]:,}–{ns[-1]:,}"

@@ -1,0 +1,233 @@
+"""WEAT test definitions from a YAML/JSON file or a mapping: X/Y/A/B by word lists or by labels.
+
+Layout (``emb analyze weat --suite occupations --tests my_tests.yaml``)::
+
+    tests:
+      career-family:                    # the test's name in tables and figures
+        X: {name: Male, words: [john, paul, mike, kevin]}
+        Y: {name: Female, words: [amy, joan, lisa, sarah]}
+        A: {name: Career, labels: {stimulus_set: career}}      # every word with that label
+        B: {name: Family, labels: {stimulus_set: [family, home]}}
+      flowers-insects:
+        X: [aster, clover, hyacinth]    # a plain list: the words, group named "X"
+        Y: [ant, flea, spider]
+        A: [caress, freedom, health]
+        B: [abuse, crash, filth]
+
+A role is a list of words, or a mapping with ``words`` (a list), ``labels`` (label → value or
+list of values; a word qualifies when its items carry them) or both (the listed words, each
+looked up among the items with those labels), and an optional ``name`` (the group's name; default
+the role). Every error names the file and the place in it, and suggests the closest key.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+import yaml
+
+from emb._text import did_you_mean, names, plain
+from emb.analyses._select import item_values, label_mask, unique_in_order
+from emb.errors import AnalysisError
+
+__all__ = ["ROLES", "TestSpec", "is_test_file", "load_tests", "parse_tests", "split_tests"]
+
+ROLES = ("X", "Y", "A", "B")
+_ROLE_KEYS = ("name", "words", "labels")
+_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TestSpec:
+    """One WEAT: per role its words (resolved), its group name and the label filters used to
+    pick each word's items."""
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    words: dict[str, list[str]]
+    groups: dict[str, str]
+    filters: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def is_test_file(value: Any) -> bool:
+    """Whether ``value`` names a test-definition file (an existing .yaml/.yml/.json path)."""
+    if not isinstance(value, str | os.PathLike):
+        return False
+    path = Path(os.fspath(value))
+    return path.suffix.lower() in _SUFFIXES and path.is_file()
+
+
+def load_tests(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a test-definition file (YAML or JSON) into its ``tests`` mapping (not yet resolved).
+
+    Raises
+    ------
+    AnalysisError
+        Unreadable, not YAML/JSON, or not laid out as ``tests: {name: {X: …, Y: …, A: …, B: …}}``.
+    """
+    path = Path(os.fspath(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise AnalysisError(f"cannot read the WEAT test file {path}: {err}") from None
+    try:
+        doc = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise AnalysisError(f"{path} is not valid {path.suffix[1:].upper()}: {first}") from None
+    if not isinstance(doc, Mapping) or "tests" not in doc:
+        keys = list(doc) if isinstance(doc, Mapping) else []
+        raise AnalysisError(
+            f"{path}: the file must be a mapping with a 'tests' key (tests: {{NAME: {{X: …, Y: …, "
+            f"A: …, B: …}}}}); found {names(keys) if keys else type(doc).__name__}."
+            f"{did_you_mean('tests', keys)}"
+        )
+    extra = [k for k in doc if k not in ("tests", "description")]
+    if extra:
+        raise AnalysisError(
+            f"{path}: unknown top-level key(s) {names(extra)}; a test file has 'tests' (and "
+            f"optionally 'description').{did_you_mean(extra[0], ('tests', 'description'))}"
+        )
+    tests = doc["tests"]
+    if not isinstance(tests, Mapping) or not tests:
+        raise AnalysisError(f"{path}: 'tests' must map test names to their X/Y/A/B; it is empty or not a mapping")
+    return {"source": str(path), "tests": dict(tests)}
+
+
+def _role_spec(where: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, list | tuple):
+        value = {"words": list(value)}
+    if not isinstance(value, Mapping):
+        raise AnalysisError(
+            f"{where} must be a list of words or a mapping with words/labels/name; got "
+            f"{type(value).__name__} {plain(value)!r}"
+        )
+    unknown = [k for k in value if k not in _ROLE_KEYS]
+    if unknown:
+        raise AnalysisError(
+            f"{where}: unknown key {unknown[0]!r}; a role takes {names(_ROLE_KEYS)}."
+            f"{did_you_mean(unknown[0], _ROLE_KEYS)}"
+        )
+    if "words" not in value and "labels" not in value:
+        raise AnalysisError(f"{where} needs 'words' (a list) or 'labels' (label: value), or both")
+    words = value.get("words")
+    if words is not None:
+        if isinstance(words, str) or not isinstance(words, list | tuple):
+            raise AnalysisError(f"{where}.words must be a list of words; got {plain(words)!r}")
+        bad = [w for w in words if not isinstance(w, str | int | float) or isinstance(w, bool)]
+        if bad:
+            raise AnalysisError(f"{where}.words holds non-words {names(bad)}")
+        words = [str(w) for w in words]
+        if not words:
+            raise AnalysisError(f"{where}.words is empty")
+    labels = value.get("labels")
+    if labels is not None:
+        if not isinstance(labels, Mapping) or not labels:
+            raise AnalysisError(f"{where}.labels must map label names to a value or a list of values")
+        labels = {
+            str(k): [str(x) for x in v] if isinstance(v, list | tuple) else str(v)
+            for k, v in labels.items()
+        }
+    name = value.get("name")
+    if name is not None and not isinstance(name, str | int | float):
+        raise AnalysisError(f"{where}.name must be a string; got {plain(name)!r}")
+    return {"words": words, "labels": labels, "name": None if name is None else str(name)}
+
+
+def _label_words(ds: xr.Dataset, where: str, labels: Mapping[str, Any]) -> list[str]:
+    present_labels = [str(k) for k, v in ds.variables.items() if v.dims == ("item",)]
+    for label, wanted in labels.items():
+        if label not in present_labels:
+            raise AnalysisError(
+                f"{where}.labels: the suite has no label {label!r}; it has "
+                f"{names(sorted(present_labels), limit=40)}.{did_you_mean(label, present_labels)}"
+            )
+        values = unique_in_order(item_values(ds, label).astype(str))
+        missing = [w for w in ([wanted] if isinstance(wanted, str) else wanted) if w not in values]
+        if missing:
+            raise AnalysisError(
+                f"{where}.labels: no item has {label} = {missing[0]!r}; its values are "
+                f"{names(values, limit=30)}.{did_you_mean(missing[0], values)}"
+            )
+    mask = label_mask(ds, **labels)
+    words = unique_in_order(item_values(ds, "word").astype(str)[mask])
+    if not words:
+        raise AnalysisError(f"{where}.labels {plain(dict(labels))!r} select no item together")
+    return [str(w) for w in words]
+
+
+def parse_tests(definition: Mapping[str, Any], ds: xr.Dataset) -> list[TestSpec]:
+    """Resolve a test definition (``load_tests`` output, or ``{"tests": {...}}``) against a suite.
+
+    Raises
+    ------
+    AnalysisError
+        A malformed test, an unknown role key, label or label value (with "did you mean").
+    """
+    source = definition.get("source", "the test definition")
+    tests = definition.get("tests", definition)
+    if not isinstance(tests, Mapping) or not tests:
+        raise AnalysisError(f"{source}: no tests defined")
+    out = []
+    for test_name, roles in tests.items():
+        where = f"{source}: tests.{test_name}"
+        if not isinstance(roles, Mapping):
+            raise AnalysisError(f"{where} must map X, Y, A and B to word lists; got {type(roles).__name__}")
+        by_role = {str(k).upper(): v for k, v in roles.items()}
+        extra = [k for k in roles if str(k).upper() not in ROLES]
+        if extra:
+            raise AnalysisError(
+                f"{where}: unknown role {plain(extra[0])!r}; the roles are X, Y (targets) and A, B "
+                f"(attributes).{did_you_mean(str(extra[0]).upper(), ROLES)}"
+            )
+        absent = [r for r in ROLES if r not in by_role]
+        if absent:
+            raise AnalysisError(f"{where} lacks role(s) {names(absent)}; a WEAT needs X, Y, A and B")
+        words: dict[str, list[str]] = {}
+        groups: dict[str, str] = {}
+        filters: dict[str, dict[str, Any]] = {}
+        for role in ROLES:
+            spec = _role_spec(f"{where}.{role}", by_role[role])
+            labels = spec["labels"] or {}
+            words[role] = spec["words"] or _label_words(ds, f"{where}.{role}", labels)
+            if spec["words"] and labels:
+                _label_words(ds, f"{where}.{role}", labels)  # validates the labels
+            groups[role] = spec["name"] or role
+            filters[role] = dict(labels)
+        out.append(TestSpec(name=str(test_name), words=words, groups=groups, filters=filters))
+    return out
+
+
+def split_tests(tests: Any) -> tuple[list[str] | None, list[dict[str, Any]]]:
+    """``tests`` as given to :func:`emb.analyses.weat.weat` → (suite test names or None,
+    definitions from files or mappings)."""
+    if tests is None:
+        return None, []
+    if isinstance(tests, Mapping):
+        return [], [dict(tests)]
+    items: Sequence[Any] = [tests] if isinstance(tests, str | os.PathLike) else list(tests)
+    names_: list[str] = []
+    definitions: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, Mapping):
+            definitions.append(dict(item))
+        elif is_test_file(item):
+            definitions.append(load_tests(item))
+        elif isinstance(item, os.PathLike) or (
+            isinstance(item, str) and Path(item).suffix.lower() in _SUFFIXES
+        ):
+            raise AnalysisError(
+                f"the WEAT test file {os.fspath(item)} does not exist; give an existing .yaml or "
+                ".json file, or the name of a test of the suite"
+            )
+        else:
+            names_.append(str(plain(item)) if not isinstance(item, np.generic) else str(item.item()))
+    return names_, definitions
