@@ -1,13 +1,21 @@
 """Writing an analysis' results: all files or none, never mixed with another run's.
 
 A run writes into a hidden temporary directory beside its output directory's files: the tidy tables
-(CSV), the labelled result (netCDF), the figures and, last, a JSON sidecar ``<analysis>.json`` that
-lists every file with its sha256, the command line, the analysis time, the package versions, the
-options and each store's provenance. Only then are the files moved into place, the sidecar last: a
-directory whose sidecar is missing or whose files do not match it holds no complete run. An earlier
-run of the same analysis (found through its sidecar) is replaced only when asked
-(``overwrite=True``) or when the directory is emb's default one; files emb did not write are never
-touched.
+(CSV, or Parquet for the per-word tables and on request), the labelled result (netCDF), the
+figures (PNG, PDF and/or SVG) and, last, a JSON sidecar ``<analysis>.json`` that lists every file
+with its sha256, the command line, the analysis time, the package versions, the options, each
+table's columns with their descriptions and each store's provenance. The netCDF attributes and the
+figures' metadata carry the command, time and versions too. Only then are the files moved into
+place, the sidecar last: a directory whose sidecar is missing or whose files do not match it holds
+no complete run. An earlier run of the same analysis (found through its sidecar) is replaced only
+when asked (``overwrite=True``) or when the directory is emb's default one; files emb did not
+write are never touched.
+
+Tables are byte-identical across identical runs (CSV: pandas' shortest round-trip floats, LF line
+ends, no timestamps; Parquet: no timestamps). Per-word tables default to Parquet: a Warriner run
+has millions of rows, and Parquet keeps types (a word such as ``null`` stays a word), is several
+times smaller and is read directly by pandas, R (arrow) and DuckDB. pyarrow is therefore a base
+dependency (an environment-dependent fallback would make the same command write different files).
 """
 
 from __future__ import annotations
@@ -30,11 +38,24 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from emb._text import names, plain
 from emb.errors import EmbError
 
-__all__ = ["OutputPlan", "ResultsError", "Written", "prepare_out", "read_run", "write_results"]
+__all__ = [
+    "FIGURE_FORMATS",
+    "TABLE_FORMATS",
+    "OutputPlan",
+    "ResultsError",
+    "Written",
+    "find_runs",
+    "prepare_out",
+    "read_run",
+    "write_results",
+]
 
 SIDECAR_VERSION = 1
+TABLE_FORMATS = ("auto", "csv", "parquet")
+FIGURE_FORMATS = ("png", "pdf", "svg")
 
 
 class ResultsError(EmbError, OSError):
@@ -121,7 +142,8 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
 @functools.cache
 def _versions() -> dict[str, str]:
     out = {"python": sys.version.split()[0]}
-    for pkg in ("emb", "numpy", "scipy", "pandas", "xarray", "dask", "zarr", "matplotlib"):
+    for pkg in ("emb", "numpy", "scipy", "pandas", "xarray", "dask", "zarr", "matplotlib",
+                "pyarrow", "h5netcdf"):
         try:
             out[pkg] = importlib.metadata.version(pkg)
         except importlib.metadata.PackageNotFoundError:
@@ -130,11 +152,12 @@ def _versions() -> dict[str, str]:
 
 
 def _plain_attr(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        value = value.item()
+    """An attribute netCDF can hold: str/int/float as they are, anything else as JSON (numpy
+    scalars and arrays, ``np.str_`` included, become plain Python first)."""
+    value = plain(value)
     if isinstance(value, str | int | float) and not isinstance(value, bool):
         return value
-    return json.dumps(value, default=str, sort_keys=True)
+    return json.dumps(value, default=str, sort_keys=True, ensure_ascii=False)
 
 
 def netcdf_ready(result: xr.Dataset) -> xr.Dataset:
@@ -177,6 +200,77 @@ def _maybe_json(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else value
 
 
+def _table_format(name: str, analysis: Any, table_format: str) -> str:
+    if table_format not in TABLE_FORMATS:
+        raise ResultsError(f"table format must be one of {names(TABLE_FORMATS)}; got {table_format!r}")
+    if table_format != "auto":
+        return table_format
+    return "parquet" if name in getattr(analysis, "word_tables", ()) else "csv"
+
+
+def _descriptions(result: xr.Dataset, table: Any) -> dict[str, str]:
+    """Each column's description: the long_name of the result variable of that name."""
+    out = {}
+    for col in table.columns:
+        name = str(col)
+        if name in result.variables and result[name].attrs.get("long_name"):
+            out[name] = str(result[name].attrs["long_name"])
+        elif name in result.dims:
+            out[name] = f"dimension '{name}'"
+        else:
+            out[name] = ""
+    return out
+
+
+def _write_table(table: Any, path: Path, fmt: str, descriptions: Mapping[str, str],
+                 meta: Mapping[str, Any]) -> None:
+    if fmt == "csv":
+        table.to_csv(path, index=False, lineterminator="\n")
+        return
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrow = pa.Table.from_pandas(table, preserve_index=False)
+    fields = [f.with_metadata({"description": descriptions.get(f.name, "")}) if descriptions.get(f.name)
+              else f for f in arrow.schema]
+    schema = pa.schema(fields, metadata={**(arrow.schema.metadata or {}),
+                                         b"emb": json.dumps(meta, sort_keys=True).encode()})
+    pq.write_table(arrow.cast(schema), path, compression="zstd")
+
+
+def _figure_metadata(fmt: str, title: str, command: str, when: _dt.datetime,
+                     versions: Mapping[str, str]) -> dict[str, Any]:
+    software = f"emb {versions.get('emb', '?')}, matplotlib {versions.get('matplotlib', '?')}"
+    description = f"{command} (analysed {when.isoformat(timespec='seconds')})"
+    if fmt == "png":
+        return {"Title": title, "Description": description, "Software": software,
+                "Creation Time": when.isoformat(timespec="seconds"),
+                "Comment": json.dumps(dict(versions), sort_keys=True)}
+    if fmt == "pdf":
+        return {"Title": title, "Subject": description, "Creator": software,
+                "Keywords": json.dumps(dict(versions), sort_keys=True), "CreationDate": when}
+    return {"Title": title, "Description": description, "Creator": software,
+            "Date": when.isoformat(timespec="seconds")}
+
+
+def _provenance(result: xr.Dataset, stores: Mapping[str, str]) -> dict[str, Any]:
+    """Per store label: its path and the model, suite and extraction it was made with."""
+    attrs = {k: _maybe_json(v) for k, v in result.attrs.items()}
+    per_model = attrs.get("models") if isinstance(attrs.get("models"), Mapping) else {}
+    out = {}
+    for label, path in stores.items():
+        own = {k: _maybe_json(v) for k, v in dict(per_model.get(label, {})).items()}
+        entry: dict[str, Any] = {"store": path}
+        if "://" not in path:
+            entry["store_path"] = str(Path(path).resolve())
+        for key in ("model", "suite", "extraction", "emb_schema_version", "created"):
+            value = own.get(key, attrs.get(key))
+            if value is not None:
+                entry[key] = value
+        out[label] = entry
+    return out
+
+
 def write_results(
     plan: OutputPlan,
     analysis: Any,
@@ -188,42 +282,83 @@ def write_results(
     command: Sequence[str] | None = None,
     figures: bool = True,
     dpi: int = 200,
+    table_format: str = "auto",
+    figure_formats: Sequence[str] = ("png",),
+    figure_options: Mapping[str, Any] | None = None,
 ) -> Written:
     """Write a computed result's tables, netCDF, figures and sidecar into ``plan.directory``.
 
     All files are written into a temporary directory first and moved into place only when every
     one of them was written; on any error nothing of this run is left behind and an earlier
     run's files are untouched.
+
+    Parameters
+    ----------
+    table_format : {"auto", "csv", "parquet"}
+        ``auto``: CSV, and Parquet for the analysis' per-word tables (``Analysis.word_tables``).
+    figure_formats : sequence of {"png", "pdf", "svg"}
+        Every figure in each format (PDF and SVG are vector; ``dpi`` applies to PNG).
+    figure_options : mapping, optional
+        Passed to the analysis' figures (e.g. ``relative_depth``), where it takes them.
     """
+    bad = [f for f in figure_formats if f not in FIGURE_FORMATS]
+    if bad or not figure_formats:
+        raise ResultsError(f"figure formats must be among {names(FIGURE_FORMATS)}; got {names(figure_formats)}")
     stem = plan.stem
+    when = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
+    versions = _versions()
+    command_text = shlex.join(command) if command else ""
     tables = analysis.tables(result)
     summary = analysis.summary(result, tables)
     tmp = Path(tempfile.mkdtemp(dir=plan.directory, prefix=f".{stem}-partial-"))
     try:
-        names: list[str] = []
+        names_: list[str] = []
+        table_meta: dict[str, Any] = {}
         for name, table in tables.items():
-            table.to_csv(tmp / f"{name}.csv", index=False, lineterminator="\n")
-            names.append(f"{name}.csv")
-        netcdf_ready(result).to_netcdf(tmp / f"{stem}.nc", engine="h5netcdf")
-        names.append(f"{stem}.nc")
+            fmt = _table_format(name, analysis, table_format)
+            fname = f"{name}.{fmt}"
+            descriptions = _descriptions(result, table)
+            _write_table(table, tmp / fname, fmt, descriptions,
+                         {"analysis": analysis.name, "table": name})
+            names_.append(fname)
+            table_meta[name] = {"file": fname, "format": fmt, "rows": int(len(table)),
+                                "columns": descriptions}
+        stamped = result.copy()
+        stamped.attrs = {**result.attrs, "emb_command": command_text,
+                         "emb_analysed_at": when.isoformat(timespec="seconds"),
+                         "emb_versions": json.dumps(versions, sort_keys=True),
+                         "emb_options": json.dumps(plain(dict(options)), default=str, sort_keys=True)}
+        netcdf_ready(stamped).to_netcdf(tmp / f"{stem}.nc", engine="h5netcdf")
+        names_.append(f"{stem}.nc")
+        figure_files: dict[str, list[str]] = {}
         if figures:
-            for key, fig in analysis.figures(result).items():
-                fname = f"{stem}_{key}.png"
-                fig.savefig(tmp / fname, dpi=dpi)
-                names.append(fname)
-        exports = _extra_files(analysis, result, tmp, names)
+            drawn = (analysis.draw(result, **dict(figure_options or {}))
+                     if hasattr(analysis, "draw") else analysis.figures(result))
+            for key, fig in drawn.items():
+                for fmt in dict.fromkeys(figure_formats):
+                    fname = f"{stem}_{key}.{fmt}"
+                    meta = _figure_metadata(fmt, f"emb {analysis.name}: {key}", command_text, when, versions)
+                    fig.savefig(tmp / fname, dpi=dpi, format=fmt, metadata=meta)
+                    names_.append(fname)
+                    figure_files.setdefault(key, []).append(fname)
+        exports = _extra_files(analysis, result, tmp, names_)
         meta = {
             "emb_results": SIDECAR_VERSION,
             "analysis": analysis.name,
             "suite": suite,
             "stores": dict(stores),
-            "options": {k: v for k, v in options.items()},
-            "command": shlex.join(command) if command else "",
-            "analysed_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-            "versions": _versions(),
-            "files": {n: _sha256(tmp / n) for n in names},
+            "provenance": _provenance(result, stores),
+            "options": plain(dict(options)),
+            "output": {"table_format": table_format, "figure_formats": list(figure_formats),
+                       "dpi": int(dpi), "figure_options": plain(dict(figure_options or {}))},
+            "command": command_text,
+            "analysed_at": when.isoformat(timespec="seconds"),
+            "versions": versions,
+            "files": {n: _sha256(tmp / n) for n in names_},
             **({"exports": {str(p): hashlib.sha256(c).hexdigest() for p, c in exports.items()}}
                if exports else {}),
+            "tables": table_meta,
+            "figures": figure_files,
             "summary": summary.to_dict(),
             "attrs": {k: _maybe_json(v) for k, v in result.attrs.items()},
         }
@@ -233,7 +368,7 @@ def write_results(
         for old in plan.replaced:
             old.unlink(missing_ok=True)
         final = []
-        for name in names:
+        for name in names_:
             os.replace(tmp / name, plan.directory / name)
             final.append(plan.directory / name)
         for path, content in exports.items():  # files the user named, each replaced atomically
@@ -300,3 +435,40 @@ def read_run(sidecar: str | os.PathLike[str]) -> dict[str, Any]:
             f"the run described by {sidecar} is incomplete or was changed: {bad}; re-run it"
         )
     return meta
+
+
+def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, dict[str, Any]]]:
+    """Every complete run under ``paths`` (results directories, searched recursively, or
+    sidecar files), each as (sidecar path, checked sidecar), in a stable order.
+
+    Raises
+    ------
+    ResultsError
+        A path that does not exist, a directory holding no run, or a run whose files were changed.
+    """
+    found: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_file():
+            found.append(path)
+            continue
+        if not path.is_dir():
+            raise ResultsError(f"{path} does not exist; give results directories written by 'emb analyze'")
+        here = []
+        for candidate in sorted(path.rglob("*.json")):
+            if any(part.startswith(".") for part in candidate.relative_to(path).parts):
+                continue
+            try:
+                head = json.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(head, dict) and "emb_results" in head:
+                here.append(candidate)
+        if not here:
+            raise ResultsError(
+                f"{path} holds no emb results (no sidecar <analysis>.json); give the --out "
+                "directory of an 'emb analyze' run"
+            )
+        found += here
+    unique = list(dict.fromkeys(p.resolve() for p in found))
+    return [(p, read_run(p)) for p in unique]

@@ -56,5 +56,13 @@ def test_vast_corrects_over_layers():
     p = res.p.isel(rating=0, lexicon=0, setting=0, pooling=0)
     np.testing.assert_allclose(res.p_adjusted.isel(rating=0, lexicon=0, setting=0, pooling=0),
                                multipletests(p.values, method="holm")[1], rtol=1e-12)
+    assert "Holm" in res.p_adjusted.attrs["long_name"] and "layers" in res.p_adjusted.attrs["long_name"]
     plain = vast(ds, tokenization=False, nullification=False).compute()
-    xr.testing.assert_equal(plain.p_adjusted.rename("p"), plain.p)
+    assert "p_adjusted" not in plain  # no correction asked: no copy of p posing as adjusted
+
+
+def test_weat_has_no_p_adjusted_without_a_correction():
+    res = weat(weat_dataset()).compute()
+    assert "p_adjusted" not in res and res.attrs["correction"] == "none"
+    table = weat.__globals__["ANALYSIS"].tables(res)["weat"]
+    assert "p_adjusted" not in table

@@ -1,16 +1,18 @@
-"""Figures: what they draw (lines, panels, markers) and that they save as non-empty PNGs."""
+"""Figures: what they draw (lines, panels, bands, markers, n), their sizes, and that they save."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
+from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
-from emb.analyses import plots, run_analysis
+from emb.analyses import _figure, plots, run_analysis
 from emb.analyses.similarity import word_similarity
 from emb.analyses.vast import vast
 from emb.analyses.weat import weat
@@ -35,7 +37,15 @@ def two_models() -> xr.Dataset:
 
 
 def _visible_axes(fig: Figure) -> list:
-    return [ax for ax in fig.axes if ax.get_visible()]
+    return [ax for ax in fig.axes if ax.get_visible() and ax.get_label() != "<colorbar>"]
+
+
+def _legend_texts(fig: Figure) -> list[str]:
+    return [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+
+
+def _lines(ax) -> dict[str, object]:
+    return {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
 
 
 def _png(fig: Figure, path: Path) -> int:
@@ -45,39 +55,53 @@ def _png(fig: Figure, path: Path) -> int:
     return len(data)
 
 
+def _width(fig: Figure) -> float:
+    return float(fig.get_size_inches()[0])
+
+
 def test_layer_curves_one_panel_per_pooling_one_line_per_setting(
     vast_result: xr.Dataset, tmp_path: Path
 ) -> None:
     fig = plots.layer_curves(vast_result)
     axes = _visible_axes(fig)
     assert [ax.get_title() for ax in axes] == [f"{p} pooling" for p in ("first", "last", "mean", "max")]
-    ax = axes[1]
-    lines = {line.get_label(): line for line in ax.get_lines() if not line.get_label().startswith("_")}
-    assert list(lines) == ["bleached", "aligned", "misaligned", "random"]
+    lines = _lines(axes[1])
+    assert list(lines) == [f"{s} (n = 60)" for s in ("bleached", "aligned", "misaligned", "random")]
     expected = vast_result.r.sel(rating="valence", lexicon="toy", setting="misaligned", pooling="last")
-    np.testing.assert_allclose(lines["misaligned"].get_ydata(), expected.values)
-    np.testing.assert_array_equal(lines["misaligned"].get_xdata(), vast_result.layer.values)
-    assert "VAST" in ax.get_ylabel() or "VAST" in axes[0].get_ylabel()
+    np.testing.assert_allclose(lines["misaligned (n = 60)"].get_ydata(), expected.values)
+    np.testing.assert_array_equal(lines["misaligned (n = 60)"].get_xdata(), vast_result.layer.values)
+    # one CI band per setting, explained in the legend
+    bands = [c for c in axes[1].collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 4
+    assert "shaded: 95% CI (Fisher z)" in _legend_texts(fig)
+    assert "Pearson's r" in axes[0].get_ylabel()
+    assert _width(fig) == _figure.PAGE_WIDTH
     assert _png(fig, tmp_path / "curves.png") > 5_000
 
 
 def test_layer_curves_other_rating(vast_result: xr.Dataset) -> None:
     fig = plots.layer_curves(vast_result, rating="arousal")
-    line = [ln for ln in fig.axes[0].get_lines() if ln.get_label() == "bleached"][0]
+    line = [ln for ln in fig.axes[0].get_lines() if ln.get_label().startswith("bleached")][0]
     expected = vast_result.r.sel(rating="arousal", lexicon="toy", setting="bleached", pooling="first")
     np.testing.assert_allclose(line.get_ydata(), expected.values)
     assert "arousal" in fig.get_suptitle()
 
 
-def test_models_side_by_side(two_models: xr.Dataset, tmp_path: Path) -> None:
+def test_several_models_share_panels_hue_model_and_relative_depth(
+    two_models: xr.Dataset, tmp_path: Path
+) -> None:
     fig = plots.layer_curves(two_models)
     axes = _visible_axes(fig)
-    assert len(axes) == 2 * 4  # one row per model
-    assert axes[0].get_title().startswith("small:") and axes[4].get_title().startswith("large:")
-    small = [ln for ln in axes[1].get_lines() if ln.get_label() == "bleached"][0]
-    large = [ln for ln in axes[5].get_lines() if ln.get_label() == "bleached"][0]
-    assert list(small.get_xdata()) == [0, 1, 2]  # NaN layers of the smaller model not drawn
-    assert list(large.get_xdata()) == [0, 1, 2, 3, 4]
+    assert len(axes) == 4 * 4  # settings x poolings; the models share each panel
+    assert axes[1].get_title() == "bleached · last pooling"
+    lines = _lines(axes[1])
+    assert list(lines) == ["small", "large"]
+    assert to_rgba(lines["small"].get_color()) != to_rgba(lines["large"].get_color())
+    assert list(lines["small"].get_xdata()) == [0, 1, 2]  # NaN layers of the smaller model not drawn
+    assert list(lines["large"].get_xdata()) == [0, 1, 2, 3, 4]
+    depth = _lines(_visible_axes(plots.layer_curves(two_models, relative_depth=True))[1])
+    np.testing.assert_allclose(depth["small"].get_xdata(), [0, 0.5, 1])
+    np.testing.assert_allclose(depth["large"].get_xdata(), [0, 0.25, 0.5, 0.75, 1])
     for draw in (plots.tokenization_curves, plots.nullification_curves):
         assert _png(draw(two_models), tmp_path / f"{draw.__name__}.png") > 5_000
 
@@ -85,47 +109,75 @@ def test_models_side_by_side(two_models: xr.Dataset, tmp_path: Path) -> None:
 def test_tokenization_curves(vast_result: xr.Dataset) -> None:
     fig = plots.tokenization_curves(vast_result)
     axes = _visible_axes(fig)
-    assert [ax.get_title() for ax in axes] == ["bleached", "aligned", "misaligned", "random"]
-    lines = {ln.get_label(): ln for ln in axes[0].get_lines()}
-    single = lines["single · last"]
-    multi = lines["multi · last"]
+    n = int(vast_result.tokenization_n.sel(lexicon="toy", setting="bleached"))
+    assert axes[0].get_title() == f"bleached (n = {n} per set)"
+    assert [ax.get_title().split(" ")[0] for ax in axes] == ["bleached", "aligned", "misaligned", "random"]
+    lines = _lines(axes[0])
+    single, multi = lines["single · last"], lines["multi · last"]
     assert single.get_linestyle() == "-" and multi.get_linestyle() == "--"
     expected = vast_result.tokenization_r.sel(lexicon="toy", setting="bleached", pooling="last",
                                               token_set="single").mean("subset")
     np.testing.assert_allclose(single.get_ydata(), expected.values)
+    assert any("range over 3 random subsets" in t for t in _legend_texts(fig))
 
 
-def test_nullification_curves_one_panel_per_swept_layer(vast_result: xr.Dataset) -> None:
-    fig = plots.nullification_curves(vast_result)
+def test_tokenization_single_subtoken_curves_drawn_once_when_equal(vast_result: xr.Dataset) -> None:
+    """A singly tokenized word has first = last = mean = max: its four curves are one line."""
+    tok = vast_result["tokenization_r"]
+    single = tok.sel(token_set="single", drop=True)
+    same = single.sel(pooling="last", drop=True).broadcast_like(single).transpose(*single.dims)
+    equal = xr.concat([same, tok.sel(token_set="multi", drop=True)], dim="token_set")
+    equal = equal.assign_coords(token_set=["single", "multi"]).transpose(*tok.dims)
+    fig = plots.tokenization_curves(vast_result.assign(tokenization_r=equal))
+    labels = list(_lines(_visible_axes(fig)[0]))
+    assert labels.count("single · every pooling (equal)") == 1
+    assert not [lab for lab in labels if lab.startswith("single · ") and "every" not in lab]
+    assert len([lab for lab in labels if lab.startswith("multi · ")]) == 4
+    assert fig.legends[0].get_title().get_text() == "single-subtoken words: first = last = mean = max"
+
+
+def test_nullification_every_pooling_and_the_title_keeps_the_model(vast_result: xr.Dataset) -> None:
+    one = vast_result.expand_dims(model=["gpt2-small"])
+    fig = plots.nullification_curves(one)
     axes = _visible_axes(fig)
     best = int(vast_result.best_layer.sel(lexicon="toy", pooling="last"))
     top = int(vast_result.top_layer)
     titles = [ax.get_title() for ax in axes]
-    assert any(f"layer {top}" in t and "top" in t for t in titles)
-    assert any(f"layer {best}" in t and "best" in t for t in titles)
-    line = [ln for ln in axes[-1].get_lines() if ln.get_label() == "bleached"][0]
+    assert {t.split(" · ")[0] for t in titles} == {"first", "last", "mean", "max"}
+    assert any(t.startswith(f"last · layer {top}") and "top" in t for t in titles)
+    assert any(t.startswith(f"last · layer {best}") and "best" in t for t in titles)
+    # the layer tag never overwrites the model name in the figure title (a former bug)
+    assert fig.get_suptitle().endswith("[gpt2-small]")
+    panel = [ax for ax in axes if ax.get_title().startswith(f"last · layer {top}")][0]
+    line = _lines(panel)["bleached"]
     np.testing.assert_array_equal(line.get_xdata(), [0, 1, 2, 3])
     expected = vast_result.nullified_r.sel(rating="valence", lexicon="toy", setting="bleached",
                                            pooling="last", layer=top)
     np.testing.assert_allclose(line.get_ydata(), expected.values)
 
 
-def test_similarity_curves(tmp_path: Path) -> None:
+def test_similarity_curves_ordered_colours_every_pooling_and_ci(tmp_path: Path) -> None:
     ds, pairs = similarity_dataset(similarity_pairs(n_words=40, n_pairs=60))
     res = word_similarity(ds, pairs=pairs, k_max=4).compute()
     fig = plots.similarity_curves(res)
     axes = _visible_axes(fig)
-    assert [ax.get_title() for ax in axes] == ["ws353 (n = 60)", "simlex999 (n = 30)"]
-    labels = [ln.get_label() for ln in axes[0].get_lines()]
-    assert labels == ["k = 0", "k = 1", "k = 2", "k = 4"]
+    assert [ax.get_title() for ax in axes] == [
+        "ws353 (n = 60) · last", "simlex999 (n = 30) · last",
+        "ws353 (n = 60) · mean", "simlex999 (n = 30) · mean"]
+    lines = _lines(axes[0])
+    assert list(lines) == ["k = 0", "k = 1", "k = 2", "k = 4"]
+    colors = [to_rgba(ln.get_color()) for ln in lines.values()]
+    assert colors == [to_rgba(c) for c in _figure.ordered_colors(4)]  # viridis, dark = small k
+    assert any("Bonett-Wright" in t for t in _legend_texts(fig))
     assert _png(fig, tmp_path / "sim.png") > 5_000
 
 
-def test_weat_markers_filled_when_significant(tmp_path: Path) -> None:
+def test_weat_markers_panels_titled_with_groups_and_legend_says_which_p(tmp_path: Path) -> None:
     res = weat(weat_dataset(), seed=0).compute()
     fig = plots.weat_effect_sizes(res, pooling="last")
     axes = _visible_axes(fig)
-    assert [ax.get_title() for ax in axes] == ["WEAT1", "WEAT2"]
+    assert axes[0].get_title().startswith("WEAT1: flowers vs insects / pleasant vs")
+    assert "n = 8+8 | 8+8 words" in axes[0].get_title()
     p = res.p.sel(test="WEAT1", setting="bleached", pooling="last").values
     es = res.effect_size.sel(test="WEAT1", setting="bleached", pooling="last").values
     assert (p < 0.05).any() and (p >= 0.05).any(), "the fixture should mix significant and not"
@@ -136,7 +188,58 @@ def test_weat_markers_filled_when_significant(tmp_path: Path) -> None:
               and to_rgba(ln.get_markeredgecolor()) == color]
     np.testing.assert_allclose(np.concatenate([ln.get_ydata() for ln in filled]), es[p < 0.05])
     np.testing.assert_allclose(np.concatenate([ln.get_ydata() for ln in hollow]), es[p >= 0.05])
+    texts = _legend_texts(fig)
+    assert "filled: p (not corrected) < 0.05" in texts
+    assert "shaded: 95% bootstrap CI over stimuli" in texts
+    holm = weat(weat_dataset(), seed=0, correction="holm").compute()
+    assert "filled: Holm-adjusted p (family: test) < 0.05" in _legend_texts(
+        plots.weat_effect_sizes(holm, pooling="last"))
     assert _png(fig, tmp_path / "weat.png") > 5_000
+
+
+def test_weat_heatmap_cells_and_dots() -> None:
+    res = weat(weat_dataset(), seed=0, correction="holm").compute()
+    fig = plots.weat_heatmap(res, pooling="mean")
+    axes = _visible_axes(fig)
+    assert [ax.get_title() for ax in axes] == ["bleached", "alone"]
+    image = axes[0].get_images()[0].get_array()
+    want = res.effect_size.sel(setting="bleached", pooling="mean").transpose("test", "layer").values
+    np.testing.assert_allclose(np.asarray(image), want)
+    dots = axes[0].get_lines()  # black on light cells, white on dark ones
+    sig = res.p_adjusted.sel(setting="bleached", pooling="mean").transpose("test", "layer").values < 0.05
+    assert sum(len(d.get_xdata()) for d in dots) == int(sig.sum())
+    assert "Holm-adjusted" in fig.get_suptitle()
+    labels = [t.get_text() for t in axes[0].get_yticklabels()]
+    assert labels[0] == "WEAT1: flowers vs insects / pleasant vs unpleasant"
+
+
+def test_word_scatter_shows_r_and_n() -> None:
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"setting": ["bleached"] * 50 + ["random"] * 50,
+                          "rating": rng.uniform(1, 9, 100)})
+    frame["sc_weat"] = 0.1 * frame["rating"] + rng.normal(0, 0.2, 100)
+    fig = plots.word_scatter(frame)
+    axes = _visible_axes(fig)
+    assert [ax.get_title() for ax in axes] == ["bleached", "random"]
+    sub = frame[frame.setting == "bleached"]
+    r = np.corrcoef(sub.rating, sub.sc_weat)[0, 1]
+    assert axes[0].texts[0].get_text() == f"r = {r:.3f}\nn = 50"
+    assert len(axes[0].collections[0].get_offsets()) == 50
+
+
+@pytest.mark.parametrize("draw", ["layer_curves", "tokenization_curves", "nullification_curves",
+                                  "similarity_curves"])
+def test_figure_widths_are_one_or_two_columns(vast_result: xr.Dataset, draw: str) -> None:
+    if draw == "similarity_curves":
+        ds, pairs = similarity_dataset(similarity_pairs(n_words=40, n_pairs=60))
+        result = word_similarity(ds, pairs=pairs, k_max=2, poolings=["last"],
+                                 datasets=["ws353"]).compute()
+        fig = plots.similarity_curves(result)
+        assert _width(fig) == _figure.COLUMN_WIDTH  # one panel: one column
+    else:
+        fig = getattr(plots, draw)(vast_result)
+        assert _width(fig) == _figure.PAGE_WIDTH
+    assert fig.get_size_inches()[1] < 10
 
 
 def test_missing_variable_is_a_clear_error(vast_result: xr.Dataset) -> None:
@@ -144,3 +247,5 @@ def test_missing_variable_is_a_clear_error(vast_result: xr.Dataset) -> None:
         plots.tokenization_curves(vast_result.drop_vars("tokenization_r"))
     with pytest.raises(AnalysisError, match="pooling"):
         plots.nullification_curves(vast_result, pooling="median")
+    with pytest.raises(AnalysisError, match="Did you mean 'last'"):
+        plots.nullification_curves(vast_result, pooling="lats")

@@ -134,7 +134,8 @@ def test_valnorm_matches_loops_and_scipy():
     ds = vast_ds(n_words=60)
     res = valnorm(ds).compute()
     assert res.r.dims == ("lexicon", "setting", "layer", "pooling")
-    assert set(res.data_vars) == {"r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p"}
+    assert set(res.data_vars) == {"r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p",
+                                  "sc_weat", "rating", "n_subtokens", "residual"}
     for setting in ("bleached", "aligned"):
         for layer in LAYERS:
             for pooling in POOLINGS:
@@ -152,6 +153,10 @@ def test_valnorm_matches_loops_and_scipy():
                 sp = scipy.stats.spearmanr(es, ratings)
                 assert float(cell.spearman_r) == pytest.approx(sp.statistic, rel=1e-9)
                 assert float(cell.spearman_p) == pytest.approx(sp.pvalue, rel=1e-7, abs=1e-300)
+                # each word's SC-WEAT and rating, as the loop computed them, in the loop's order
+                words = cell.sc_weat.dropna("word")
+                np.testing.assert_allclose(words.values, es, rtol=1e-9)
+                np.testing.assert_allclose(cell.rating.sel(word=words.word).values, ratings)
 
 
 def test_planted_valence_gives_r_near_one_and_noise_layer_near_zero():
@@ -193,8 +198,10 @@ def test_several_lexicons_and_settings_selection():
     es, ratings = _valnorm_by_hand(ds, lexicon="beta", setting="random", layer=2, pooling="last")
     cell = res.sel(lexicon="beta", setting="random", layer=2, pooling="last")
     assert float(cell.r) == pytest.approx(scipy.stats.pearsonr(es, ratings).statistic, rel=1e-9)
-    both = valnorm(ds).compute()
+    both = valnorm(ds, per_word=False).compute()
     assert both.sizes == {"lexicon": 2, "setting": 2, "layer": 3, "pooling": 2}
+    words = valnorm(ds).compute()
+    assert words.sizes["word"] == 80  # the union of the two lexicons' 40 words
     with pytest.raises(AnalysisError, match="not in this suite"):
         valnorm(ds, lexicon="gamma")
 

@@ -306,7 +306,7 @@ def test_missing_words_raise_naming_them():
     assert "emb extract --model toy-model --suite FILE --store toy.zarr" in msg
     # a test whose words lack one setting
     only_bleached = ds.isel(item=np.flatnonzero(ds.setting.values == "bleached"))
-    with pytest.raises(AnalysisError, match="setting 'alone' is not in this suite"):
+    with pytest.raises(AnalysisError, match=r"setting \['alone'\] not in this suite"):
         weat(only_bleached, settings=["alone"])
 
 

@@ -114,6 +114,24 @@ def finish_axes(ax: Any, *, xlabel: str | None, integer_x: bool = True, zero: bo
     ax.grid(alpha=0.3)
 
 
+def outer_xlabels(axes: Sequence[Any]) -> None:
+    """Keep the x label only on the lowest visible panel of each column (grids of many panels)."""
+    lowest: dict[int, Any] = {}
+    for ax in axes:
+        if not ax.get_visible():
+            continue
+        spec = ax.get_subplotspec()
+        if spec is None:
+            continue
+        col, row = spec.colspan.start, spec.rowspan.start
+        if col not in lowest or row > lowest[col].get_subplotspec().rowspan.start:
+            lowest[col] = ax
+    keep = {id(a) for a in lowest.values()}
+    for ax in axes:
+        if ax.get_visible() and id(ax) not in keep:
+            ax.set_xlabel("")
+
+
 def legend(fig: Figure, axes: Sequence[Any], extra: Sequence[tuple[Any, str]] = (),
            *, ncols: int | None = None, title: str | None = None, markerscale: float = 1.0) -> None:
     """One legend below the panels: every labelled line once, then the explanations."""
@@ -241,7 +259,7 @@ def depth_axis(layers: np.ndarray, finite: np.ndarray, relative: bool) -> tuple[
     top = layers[finite].max() if finite.any() else np.nan
     with np.errstate(invalid="ignore", divide="ignore"):
         return layers / top if top and np.isfinite(top) else layers * np.nan, \
-            "relative depth (layer / last layer)"
+            "relative depth (layer / last)"
 
 
 def wrap(text: str, width: int) -> str:

@@ -138,6 +138,7 @@ def layer_curves(
         fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth)
     for ax in axes[::n_cols]:
         ax.set_ylabel(_ylabel(variable))
+    fg.outer_xlabels(axes)
     extra = [fg.band_handle("shaded: 95% CI (Fisher z)")] if has_band else []
     fg.legend(fig, axes, extra, title="model" if multi else None)
     fig.suptitle((title or f"{_ylabel(variable)} by layer" + (f" — {lexicon}" if lexicon else "")
@@ -211,12 +212,12 @@ def tokenization_curves(
         fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth)
     for ax in axes[::n_cols]:
         ax.set_ylabel("VAST (Pearson's r)")
+    fg.outer_xlabels(axes)
     extra = []
     if n_subsets > 1:
         extra.append(fg.band_handle(f"shaded: range over {n_subsets} random subsets"))
-    if collapsed:
-        extra.append((Line2D([], [], color="none"), "single-subtoken words: first = last = mean = max"))
-    fg.legend(fig, axes, extra, ncols=4)
+    note = "single-subtoken words: first = last = mean = max" if collapsed else None
+    fg.legend(fig, axes, extra, ncols=3, title=note)
     fig.suptitle((title or "Singly (solid) vs multiply (dashed) tokenized words"
                   + (f" — {lexicon}" if lexicon else "")) + tag)
     return fig
@@ -298,6 +299,7 @@ def nullification_curves(
             ax.set_xticks(ks)
             fg.finish_axes(ax, xlabel="principal components nullified (k)")
         axes[i * n_cols].set_ylabel("VAST (Pearson's r)")
+    fg.outer_xlabels(axes)
     n = _n_label(result, "nullified_n", lexicon=lexicon, rating=rating)
     fg.legend(fig, axes, [(Line2D([], [], color="none"), f"n = {n} words")] if n else [])
     fig.suptitle((title or "VAST after nullifying the top principal components"
@@ -369,6 +371,7 @@ def similarity_curves(
         fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth)
     for ax in axes[::n_cols]:
         ax.set_ylabel("Spearman's rho")
+    fg.outer_xlabels(axes)
     extra = [fg.band_handle(f"shaded: 95% CI at k = {ks[0]} (Fisher z, Bonett-Wright SE)")] if has_band else []
     fg.legend(fig, axes, extra, ncols=min(len(ks), 6) if not extra else 4,
               title="k = top principal components nullified; n = pairs")
@@ -459,6 +462,7 @@ def weat_effect_sizes(
         fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth)
     for ax in axes[::cols]:
         ax.set_ylabel("effect size (d)")
+    fg.outer_xlabels(axes)
     extra: list[tuple[Any, str]] = []
     if ps is not None:
         extra += fg.marker_handles(f"filled: {plabel} < {alpha:g}", "open: not significant")
@@ -508,7 +512,9 @@ def weat_heatmap(
             p = np.stack([fg.values(fg.sel(result[pvar], pooling=pooling, model=model,
                                            setting=setting, test=t)) for t in tests])
             rows, cols_ = np.nonzero(p < alpha)
-            ax.plot(cols_, rows, "o", ms=2.2, color="black", ls="")
+            dark = np.abs(grid[rows, cols_]) > 0.6 * vmax
+            ax.plot(cols_[~dark], rows[~dark], "o", ms=2.2, color="black", ls="")
+            ax.plot(cols_[dark], rows[dark], "o", ms=2.2, color="white", ls="")
         ax.set_xticks(range(len(layers)), [str(v) for v in layers])
         ax.set_yticks(range(len(tests)), row_labels, fontsize=6.3)
         ax.set_xlabel("layer")
@@ -570,6 +576,6 @@ def word_scatter(
         ax.axhline(0, color="0.55", lw=0.6, zorder=0)
     for ax in axes[::cols]:
         ax.set_ylabel(ylabel)
-    fg.legend(fig, axes, ncols=2, markerscale=2.5)
+    fg.legend(fig, axes, ncols=2, markerscale=1.5)
     fig.suptitle(title)
     return fig

@@ -77,6 +77,15 @@ def _layer(value: str) -> int | str:
     return int(value) if value.lstrip("-").isdigit() else value
 
 
+class _Choice(click.Choice):
+    """click's Choice whose error adds a "did you mean" (stdlib difflib)."""
+
+    def get_invalid_choice_message(self, value: Any, ctx: click.Context | None) -> str:
+        from emb._text import did_you_mean
+
+        return super().get_invalid_choice_message(value, ctx) + did_you_mean(value, self.choices)
+
+
 _TYPES: dict[str, Any] = {"int": int, "float": float, "str": str, "layer": str,
                           "path": click.Path(exists=True)}
 
@@ -89,13 +98,13 @@ def _click_option(option: Any, default: Any) -> Callable[[Any], Any]:
         name = option.cli_flag.removeprefix("--")
         return click.option(f"--{name}/--no-{name}", option.name, default=None, help=help_text)
     kwargs: dict[str, Any] = {"default": None, "help": help_text, "metavar": option.metavar}
-    kwargs["type"] = click.Choice(list(option.choices)) if option.choices else _TYPES[option.type]
+    kwargs["type"] = _Choice(list(option.choices)) if option.choices else _TYPES[option.type]
     if option.multiple:
         kwargs["help"] = help_text + "  (repeatable; or comma-separated)"
     # single-valued options are collected as lists too, so that a repeated one is refused, not
     # silently overwritten
     kwargs["multiple"] = True
-    return click.option(option.cli_flag, option.name, **kwargs)
+    return click.option(option.cli_flag, *getattr(option, "aliases", ()), option.name, **kwargs)
 
 
 def _library_options(analysis: Any, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -151,9 +160,16 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
             help="Reproduce the authors' published code instead of the correct method "
                  "(see METHODS.md)."))
     options += [
+        click.option("--format", "table_format", type=_Choice(["auto", "csv", "parquet"]),
+                     default="auto", show_default=True,
+                     help="Tables as CSV or Parquet; auto: CSV, and Parquet for the per-word tables."),
+        click.option("--figure-format", "figure_formats", type=_Choice(["png", "pdf", "svg"]),
+                     multiple=True, help="Figure file format; repeat for several  [default: png]"),
+        click.option("--relative-depth", is_flag=True,
+                     help="Figures: x = layer / last layer (compares models of different depth)."),
         click.option("--no-plots", is_flag=True, help="Do not draw figures."),
         click.option("--dpi", type=click.IntRange(min=20, max=2400), default=200, show_default=True,
-                     help="Resolution of raster figures."),
+                     help="Resolution of PNG figures."),
         click.option("--json", "as_json", is_flag=True,
                      help="Print the summary as JSON on stdout (messages go to stderr)."),
         click.option("--quiet", "-q", is_flag=True, help="No progress display."),
@@ -163,11 +179,24 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
 
 # -- the command -----------------------------------------------------------------------------------
 def _open(specs: Sequence[str], analysis: Any, suite: str | None) -> tuple[list[str], dict, dict]:
+    from emb._text import did_you_mean
+    from emb._text import names as name_list
+    from emb.errors import StoreError
     from emb.store import open_store
 
     opened = [open_store(_split_label(spec)[1]) for spec in specs]
     names = _names_for(specs, [s.model for s in opened])
     group = suite or analysis.suite
+    for spec, store in zip(specs, opened, strict=True):
+        present = list(store.suites)
+        if group not in present:
+            hint = did_you_mean(group, present)
+            raise StoreError(
+                f"the store {_split_label(spec)[1]} has no suite {group!r}; it has "
+                f"{name_list(present)}.{hint} Pass --suite NAME for another group, or add it with "
+                f"'emb extract --model {store.model.get('model_id') or 'MODEL'} --suite "
+                f"{analysis.suite if group == analysis.suite else 'FILE'} --store {_split_label(spec)[1]}'"
+            )
     datasets = {n: s.dataset(group, chunks="layer") for n, s in zip(names, opened, strict=True)}
     per_model: dict[str, dict[str, Any]] = {}
     for name, store in zip(names, opened, strict=True):
@@ -200,6 +229,13 @@ def _command_line(analysis: Any, stores: Sequence[str], params: Mapping[str, Any
     for key in ("suite", "out_dir"):
         if params.get(key):
             args += ["--" + key.removesuffix("_dir"), str(params[key])]
+    if params.get("table_format", "auto") != "auto":
+        args += ["--format", str(params["table_format"])]
+    for fmt in params.get("figure_formats") or ():
+        args += ["--figure-format", str(fmt)]
+    for flag in ("relative_depth", "no_plots", "overwrite"):
+        if params.get(flag):
+            args.append("--" + flag.replace("_", "-"))
     return args
 
 
@@ -241,6 +277,9 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
         command=_command_line(analysis, stores, params, options),
         figures=not params["no_plots"],
         dpi=params["dpi"],
+        table_format=params["table_format"],
+        figure_formats=tuple(params["figure_formats"]) or ("png",),
+        figure_options={"relative_depth": bool(params["relative_depth"])},
     )
     summary = written.summary
     if as_json:
