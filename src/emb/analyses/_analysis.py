@@ -387,6 +387,7 @@ def _jsonable_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
 def run_analysis(
     analysis: Analysis | str,
     datasets: Mapping[str, xr.Dataset],
+    /,
     *,
     per_model: Mapping[str, Mapping[str, Any]] | None = None,
     **options: Any,
@@ -403,7 +404,8 @@ def run_analysis(
         Model name → extra keyword arguments for that model only (e.g. its ``similarity``
         suite for ``vast``).
     **options
-        Keyword arguments of the analysis function, the same for every model.
+        Keyword arguments of the analysis function, the same for every model (``analysis`` and
+        ``datasets`` are positional-only, so an option may be called ``datasets``).
 
     Returns
     -------

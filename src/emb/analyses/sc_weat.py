@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._text import unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
@@ -30,7 +31,6 @@ from emb.analyses._analysis import (
     mc_floor,
     tidy_frame,
 )
-from emb._text import unknown_names
 from emb.analyses._select import (
     item_values,
     label_mask,

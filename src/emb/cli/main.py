@@ -26,6 +26,7 @@ def main() -> None:
     \b
     emb extract  --model M --suite S --store PATH   write every layer's embeddings (needs emb[extract])
     emb analyze  NAME --store PATH --out DIR          compute a test from a store (no torch needed)
+    emb report   DIR... --out report.html             one page: headlines, figures, provenance
     emb info | validate | suites | zip                look at stores and suites
     """
 
@@ -322,8 +323,10 @@ def zip_command(path: str, target: str) -> None:
 
 def _register_analyze() -> None:
     from emb.cli.analyze import analyze
+    from emb.cli.report import report
 
     main.add_command(analyze)
+    main.add_command(report)
 
 
 _register_analyze()

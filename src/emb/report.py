@@ -1,0 +1,292 @@
+"""One page from several results directories: headline tables, every figure, full provenance.
+
+:func:`build_report` reads the sidecars of ``emb analyze`` runs (checked by
+:func:`emb.results.read_run`: a run whose files were changed is refused) and writes either one
+self-contained HTML page (figures embedded as data URIs, no external resource, so it can be
+mailed or attached as it is) or a Markdown page with the figures copied beside it (for a paper's
+supplement). Each run shows its summary (the pre-declared headline, the short table, the notes),
+its figures, its table files with their columns' descriptions, and the provenance of each store
+(model id, revision, weight fingerprint, suite name and content hash, extraction settings) and of
+the run (command line, time, package versions, options).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import html
+import json
+import math
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from emb._version import __version__
+from emb.results import ResultsError, find_runs
+
+__all__ = ["build_report"]
+
+_CSS = """
+body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:0 auto;max-width:1100px;
+padding:24px 32px;color:#1d1d1f;line-height:1.45;background:#fff}
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.3em;border-bottom:2px solid #0072B2;
+padding-bottom:4px;margin-top:2.2em}h3{font-size:1.05em;margin-top:1.4em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.86em}th,td{border:1px solid #d0d0d0;
+padding:3px 8px;text-align:left;vertical-align:top}th{background:#eef4fa}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+.headline{background:#f3f8fc;border-left:4px solid #0072B2;padding:8px 14px;margin:.8em 0}
+.headline p{margin:.2em 0}.notes{color:#444;font-size:.9em}figure{margin:1.2em 0}
+figure img{max-width:100%;height:auto;border:1px solid #e4e4e4}figcaption{font-size:.85em;color:#555}
+code{background:#f4f4f4;padding:1px 4px;border-radius:3px;font-size:.9em}
+details{margin:.5em 0}summary{cursor:pointer;color:#0072B2}.meta{color:#555;font-size:.9em}
+nav ul{columns:2}.scroll{overflow-x:auto;max-width:100%}td{max-width:34em;overflow-wrap:anywhere}
+"""
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "—"
+        return f"{value:.3g}" if (abs(value) < 1e-3 and value != 0) else f"{value:.3f}"
+    return str(value)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower() or "run"
+
+
+def _records_html(records: Sequence[Mapping[str, Any]]) -> str:
+    if not records:
+        return ""
+    columns = list(dict.fromkeys(k for row in records for k in row))
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    rows = []
+    for row in records:
+        cells = []
+        for c in columns:
+            value = row.get(c)
+            cls = ' class="num"' if isinstance(value, int | float) and not isinstance(value, bool) else ""
+            cells.append(f"<td{cls}>{html.escape(_fmt(value))}</td>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<div class="scroll"><table><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table></div>")
+
+
+def _records_md(records: Sequence[Mapping[str, Any]]) -> str:
+    if not records:
+        return ""
+    columns = list(dict.fromkeys(k for row in records for k in row))
+
+    def cell(value: Any) -> str:
+        return _fmt(value).replace("|", "\\|").replace("\n", " ")
+
+    lines = ["| " + " | ".join(cell(c) for c in columns) + " |",
+             "|" + "|".join("---" for _ in columns) + "|"]
+    lines += ["| " + " | ".join(cell(row.get(c)) for c in columns) + " |" for row in records]
+    return "\n".join(lines)
+
+
+def _figure_file(directory: Path, files: Sequence[str], fmt: str) -> Path | None:
+    """The file of one figure to show: PNG for Markdown and HTML, else SVG (HTML embeds both)."""
+    order = ("png", "svg") if fmt == "html" else ("png", "svg", "pdf")
+    by_suffix = {Path(f).suffix.lstrip("."): f for f in files}
+    for suffix in order:
+        if suffix in by_suffix:
+            return directory / by_suffix[suffix]
+    return None
+
+
+def _data_uri(path: Path) -> str:
+    mime = {"png": "image/png", "svg": "image/svg+xml"}[path.suffix.lstrip(".")]
+    return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _store_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per store: the provenance a reader needs to find the same model and stimuli."""
+    rows = []
+    provenance = meta.get("provenance") or {
+        label: {"store": path} for label, path in (meta.get("stores") or {}).items()
+    }
+    for label, entry in provenance.items():
+        model = entry.get("model") if isinstance(entry.get("model"), Mapping) else {}
+        suite = entry.get("suite") if isinstance(entry.get("suite"), Mapping) else {}
+        extraction = entry.get("extraction") if isinstance(entry.get("extraction"), Mapping) else {}
+        versions = extraction.get("versions") if isinstance(extraction.get("versions"), Mapping) else {}
+        rows.append({
+            "label": label,
+            "store": entry.get("store_path") or entry.get("store"),
+            "model": model.get("model_id") or model.get("id"),
+            "revision": model.get("revision"),
+            "fingerprint": model.get("fingerprint"),
+            "architecture": model.get("architecture"),
+            "suite": suite.get("name"),
+            "generator": suite.get("generator"),
+            "suite hash": suite.get("content_hash"),
+            "items": suite.get("n_items"),
+            "dtype / stored": f"{extraction.get('dtype', '?')} / {extraction.get('storage_dtype', '?')}"
+            if extraction else None,
+            "extracted with": ", ".join(f"{k} {v}" for k, v in versions.items()) or None,
+            "created": entry.get("created"),
+        })
+    return rows
+
+
+def _run_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    versions = meta.get("versions") or {}
+    return [
+        {"field": "command", "value": meta.get("command") or "(Python API)"},
+        {"field": "analysed at", "value": meta.get("analysed_at")},
+        {"field": "suite group", "value": meta.get("suite")},
+        {"field": "options", "value": json.dumps(meta.get("options") or {}, sort_keys=True)},
+        {"field": "output", "value": json.dumps(meta.get("output") or {}, sort_keys=True)},
+        {"field": "versions", "value": ", ".join(f"{k} {v}" for k, v in versions.items())},
+    ]
+
+
+def _table_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for name, info in (meta.get("tables") or {}).items():
+        columns = info.get("columns") or {}
+        described = "; ".join(f"{c}: {d}" for c, d in columns.items() if d)
+        rows.append({"table": info.get("file", name), "rows": info.get("rows"),
+                     "columns": ", ".join(columns), "described": described or None})
+    return rows
+
+
+def _figures(meta: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
+    figures = meta.get("figures")
+    if isinstance(figures, Mapping) and figures:
+        return [(k, list(v)) for k, v in figures.items()]
+    stem = str(meta.get("analysis", "")).replace("-", "_")
+    grouped: dict[str, list[str]] = {}
+    for name in meta.get("files") or {}:
+        path = Path(name)
+        if path.suffix in (".png", ".svg", ".pdf") and path.stem.startswith(stem + "_"):
+            grouped.setdefault(path.stem.removeprefix(stem + "_"), []).append(name)
+    return list(grouped.items())
+
+
+def _html(runs: list[tuple[Path, dict[str, Any]]], title: str) -> str:
+    parts = [f"<h1>{html.escape(title)}</h1>",
+             f'<p class="meta">{len(runs)} run(s); made by emb {html.escape(__version__)} on '
+             f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}.</p>"]
+    overview = [{"run": f"{m['analysis']} ({', '.join(m.get('stores') or {})})",
+                 "results": str(p.parent), "analysed at": m.get("analysed_at")} for p, m in runs]
+    parts += ["<nav><h3>Runs</h3><ul>"] + [
+        f'<li><a href="#{_slug(str(i) + row["run"])}">{html.escape(row["run"])}</a></li>'
+        for i, row in enumerate(overview)] + ["</ul></nav>", _records_html(overview)]
+    for i, (sidecar, meta) in enumerate(runs):
+        summary = meta.get("summary") or {}
+        anchor = _slug(str(i) + overview[i]["run"])
+        parts.append(f'<h2 id="{anchor}">{html.escape(str(meta.get("analysis")))} — '
+                     f'{html.escape(", ".join(meta.get("stores") or {}))}</h2>')
+        parts.append(f"<p><strong>{html.escape(str(summary.get('title', '')))}</strong></p>")
+        if summary.get("headline"):
+            parts.append('<div class="headline">' + "".join(
+                f"<p>{html.escape(str(line))}</p>" for line in summary["headline"]) + "</div>")
+        parts.append(_records_html(summary.get("table") or []))
+        if summary.get("notes"):
+            parts.append('<ul class="notes">' + "".join(
+                f"<li>{html.escape(str(n))}</li>" for n in summary["notes"]) + "</ul>")
+        for key, files in _figures(meta):
+            path = _figure_file(sidecar.parent, files, "html")
+            if path is None:
+                parts.append(f"<p class='meta'>Figure {html.escape(key)}: "
+                             f"{html.escape(', '.join(files))} (PDF only: open the file).</p>")
+                continue
+            parts.append(f'<figure><img alt="{html.escape(key)}" src="{_data_uri(path)}">'
+                         f"<figcaption>{html.escape(key)} — {html.escape(path.name)}</figcaption></figure>")
+        parts.append("<h3>Provenance of the stores</h3>" + _records_html(_store_rows(meta)))
+        parts.append("<h3>This run</h3>" + _records_html(_run_rows(meta)))
+        tables = _table_rows(meta)
+        if tables:
+            parts.append("<details><summary>Table files and their columns</summary>"
+                         + _records_html(tables) + "</details>")
+    body = "\n".join(p for p in parts if p)
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n"
+            f"<body>\n{body}\n</body></html>\n")
+
+
+def _markdown(runs: list[tuple[Path, dict[str, Any]]], title: str, out: Path) -> str:
+    assets = out.with_name(out.stem + "_files")
+    if assets.exists():
+        shutil.rmtree(assets)
+    lines = [f"# {title}", "",
+             f"{len(runs)} run(s); made by emb {__version__} on "
+             f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}.", ""]
+    for i, (sidecar, meta) in enumerate(runs):
+        summary = meta.get("summary") or {}
+        lines += [f"## {meta.get('analysis')} — {', '.join(meta.get('stores') or {})}", "",
+                  f"**{summary.get('title', '')}**", ""]
+        lines += [f"> {line}  " for line in summary.get("headline") or []] + [""]
+        table = _records_md(summary.get("table") or [])
+        if table:
+            lines += [table, ""]
+        lines += [f"- {note}" for note in summary.get("notes") or []] + [""]
+        for key, files in _figures(meta):
+            path = _figure_file(sidecar.parent, files, "md")
+            if path is None:
+                continue
+            assets.mkdir(parents=True, exist_ok=True)
+            target = assets / f"{i:02d}_{path.name}"
+            shutil.copyfile(path, target)
+            lines += [f"![{key}]({assets.name}/{target.name})", "", f"*{key}*", ""]
+        lines += ["### Provenance of the stores", "", _records_md(_store_rows(meta)), "",
+                  "### This run", "", _records_md(_run_rows(meta)), ""]
+        tables = _table_rows(meta)
+        if tables:
+            lines += ["### Table files", "", _records_md(tables), ""]
+    return "\n".join(lines) + "\n"
+
+
+def build_report(
+    paths: Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    format: Literal["html", "md"] = "html",  # noqa: A002 - the CLI's --format
+    title: str = "emb results",
+) -> Path:
+    """Write one report page for every run found under ``paths``.
+
+    Parameters
+    ----------
+    paths : sequence of path
+        Results directories of ``emb analyze`` (searched recursively) or sidecar files.
+    out : path, optional
+        The page to write (default ``emb-report.html`` / ``emb-report.md``). The Markdown page's
+        figures go into ``<out stem>_files/`` beside it.
+    format : {"html", "md"}
+        ``html``: one self-contained file (figures as data URIs). ``md``: Markdown + figure files.
+    title : str
+        The page's title.
+
+    Returns
+    -------
+    Path
+        The page written.
+
+    Raises
+    ------
+    ResultsError
+        No run found, a run whose files changed since it was written, or an unknown format.
+    """
+    if format not in ("html", "md"):
+        raise ResultsError(f"report format must be 'html' or 'md'; got {format!r}")
+    if not paths:
+        raise ResultsError("give at least one results directory (the --out of 'emb analyze')")
+    runs = find_runs(paths)
+    target = Path(out) if out is not None else Path(f"emb-report.{format}")
+    if target.is_dir():
+        raise ResultsError(f"{target} is a directory; give the report's file name (e.g. {target / ('report.' + format)})")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = _html(runs, title) if format == "html" else _markdown(runs, title, target)
+    tmp = target.with_name(f".{target.name}.partial")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, target)
+    return target

@@ -1,0 +1,122 @@
+"""``emb report``: one self-contained HTML page (opened in a real headless browser) or Markdown
+with its figures beside it, built from checked sidecars."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from emb.cli.main import main
+from emb.report import build_report
+from emb.results import ResultsError
+from tests.analyses._synthetic import vast_dataset, weat_dataset, write_store
+
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
+#: The install line for the README's test command and .ci/run (Debian/Ubuntu).
+CHROMIUM_INSTALL = "apt-get install -y chromium"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("report")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(root / "toy.zarr", {"vast": vast_dataset(n_words=60, n_layers=3),
+                                                "weat": weat_dataset(n_layers=3)}, model_id="toy-model-id")
+    out = {}
+    for name, extra in (("weat", ["--correction", "holm", "--figure-format", "png",
+                                  "--figure-format", "svg"]),
+                        ("valnorm", ["--setting", "bleached"])):
+        result = CliRunner().invoke(main, ["analyze", name, "--store", f"toy={store}", "--out",
+                                           str(root / name), "--quiet", *extra])
+        assert result.exit_code == 0, result.output
+        out[name] = root / name
+    out["root"] = root
+    return out
+
+
+def test_html_is_self_contained_with_headlines_figures_and_provenance(runs: dict[str, Path]) -> None:
+    page = build_report([runs["weat"], runs["valnorm"]], runs["root"] / "r.html", title="Toy report")
+    text = page.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>") and "<title>Toy report</title>" in text
+    # every figure embedded, nothing fetched from elsewhere
+    images = re.findall(r'<img [^>]*src="([^"]+)"', text)
+    assert len(images) == 4 + 2  # weat: effect sizes + heat map per pooling; valnorm: curves + scatter
+    assert all(src.startswith(("data:image/png;base64,", "data:image/svg+xml;base64,")) for src in images)
+    assert not re.search(r'(src|href)="(https?:|file:|//)', text)
+    # headline tables (pre-declared cell) and provenance of the store and the run
+    assert "declared cell: top layer, setting &#x27;bleached&#x27;" in text
+    assert "flowers vs insects / pleasant vs unpleasant" in text
+    for needle in ("hash-weat-", "toy-model-id", "f00d", "emb analyze weat", "--correction holm",
+                   "numpy", "Holm correction over", "analysed at"):
+        assert needle in text, needle
+
+
+def test_report_refuses_changed_or_missing_runs(runs: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(ResultsError, match="holds no emb results"):
+        build_report([tmp_path], tmp_path / "r.html")
+    copy = tmp_path / "copy"
+    shutil.copytree(runs["valnorm"], copy)
+    table = copy / "valnorm.csv"
+    table.write_text(table.read_text() + "tampered\n")
+    with pytest.raises(ResultsError, match="incomplete or was changed"):
+        build_report([copy], tmp_path / "r.html")
+    result = CliRunner().invoke(main, ["report", str(copy), "--out", str(tmp_path / "r.html")])
+    assert result.exit_code == 1 and result.output.strip().startswith("Error: ResultsError")
+
+
+def test_markdown_with_figures_beside_it(runs: dict[str, Path], tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["report", str(runs["root"]), "--format", "md", "--out",
+                                       str(tmp_path / "supp.md")])
+    assert result.exit_code == 0, result.output
+    text = (tmp_path / "supp.md").read_text(encoding="utf-8")
+    links = re.findall(r"!\[[^]]*\]\(([^)]+)\)", text)
+    assert len(links) == 6 and all((tmp_path / link).is_file() for link in links)
+    assert all(link.startswith("supp_files/") and link.endswith(".png") for link in links)
+    assert "| model | test | groups |" in text and "### Provenance of the stores" in text
+
+
+def _chromium() -> str | None:
+    for name in CHROMIUM_NAMES:
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.mark.slow
+def test_html_renders_in_a_headless_browser(runs: dict[str, Path], tmp_path: Path) -> None:
+    browser = _chromium()
+    if browser is None:
+        message = f"no Chromium to render the report with; install it ({CHROMIUM_INSTALL})"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    page = build_report([runs["weat"], runs["valnorm"]], tmp_path / "r.html")
+    shot = tmp_path / "shot.png"
+    args = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
+            "--window-size=1200,2000", "--hide-scrollbars", page.resolve().as_uri()]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert shot.is_file(), f"no screenshot (exit {done.returncode}): {done.stderr[-2000:]}"
+    from PIL import Image
+
+    with Image.open(shot) as image:
+        pixels = np.asarray(image.convert("RGB"))
+    assert pixels.shape[:2] == (2000, 1200)
+    colours = np.unique(pixels.reshape(-1, 3), axis=0)
+    ink = (pixels.min(axis=-1) < 200).mean()
+    assert len(colours) > 200, f"a blank-looking page: {len(colours)} distinct colours"
+    assert ink > 0.03, f"almost nothing drawn: {ink:.1%} of the pixels"
+    # the figures were decoded and drawn: the diverging heat-map reds are on the page
+    red = (pixels[..., 0] > 150) & (pixels[..., 1] < 80) & (pixels[..., 2] < 80)
+    assert red.sum() > 500
