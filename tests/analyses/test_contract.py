@@ -38,12 +38,24 @@ DOCUMENTED: dict[str, dict[str, tuple[str, ...]]] = {
         "statistic": ("test", "setting", "layer", "pooling"),
         "p": ("test", "setting", "layer", "pooling"),
         "p_adjusted": ("test", "setting", "layer", "pooling"),
+        "p_mc_se": ("test", "setting", "layer", "pooling"),
+        "ci_low": ("test", "setting", "layer", "pooling"),
+        "ci_high": ("test", "setting", "layer", "pooling"),
         "n_permutations": ("test",),
     },
-    "sc-weat": {"effect_size": ("setting", "word", "layer", "pooling")},
+    "sc-weat": {
+        "effect_size": ("setting", "word", "layer", "pooling"),
+        "residual": ("setting", "word", "layer", "pooling"),
+        "rating": ("setting", "word"),
+        "n_subtokens": ("setting", "word"),
+    },
     "valnorm": {
-        name: ("lexicon", "setting", "layer", "pooling")
-        for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
+        **{name: ("lexicon", "setting", "layer", "pooling")
+           for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        "sc_weat": ("lexicon", "setting", "word", "layer", "pooling"),
+        "residual": ("lexicon", "setting", "word", "layer", "pooling"),
+        "rating": ("lexicon", "setting", "word"),
+        "n_subtokens": ("lexicon", "setting", "word"),
     },
     "vast": {
         **{
@@ -64,6 +76,8 @@ DOCUMENTED: dict[str, dict[str, tuple[str, ...]]] = {
         "top_layer": (),
         "similarity_rho": ("dataset", "pooling", "layer", "k"),
         "similarity_p": ("dataset", "pooling", "layer", "k"),
+        "similarity_ci_low": ("dataset", "pooling", "layer", "k"),
+        "similarity_ci_high": ("dataset", "pooling", "layer", "k"),
         "similarity_n": ("dataset",),
         "similarity_n_missing": ("dataset",),
     },
@@ -97,6 +111,8 @@ DOCUMENTED: dict[str, dict[str, tuple[str, ...]]] = {
     "similarity": {
         "rho": ("dataset", "pooling", "layer", "k"),
         "p": ("dataset", "pooling", "layer", "k"),
+        "ci_low": ("dataset", "pooling", "layer", "k"),
+        "ci_high": ("dataset", "pooling", "layer", "k"),
         "n": ("dataset",),
         "n_missing": ("dataset",),
     },
@@ -134,7 +150,8 @@ def _inputs(name: str) -> tuple[xr.Dataset, dict[str, Any]]:
     pairs = similarity_pairs(n_words=40, n_pairs=80)
     sim, pairs = similarity_dataset(pairs)
     if name == "weat":
-        return _lazy(weat_dataset()), {"correction": "holm", "seed": 3}
+        return _lazy(weat_dataset()), {"correction": "holm", "seed": 3, "exact_limit": 100,
+                                       "n_permutations": 200, "n_bootstrap": 100}
     if name == "sc-weat":
         return _lazy(vast_dataset(n_words=40, settings=("bleached", "aligned"))), {"seed": 3}
     if name == "valnorm":

@@ -235,7 +235,7 @@ def add_log10_p(
     values = stats.log10_pvalue(pd.to_numeric(out[r], errors="coerce").to_numpy(float),
                                 pd.to_numeric(out[n], errors="coerce").to_numpy(float),
                                 method=method)
-    column = name or f"log10_{p}"
+    column = name or ("log10_p" if p == "p" else f"{p.removesuffix('_p')}_log10_p")
     out.insert(int(out.columns.get_loc(p)) + 1, column, np.asarray(values, dtype=np.float64))
     return out
 
@@ -457,6 +457,10 @@ def run_analysis(
         compat="equals",
         combine_attrs="drop",
     )
+    for name in out.variables:  # concat dropped the variables' attributes (long_name …)
+        source = next((r[name].attrs for r in results if name in r.variables and r[name].attrs), None)
+        if source:
+            out[name].attrs = dict(source)
     out.attrs = _jsonable_attrs({**shared, "models": provenance})
     return out
 

@@ -84,11 +84,12 @@ def load_tests(path: str | os.PathLike[str]) -> dict[str, Any]:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise AnalysisError(f"{path} is not valid {path.suffix[1:].upper()}: {first}") from None
     if not isinstance(doc, Mapping) or "tests" not in doc:
-        keys = list(doc) if isinstance(doc, Mapping) else []
+        keys = [str(k) for k in doc] if isinstance(doc, Mapping) else []
+        typo = next((k for k in keys if did_you_mean(k, ["tests"])), None)
         raise AnalysisError(
             f"{path}: the file must be a mapping with a 'tests' key (tests: {{NAME: {{X: …, Y: …, "
             f"A: …, B: …}}}}); found {names(keys) if keys else type(doc).__name__}."
-            f"{did_you_mean('tests', keys)}"
+            + (f" Did you mean 'tests' (not {typo!r})?" if typo else "")
         )
     extra = [k for k in doc if k not in ("tests", "description")]
     if extra:
