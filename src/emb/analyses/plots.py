@@ -372,7 +372,8 @@ def similarity_curves(
     for ax in axes[::n_cols]:
         ax.set_ylabel("Spearman's rho")
     fg.outer_xlabels(axes)
-    extra = [fg.band_handle(f"shaded: 95% CI at k = {ks[0]} (Fisher z, Bonett-Wright SE)")] if has_band else []
+    extra = [fg.band_handle(f"shaded: 95% CI at k = {ks[0]} (Fisher z, Bonett-Wright SE)",
+                            color=colors[ks[0]])] if has_band else []
     fg.legend(fig, axes, extra, ncols=min(len(ks), 6) if not extra else 4,
               title="k = top principal components nullified; n = pairs")
     fig.suptitle((title or "Word similarity by layer"
