@@ -20,15 +20,15 @@ from tests.analyses._synthetic import PLEASANT, UNPLEASANT, weat_dataset, write_
 
 FLOWERS = [f"flower{i}" for i in range(8)]
 INSECTS = [f"insect{i}" for i in range(8)]
-YAML = """
+YAML = f"""
 description: flowers and insects, defined by hand
 tests:
   flowers-insects:
-    X: {name: Flowers, labels: {stimulus_set: flowers}}
-    Y: {name: Insects, words: [%s]}
-    A: {name: Pleasant, labels: {stimulus_set: [pleasant]}}
-    B: [%s]
-""" % (", ".join(INSECTS), ", ".join(UNPLEASANT[:8]))
+    X: {{name: Flowers, labels: {{stimulus_set: flowers}}}}
+    Y: {{name: Insects, words: [{", ".join(INSECTS)}]}}
+    A: {{name: Pleasant, labels: {{stimulus_set: [pleasant]}}}}
+    B: [{", ".join(UNPLEASANT[:8])}]
+"""
 
 
 def _occupations() -> xr.Dataset:

@@ -81,12 +81,13 @@ def test_default_output_directory_is_named_and_replaced(
     code, out = _invoke(*args)
     assert code == 0, out
     out_dir = tmp_path / "emb-results" / "toy" / "weat"
-    assert {p.name for p in out_dir.iterdir()} == {"weat.csv", "weat.nc", "weat.json"}
+    assert {p.name for p in out_dir.iterdir()} == {"weat.csv", "weat_best_layers.csv", "weat.nc",
+                                                   "weat.json"}
     assert "emb-results/toy/weat" in out
     (out_dir / "notes.txt").write_text("mine")  # not emb's: never removed
     code, out = _invoke(*args)
     assert code == 0, out
-    assert "removed the earlier run's 3 files" in out
+    assert "removed the earlier run's 4 files" in out
     assert (out_dir / "notes.txt").read_text() == "mine"
     assert not [p for p in out_dir.iterdir() if p.name.startswith(".")], "temporary files left"
 
