@@ -210,7 +210,7 @@ def test_weat_heatmap_cells_and_dots() -> None:
     assert sum(len(d.get_xdata()) for d in dots) == int(sig.sum())
     assert "Holm-adjusted" in fig.get_suptitle()
     labels = [t.get_text() for t in axes[0].get_yticklabels()]
-    assert labels[0] == "WEAT1: flowers vs insects / pleasant vs unpleasant"
+    assert labels[0] == "WEAT1: flowers vs insects / pleasant vs unpleasant (n = 8+8 | 8+8)"
 
 
 def test_word_scatter_shows_r_and_n() -> None:

@@ -503,7 +503,8 @@ def weat_heatmap(
                            width=fg.PAGE_WIDTH, extra_height=0.7)
     finite = fg.values(es)[np.isfinite(fg.values(es))]
     vmax = float(np.ceil(np.abs(finite).max() * 4) / 4) if finite.size else 1.0
-    row_labels = [_test_title(result, t, 200).split("\n")[0] for t in tests]
+    row_labels = [" ".join(_test_title(result, t, 400).split("\n")).replace(" words)", ")")
+                  for t in tests]
     image = None
     for ax, (model, setting) in zip(axes, cells, strict=True):
         grid = np.stack([fg.values(fg.sel(es, model=model, setting=setting, test=t)) for t in tests])
