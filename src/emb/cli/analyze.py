@@ -78,12 +78,18 @@ def _layer(value: str) -> int | str:
 
 
 class _Choice(click.Choice):
-    """click's Choice whose error adds a "did you mean" (stdlib difflib)."""
+    """click's Choice whose error adds a "did you mean" (stdlib difflib; click 8.1 and later)."""
 
-    def get_invalid_choice_message(self, value: Any, ctx: click.Context | None) -> str:
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         from emb._text import did_you_mean
 
-        return super().get_invalid_choice_message(value, ctx) + did_you_mean(value, self.choices)
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as err:
+            hint = did_you_mean(value, self.choices)
+            if hint and hint not in err.message:
+                err.message += hint
+            raise
 
 
 _TYPES: dict[str, Any] = {"int": int, "float": float, "str": str, "layer": str,
