@@ -163,6 +163,33 @@ def test_tables_are_byte_identical_across_identical_runs(stores: dict[str, Path]
     assert files["a"] == files["b"]
 
 
+@pytest.mark.slow
+def test_tables_byte_identical_on_a_wide_float16_store(tmp_path: Path) -> None:
+    """With BLAS free to use its threads under dask's, products varied in their last bits from
+    one process to the next on real-sized vectors (384 features, as MiniLM): the CLI computes
+    with one BLAS thread. Each run is a fresh process, as a user's would be."""
+    import os
+    import subprocess
+    import sys
+
+    ds = vast_dataset(n_words=300, n_layers=3, d=384, settings=("bleached", "random"),
+                      dtype="float16")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(tmp_path / "wide.zarr", {"vast": ds})
+    runs = []
+    for i in range(3):
+        args = ["analyze", "valnorm", "--store", str(store), "--out", str(tmp_path / str(i)),
+                "--no-plots", "--quiet"]
+        done = subprocess.run([sys.executable, "-c", "from emb.cli.main import main; main()", *args],
+                              capture_output=True, text=True, env=os.environ.copy(), timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs.append({p.name: p.read_bytes() for p in (tmp_path / str(i)).iterdir()
+                     if p.suffix in (".csv", ".parquet")})
+    assert set(runs[0]) == {"valnorm.csv", "valnorm_words.parquet", "valnorm_best_layers.csv"}
+    assert runs[0] == runs[1] == runs[2]
+
+
 def test_table_formats(stores: dict[str, Path], tmp_path: Path) -> None:
     code, _ = _run("valnorm", "--store", stores["toy"], "--out", tmp_path / "auto", "--no-plots")
     assert code == 0
@@ -231,3 +258,25 @@ def test_help_shows_defaults_and_unknown_names_get_a_suggestion(stores: dict[str
         assert "np.str_" not in out and "np.int64" not in out
     code, out = _run("wat", "--store", stores["toy"])
     assert code == 2 and "Did you mean 'weat'?" in out
+
+
+def test_the_cli_computes_with_one_blas_thread() -> None:
+    """Every task of the CLI's compute sees one BLAS thread (dask supplies the parallelism), so no
+    BLAS call changes its thread count under another one mid-way."""
+    import dask.array as da
+    from threadpoolctl import threadpool_info
+
+    from emb.cli._progress import compute
+
+    seen: list[int] = []
+
+    def probe(block: np.ndarray) -> np.ndarray:
+        seen.extend(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+        return block
+
+    lazy = xr.DataArray(da.ones(8, chunks=2).map_blocks(probe, dtype=float, meta=np.array(())))
+    seen.clear()
+    compute(lazy, quiet=True)
+    assert len(seen) >= 4 and set(seen) == {1}
+    # outside the computation the process keeps its own setting
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]

@@ -270,7 +270,7 @@ def valnorm(
                 part["n_subtokens"] = ("word", n_sub)
             per_setting.append(part.expand_dims(setting=[setting]))
         if per_setting:
-            results.append(xr.concat(per_setting, dim="setting").expand_dims(lexicon=[lex]))
+            results.append(xr.concat(per_setting, dim="setting", join="outer").expand_dims(lexicon=[lex]))
     if not results:
         raise MissingStimuliError(
             f"no lexicon items for lexicons {lexicons} in settings {chosen}; "

@@ -80,7 +80,13 @@ def compute(result: Any, *, scheduler: str | None = None, quiet: bool = False) -
         with Client(scheduler) as client:
             click.echo(f"computing on {client.dashboard_link or scheduler}", err=True)
             return result.compute()  # the client is the default scheduler inside this block
-    if quiet:
-        return result.compute()
-    with Progress():
-        return result.compute()
+    # dask runs one task per core; BLAS threads on top only oversubscribe them, and a product
+    # computed with a varying number of BLAS threads varies in its last bits from run to run
+    # (tables would not be byte-identical across identical runs): one BLAS thread throughout
+    from emb.analyses.stats import single_threaded_blas
+
+    with single_threaded_blas():
+        if quiet:
+            return result.compute()
+        with Progress():
+            return result.compute()

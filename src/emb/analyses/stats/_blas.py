@@ -15,20 +15,17 @@ __all__ = ["single_threaded_blas"]
 
 _blas_lock = threading.Lock()
 _blas_users = 0
-_blas_saved: list[int] = []
-_blas_libs: list[Any] | None = None  # threadpoolctl library controllers of the BLAS in use
+_blas_saved: list[tuple[Any, int]] = []  # (library controller, its thread count) at first entry
 
 
 def _blas_controllers() -> list[Any]:
-    global _blas_libs
-    if _blas_libs is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-            _blas_libs = []
-        else:
-            _blas_libs = list(ThreadpoolController().select(user_api="blas").lib_controllers)
-    return _blas_libs
+    """The BLAS libraries loaded now (numpy's and scipy's OpenBLAS are two copies; scipy's is
+    loaded only when scipy.linalg is first used, so the list is taken afresh, ~1 ms)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # pragma: no cover - threadpoolctl is a declared dependency
+        return []
+    return list(ThreadpoolController().select(user_api="blas").lib_controllers)
 
 
 @contextlib.contextmanager
@@ -37,9 +34,11 @@ def single_threaded_blas() -> Iterator[None]:
 
     Threaded BLAS inside dask's worker threads oversubscribes the cores, and OpenBLAS' spinning
     threads then make the kernels' matrix products several times slower (on 2 cores the ValNorm
-    benchmark spent 2.5× the CPU time).  OpenBLAS' thread count is process-wide, so the first
-    thread to enter sets it to 1 and the last one to leave restores the saved value (reference
-    counted, re-entrant).  Without threadpoolctl it does nothing.
+    benchmark spent 2.5× the CPU time); a thread count changed by one task while another task's
+    product runs also makes results vary in their last bits from run to run. OpenBLAS' thread
+    count is process-wide, so the first thread to enter sets every loaded BLAS to 1 and the last
+    one to leave restores the saved values (reference counted, re-entrant); the CLI holds it
+    around a whole computation. Without threadpoolctl it does nothing.
 
     Examples
     --------
@@ -48,10 +47,9 @@ def single_threaded_blas() -> Iterator[None]:
     """
     global _blas_users, _blas_saved
     with _blas_lock:
-        libs = _blas_controllers()
         if _blas_users == 0:
-            _blas_saved = [lib.get_num_threads() for lib in libs]
-            for lib in libs:
+            _blas_saved = [(lib, lib.get_num_threads()) for lib in _blas_controllers()]
+            for lib, _ in _blas_saved:
                 lib.set_num_threads(1)
         _blas_users += 1
     try:
@@ -60,8 +58,7 @@ def single_threaded_blas() -> Iterator[None]:
         with _blas_lock:
             _blas_users -= 1
             if _blas_users == 0:
-                for lib, n in zip(libs, _blas_saved, strict=True):
+                for lib, n in _blas_saved:
                     if n:
                         lib.set_num_threads(n)
-
-
+                _blas_saved = []
