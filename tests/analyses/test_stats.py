@@ -394,7 +394,7 @@ class _FakeBlas:
 
 def test_single_threaded_blas_limits_restores_and_nests(monkeypatch):
     lib = _FakeBlas(4)
-    monkeypatch.setattr(stats._blas, "_blas_libs", [lib])
+    monkeypatch.setattr(stats._blas, "_blas_controllers", lambda: [lib])
     with stats.single_threaded_blas():
         assert lib.threads == 1
         with stats.single_threaded_blas():  # re-entrant
