@@ -1,0 +1,511 @@
+"""Natural contexts of many stimuli from a large corpus: one streaming pass, seeded reservoirs.
+
+:func:`sample_contexts` reads every corpus file once (bounded memory: a few blocks of text and the
+reservoirs), finds all stimuli at once (:mod:`emb.extract.stimulus_matching`) and keeps, for each
+stimulus, up to ``n`` of the context units (sentences, documents, or the authors' windows) that
+contain it.
+
+**The sample depends only on (files, seed, n, options).** Every candidate unit gets a 64-bit key
+from a hash of (seed, stimulus, file name, byte offset of its record, its ordinal among the units of
+that record holding the stimulus); a stimulus keeps the ``n`` candidates with the smallest keys.
+Keys are computed where the candidate is found, so partial reservoirs of any split of the files
+merge exactly (take the ``n`` smallest again): the result is the same for 1, 2 or 64 workers, local
+processes or a Dask cluster, and it is a uniform sample without replacement of the candidates
+(the keys are independent uniform draws for distinct candidates). Ties of keys (probability ~2⁻⁶⁴
+per pair) are broken by (file, offset, ordinal).
+
+Records are identified by their byte offset in the decompressed file (Parquet: the row), and by
+the 1-based line number, both recorded with every context.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import hashlib
+import heapq
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from os import PathLike
+from typing import Any
+
+import numpy as np
+
+from emb.errors import CorpusError
+from emb.extract.corpus_stream import CorpusFile, Format, corpus_files, iter_blocks
+from emb.extract.stimulus_matching import Matcher, Unit, reference_text, reference_window
+
+__all__ = ["Context", "ContextSample", "sample_contexts"]
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser (a bijection of uint64 with full avalanche)."""
+    with np.errstate(over="ignore"):
+        z = (z ^ (z >> np.uint64(30))) * _M1
+        z = (z ^ (z >> np.uint64(27))) * _M2
+        return z ^ (z >> np.uint64(31))
+
+
+def _hash64(*parts: object) -> int:
+    text = "\x1f".join(str(p) for p in parts).encode("utf-8")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
+
+
+def candidate_keys(
+    seed: int, stimuli: Sequence[str], file_name: str, stim: np.ndarray, offsets: np.ndarray,
+    ordinals: np.ndarray,
+) -> np.ndarray:
+    """The 64-bit sampling key of each candidate (see the module docstring)."""
+    base = np.asarray([_hash64("emb-ceat", seed, s) for s in stimuli], dtype=np.uint64)
+    fhash = np.uint64(_hash64("file", file_name))
+    with np.errstate(over="ignore"):
+        z = _mix(offsets.astype(np.uint64) ^ fhash)
+        z = _mix(z + (ordinals.astype(np.uint64) + np.uint64(1)) * _GOLDEN)
+        return _mix(z ^ base[stim])
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """One sampled context of a stimulus."""
+
+    stimulus: str
+    text: str
+    char_start: int
+    char_end: int
+    file: str
+    line: int
+    offset: int
+    ordinal: int
+    record_id: str
+    key: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContextSample:
+    """The result of a sampling pass.
+
+    Attributes
+    ----------
+    contexts : dict of str to list of Context
+        Per stimulus, its kept contexts in key order (at most ``n``).
+    seen : dict of str to int
+        Candidate units found per stimulus (the reservoir's population).
+    files : tuple of CorpusFile
+    n, seed, unit, case_sensitive, text_field, id_field
+        The options.
+    records_skipped : int
+        ``[deleted]``/``[removed]``/empty records.
+    bytes_read, bytes_text : int
+        Bytes read from disk and decompressed bytes scanned.
+    seconds : float
+    workers : int
+    """
+
+    contexts: dict[str, list[Context]]
+    seen: dict[str, int]
+    files: tuple[CorpusFile, ...]
+    n: int
+    seed: int
+    unit: str
+    case_sensitive: bool
+    text_field: str
+    id_field: str | None
+    records_skipped: int
+    bytes_read: int
+    bytes_text: int
+    seconds: float
+    workers: int = 1
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def kept(self, stimulus: str) -> int:
+        return len(self.contexts.get(stimulus, ()))
+
+    def missing(self) -> list[str]:
+        """Stimuli with no context at all."""
+        return [s for s in self.contexts if not self.contexts[s]]
+
+    def short(self) -> list[str]:
+        """Stimuli with fewer than ``n`` contexts (including the missing ones)."""
+        return [s for s in self.contexts if len(self.contexts[s]) < self.n]
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "files": [f.to_dict() for f in self.files],
+            "file_identity": (
+                "digest = sha256 of the bytes on disk, or size+mtime for files over 256 MiB; "
+                "name = path relative to the files' common directory (enters the sampling keys)"
+            ),
+            "n_contexts": self.n,
+            "seed": self.seed,
+            "unit": self.unit,
+            "case_sensitive": self.case_sensitive,
+            "text_field": self.text_field,
+            "id_field": self.id_field,
+            "records_skipped": self.records_skipped,
+            "bytes_read": self.bytes_read,
+            "bytes_text": self.bytes_text,
+            "seconds": round(self.seconds, 3),
+            "workers": self.workers,
+            "sampling": (
+                "per stimulus, the n candidate units with the smallest 64-bit key "
+                "blake2b/splitmix64(seed, stimulus, file name, record byte offset, ordinal): a "
+                "uniform sample without replacement, identical for any number of workers"
+            ),
+        }
+
+
+# -- one worker ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Job:
+    files: tuple[CorpusFile, ...]
+    file_index: tuple[int, ...]
+    matcher: Matcher
+    n: int
+    seed: int
+    text_field: str
+    id_field: str | None
+
+
+class _Reservoirs:
+    """Per stimulus, the ``n`` smallest (key, file, offset, ordinal) seen so far."""
+
+    def __init__(self, n_stimuli: int, n: int) -> None:
+        self.n = n
+        self.heaps: list[list[tuple]] = [[] for _ in range(n_stimuli)]
+        self.threshold = np.full(n_stimuli, np.iinfo(np.uint64).max, dtype=np.uint64)
+        self.seen = np.zeros(n_stimuli, dtype=np.int64)
+
+    def offer(self, keys, stim, file_index, offsets, ordinals, payload) -> None:  # noqa: ANN001
+        np.add.at(self.seen, stim, 1)
+        chosen = np.flatnonzero(keys <= self.threshold[stim])
+        if not len(chosen):
+            return
+        n = self.n
+        heaps, threshold = self.heaps, self.threshold
+        for i, s, k, o, d in zip(
+            chosen.tolist(), stim[chosen].tolist(), keys[chosen].tolist(),
+            offsets[chosen].tolist(), ordinals[chosen].tolist(), strict=True,
+        ):
+            heap = heaps[s]
+            item = (-k, -file_index, -o, -d, payload(i))
+            if len(heap) < n:
+                heapq.heappush(heap, item)
+                if len(heap) == n:
+                    threshold[s] = -heap[0][0]
+            elif item > heap[0]:
+                heapq.heapreplace(heap, item)
+                threshold[s] = -heap[0][0]
+
+
+def _units(matcher: Matcher, rec, stim, ws, we, text_of):  # noqa: ANN001, ANN202
+    """Candidate units: (record, stimulus, ordinal) arrays from the occurrences of a block.
+
+    A stimulus occurring once in a record makes one candidate whatever the unit; several
+    occurrences make one candidate per record (``document``, ``reference``) or one per sentence
+    holding it (``sentence``: the record is split only then).
+    """
+    if not len(rec):
+        e = np.zeros(0, dtype=np.int64)
+        return e, e, e
+    pair = rec * np.int64(len(matcher.stimuli)) + stim
+    first = np.ones(len(pair), dtype=bool)
+    first[1:] = pair[1:] != pair[:-1]
+    starts = np.flatnonzero(first)
+    counts = np.diff(np.append(starts, len(pair)))
+    urec, ustim = rec[starts], stim[starts]
+    if matcher.unit == "reference":
+        keep = [
+            f" {matcher.stimuli[s]} " in reference_text(text_of(r))
+            for r, s in zip(urec.tolist(), ustim.tolist(), strict=True)
+        ]
+        keep = np.asarray(keep, dtype=bool)
+        z = np.zeros(int(keep.sum()), dtype=np.int64)
+        return urec[keep], ustim[keep], z
+    if matcher.unit == "document" or not (counts > 1).any():
+        return urec, ustim, np.zeros(len(urec), dtype=np.int64)
+    out_r, out_s, out_k = [urec[counts == 1]], [ustim[counts == 1]], [np.zeros(int((counts == 1).sum()), np.int64)]
+    for j in np.flatnonzero(counts > 1).tolist():
+        r, s = int(urec[j]), int(ustim[j])
+        spans = _sentences(text_of(r))
+        occ = matcher.occurrences_in(text_of(r), s)
+        n_units = len({_sentence_of(spans, a) for a, _ in occ})
+        out_r.append(np.full(n_units, r, np.int64))
+        out_s.append(np.full(n_units, s, np.int64))
+        out_k.append(np.arange(n_units, dtype=np.int64))
+    return np.concatenate(out_r), np.concatenate(out_s), np.concatenate(out_k)
+
+
+def _sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans (character offsets) covering ``text``, by sentencex's English rules."""
+    try:
+        import sentencex
+    except ImportError as exc:  # pragma: no cover - a declared dependency of the extra
+        raise CorpusError(
+            "the 'sentence' context unit needs the 'sentencex' package; run "
+            "pip install 'emb[corpus]' (or use --unit document)"
+        ) from exc
+    return [(b["start_index"], b["end_index"]) for b in sentencex.get_sentence_boundaries("en", text)]
+
+
+def _sentence_of(spans: list[tuple[int, int]], position: int) -> int:
+    for i, (a, b) in enumerate(spans):
+        if a <= position < b:
+            return i
+    return len(spans)  # not covered by the splitter: a unit of its own
+
+
+def _materialize(matcher: Matcher, stimulus: int, text: str, ordinal: int) -> tuple[str, int, int]:
+    """(context, char_start, char_end) of a candidate unit."""
+    word = matcher.stimuli[stimulus]
+    if matcher.unit == "reference":
+        return reference_window(reference_text(text), word)
+    occ = matcher.occurrences_in(text, stimulus)
+    if not occ:  # the scan and this rule disagree: a bug, never the user's input
+        raise CorpusError(f"internal error: {word!r} not found again in {text[:200]!r}")
+    if matcher.unit == "document":
+        a, b = occ[0]
+        lead = len(text) - len(text.lstrip())
+        body = text.strip()
+        return body, a - lead, b - lead
+    spans = _sentences(text)
+    units: dict[int, tuple[int, int]] = {}
+    for a, b in occ:
+        units.setdefault(_sentence_of(spans, a), (a, b))
+    keys = sorted(units)
+    if ordinal >= len(keys):
+        raise CorpusError(f"internal error: unit {ordinal} of {word!r} in {text[:200]!r}")
+    which = keys[ordinal]
+    a, b = units[which]
+    lo, hi = spans[which] if which < len(spans) else (a, b)
+    sentence = text[lo:hi]
+    lead = len(sentence) - len(sentence.lstrip())
+    return sentence.strip(), a - lo - lead, b - lo - lead
+
+
+_PROGRESS: Any = None  # a worker's shared counters (multiprocessing.Array), set by _init_worker
+
+
+def _init_worker(counters: Any, slot_queue: Any) -> None:
+    global _PROGRESS
+    _PROGRESS = (counters, slot_queue.get())
+
+
+def _reporter() -> Callable[[int], None] | None:
+    if _PROGRESS is None:
+        return None
+    counters, slot = _PROGRESS
+
+    def report(n: int) -> None:
+        counters[slot] += n
+
+    return report
+
+
+def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """Scan some files; return their partial reservoirs, materialized."""
+    report = report or _reporter()
+    matcher = job.matcher
+    res = _Reservoirs(len(matcher.stimuli), job.n)
+    skipped = 0
+    scanned = 0
+    use_prefilter = matcher.unit != "reference" or True
+    for file, findex in zip(job.files, job.file_index, strict=True):
+        for block in iter_blocks(
+            file, text_field=job.text_field, id_field=job.id_field,
+            prefilter=matcher.prefilter if use_prefilter else None, report=report,
+        ):
+            skipped += block.skipped
+            scanned += len(block.data)
+            rec, stim, ws, we = matcher.occurrences(block.data, block.starts, block.ends)
+            texts: dict[int, str] = {}
+
+            def text_of(r: int, block=block, texts=texts) -> str:
+                if r not in texts:
+                    texts[r] = block.text(r)
+                return texts[r]
+
+            urec, ustim, ordinal = _units(matcher, rec, stim, ws, we, text_of)
+            if not len(urec):
+                continue
+            offsets = block.offsets[urec]
+            keys = candidate_keys(job.seed, matcher.stimuli, file.name, ustim, offsets, ordinal)
+
+            def payload(i: int, block=block, urec=urec, text_of=text_of) -> tuple:
+                r = int(urec[i])
+                return (text_of(r), int(block.lines[r]), block.ids[r] if block.ids else "", file.name)
+
+            res.offer(keys, ustim, findex, offsets, ordinal, payload)
+    kept: list[list[tuple]] = []
+    for s, heap in enumerate(res.heaps):
+        rows = []
+        for nk, nf, no, nd, (text, line, ident, fname) in heap:
+            context, a, b = _materialize(matcher, s, text, -nd)
+            rows.append((-nk, -nf, -no, -nd, context, a, b, line, ident, fname))
+        kept.append(rows)
+    return {"kept": kept, "seen": res.seen, "skipped": skipped, "scanned": scanned,
+            "read": sum(f.size for f in job.files)}
+
+
+def _groups(files: Sequence[CorpusFile], n: int) -> list[list[int]]:
+    """Files (indices) in ``n`` groups of similar size (largest first into the lightest group)."""
+    bins: list[tuple[int, int, list[int]]] = [(0, g, []) for g in range(n)]
+    for i in sorted(range(len(files)), key=lambda i: (-files[i].size, i)):
+        size, g, members = heapq.heappop(bins)
+        members.append(i)
+        heapq.heappush(bins, (size + files[i].size, g, members))
+    return [sorted(m) for _, _, m in sorted(bins, key=lambda b: b[1]) if m]
+
+
+def _merge(parts: list[dict[str, Any]], stimuli: Sequence[str], n: int):  # noqa: ANN202
+    seen = np.zeros(len(stimuli), dtype=np.int64)
+    merged: dict[str, list[Context]] = {}
+    for part in parts:
+        seen += part["seen"]
+    for s, word in enumerate(stimuli):
+        rows = [row for part in parts for row in part["kept"][s]]
+        rows.sort(key=lambda r: r[:4])
+        merged[word] = [
+            Context(stimulus=word, text=r[4], char_start=r[5], char_end=r[6], file=r[9],
+                    line=r[7], offset=r[2], ordinal=r[3], record_id=r[8], key=r[0])
+            for r in rows[:n]
+        ]
+    return merged, {w: int(c) for w, c in zip(stimuli, seen.tolist(), strict=True)}
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, desc="corpus",
+                dynamic_ncols=True, smoothing=0.1)
+
+
+def sample_contexts(
+    corpus: str | PathLike[str] | Sequence[str | PathLike[str]],
+    stimuli: Sequence[str],
+    *,
+    n: int,
+    seed: int = 0,
+    unit: Unit = "sentence",
+    case_sensitive: bool = False,
+    text_field: str = "text",
+    id_field: str | None = "id",
+    format: Format = "auto",
+    workers: int | None = None,
+    scheduler: str | None = None,
+    progress: bool = False,
+) -> ContextSample:
+    """Sample up to ``n`` contexts of every stimulus in one pass over the corpus.
+
+    Parameters
+    ----------
+    corpus : path, glob, or a sequence of them
+        Text, JSON Lines or Parquet files, optionally gzip/zstd/xz/bz2-compressed
+        (:func:`emb.extract.corpus_stream.corpus_files`).
+    stimuli : sequence of str
+        The words (distinct).
+    n : int
+        Contexts kept per stimulus.
+    seed : int
+    unit : {"sentence", "document", "reference"}
+        See :mod:`emb.extract.stimulus_matching`.
+    case_sensitive : bool
+        Match the stimulus' case exactly (``reference`` always does).
+    text_field, id_field : str
+        JSON keys / Parquet columns of the text and the record id.
+    workers : int, optional
+        Local processes (default: the number of cores, at most the number of files); 1 scans in
+        this process. The sample does not depend on it.
+    scheduler : str, optional
+        Address of a Dask distributed scheduler: the files are scanned on its workers instead.
+    progress : bool
+        Show a progress bar over the bytes read from disk, with the rate.
+
+    Returns
+    -------
+    ContextSample
+
+    Raises
+    ------
+    CorpusError
+        Unreadable files or records (see :func:`~emb.extract.corpus_stream.iter_blocks`), bad
+        options.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise CorpusError(f"the number of contexts must be a positive integer; got {n!r}")
+    words = list(dict.fromkeys(str(s) for s in stimuli))
+    if not words:
+        raise CorpusError("no stimuli to sample contexts for")
+    files = corpus_files(corpus if not isinstance(corpus, (str, PathLike)) else [corpus], format=format)
+    matcher = Matcher(words, case_sensitive=case_sensitive, unit=unit)
+    if workers is None:
+        workers = min(os.cpu_count() or 1, len(files))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise CorpusError(f"workers must be a positive integer; got {workers!r}")
+    t0 = time.perf_counter()
+    groups = _groups(files, workers if scheduler is None else max(len(files), 1))
+    jobs = [
+        _Job(tuple(files[i] for i in g), tuple(g), matcher, n, int(seed), text_field, id_field)
+        for g in groups
+    ]
+    total = sum(f.size for f in files)
+    bar = _progress_bar(total, progress)
+    if scheduler is not None:
+        parts = _run_distributed(jobs, scheduler, bar)
+    elif len(jobs) == 1:
+        parts = [_scan(jobs[0], report=(bar.update if bar is not None else None))]
+    else:
+        parts = _run_local(jobs, bar)
+    if bar is not None:
+        bar.close()
+    contexts, seen = _merge(parts, words, n)
+    elapsed = time.perf_counter() - t0
+    return ContextSample(
+        contexts=contexts, seen=seen, files=files, n=n, seed=int(seed), unit=unit,
+        case_sensitive=matcher.case_sensitive, text_field=text_field, id_field=id_field,
+        records_skipped=sum(p["skipped"] for p in parts), bytes_read=total,
+        bytes_text=sum(p["scanned"] for p in parts), seconds=elapsed,
+        workers=len(jobs) if scheduler is None else 0,
+    )
+
+
+def _run_local(jobs: list[_Job], bar: Any) -> list[dict[str, Any]]:
+    context = multiprocessing.get_context("spawn")
+    counters = context.Array("q", len(jobs), lock=False)
+    slots = context.Queue()
+    for i in range(len(jobs)):
+        slots.put(i)
+    with cf.ProcessPoolExecutor(
+        max_workers=len(jobs), mp_context=context, initializer=_init_worker,
+        initargs=(counters, slots),
+    ) as pool:
+        futures = [pool.submit(_scan, job) for job in jobs]
+        done_bytes = 0
+        pending = set(futures)
+        while pending:
+            _, pending = cf.wait(pending, timeout=0.5)
+            if bar is not None:
+                now = sum(counters)
+                bar.update(now - done_bytes)
+                done_bytes = now
+        return [f.result() for f in futures]
+
+
+def _run_distributed(jobs: list[_Job], scheduler: str, bar: Any) -> list[dict[str, Any]]:
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError as exc:  # pragma: no cover - a declared extra
+        raise CorpusError("--scheduler needs dask.distributed: pip install 'emb[distributed]'") from exc
+    with Client(scheduler) as client:
+        futures = client.map(_scan, jobs, pure=False)
+        for future in as_completed(futures):
+            if bar is not None:
+                bar.update(sum(f.size for f in jobs[futures.index(future)].files))
+        return client.gather(futures)
