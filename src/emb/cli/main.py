@@ -33,24 +33,28 @@ def main() -> None:
 
 # -- suite options -----------------------------------------------------------------------------------
 def _suite_options() -> list[Any]:
-    """One click option per distinct built-in suite option (flags shared by name across suites)."""
+    """One click option per distinct built-in suite option (flags shared by name across suites).
+
+    An option several generators declare is one flag: repeatable when any of them takes several
+    values, its help joined; ``bool`` options are flags.
+    """
     from emb.extract.suites import BUILTIN_SUITES
 
-    seen: dict[str, Any] = {}
+    seen: dict[str, list[Any]] = {}
     for generator in BUILTIN_SUITES.values():
         for opt in generator.options:
-            if opt.name in seen:
-                continue
-            seen[opt.name] = opt
+            seen.setdefault(opt.name, []).append((generator.name, opt))
     decorators = []
-    for opt in seen.values():
-        flag = "--" + opt.name.replace("_", "-")
-        users = [g.name for g in BUILTIN_SUITES.values() if any(o.name == opt.name for o in g.options)]
+    for name, declared in seen.items():
+        opt = declared[0][1]
+        flag = "--" + name.replace("_", "-")
+        helps = list(dict.fromkeys(o.help for _, o in declared))
+        default = next((o.default for _, o in declared if o.default not in (None, ())), None)
         kwargs: dict[str, Any] = {
             "default": None,
-            "multiple": bool(opt.multiple),
-            "help": f"[{', '.join(users)}] {opt.help}"
-            + ("" if opt.default in (None, ()) else f" (default {_show(opt.default)})"),
+            "multiple": any(o.multiple for _, o in declared),
+            "help": f"[{', '.join(g for g, _ in declared)}] {' / '.join(helps)}"
+            + ("" if default is None or opt.type is bool else f" (default {_show(default)})"),
         }
         if opt.type is bool:
             kwargs["is_flag"] = True
@@ -61,7 +65,7 @@ def _suite_options() -> list[Any]:
             kwargs["type"] = int
         elif opt.type is float:
             kwargs["type"] = float
-        decorators.append(click.option(flag, opt.name, **kwargs))
+        decorators.append(click.option(flag, name, **kwargs))
     return decorators
 
 
@@ -85,11 +89,18 @@ def _build_suites(specs: tuple[str, ...], options: dict[str, Any]) -> list[Any]:
     for spec in specs:
         if spec in BUILTIN_SUITES:
             gen = BUILTIN_SUITES[spec]
-            wanted = {o.name for o in gen.options}
+            declared = {o.name: o for o in gen.options}
             kwargs = {}
             for key, value in options.items():
-                if key not in wanted or value is None or value == ():
+                if key not in declared or value is None or value == () or value is False:
                     continue
+                if isinstance(value, tuple) and not declared[key].multiple:
+                    if len(value) > 1:
+                        raise click.BadParameter(
+                            f"suite {spec!r} takes one --{key.replace('_', '-')}; got {len(value)}",
+                            param_hint=f"--{key.replace('_', '-')}",
+                        )
+                    value = value[0]
                 kwargs[key] = list(value) if isinstance(value, tuple) else value
             suites.append(build_suite(spec, **kwargs))
         elif Path(spec).is_file():
@@ -168,6 +179,11 @@ def _coverage_lines(suites: list[Any]) -> list[str]:
               help="Force / suppress a BOS token (default: the tokenizer's own behaviour).")
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
 @click.option("--overwrite", is_flag=True, help="Replace suite groups written from another definition.")
+@click.option("--layers", default=None,
+              help="Layers to store: 'all' (default) or e.g. '0,6,-1' (negative = from the top); "
+                   "the forward pass stops after the highest.")
+@click.option("--dry-run", is_flag=True,
+              help="Build the suites, tokenise, print the estimated store size and time; write nothing.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @_apply(_static_options())
 @_apply(_suite_options())
@@ -184,6 +200,8 @@ def extract(
     bos: bool | None,
     revision: str | None,
     overwrite: bool,
+    layers: str | None,
+    dry_run: bool,
     quiet: bool,
     **suite_options: Any,
 ) -> None:
@@ -229,8 +247,13 @@ def extract(
             names=list(group_names) if group_names else None,
             overwrite=overwrite,
             progress=not quiet,
+            layers=layers,
+            dry_run=dry_run,
+            on_estimate=lambda estimate: click.echo(estimate.line(), err=not dry_run),
             **kwargs,
         )
+    if dry_run:
+        return
     for r in reports:
         if r.already_complete:
             click.echo(f"{r.name}: already complete ({r.n_items} items), nothing to do")
@@ -296,9 +319,12 @@ def validate(path: str, deep: bool) -> None:
     sys.exit({"complete": 0, "incomplete": 1}.get(report.status, 2))
 
 
-@main.command()
-def suites() -> None:
-    """List the built-in stimulus suites and their options."""
+@main.group(invoke_without_command=True)
+@click.pass_context
+def suites(ctx: click.Context) -> None:
+    """List the built-in stimulus suites and their options (or export a stored suite)."""
+    if ctx.invoked_subcommand is not None:
+        return
     from emb.extract.suites import BUILTIN_SUITES
 
     for gen in BUILTIN_SUITES.values():
@@ -308,6 +334,25 @@ def suites() -> None:
             many = " [repeatable]" if opt.multiple else ""
             click.echo(f"    --{opt.name.replace('_', '-')}{many}: {opt.help}{default}")
     click.echo("A suite file (JSON/YAML, schema emb/schemas/suite.schema.json) can be passed to --suite too.")
+    click.echo("emb suites export STORE --suite NAME FILE writes a stored suite to a file for other models.")
+
+
+@suites.command(name="export")
+@click.argument("store")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--suite", "-s", "group", required=True, help="The store group to export (e.g. ceat).")
+def export_suite(store: str, file: str, group: str) -> None:
+    """Write the suite stored in STORE (items, contexts, labels, parameters) to FILE (JSON/YAML).
+
+    Extracting FILE into other models' stores gives every model the same contexts
+    (emb extract --model M --suite FILE --store M.zarr).
+    """
+    from emb.extract.suites import write_suite
+    from emb.extract.suites.export import suite_from_store
+
+    suite = suite_from_store(store, group)
+    path = write_suite(suite, file)
+    click.echo(f"wrote suite {suite.name!r} ({len(suite)} items) to {path}")
 
 
 @main.command(name="zip")

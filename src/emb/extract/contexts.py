@@ -314,14 +314,13 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
     res = _Reservoirs(len(matcher.stimuli), job.n)
     skipped = 0
     scanned = 0
-    use_prefilter = matcher.unit != "reference" or True
     for file, findex in zip(job.files, job.file_index, strict=True):
         for block in iter_blocks(
             file, text_field=job.text_field, id_field=job.id_field,
-            prefilter=matcher.prefilter if use_prefilter else None, report=report,
+            prefilter=matcher.prefilter, report=report,
         ):
             skipped += block.skipped
-            scanned += len(block.data)
+            scanned += block.source_bytes
             rec, stim, ws, we = matcher.occurrences(block.data, block.starts, block.ends)
             texts: dict[int, str] = {}
 

@@ -227,6 +227,8 @@ class RecordBlock:
         The record's ``id_field`` value ("" when absent).
     skipped : int
         Records dropped as ``[deleted]``/``[removed]`` (or empty) in this block.
+    source_bytes : int
+        Decompressed bytes of the file this block covers (all its lines, kept or not).
     """
 
     data: bytes
@@ -236,6 +238,7 @@ class RecordBlock:
     lines: np.ndarray
     ids: list[str] = field(default_factory=list)
     skipped: int = 0
+    source_bytes: int = 0
 
     def __len__(self) -> int:
         return int(self.starts.shape[0])
@@ -404,6 +407,7 @@ def _text_blocks(
             offsets=starts[keep] + offset,
             lines=lines[keep],
             ids=[""] * int(keep.sum()),
+            source_bytes=len(chunk),
         )
 
 
@@ -473,10 +477,12 @@ def _jsonl_blocks(
         ids = ([str(x) if (x := objects[i].get(id_field)) is not None else "" for i in kept]
                if id_field else None)
         rows = chosen[np.asarray(kept, dtype=np.int64)]
-        yield RecordBlock.from_texts(
+        block = RecordBlock.from_texts(
             [values[i] for i in kept], starts[rows] + offset, lines[rows], ids,
             skipped=len(values) - len(kept),
         )
+        block.source_bytes = len(chunk)
+        yield block
 
 
 def _checked_text(file: CorpusFile, obj: Any, line: int, text_field: str) -> Any:
@@ -550,13 +556,15 @@ def _parquet_blocks(
             if isinstance(t, str) and t.strip() and t not in SKIPPED_TEXTS
         ]
         rows = np.asarray(keep, dtype=np.int64) + row
-        yield RecordBlock.from_texts(
+        block = RecordBlock.from_texts(
             [texts[i] for i in keep],
             rows,
             rows + 1,
             ["" if ids[i] is None else str(ids[i]) for i in keep],
             skipped=len(texts) - len(keep),
         )
+        block.source_bytes = sum(len(t.encode("utf-8")) for t in texts if isinstance(t, str))
+        yield block
         row += len(texts)
         if report is not None:  # Parquet is read by row groups: report the file's share
             now = int(file.size * row / max(reader.metadata.num_rows, 1))

@@ -14,12 +14,13 @@ Example
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import math
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -33,7 +34,7 @@ from emb.errors import ModelError, TargetNotFoundError
 from emb.extract.pooling import POOLINGS, parse_poolings, pool
 from emb.extract.tokens import apply_bos, locate_subtokens
 
-__all__ = ["Encoding", "ModelInfo", "Runner", "load_model"]
+__all__ = ["Encoding", "ModelInfo", "Runner", "load_model", "stop_after"]
 
 DType = Literal["float32", "float16", "bfloat16"]
 _DTYPES: dict[str, torch.dtype] = {
@@ -138,10 +139,14 @@ class Encoding:
         The token ids fed to the model (after the BOS policy).
     target : numpy.ndarray of int64, (n_subtokens,)
         Increasing indices into ``input_ids`` of the target word's subtokens.
+    window : (int, int) or None
+        When the context was longer than the model's positions: the character range of the context
+        that was tokenized instead (cut around the target); None when the whole context fits.
     """
 
     input_ids: np.ndarray
     target: np.ndarray
+    window: tuple[int, int] | None = None
 
     @property
     def n_tokens(self) -> int:
@@ -227,8 +232,13 @@ class Runner:
             Listing every item whose span overlaps no token: ``(index, context, span)``; the
             same tuples are in the exception's ``failures`` attribute.
         ModelError
-            A context longer than the model's maximum number of positions, or ``bos=True`` with a
-            tokenizer that has no BOS token.
+            ``bos=True`` with a tokenizer that has no BOS token.
+
+        Notes
+        -----
+        A context longer than the model's positions is cut to the longest window of whole tokens
+        around the target that fits (:attr:`Encoding.window` says which characters); it is never
+        dropped.
         """
         contexts = list(contexts)
         spans = [(int(start), int(end)) for start, end in spans]
@@ -282,14 +292,34 @@ class Runner:
             raise error
         limit = _max_positions(self.model.config)
         too_long = [i for i, enc in enumerate(encodings) if limit and enc.n_tokens > limit]
-        if too_long:
-            raise ModelError(
-                f"{len(too_long)} contexts are longer than the {limit} positions of "
-                f"{self.info.model_id}: items {too_long[:20]}"
-                f"{' …' if len(too_long) > 20 else ''} (lengths "
-                f"{[encodings[i].n_tokens for i in too_long[:20]]}); shorten those contexts"
-            )
+        for i in too_long:  # cut around the target, never dropped
+            encodings[i] = self._cut(contexts[i], spans[i], encodings[i], int(limit), bos=bos)
         return encodings
+
+    def _cut(
+        self, context: str, span: tuple[int, int], enc: Encoding, limit: int, *, bos: bool | None
+    ) -> Encoding:
+        """The encoding of the longest window of ``context`` around its target that fits."""
+        offsets = self.tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)[
+            "offset_mapping"
+        ]
+        n_special = enc.n_tokens - len(offsets)
+        first = int(np.searchsorted([b for _, b in offsets], span[0], side="right"))
+        last = max(first, int(np.searchsorted([a for a, _ in offsets], span[1], side="left")) - 1)
+        for slack in (0, 2, 8, 32):
+            budget = limit - n_special - slack
+            if budget <= last - first:
+                break
+            lo = max(0, min(first - (budget - (last - first + 1)) // 2, len(offsets) - budget))
+            hi = min(len(offsets), lo + budget)
+            a, b = offsets[lo][0], offsets[hi - 1][1]
+            (cut,) = self.encode([context[a:b]], [(span[0] - a, span[1] - a)], bos=bos)
+            if cut.n_tokens <= limit:
+                return Encoding(input_ids=cut.input_ids, target=cut.target, window=(a, b))
+        raise ModelError(
+            f"cannot fit the target {context[span[0]:span[1]]!r} with its context into the "
+            f"{limit} positions of {self.info.model_id} ({enc.n_tokens} tokens)"
+        )
 
     def embed(
         self,
@@ -300,6 +330,7 @@ class Runner:
         progress: Callable[[int], object] | None = None,
         out_dtype: Literal["float32", "float16"] = "float32",
         truncate: bool | None = None,
+        layers: Sequence[int] | None = None,
     ) -> np.ndarray:
         """Every layer's pooled vector of each encoded target.
 
@@ -323,6 +354,9 @@ class Runner:
             Feed each context only up to its target's last subtoken.  Exact for a causal model,
             whose later tokens cannot reach the target, and it saves their computation (about
             half of it for targets in mid-sentence).  Default: ``info.causal``.
+        layers : sequence of int, optional
+            The layers to return (0..L, increasing; default all).  When the highest is below L the
+            forward pass stops after that block (:func:`stop_after`).
 
         Returns
         -------
@@ -344,9 +378,9 @@ class Runner:
         if out_dtype not in ("float32", "float16"):
             raise ValueError(f"out_dtype must be 'float32' or 'float16'; got {out_dtype!r}")
         torch_out = torch.float16 if out_dtype == "float16" else torch.float32
-        out = np.empty(
-            (n, self.info.n_layers + 1, len(names), self.info.hidden_size), dtype=out_dtype
-        )
+        chosen_layers = list(range(self.info.n_layers + 1)) if layers is None else list(layers)
+        out = np.empty((n, len(chosen_layers), len(names), self.info.hidden_size), dtype=out_dtype)
+        top = max(chosen_layers)
         if n == 0:
             return out
         if truncate is None:
@@ -372,12 +406,15 @@ class Runner:
                     ids[row, :length] = enc.input_ids[:length]
                     attention[row, :length] = 1
                     target[row, enc.target - lo] = True
-                hidden = self._forward(
-                    torch.from_numpy(ids).to(self.device),
-                    torch.from_numpy(attention).to(self.device),
-                )
+                with stop_after(self.model, max(top, 1), self.info.n_layers):
+                    hidden = self._forward(
+                        torch.from_numpy(ids).to(self.device),
+                        torch.from_numpy(attention).to(self.device),
+                    )
                 # (layer, batch, seq, feature) as a view of a batch-major copy (see pool)
-                window = torch.stack([state[:, lo:hi] for state in hidden], dim=1).transpose(0, 1)
+                window = torch.stack(
+                    [hidden[j][:, lo:hi] for j in chosen_layers], dim=1
+                ).transpose(0, 1)
                 pooled = pool(window, torch.from_numpy(target).to(self.device), poolings=names)
                 # a float64 sum of float32 values is finite iff every value is (it cannot
                 # overflow); the exact test, 5x dearer, runs only to confirm a non-finite sum
@@ -396,6 +433,48 @@ class Runner:
 
     def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
         return _hidden_states(self.model, input_ids, attention_mask)
+
+
+def _blocks(network: Any, n_layers: int) -> tuple[Any, str, Any] | None:
+    """(parent module, attribute, ModuleList) of the model's ``n_layers`` blocks, shallowest first."""
+    found = []
+    for name, module in network.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n_layers:
+            parent_name, _, attr = name.rpartition(".")
+            found.append((name.count("."), network.get_submodule(parent_name), attr, module))
+    if not found:
+        return None
+    _, parent, attr, blocks = min(found, key=lambda f: f[0])
+    return parent, attr, blocks
+
+
+@contextlib.contextmanager
+def stop_after(network: Any, top: int, n_layers: int) -> Iterator[None]:
+    """Run only the first ``top`` blocks while inside (nothing changes when ``top >= n_layers``).
+
+    The block list is cut to its first ``top`` blocks and the final norm (``ln_f``, ``norm``,
+    ``final_layer_norm`` …) replaced by the identity, so that hidden state ``top`` is the raw
+    output of block ``top`` exactly as the full model returns it.  Models whose block list cannot
+    be found run whole.
+    """
+    found = _blocks(network, n_layers) if top < n_layers else None
+    if found is None:
+        yield
+        return
+    parent, attr, blocks = found
+    norms = [
+        (name, module) for name, module in network.named_children()
+        if name in _FINAL_NORMS and "norm" in type(module).__name__.lower()
+    ]
+    setattr(parent, attr, torch.nn.ModuleList(list(blocks)[:top]))
+    for name, _ in norms:
+        setattr(network, name, torch.nn.Identity())
+    try:
+        yield
+    finally:
+        setattr(parent, attr, blocks)
+        for name, module in norms:
+            setattr(network, name, module)
 
 
 def _hidden_states(

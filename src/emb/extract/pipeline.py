@@ -20,7 +20,7 @@ import importlib.metadata
 import os
 import time
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -34,10 +34,11 @@ from emb.schemas import datamodel as dm
 from emb.store.writer import SuiteWriter, extraction_differences, open_for_writing, read_rows
 
 if TYPE_CHECKING:  # pragma: no cover
+    from emb.extract.estimate import Estimate
     from emb.extract.model import Runner
     from emb.extract.suites import Suite
 
-__all__ = ["ExtractionSettings", "SuiteReport", "extract"]
+__all__ = ["ExtractionSettings", "SuiteReport", "extract", "parse_layers"]
 
 Key = tuple[str, int, int]
 
@@ -132,6 +133,9 @@ def extract(
     storage_options: dict[str, Any] | None = None,
     block_size: int | None = None,
     window_blocks: int = WINDOW_BLOCKS,
+    layers: str | Sequence[int] | None = None,
+    dry_run: bool = False,
+    on_estimate: Callable[[Estimate], object] | None = None,
 ) -> list[SuiteReport]:
     """Extract every layer's embedding of each suite item's target into ``store``.
 
@@ -161,6 +165,13 @@ def extract(
     window_blocks
         Blocks computed together in one length-sorted pass (see :data:`WINDOW_BLOCKS`); a
         resumed suite keeps the value it was started with.
+    layers
+        Layers to store: ``"all"`` (default), ``"0,6,-1"`` or a sequence of ints (negative
+        counts from the top, -1 = L).  The forward pass stops after the highest block stored.
+    dry_run
+        Tokenise, estimate the store's size and the time (``on_estimate``), write nothing.
+    on_estimate
+        Called with the :class:`~emb.extract.estimate.Estimate` before anything is written.
 
     Returns
     -------
@@ -205,6 +216,7 @@ def extract(
         device=str(info.get("device", device)),
         bos=bos,
     )
+    chosen = parse_layers(layers, int(runner.info.n_layers))
     with _frozen_gc():
         # Tokenise every suite before touching the store: a target that cannot be found fails here.
         suite_bos = [_suite_bos(suite, bos, runner) for suite in suite_list]
@@ -213,6 +225,17 @@ def extract(
         ]
         for suite, plan, b in zip(suite_list, plans, suite_bos, strict=True):
             _warn_position_zero(runner, suite, plan, b)
+        if dry_run or on_estimate is not None:
+            from emb.extract.estimate import estimate_extraction
+
+            estimate = estimate_extraction(
+                runner, [p.encodings for p in plans], [len(p.item_key) for p in plans],
+                layers=chosen, poolings=pools, storage_dtype=storage_dtype, batch_size=batch_size,
+            )
+            if on_estimate is not None:
+                on_estimate(estimate)
+            if dry_run:
+                return []
 
         _zstore, root = open_for_writing(store, model=info, storage_options=storage_options)
         reports = []
@@ -230,6 +253,7 @@ def extract(
                     progress=progress,
                     block_size=block_size,
                     window_blocks=window_blocks,
+                    layers=chosen,
                 )
             )
     return reports
@@ -275,6 +299,34 @@ def _warn_position_zero(runner: Runner, suite: Suite, plan: _Plan, bos: bool | N
         EmbWarning,
         stacklevel=3,
     )
+
+
+def parse_layers(spec: str | Sequence[int] | None, n_blocks: int) -> list[int]:
+    """The stored layers (0..L, increasing) from ``"all"``, ``"0,6,-1"`` or a list of ints.
+
+    Raises
+    ------
+    EmbError
+        A layer outside -(L+1)..L, or a value that is not an integer.
+    """
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() in ("", "all")):
+        return list(range(n_blocks + 1))
+    raw = spec.split(",") if isinstance(spec, str) else list(spec)
+    out = set()
+    for value in raw:
+        try:
+            layer = int(str(value).strip())
+        except ValueError:
+            raise EmbError(f"layers must be 'all' or integers like '0,6,-1'; got {value!r}") from None
+        if not -(n_blocks + 1) <= layer <= n_blocks:
+            raise EmbError(
+                f"layer {layer} does not exist: the model has layers 0..{n_blocks} "
+                f"(or -1..-{n_blocks + 1} from the top)"
+            )
+        out.add(layer % (n_blocks + 1))
+    if not out:
+        raise EmbError("no layers given; pass 'all' or a list such as '0,6,-1'")
+    return sorted(out)
 
 
 @contextlib.contextmanager
@@ -352,7 +404,7 @@ class _BlockSources:
         return out
 
 
-def _coords(suite: Suite, plan: _Plan, n_layers: int, poolings: Sequence[str]) -> xr.Dataset:
+def _coords(suite: Suite, plan: _Plan, layers: Sequence[int], poolings: Sequence[str]) -> xr.Dataset:
     enc = [plan.encodings[k] for k in plan.item_key]
     targets = [np.asarray(e.target) for e in enc]
     n_sub = np.array([t.size for t in targets], dtype=np.int32)
@@ -375,13 +427,20 @@ def _coords(suite: Suite, plan: _Plan, n_layers: int, poolings: Sequence[str]) -
         "n_tokens": ("item", np.array([len(e.input_ids) for e in enc], dtype=np.int32)),
         "subtoken_ids": (("item", dm.SUBTOKEN_DIM), sub_ids),
     }
+    if any(e.window is not None for e in enc):  # contexts cut to the model's positions
+        lengths = [len(c) for c in item_coords["context"][1]]
+        item_coords["cut_start"] = ("item", np.array(
+            [e.window[0] if e.window else 0 for e in enc], dtype=np.int32))
+        item_coords["cut_end"] = ("item", np.array(
+            [e.window[1] if e.window else n for e, n in zip(enc, lengths, strict=True)],
+            dtype=np.int32))
     for key, values in columns.items():  # suite labels: str or float64 columns
         if key in item_coords or key in ("item", "layer", "pooling", "feature"):
             raise StoreError(f"suite label {key!r} clashes with a store coordinate; rename it")
         item_coords[key] = ("item", values.astype(object) if values.dtype.kind == "U" else values)
     coords = {
         "item": np.arange(len(enc), dtype=np.int64),
-        "layer": np.arange(n_layers, dtype=np.int64),
+        "layer": np.asarray(layers, dtype=np.int64),
         "pooling": np.array(list(poolings), dtype=object),
         **item_coords,
     }
@@ -447,11 +506,13 @@ def _extract_suite(
     progress: bool,
     block_size: int | None,
     window_blocks: int,
+    layers: list[int],
 ) -> SuiteReport:
     t0 = time.perf_counter()
     info = runner.info
     n_layers = int(info.n_layers) + 1
-    shape = (len(suite.items), n_layers, len(settings.poolings), int(info.hidden_size))
+    subset = layers != list(range(n_layers))
+    shape = (len(suite.items), len(layers), len(settings.poolings), int(info.hidden_size))
     extraction = {
         **settings.to_dict(),
         "bos_token_added": _bos_added(plan, getattr(info, "bos_token_id", None)),
@@ -461,6 +522,9 @@ def _extract_suite(
         ),
         "precision_note": FLOAT16_NOTE if settings.storage_dtype == "float16" else "float32 storage",
         "window_blocks": window_blocks,
+        # only a subset is recorded (an identity setting); the layer coordinate lists them always
+        **({"layers": list(layers), "forward_stops_after_block": max(layers)} if subset else {}),
+        "contexts_cut": sum(e.window is not None for e in plan.encodings),
         # a causal model's contexts are fed up to the target's last subtoken (see Runner.embed)
         "truncate_after_target": bool(getattr(info, "causal", False)),
         # targets at the first token of a causal model's context (see _warn_position_zero)
@@ -474,7 +538,7 @@ def _extract_suite(
             location,
             root,
             name=name,
-            coords=_coords(suite, plan, n_layers, settings.poolings),
+            coords=_coords(suite, plan, layers, settings.poolings),
             shape=shape,
             storage_dtype=settings.storage_dtype,
             suite_attrs=_suite_attrs(suite),
@@ -520,6 +584,7 @@ def _extract_suite(
                     progress=bar.update if bar is not None else None,
                     out_dtype=settings.storage_dtype,
                     truncate=truncate,
+                    layers=layers,
                 )
                 n_computed += len(compute_keys)
             if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:

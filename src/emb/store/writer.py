@@ -48,7 +48,7 @@ __all__ = [
 #: Model attributes that must match to write into an existing store.
 MODEL_IDENTITY_KEYS = ("model_id", "revision", "fingerprint")
 #: Extraction settings that must match to resume a suite or reuse its vectors.
-EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos")
+EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos", "layers")
 
 _TARGET_SHARD_BYTES = 16 * 2**20
 

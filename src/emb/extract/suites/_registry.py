@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from emb.errors import SuiteError
+from emb.extract.suites.ceat import CeatGenerator
 from emb.extract.suites.core import Suite
 from emb.extract.suites.generator import SuiteGenerator
 from emb.extract.suites.ibd import IbdGenerator
@@ -31,6 +32,7 @@ BUILTIN_SUITES: dict[str, SuiteGenerator] = {
         StereotypeGenerator(),
         IbdGenerator(),
         IntersectionalGenerator(),
+        CeatGenerator(),
     )
 }
 
