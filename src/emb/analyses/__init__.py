@@ -1,8 +1,8 @@
 """Analyses of stored embeddings: pure, lazy functions over xarray Datasets, and their registry.
 
 Each family is one module (``weat``, ``sc_weat``, ``valnorm``, ``vast``, ``similarity``,
-``ibd``, ``valence_subspace``, ``intersectional``) holding its function, tidy tables, figures,
-terminal summary and :class:`Analysis` record; ``ANALYSES``
+``ibd``, ``valence_subspace``, ``intersectional``, ``ceat``) holding its function, tidy tables,
+figures, terminal summary and :class:`Analysis` record; ``ANALYSES``
 (:mod:`emb.analyses.registry`) maps the CLI names (``emb analyze NAME``) to the records, and
 :func:`run_analysis` runs one over several stores (models), stacked along ``model``. Shared
 statistics live in :mod:`emb.analyses.stats`. Nothing here imports torch.
@@ -19,7 +19,8 @@ Examples
 from __future__ import annotations
 
 from emb.analyses._analysis import Analysis, Option, Summary, run_analysis, tidy_frame
-from emb.analyses.registry import ANALYSES, get_analysis
+from emb.analyses.registry import ANALYSES, get_analysis  # first: it imports the modules
+from emb.analyses.ceat import ceat
 from emb.analyses.sc_weat import sc_weat, sc_weat_lexicon
 from emb.analyses.similarity import load_pairs, word_similarity
 from emb.analyses.valence_subspace import valence_subspace
@@ -37,6 +38,7 @@ __all__ = [
     "Analysis",
     "Option",
     "Summary",
+    "ceat",
     "get_analysis",
     "ibd",
     "load_pairs",

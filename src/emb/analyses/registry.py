@@ -18,6 +18,7 @@ from emb.analyses import (
     weat,
 )
 from emb.analyses._analysis import Analysis
+from emb.analyses.ceat import ANALYSIS as CEAT  # the package's name 'ceat' is the function
 from emb.errors import AnalysisError
 
 __all__ = ["ANALYSES", "get_analysis"]
@@ -35,6 +36,7 @@ ANALYSES: dict[str, Analysis] = {
         ibd.ANALYSIS,
         valence_subspace.ANALYSIS,
         intersectional.ANALYSIS,
+        CEAT,
     )
 }
 

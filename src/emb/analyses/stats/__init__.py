@@ -1,6 +1,6 @@
 """Shared statistics, one module per family: association and effect sizes, permutation tests,
 correlation, multiple testing, two-sample tests, polar projection, detection by threshold (ROC),
-the bootstrap over stimuli (meta-analysis joins with CEAT).
+the bootstrap over stimuli, random-effects meta-analysis (CEAT).
 
 Every numpy kernel works on float64 internally and is vectorised over leading batch dimensions
 (layers, poolings, words …). The xarray wrappers (:func:`normalize`, :func:`cosine`,
@@ -32,6 +32,12 @@ from emb.analyses.stats.correlation import (
     pearson,
     spearman,
 )
+from emb.analyses.stats.meta import (
+    MetaResult,
+    cohens_d_variance,
+    dersimonian_laird,
+    meta_pvalue,
+)
 from emb.analyses.stats.multitest import (
     CorrectionMethod,
     adjust,
@@ -53,6 +59,7 @@ __all__ = [
     "Correlation",
     "CorrelationMethod",
     "CorrectionMethod",
+    "MetaResult",
     "PermutationMethod",
     "PermutationResult",
     "TTest",
@@ -63,13 +70,16 @@ __all__ = [
     "benjamini_hochberg",
     "bootstrap_counts",
     "cohens_d",
+    "cohens_d_variance",
     "cosine",
     "cosine_matrix",
     "correlation",
     "correlation_ci",
     "detection",
+    "dersimonian_laird",
     "holm",
     "log10_pvalue",
+    "meta_pvalue",
     "normalize",
     "pearson",
     "permutation_test",

@@ -1,0 +1,614 @@
+"""CEAT: WEAT effect sizes over sampled natural contexts, combined by a random-effects model.
+
+For every test, layer and pooling: ``N`` samples, each drawing one context of every stimulus; the
+sample's WEAT effect size ``ES_i`` and its variance ``V_i``; the DerSimonian–Laird combined
+effect size (CES) with SE, 95 % CI, z, p, τ², Q, I² (:mod:`emb.analyses.stats.meta`). Vectorised:
+a sample's ``s(w, A, B)`` come from gathered unit vectors and one batched product with the mean
+attribute vectors (``mean_a cos(x, a) = x̂ · mean_a â``), never from a Python loop over samples.
+
+Because the N samples are resamples of one finite set of contexts, the meta-analytic SE shrinks
+like 1/√N for any N (and p with it); beside it the result has a bootstrap CI of the CES over
+stimuli and over each stimulus' contexts, which does not (METHODS.md, "CEAT").
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from emb.analyses import stats
+from emb.analyses._analysis import (
+    DEFAULT_POOLINGS,
+    Analysis,
+    Option,
+    Summary,
+    coord_values,
+    default_of,
+    format_p,
+    front,
+    integer_columns,
+    slug,
+    tidy_frame,
+)
+from emb.analyses._select import item_values, provenance_attrs
+from emb.errors import AnalysisError, MissingStimuliError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["ANALYSIS", "ceat", "ceat_kernel", "sample_indices"]
+
+ROLES = ("X", "Y", "A", "B")
+_BATCH = 256  # samples per gathered block (≈ 256 × stimuli × features floats)
+
+
+@dataclass(frozen=True)
+class _Test:
+    name: str
+    stimuli: dict[str, list[str]]  # role -> stimuli
+    groups: dict[str, str]
+
+
+def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
+    if value not in allowed:
+        raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
+    return value
+
+
+def _suite_parameters(ds: xr.Dataset) -> dict:
+    suite = ds.attrs.get("suite") or {}
+    if isinstance(suite, str):
+        try:
+            suite = json.loads(suite)
+        except json.JSONDecodeError:
+            return {}
+    params = suite.get("parameters") if isinstance(suite, dict) else None
+    if isinstance(params, str):
+        params = json.loads(params)
+    return params or {}
+
+
+def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None) -> list[_Test]:
+    for label in ("stimulus", "tests", "roles"):
+        if label not in ds.variables:
+            raise AnalysisError(
+                f"this Dataset has no {label!r} label: it is not a 'ceat' suite. Extract one with "
+                "'emb extract --suite ceat --corpus FILE …'"
+            )
+    stim = item_values(ds, "stimulus").astype(str)
+    tests_col = item_values(ds, "tests").astype(str)
+    roles_col = item_values(ds, "roles").astype(str)
+    groups_col = item_values(ds, "groups").astype(str) if "groups" in ds.variables else None
+    first = pd.unique(stim)
+    index = {s: i for i, s in enumerate(stim)}
+    for i in range(len(stim) - 1, -1, -1):
+        index[stim[i]] = i
+    defs: dict[str, dict[str, list[str]]] = {}
+    groups: dict[str, dict[str, str]] = {}
+    for s in first:
+        i = index[s]
+        names = groups_col[i].split("|") if groups_col is not None else [""] * 99
+        for t, r, g in zip(tests_col[i].split("|"), roles_col[i].split("|"), names, strict=False):
+            defs.setdefault(t, {role: [] for role in ROLES})[r].append(str(s))
+            groups.setdefault(t, {})[r] = g or r
+    order = list((_suite_parameters(ds).get("tests") or {}).keys())
+    present = sorted(defs, key=lambda t: (order.index(t) if t in order else len(order), _natural(t)))
+    if wanted is None:
+        names = present
+    else:
+        names = [wanted] if isinstance(wanted, str) else [str(t) for t in wanted]
+        unknown = [t for t in names if t not in defs]
+        if unknown:
+            raise MissingStimuliError(
+                f"tests {unknown} are not in this ceat suite; it has {present}. Extract them with "
+                f"'emb extract --suite ceat --tests {','.join(unknown)} …'"
+            )
+    out = []
+    for name in names:
+        roles = defs[name]
+        empty = [r for r in ROLES if not roles[r]]
+        if empty:
+            raise MissingStimuliError(f"test {name!r} has no {empty} stimuli in this suite")
+        out.append(_Test(name, roles, {r: groups[name].get(r, r) for r in ROLES}))
+    return out
+
+
+def _natural(name: str) -> tuple:
+    head = name.rstrip("0123456789")
+    tail = name[len(head):]
+    return (head, int(tail) if tail else -1)
+
+
+def sample_indices(
+    counts: Sequence[int], n_samples: int, *, rng_seeds: Sequence[Sequence[int]], replace: str
+) -> np.ndarray:
+    """(n_samples, stimuli) context indices: column j draws from ``range(counts[j])``.
+
+    ``replace="auto"``: without replacement when ``counts[j] >= n_samples`` (a seeded permutation),
+    with replacement otherwise (the paper); ``"always"``: with replacement (the authors' code).
+    Each column has its own generator, seeded by ``rng_seeds[j]``.
+    """
+    out = np.empty((n_samples, len(counts)), dtype=np.int64)
+    for j, (n, seed) in enumerate(zip(counts, rng_seeds, strict=True)):
+        rng = np.random.default_rng(list(seed))
+        if replace == "auto" and n >= n_samples:
+            out[:, j] = rng.permutation(n)[:n_samples]
+        else:
+            out[:, j] = rng.integers(n, size=n_samples)
+    return out
+
+
+def ceat_kernel(
+    emb: np.ndarray,
+    *,
+    idx: np.ndarray,
+    n_x: int,
+    n_y: int,
+    n_a: int,
+    ddof: int,
+    variance: str,
+    n_permutations: int = 0,
+    alternative: str = "two-sided",
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``emb (..., item, feature)``, ``idx (N, X+Y+A+B)`` rows into ``item`` → ``es, v, p (..., N)``.
+
+    Per sample i: ``w_i = mean_a â_{a,i} − mean_b b̂_{b,i}``; ``s_{t,i} = t̂_{t,i} · w_i``;
+    ``ES_i = (mean_X s − mean_Y s) / std_{X∪Y}(s, ddof)``; ``V_i`` the sampling variance of d
+    (``variance="cohens-d"``) or ``var_{X∪Y}(s, ddof=1)`` (``"reference"``); ``p_i`` a Monte-Carlo
+    permutation p of the sample's WEAT (``n_permutations`` re-splits of X∪Y; NaN when 0).
+    """
+    n_t = n_x + n_y
+    lead = emb.shape[:-2]
+    n = idx.shape[0]
+    es = np.empty((*lead, n))
+    var = np.empty((*lead, n))
+    p = np.full((*lead, n), np.nan)
+    with stats.single_threaded_blas():
+        for pos in np.ndindex(*lead):
+            e = np.asarray(emb[pos], dtype=np.float32)
+            norms = np.sqrt(np.einsum("ij,ij->i", e, e))
+            u = e / np.where(norms > 0, norms, 1.0)[:, None]
+            for lo in range(0, n, _BATCH):
+                block = idx[lo : lo + _BATCH]
+                g = u[block]  # (b, S, d)
+                w = g[:, n_t : n_t + n_a].mean(axis=1) - g[:, n_t + n_a :].mean(axis=1)
+                s = np.matmul(g[:, :n_t], w[:, :, None])[..., 0].astype(np.float64)  # (b, n_t)
+                d = stats.weat_effect_size(s[:, :n_x], s[:, n_x:], ddof=ddof)
+                es[(*pos, slice(lo, lo + len(block)))] = d
+                if variance == "reference":
+                    v = np.var(s, axis=-1, ddof=1)
+                else:
+                    v = stats.cohens_d_variance(d, n_x, n_y)
+                var[(*pos, slice(lo, lo + len(block)))] = v
+                if n_permutations:
+                    res = stats.permutation_test(
+                        s, n_x, alternative=alternative, n_permutations=n_permutations,
+                        exact_limit=0, seed=seed, method="monte-carlo",
+                    )
+                    p[(*pos, slice(lo, lo + len(block)))] = res.pvalue
+    return es, var, p
+
+
+def _boot_kernel(
+    emb: np.ndarray, *, idx: np.ndarray, n_rep: int, n_x: int, n_y: int, n_a: int, ddof: int,
+    variance: str, alternative: str,
+) -> np.ndarray:
+    """CES of each bootstrap replicate: ``idx`` holds ``n_rep`` blocks of samples."""
+    es, v, _ = ceat_kernel(emb, idx=idx, n_x=n_x, n_y=n_y, n_a=n_a, ddof=ddof, variance=variance)
+    shape = (*es.shape[:-1], n_rep, es.shape[-1] // n_rep)
+    return stats.dersimonian_laird(
+        es.reshape(shape), v.reshape(shape), alternative=alternative  # type: ignore[arg-type]
+    ).ces
+
+
+def _bootstrap_indices(
+    counts: list[int], offsets: np.ndarray, sizes: dict[str, int], *, n_rep: int, n_samples: int,
+    seed: int, test: str,
+) -> np.ndarray:
+    """Rows of ``n_rep`` replicates × ``n_samples``: each replicate resamples the stimuli of every
+    word set (with replacement), then each drawn stimulus' contexts (with replacement), then draws
+    its samples from those resampled pools."""
+    rng = np.random.default_rng([seed, zlib.crc32(f"bootstrap/{test}".encode())])
+    cols = []
+    start = 0
+    role_cols = []
+    for role in ROLES:
+        role_cols.append(np.arange(start, start + sizes[role]))
+        start += sizes[role]
+    out = np.empty((n_rep, n_samples, start), dtype=np.int64)
+    for b in range(n_rep):
+        cols = np.concatenate([rng.choice(c, size=len(c), replace=True) for c in role_cols])
+        for j, stim in enumerate(cols.tolist()):
+            n = counts[stim]
+            pool = rng.integers(n, size=n)
+            out[b, :, j] = offsets[stim] + pool[rng.integers(n, size=n_samples)]
+    return out.reshape(n_rep * n_samples, start)
+
+
+def _convergence_kernel(es: np.ndarray, v: np.ndarray, *, grid: tuple[int, ...], alternative: str):
+    outs = [stats.dersimonian_laird(es[..., :n], v[..., :n], alternative=alternative)  # type: ignore[arg-type]
+            for n in grid]
+    return (np.stack([o.p for o in outs], axis=-1), np.stack([o.ci_low for o in outs], axis=-1),
+            np.stack([o.ci_high for o in outs], axis=-1), np.stack([o.z for o in outs], axis=-1))
+
+
+def _meta_kernel(es: np.ndarray, v: np.ndarray, *, alternative: str):
+    r = stats.dersimonian_laird(es, v, alternative=alternative)  # type: ignore[arg-type]
+    return r.ces, r.se, r.ci_low, r.ci_high, r.z, r.p, r.tau2, r.q, r.i2
+
+
+_META = ("ces", "se", "ci_low", "ci_high", "z", "p", "tau2", "q", "i2")
+
+
+def _one_test(
+    ds: xr.Dataset, test: _Test, *, n_samples: int, seed: int, ddof: int, variance: str,
+    replace: str, alternative: str, n_permutations: int, n_bootstrap: int,
+    bootstrap_samples: int, grid: tuple[int, ...], boot_grid: tuple[int, ...],
+    layer: int, pooling: str,
+) -> xr.Dataset:
+    stim_col = item_values(ds, "stimulus").astype(str)
+    order = [s for r in ROLES for s in test.stimuli[r]]
+    positions, counts = [], []
+    for s in order:
+        where = np.flatnonzero(stim_col == s)
+        if not len(where):
+            raise MissingStimuliError(f"test {test.name!r}: stimulus {s!r} has no context in this store")
+        positions.append(where)
+        counts.append(len(where))
+    offsets = np.cumsum([0, *counts[:-1]])
+    seeds = [[seed, zlib.crc32(test.name.encode()), zlib.crc32(s.encode())] for s in order]
+    idx = sample_indices(counts, n_samples, rng_seeds=seeds, replace=replace) + offsets
+    sizes = {r: len(test.stimuli[r]) for r in ROLES}
+    emb = ds["embedding"].isel(item=np.concatenate(positions)).reset_coords(drop=True)
+    emb = emb.drop_vars("item", errors="ignore")
+    if emb.chunks is not None:
+        emb = emb.chunk({"item": -1, "feature": -1, "pooling": 1, "layer": 1})
+    common = {"n_x": sizes["X"], "n_y": sizes["Y"], "n_a": sizes["A"], "ddof": ddof,
+              "variance": variance}
+    es, v, p_sample = xr.apply_ufunc(
+        ceat_kernel, emb, input_core_dims=[["item", "feature"]],
+        output_core_dims=[["sample"]] * 3,
+        kwargs={**common, "idx": idx, "n_permutations": n_permutations, "alternative": alternative,
+                "seed": seed},
+        dask="parallelized", output_dtypes=[np.float64] * 3,
+        dask_gufunc_kwargs={"output_sizes": {"sample": n_samples}, "allow_rechunk": True},
+    )
+    out = xr.Dataset({"es": es, "v": v, "p_sample": p_sample.astype(np.float32)})
+    meta = xr.apply_ufunc(
+        _meta_kernel, es, v, input_core_dims=[["sample"], ["sample"]], output_core_dims=[[]] * 9,
+        kwargs={"alternative": alternative}, dask="parallelized", output_dtypes=[np.float64] * 9,
+    )
+    for name, value in zip(_META, meta, strict=True):
+        out[name] = value
+    conv = xr.apply_ufunc(
+        _convergence_kernel, es, v, input_core_dims=[["sample"], ["sample"]],
+        output_core_dims=[["n_grid"]] * 4, kwargs={"grid": grid, "alternative": alternative},
+        dask="parallelized", output_dtypes=[np.float64] * 4,
+        dask_gufunc_kwargs={"output_sizes": {"n_grid": len(grid)}},
+    )
+    for name, value in zip(("conv_p", "conv_ci_low", "conv_ci_high", "conv_z"), conv, strict=True):
+        out[name] = value
+    if n_bootstrap:
+        bidx = _bootstrap_indices(counts, offsets, sizes, n_rep=n_bootstrap,
+                                  n_samples=bootstrap_samples, seed=seed, test=test.name)
+        boot = xr.apply_ufunc(
+            _boot_kernel, emb, input_core_dims=[["item", "feature"]],
+            output_core_dims=[["replicate"]],
+            kwargs={**common, "idx": bidx, "n_rep": n_bootstrap, "alternative": alternative},
+            dask="parallelized", output_dtypes=[np.float64],
+            dask_gufunc_kwargs={"output_sizes": {"replicate": n_bootstrap}, "allow_rechunk": True},
+        )
+        out["boot_ci_low"] = boot.quantile(0.025, dim="replicate").drop_vars("quantile")
+        out["boot_ci_high"] = boot.quantile(0.975, dim="replicate").drop_vars("quantile")
+        cell = emb.sel(layer=layer, pooling=pooling)
+        lows, highs = [], []
+        for n in boot_grid:
+            gidx = _bootstrap_indices(counts, offsets, sizes, n_rep=n_bootstrap, n_samples=n,
+                                      seed=seed + n, test=test.name)
+            b = xr.apply_ufunc(
+                _boot_kernel, cell, input_core_dims=[["item", "feature"]],
+                output_core_dims=[["replicate"]],
+                kwargs={**common, "idx": gidx, "n_rep": n_bootstrap, "alternative": alternative},
+                dask="parallelized", output_dtypes=[np.float64],
+                dask_gufunc_kwargs={"output_sizes": {"replicate": n_bootstrap},
+                                    "allow_rechunk": True},
+            )
+            lows.append(b.quantile(0.025, dim="replicate").drop_vars("quantile"))
+            highs.append(b.quantile(0.975, dim="replicate").drop_vars("quantile"))
+        if boot_grid:
+            out["conv_boot_ci_low"] = xr.concat(lows, dim="n_boot_grid")
+            out["conv_boot_ci_high"] = xr.concat(highs, dim="n_boot_grid")
+    out = out.expand_dims(test=[test.name])
+    for role in ROLES:
+        out[f"n_{role.lower()}"] = ("test", [sizes[role]])
+    return out.assign_coords({f"{r.lower()}_group": ("test", [test.groups[r]]) for r in ROLES})
+
+
+def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace: str) -> xr.Dataset:
+    stim_col = item_values(ds, "stimulus").astype(str)
+    names, counts, member, roles = [], [], [], []
+    seen_info = _suite_parameters(ds).get("stimuli") or {}
+    for test in tests:
+        for role in ROLES:
+            for s in test.stimuli[role]:
+                if s in names:
+                    i = names.index(s)
+                    member[i] += f"|{test.name}"
+                    roles[i] += f"|{role}"
+                    continue
+                names.append(s)
+                counts.append(int((stim_col == s).sum()))
+                member.append(test.name)
+                roles.append(role)
+    seen = [float(seen_info.get(s, {}).get("seen", np.nan)) for s in names]
+    counts_a = np.asarray(counts)
+    with_repl = counts_a < n_samples if replace == "auto" else np.ones(len(names), dtype=bool)
+    return xr.Dataset(
+        {"n_contexts": ("stimulus", counts_a), "n_seen": ("stimulus", np.asarray(seen)),
+         "with_replacement": ("stimulus", with_repl)},
+        coords={"stimulus": names, "stimulus_tests": ("stimulus", member),
+                "stimulus_roles": ("stimulus", roles)},
+    )
+
+
+def ceat(
+    ds: xr.Dataset,
+    *,
+    tests: str | Sequence[str] | None = None,
+    n_samples: int = 10_000,
+    seed: int = 0,
+    ddof: int = 1,
+    alternative: Literal["two-sided", "greater", "less"] = "two-sided",
+    n_permutations: int = 200,
+    n_bootstrap: int = 100,
+    bootstrap_samples: int = 100,
+    convergence: Sequence[int] = (100, 300, 1_000, 3_000, 10_000),
+    bootstrap_convergence: Sequence[int] = (10, 30, 100, 300),
+    method: Literal["default", "reference"] = "default",
+) -> xr.Dataset:
+    """Contextualized Embedding Association Test, per test, layer and pooling, lazily.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A ``ceat`` suite group: ``embedding(item, layer, pooling, feature)`` with the item labels
+        ``stimulus``, ``tests`` and ``roles`` (``emb extract --suite ceat``).
+    tests : str or sequence of str, optional
+        Tests to run (default: every test of the suite).
+    n_samples : int, default 10_000
+        N: samples of one context per stimulus (seeded per test and stimulus).
+    seed : int, default 0
+    ddof : int, default 1
+        Of the effect size's standard deviation.
+    alternative : {"two-sided", "greater", "less"}, default "two-sided"
+        Of the combined z (the published tables are two-sided) and of the per-sample p.
+    n_permutations : int, default 200
+        Random re-splits behind each sample's own WEAT p (``p_sample``: the colours of the ES
+        histogram); 0 skips it.
+    n_bootstrap, bootstrap_samples : int, default 100, 100
+        Bootstrap replicates (stimuli resampled within each word set, then each stimulus'
+        contexts) and the samples combined in each; 0 replicates skips the bootstrap.
+    convergence : sequence of int
+        N at which the meta-analysis is recomputed on the first N samples (``conv_*``), to show
+        how p and the CI shrink with N.
+    bootstrap_convergence : sequence of int
+        Samples per replicate at which the bootstrap CI is recomputed, at the top layer and the
+        default pooling only (``conv_boot_*``).
+    method : {"default", "reference"}
+        ``reference``: the authors' code: contexts always drawn with replacement and
+        ``V_i = var(s, ddof=1)`` (the supplement's §8.3); default: without replacement where a
+        stimulus has at least N contexts, and ``V_i`` the sampling variance of Cohen's d.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``es``, ``v``, ``p_sample`` (test, layer, pooling, sample); ``ces``, ``se``, ``ci_low``,
+        ``ci_high``, ``z``, ``p``, ``tau2``, ``q``, ``i2``, ``boot_ci_low``, ``boot_ci_high``
+        (test, layer, pooling); ``conv_p``, ``conv_ci_low``, ``conv_ci_high`` (test, layer,
+        pooling, n_grid); ``conv_boot_ci_low``/``_high`` (test, n_boot_grid); per test
+        ``n_x`` … ``n_b`` and the group names; per stimulus ``n_contexts``, ``n_seen``,
+        ``with_replacement``. Attributes: options, the declared cell, the store's provenance.
+
+    Raises
+    ------
+    AnalysisError
+        Bad options, or a Dataset that is not a ceat suite.
+    MissingStimuliError
+        A test asked for that the suite lacks.
+
+    Notes
+    -----
+    ``V_i = (n_X + n_Y)/(n_X n_Y) + ES_i² / (2(n_X + n_Y))`` (Hedges & Olkin); DerSimonian–Laird
+    τ² truncated at 0; ``CES = Σ ES_i/(V_i+τ²) / Σ 1/(V_i+τ²)``; see
+    :func:`emb.analyses.stats.dersimonian_laird`.
+
+    References
+    ----------
+    Guo, W. & Caliskan, A. (2021). Detecting Emergent Intersectional Biases: Contextualized Word
+    Embeddings Contain a Distribution of Human-like Biases. AIES '21, 122–133.
+
+    Examples
+    --------
+    >>> ds = emb.open_store("gpt2.zarr").dataset("ceat")        # doctest: +SKIP
+    >>> res = ceat(ds, tests=["C1"], n_samples=1_000).compute()   # doctest: +SKIP
+    >>> res.ces.sel(pooling="last").isel(layer=-1)                 # doctest: +SKIP
+    """
+    alternative = _parse_choice("alternative", alternative, ("two-sided", "greater", "less"))  # type: ignore[assignment]
+    method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]
+    for name, value, low in (("n_samples", n_samples, 2), ("ddof", ddof, 0),
+                             ("n_permutations", n_permutations, 0), ("n_bootstrap", n_bootstrap, 0),
+                             ("bootstrap_samples", bootstrap_samples, 2)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+            raise AnalysisError(f"{name} must be an integer >= {low}; got {value!r}")
+    if 0 < n_bootstrap < 20:
+        raise AnalysisError(f"n_bootstrap must be 0 (off) or at least 20; got {n_bootstrap}")
+    if "embedding" not in ds.variables:
+        raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
+    grid = tuple(sorted({min(int(n), n_samples) for n in convergence if int(n) >= 2} | {n_samples}))
+    boot_grid = tuple(sorted({int(n) for n in bootstrap_convergence if int(n) >= 2}))
+    test_list = _tests(ds, tests)
+    layer = int(ds["layer"].values.max())
+    pooling = default_of(list(ds["pooling"].values), DEFAULT_POOLINGS)
+    replace = "always" if method == "reference" else "auto"
+    variance = "reference" if method == "reference" else "cohens-d"
+    parts = [
+        _one_test(ds, t, n_samples=int(n_samples), seed=int(seed), ddof=int(ddof),
+                  variance=variance, replace=replace, alternative=alternative,
+                  n_permutations=int(n_permutations), n_bootstrap=int(n_bootstrap),
+                  bootstrap_samples=int(bootstrap_samples), grid=grid,
+                  boot_grid=boot_grid if n_bootstrap else (), layer=layer, pooling=pooling)
+        for t in test_list
+    ]
+    out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override",
+                    join="exact")
+    out = out.assign_coords(sample=np.arange(n_samples), n_grid=list(grid))
+    if "n_boot_grid" in out.dims:
+        out = out.assign_coords(n_boot_grid=list(boot_grid))
+    out = out.merge(_stimulus_table(ds, test_list, int(n_samples), replace))
+    out["n_samples"] = ((), int(n_samples))
+    long_names = {
+        "es": "effect size of each sample (Cohen's d)", "v": "variance V_i of each sample's d",
+        "p_sample": f"each sample's permutation p ({alternative}, {n_permutations} re-splits)",
+        "ces": "combined effect size (DerSimonian-Laird)", "se": "standard error of the CES",
+        "p": f"p of z ({alternative})", "tau2": "between-sample variance (DL, truncated at 0)",
+        "q": "Cochran's Q", "i2": "I^2 (fraction)",
+        "boot_ci_low": "2.5% bootstrap quantile of the CES (stimuli and contexts resampled)",
+        "boot_ci_high": "97.5% bootstrap quantile of the CES (stimuli and contexts resampled)",
+    }
+    for name, text in long_names.items():
+        if name in out:
+            out[name].attrs["long_name"] = text
+    out.attrs = {
+        "analysis": "ceat", "n_samples": int(n_samples), "seed": int(seed), "ddof": int(ddof),
+        "alternative": alternative, "method": method, "variance": variance,
+        "sampling": "with replacement" if replace == "always"
+        else "without replacement where a stimulus has >= N contexts, else with replacement",
+        "n_permutations": int(n_permutations), "n_bootstrap": int(n_bootstrap),
+        "bootstrap_samples": int(bootstrap_samples), "declared_layer": layer,
+        "declared_pooling": str(pooling),
+        "stimuli": json.dumps({t.name: t.stimuli for t in test_list}, ensure_ascii=False),
+        **provenance_attrs(ds),
+    }
+    return out
+
+
+# -- tables, figures, summary ----------------------------------------------------------------------
+def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
+    """``ceat`` (model × test × layer × pooling), ``ceat_contexts`` (per stimulus),
+    ``ceat_convergence`` (the meta-analysis on the first N samples)."""
+    main = tidy_frame(result, [*_META, "boot_ci_low", "boot_ci_high"])
+    main["n_samples"] = int(result.attrs.get("n_samples", 0))
+    per_test = [v for v in ("n_x", "n_y", "n_a", "n_b") if v in result]
+    extra = result[per_test].reset_coords(drop=True)
+    for g in ("x_group", "y_group", "a_group", "b_group"):
+        if g in result.coords:
+            extra[g] = (result[g].dims, np.asarray(result[g].values))
+    main = main.merge(extra.to_dataframe().reset_index(), how="left")
+    main = integer_columns(main, ("layer", "n_samples", "n_x", "n_y", "n_a", "n_b"))
+    main = front(main, ("model", "test", "layer", "pooling", "ces", "se", "ci_low", "ci_high",
+                        "z", "p", "tau2", "q", "i2", "n_samples", "boot_ci_low", "boot_ci_high"))
+    contexts = result[["n_contexts", "n_seen", "with_replacement"]].to_dataframe().reset_index()
+    contexts = integer_columns(contexts, ("n_contexts", "n_seen"))
+    conv = tidy_frame(result, ["conv_p", "conv_ci_low", "conv_ci_high"]).rename(
+        columns={"n_grid": "n", "conv_p": "p", "conv_ci_low": "ci_low", "conv_ci_high": "ci_high"})
+    tables = {"ceat": main, "ceat_contexts": contexts, "ceat_convergence": conv}
+    if "conv_boot_ci_low" in result:
+        boot = tidy_frame(result, ["conv_boot_ci_low", "conv_boot_ci_high"]).rename(
+            columns={"n_boot_grid": "samples_per_replicate", "conv_boot_ci_low": "boot_ci_low",
+                     "conv_boot_ci_high": "boot_ci_high"})
+        tables["ceat_bootstrap_convergence"] = boot
+    return tables
+
+
+def _figures(result: xr.Dataset) -> dict[str, Figure]:
+    from emb.analyses import _ceat_plots as plots
+
+    figures: dict[str, Figure] = {}
+    for model in coord_values(result, "model"):
+        tag = f"_{slug(model)}" if model is not None else ""
+        figures[f"es_histograms{tag}"] = plots.es_histograms(result, model=model)
+        figures[f"ces_by_layer{tag}"] = plots.ces_by_layer(result, model=model)
+        figures[f"convergence{tag}"] = plots.convergence(result, model=model)
+    figures["ces_table"] = plots.heat_table(result)
+    return figures
+
+
+def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
+    """Declared cell: each model's top layer and the ``last`` pooling (else the first); the
+    largest |CES| anywhere is a note labelled exploratory."""
+    frame = tables["ceat"].dropna(subset=["ces"])
+    if frame.empty:
+        return Summary(title="CEAT: no combined effect sizes (every cell is NaN)")
+    pooling = default_of(list(frame["pooling"].unique()), DEFAULT_POOLINGS)
+    keys = [k for k in ("model", "test") if k in frame]
+    rows = []
+    for key, group in frame[frame["pooling"] == pooling].groupby(keys, sort=False):
+        top = group.loc[group["layer"].idxmax()]
+        row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        row.update({
+            "groups": f"{top.get('x_group')}/{top.get('y_group')} vs "
+                      f"{top.get('a_group')}/{top.get('b_group')}",
+            "layer": int(top["layer"]), "ces": float(top["ces"]),
+            "95% CI": f"[{top['ci_low']:.2f}, {top['ci_high']:.2f}]",
+            "p": format_p(float(top["p"])).removeprefix("p "),
+            "bootstrap 95% CI": (f"[{top['boot_ci_low']:.2f}, {top['boot_ci_high']:.2f}]"
+                                 if np.isfinite(top.get("boot_ci_low", np.nan)) else "—"),
+            "tau2": float(top["tau2"]),
+        })
+        rows.append(row)
+    n = int(result.attrs.get("n_samples", 0))
+    best = frame.loc[frame["ces"].abs().idxmax()]
+    notes = [
+        f"p: {result.attrs.get('alternative')} p of the combined z (the published tables are "
+        f"two-sided). The N = {n:,} samples resample one finite set of contexts, so the "
+        "meta-analytic SE and CI shrink like 1/sqrt(N) for any N and p with them; the bootstrap "
+        f"CI ({result.attrs.get('n_bootstrap')} replicates resampling stimuli and each stimulus' "
+        "contexts) does not (figure convergence).",
+        f"V_i: {result.attrs.get('variance')}; sampling: {result.attrs.get('sampling')}.",
+        f"Largest |CES| over all {len(frame)} cells (exploratory, not a test): {best['test']} "
+        f"CES = {best['ces']:.2f} at layer {best['layer']}, {best['pooling']} pooling"
+        + (f", {best['model']}" if "model" in best else "") + ".",
+    ]
+    short = tables.get("ceat_contexts")
+    if short is not None and "with_replacement" in short:
+        k = int(short["with_replacement"].sum())
+        if k:
+            notes.append(f"{k} of {len(short)} stimuli have fewer than N contexts and were drawn "
+                         "with replacement (table ceat_contexts).")
+    return Summary(
+        title=f"CEAT combined effect sizes (DerSimonian-Laird over N = {n:,} samples)",
+        headline=[f"declared cell: top layer, pooling {pooling!r}"],
+        table=pd.DataFrame(rows),
+        notes=notes,
+    )
+
+
+ANALYSIS = Analysis(
+    name="ceat",
+    function=ceat,
+    suite="ceat",
+    description="CEAT: random-effects combined WEAT effect sizes over sampled natural contexts",
+    options=(
+        Option(name="tests", multiple=True, help="test of the suite, e.g. C1 (default: all)"),
+        Option(name="n_samples", type="int", flag="--samples",
+               help="N: samples of one context per stimulus"),
+        Option(name="alternative", choices=("two-sided", "greater", "less"),
+               help="alternative hypothesis of the combined z"),
+        Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
+        Option(name="n_permutations", type="int",
+               help="re-splits behind each sample's own p (histogram colours); 0: none"),
+        Option(name="n_bootstrap", type="int", help="bootstrap replicates (0: no bootstrap CI)"),
+        Option(name="bootstrap_samples", type="int", help="samples combined in each replicate"),
+    ),
+    tables=_tables,
+    figures=_figures,
+    summary=_summary,
+)
