@@ -22,6 +22,7 @@ from dask.callbacks import Callback
 from emb.analyses import ANALYSES, Analysis, run_analysis
 from emb.errors import AnalysisError
 from tests.analyses._synthetic import (
+    ceat_dataset,
     ibd_dataset,
     similarity_dataset,
     similarity_pairs,
@@ -108,6 +109,17 @@ DOCUMENTED: dict[str, dict[str, tuple[str, ...]]] = {
         "n_names_total": ("name_set",),
         "n_attributes": (),
     },
+    "ceat": {
+        **{name: ("test", "layer", "pooling", "sample") for name in ("es", "v", "p_sample")},
+        **{name: ("test", "layer", "pooling")
+           for name in ("ces", "se", "ci_low", "ci_high", "z", "p", "tau2", "q", "i2",
+                        "boot_ci_low", "boot_ci_high")},
+        **{name: ("test", "layer", "pooling", "n_grid")
+           for name in ("conv_p", "conv_ci_low", "conv_ci_high")},
+        "conv_boot_ci_low": ("test", "n_boot_grid"),
+        "n_contexts": ("stimulus",),
+        "n_x": ("test",),
+    },
     "similarity": {
         "rho": ("dataset", "pooling", "layer", "k"),
         "p": ("dataset", "pooling", "layer", "k"),
@@ -171,6 +183,11 @@ def _inputs(name: str) -> tuple[xr.Dataset, dict[str, Any]]:
     if name == "intersectional":
         return _lazy(intersectional_dataset(n_layers=2), item_chunk=512), {
             "seed": 3, "n_permutations": 300, "correction": "holm"}
+    if name == "ceat":
+        return _lazy(ceat_dataset(), item_chunk=50), {
+            "n_samples": 60, "seed": 3, "n_bootstrap": 20, "bootstrap_samples": 10,
+            "n_permutations": 20, "convergence": (10, 30), "bootstrap_convergence": (5, 10),
+        }
     raise AssertionError(f"no test inputs for analysis {name!r}: add them to _inputs()")
 
 
@@ -194,7 +211,8 @@ def test_registry_entries_are_complete() -> None:
     assert set(ANALYSES) == set(DOCUMENTED), "document the variables of every analysis"
     for name, analysis in ANALYSES.items():
         assert isinstance(analysis, Analysis) and analysis.name == name
-        assert analysis.suite in ("vast", "weat", "similarity", "stereotype", "ibd", "intersectional")
+        assert analysis.suite in ("vast", "weat", "similarity", "stereotype", "ibd", "intersectional",
+                                  "ceat")
         params = inspect.signature(analysis.function).parameters
         first, *rest = params.values()
         assert first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
@@ -271,7 +289,7 @@ def test_declared_options_are_keywords_with_defaults(name: str) -> None:
         assert params[option.name].default is not inspect.Parameter.empty, option.name
     shared = {"seed", "method"}  # the CLI's --seed and --reference
     api_only = {"similarity", "exact_limit", "word_labels", "attribute_labels", "layers",
-                "subtract_mean", "setting"}
+                "subtract_mean", "setting", "convergence", "bootstrap_convergence"}
     declared = {o.name for o in analysis.options} | set(analysis.optional_suites)
     missing = set(params) - declared - shared - api_only
     assert not missing, f"{name}: keywords neither declared nor API-only: {sorted(missing)}"
