@@ -129,7 +129,24 @@ def _format_of(path: Path, kind: str, wanted: Format) -> str:
         name = name[: name.rfind(".")]
     if name.endswith(".parquet"):
         return "parquet"
-    return "jsonl" if name.endswith(_JSON_SUFFIXES) else "text"
+    if name.endswith(_JSON_SUFFIXES):
+        return "jsonl"
+    return "jsonl" if _looks_like_json(path, kind) else "text"
+
+
+def _looks_like_json(path: Path, kind: str) -> bool:
+    """Whether the first record is a JSON object (Pushshift's RC_2014-01.zst has no suffix)."""
+    probe = CorpusFile(path=str(path), name=path.name, size=0, digest="", compression=kind,
+                       format="text")
+    try:
+        stream = _open_stream(probe, None)
+        try:
+            head = stream.read(4096)
+        finally:
+            stream.close()
+    except Exception:  # noqa: BLE001 - undecodable files fail later, with a clear message
+        return False
+    return head.lstrip()[:1] == b"{"
 
 
 def _digest(path: Path, size: int) -> str:
@@ -153,7 +170,8 @@ def corpus_files(
         Files, or patterns such as ``dumps/RC_2014-*.zst`` (``**`` recurses).
     format : {"auto", "text", "jsonl", "parquet"}
         ``auto``: Parquet by its magic bytes or suffix, JSON Lines by ``.jsonl``/``.ndjson``/
-        ``.json`` (before any compression suffix), else plain text.
+        ``.json`` (before any compression suffix) or a first line starting with ``{``, else
+        plain text.
 
     Raises
     ------

@@ -1,0 +1,219 @@
+"""Sampling contexts from a corpus: formats and compressions (a Pushshift-shaped dump included),
+the whole-word rule, context units, worker independence and uniformity of the reservoir."""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats as st_
+
+from emb.errors import CorpusError
+from emb.extract.contexts import candidate_keys, sample_contexts
+from emb.extract.corpus import whole_word_pattern
+from emb.extract.corpus_stream import corpus_files
+from emb.extract.stimulus_matching import Matcher, reference_text, reference_window
+
+SENTENCES = [
+    "I love my family.", "Love is all you need!", "She loves him.", "He said: love, love.",
+    "Self-love matters. Love is patient.", "The glove is lovely.", "café love", "élove here",
+    "We went home. It was late.", "Brad met Bill at home.", "[deleted]", "[removed]",
+]
+
+
+def _records(n: int = 300) -> list[dict]:
+    rng = np.random.default_rng(0)
+    out = []
+    for i in range(n):
+        body = SENTENCES[i % len(SENTENCES)]
+        if not body.startswith("["):
+            body += f" n{int(rng.integers(1000))}"
+        out.append({"id": f"t{i}", "body": body, "author": "home"})
+    return out
+
+
+def _write(path: Path, records: list[dict], field: str = "body") -> Path:
+    lines = "".join(json.dumps({**r, "text": r["body"]} if field == "text" else r) + "\n" for r in records)
+    opener = {".gz": gzip.open, ".xz": lzma.open, ".bz2": bz2.open}.get(path.suffix, open)
+    with opener(path, "wt", encoding="utf-8") as handle:
+        handle.write(lines)
+    return path
+
+
+def _pushshift(path: Path, records: list[dict]) -> Path:
+    """NDJSON compressed like the Pushshift dumps: zstd with a 2 GiB long-distance window."""
+    zstd = pytest.importorskip("zstandard")
+    params = zstd.ZstdCompressionParameters.from_level(3, window_log=31, enable_ldm=True)
+    with open(path, "wb") as raw, zstd.ZstdCompressor(compression_params=params).stream_writer(raw) as w:
+        for r in records:
+            w.write((json.dumps(r) + "\n").encode())
+    return path
+
+
+def _flat(sample) -> list[tuple]:
+    return [(c.stimulus, c.file, c.offset, c.ordinal, c.key, c.text, c.char_start)
+            for s in sample.contexts for c in sample.contexts[s]]
+
+
+def test_pushshift_dump_needs_the_long_window_and_skips_deleted(tmp_path: Path) -> None:
+    zstd = pytest.importorskip("zstandard")
+    path = _pushshift(tmp_path / "RC_2014-01.zst", _records())
+    with open(path, "rb") as handle, pytest.raises(zstd.ZstdError):
+        zstd.ZstdDecompressor().stream_reader(handle).read()  # the default window refuses it
+    sample = sample_contexts(path, ["love", "home", "Brad"], n=1000, text_field="body", workers=1)
+    assert sample.records_skipped == 2 * 300 // len(SENTENCES)  # [deleted] and [removed]
+    love = sample.contexts["love"]
+    assert {c.record_id for c in love} <= {f"t{i}" for i in range(300)}
+    for c in love:
+        assert c.text[c.char_start:c.char_end].lower() == "love"
+        assert c.line == int(c.record_id[1:]) + 1
+    # 'home' in the author field is not text; 'Brad' is matched without case
+    assert all("home" in c.text.lower() for c in sample.contexts["home"])
+    assert sample.seen["Brad"] == 25 and sample.kept("Brad") == 25
+
+
+def test_formats_and_compressions_give_the_same_sample(tmp_path: Path) -> None:
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    records = _records(120)
+    reference = None
+    for name in ("c.jsonl", "c.jsonl.gz", "c.ndjson.xz", "c.jsonl.bz2"):
+        sample = sample_contexts(_write(tmp_path / name, records), ["love", "home"], n=50,
+                                 text_field="body", workers=1)
+        got = [(c.stimulus, c.offset, c.text) for s in sample.contexts for c in sample.contexts[s]]
+        assert [c for c in got] and sample.seen["love"] > 50
+        if reference is None:
+            reference = sample.seen
+        assert sample.seen == reference, name
+    table = pa.table({"id": [r["id"] for r in records], "body": [r["body"] for r in records]})
+    pq.write_table(table, tmp_path / "c.parquet")
+    sample = sample_contexts(tmp_path / "c.parquet", ["love", "home"], n=50, text_field="body",
+                             workers=1)
+    assert sample.seen == reference
+    assert all(c.record_id == f"t{c.offset}" for c in sample.contexts["love"])
+    text = tmp_path / "c.txt"
+    text.write_text("\n".join(r["body"] for r in records) + "\n", encoding="utf-8")
+    assert sample_contexts(text, ["love", "home"], n=50, workers=1).seen == reference
+
+
+def test_errors_name_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"text": "love"}\n{"body": "x"}\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match=r"line 2: no 'text' field"):
+        sample_contexts(bad, ["love", "x"], n=5, workers=1)
+    with pytest.raises(CorpusError, match="matches no file"):
+        corpus_files([str(tmp_path / "nothing-*.zst")])
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"text": "love"}\n{"text": "love\n', encoding="utf-8")
+    with pytest.raises(CorpusError, match="line 2: invalid JSON"):
+        sample_contexts(broken, ["love"], n=5, workers=1)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(["love", "Love", "LOVE", "glove", "lovely", "love's", "self-love",
+                                 "é", "café", "ü", " ", "  ", ".", ",", "’", "-", "_", "1", "\t",
+                                 "he", "the", "He", "«", "x"]), max_size=25))
+def test_whole_word_rule_equals_the_regex(parts: list[str]) -> None:
+    text = "".join(parts)
+    if not text.strip():
+        return
+    matcher = Matcher(["love", "he"], case_sensitive=False, unit="document")
+    for s, word in enumerate(["love", "he"]):
+        expected = [(m.start(), m.end()) for m in whole_word_pattern(word).finditer(text)]
+        assert matcher.occurrences_in(text, s) == expected, (word, text)
+        raw = text.encode()
+        data = b"\n" + raw + b"\n"
+        rec, stim, ws, we = matcher.occurrences(data, np.array([1]), np.array([1 + len(raw)]))
+        assert len(ws[stim == s]) == len(expected)
+
+
+def test_context_units(tmp_path: Path) -> None:
+    path = tmp_path / "u.txt"
+    path.write_text("I love it. We love them. Love, love!\nNothing here.\nlove\n", encoding="utf-8")
+    sentence = sample_contexts(path, ["love"], n=10, workers=1)
+    texts = sorted(c.text for c in sentence.contexts["love"])
+    assert texts == ["I love it.", "Love, love!", "We love them.", "love"]  # 3 sentences + 1 line
+    document = sample_contexts(path, ["love"], n=10, unit="document", workers=1)
+    assert document.seen["love"] == 2
+    ref = sample_contexts(path, ["love", "Love"], n=10, unit="reference", workers=1)
+    # case-sensitive, punctuation stripped, and a word first or last in the record is missed
+    assert ref.seen["love"] == 1 and ref.seen["Love"] == 1
+    assert reference_text("a &amp; b, c") == "a   b  c"
+    long = "one two three four five six seven eight nine ten eleven target twelve thirteen"
+    # fewer than 4 words after it: the last 9; in the middle: 4 before, 3 after (the code's [i-4:i+4])
+    assert reference_window(long, "target")[0] == "six seven eight nine ten eleven target twelve thirteen"
+    words = [f"w{i}" for i in range(20)]
+    window, a, b = reference_window(" ".join(words), "w10")
+    assert window == "w6 w7 w8 w9 w10 w11 w12 w13" and window[a:b] == "w10"
+    assert reference_window(long, "one")[0] == "one two three four five six seven eight nine"
+
+
+def test_missing_and_short_stimuli_are_reported(tmp_path: Path) -> None:
+    path = tmp_path / "m.txt"
+    path.write_text("love\nlove\nhome\n", encoding="utf-8")
+    sample = sample_contexts(path, ["love", "home", "zebra"], n=2, workers=1)
+    assert sample.missing() == ["zebra"] and sample.short() == ["home", "zebra"]
+
+
+def _corpus(tmp_path: Path, n_files: int = 5) -> list[Path]:
+    rng = np.random.default_rng(1)
+    files = []
+    for f in range(n_files):
+        lines = [" ".join(rng.choice(["love", "home", "he", "is", "the", "a", "war"], 6))
+                 for _ in range(200 + 37 * f)]
+        path = tmp_path / f"part-{f}.txt.gz"
+        with gzip.open(path, "wt", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+        files.append(path)
+    return files
+
+
+@pytest.mark.slow
+def test_the_sample_does_not_depend_on_the_workers(tmp_path: Path) -> None:
+    files = _corpus(tmp_path)
+    words = ["love", "home", "he", "war"]
+    one = sample_contexts(files, words, n=40, seed=3, workers=1)
+    for workers in (2, 3):
+        assert _flat(sample_contexts(files, words, n=40, seed=3, workers=workers)) == _flat(one)
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, processes=False, dashboard_address=None) as cluster:
+        on_dask = sample_contexts(files, words, n=40, seed=3, scheduler=cluster.scheduler_address)
+    assert _flat(on_dask) == _flat(one)
+    assert on_dask.seen == one.seen
+    other = sample_contexts(files, words, n=40, seed=4, workers=1)
+    assert _flat(other) != _flat(one)
+
+
+def test_reservoir_is_uniform() -> None:
+    """Over 600 seeds, each of 30 candidates is kept in a sample of 6 about equally often."""
+    m, k, seeds = 30, 6, 600
+    counts = np.zeros(m)
+    offsets = np.arange(m) * 57
+    for seed in range(seeds):
+        keys = candidate_keys(seed, ["love"], "f.txt", np.zeros(m, dtype=np.int64), offsets,
+                              np.zeros(m, dtype=np.int64))
+        counts[np.argsort(keys)[:k]] += 1
+    chi2 = st_.chisquare(counts, np.full(m, seeds * k / m))
+    assert chi2.pvalue > 1e-3, chi2
+    # pairs are kept together as often as a uniform sample without replacement predicts
+    assert counts.sum() == seeds * k
+
+
+def test_reservoir_uniform_end_to_end(tmp_path: Path) -> None:
+    path = tmp_path / "u.txt"
+    path.write_text("".join(f"line {i} love\n" for i in range(12)), encoding="utf-8")
+    counts = np.zeros(12)
+    for seed in range(150):
+        for c in sample_contexts(path, ["love"], n=3, seed=seed, workers=1).contexts["love"]:
+            counts[c.line - 1] += 1
+    assert st_.chisquare(counts).pvalue > 1e-3
+    assert re.match(r"line \d+ love", "line 3 love")
