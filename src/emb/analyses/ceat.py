@@ -86,10 +86,9 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None) -> list[_Test]:
     tests_col = item_values(ds, "tests").astype(str)
     roles_col = item_values(ds, "roles").astype(str)
     groups_col = item_values(ds, "groups").astype(str) if "groups" in ds.variables else None
-    first = pd.unique(stim)
-    index = {s: i for i, s in enumerate(stim)}
-    for i in range(len(stim) - 1, -1, -1):
-        index[stim[i]] = i
+    codes, first = pd.factorize(stim)
+    firsts = np.unique(codes, return_index=True)[1]  # first item of each stimulus
+    index = {str(s): int(i) for s, i in zip(first, firsts, strict=True)}
     defs: dict[str, dict[str, list[str]]] = {}
     groups: dict[str, dict[str, str]] = {}
     for s in first:
@@ -145,6 +144,34 @@ def sample_indices(
     return out
 
 
+def _weights(idx: np.ndarray, n_t: int, n_a: int, n_items: int, inv: np.ndarray):
+    """Sparse (samples × items) matrix whose product with the vectors gives each sample's
+    ``w_i = mean_a â_{a,i} − mean_b b̂_{b,i}`` (unit vectors through ``inv`` = 1/‖row‖)."""
+    from scipy import sparse
+
+    a_cols = idx[:, n_t : n_t + n_a]
+    b_cols = idx[:, n_t + n_a :]
+    n = idx.shape[0]
+    cols = np.concatenate([a_cols, b_cols], axis=1)
+    vals = np.concatenate(
+        [inv[a_cols] / a_cols.shape[1], -inv[b_cols] / b_cols.shape[1]], axis=1
+    ).astype(np.float32)
+    indptr = np.arange(0, cols.size + 1, cols.shape[1])
+    return sparse.csr_matrix((vals.ravel(), cols.ravel(), indptr), shape=(n, n_items))
+
+
+def _scores(e: np.ndarray, inv: np.ndarray, idx: np.ndarray, n_t: int, n_a: int) -> np.ndarray:
+    """``s (samples, n_t)``: each sampled target's unit vector dotted with its sample's w_i."""
+    s = np.empty((idx.shape[0], n_t), dtype=np.float64)
+    for lo in range(0, idx.shape[0], _BATCH):
+        block = idx[lo : lo + _BATCH]
+        w = _weights(block, n_t, n_a, e.shape[0], inv) @ e  # (b, d): one pass over gathered rows
+        for t in range(n_t):
+            rows = block[:, t]
+            s[lo : lo + len(block), t] = np.einsum("ij,ij->i", e[rows], w) * inv[rows]
+    return s
+
+
 def ceat_kernel(
     emb: np.ndarray,
     *,
@@ -157,43 +184,50 @@ def ceat_kernel(
     n_permutations: int = 0,
     alternative: str = "two-sided",
     seed: int = 0,
+    threads: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``emb (..., item, feature)``, ``idx (N, X+Y+A+B)`` rows into ``item`` → ``es, v, p (..., N)``.
 
-    Per sample i: ``w_i = mean_a â_{a,i} − mean_b b̂_{b,i}``; ``s_{t,i} = t̂_{t,i} · w_i``;
-    ``ES_i = (mean_X s − mean_Y s) / std_{X∪Y}(s, ddof)``; ``V_i`` the sampling variance of d
-    (``variance="cohens-d"``) or ``var_{X∪Y}(s, ddof=1)`` (``"reference"``); ``p_i`` a Monte-Carlo
-    permutation p of the sample's WEAT (``n_permutations`` re-splits of X∪Y; NaN when 0).
+    Per sample i: ``w_i = mean_a â_{a,i} − mean_b b̂_{b,i}`` (one sparse product over the sampled
+    rows); ``s_{t,i} = t̂_{t,i} · w_i``; ``ES_i = (mean_X s − mean_Y s) / std_{X∪Y}(s, ddof)``;
+    ``V_i`` the sampling variance of d (``variance="cohens-d"``) or ``var_{X∪Y}(s, ddof=1)``
+    (``"reference"``); ``p_i`` a Monte-Carlo permutation p of the sample's WEAT
+    (``n_permutations`` re-splits of X∪Y, the same for every sample; NaN when 0). Samples are
+    split over ``threads`` (default: the cores); the result does not depend on it.
     """
+    import concurrent.futures as cf
+    import os
+
     n_t = n_x + n_y
     lead = emb.shape[:-2]
     n = idx.shape[0]
     es = np.empty((*lead, n))
     var = np.empty((*lead, n))
     p = np.full((*lead, n), np.nan)
+    threads = max(1, min(threads or os.cpu_count() or 1, n // _BATCH or 1))
+    bounds = np.linspace(0, n, threads + 1).astype(int)
     with stats.single_threaded_blas():
         for pos in np.ndindex(*lead):
             e = np.asarray(emb[pos], dtype=np.float32)
             norms = np.sqrt(np.einsum("ij,ij->i", e, e))
-            u = e / np.where(norms > 0, norms, 1.0)[:, None]
-            for lo in range(0, n, _BATCH):
-                block = idx[lo : lo + _BATCH]
-                g = u[block]  # (b, S, d)
-                w = g[:, n_t : n_t + n_a].mean(axis=1) - g[:, n_t + n_a :].mean(axis=1)
-                s = np.matmul(g[:, :n_t], w[:, :, None])[..., 0].astype(np.float64)  # (b, n_t)
-                d = stats.weat_effect_size(s[:, :n_x], s[:, n_x:], ddof=ddof)
-                es[(*pos, slice(lo, lo + len(block)))] = d
-                if variance == "reference":
-                    v = np.var(s, axis=-1, ddof=1)
-                else:
-                    v = stats.cohens_d_variance(d, n_x, n_y)
-                var[(*pos, slice(lo, lo + len(block)))] = v
-                if n_permutations:
-                    res = stats.permutation_test(
-                        s, n_x, alternative=alternative, n_permutations=n_permutations,
-                        exact_limit=0, seed=seed, method="monte-carlo",
-                    )
-                    p[(*pos, slice(lo, lo + len(block)))] = res.pvalue
+            inv = (1.0 / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+            if threads == 1:
+                s = _scores(e, inv, idx, n_t, n_a)
+            else:
+                with cf.ThreadPoolExecutor(threads) as pool:
+                    parts = pool.map(lambda k: _scores(e, inv, idx[bounds[k]:bounds[k + 1]], n_t, n_a),
+                                     range(threads))
+                    s = np.concatenate(list(parts))
+            d = stats.weat_effect_size(s[:, :n_x], s[:, n_x:], ddof=ddof)
+            es[pos] = d
+            var[pos] = (np.var(s, axis=-1, ddof=1) if variance == "reference"
+                        else stats.cohens_d_variance(d, n_x, n_y))
+            if n_permutations:
+                res = stats.permutation_test(
+                    s, n_x, alternative=alternative, n_permutations=n_permutations,
+                    exact_limit=0, seed=seed, method="monte-carlo",
+                )
+                p[pos] = res.pvalue
     return es, var, p
 
 
@@ -254,11 +288,11 @@ def _one_test(
     bootstrap_samples: int, grid: tuple[int, ...], boot_grid: tuple[int, ...],
     layer: int, pooling: str,
 ) -> xr.Dataset:
-    stim_col = item_values(ds, "stimulus").astype(str)
+    where_of = _positions(ds)
     order = [s for r in ROLES for s in test.stimuli[r]]
     positions, counts = [], []
     for s in order:
-        where = np.flatnonzero(stim_col == s)
+        where = where_of.get(s, np.zeros(0, dtype=np.int64))
         if not len(where):
             raise MissingStimuliError(f"test {test.name!r}: stimulus {s!r} has no context in this store")
         positions.append(where)
@@ -332,8 +366,15 @@ def _one_test(
     return out.assign_coords({f"{r.lower()}_group": ("test", [test.groups[r]]) for r in ROLES})
 
 
-def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace: str) -> xr.Dataset:
+def _positions(ds: xr.Dataset) -> dict[str, np.ndarray]:
+    """Item positions of every stimulus (one pass, not one comparison per stimulus)."""
     stim_col = item_values(ds, "stimulus").astype(str)
+    return {str(k): np.asarray(v, dtype=np.int64)
+            for k, v in pd.Series(np.arange(len(stim_col))).groupby(stim_col).indices.items()}
+
+
+def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace: str) -> xr.Dataset:
+    where_of = _positions(ds)
     names, counts, member, roles = [], [], [], []
     seen_info = _suite_parameters(ds).get("stimuli") or {}
     for test in tests:
@@ -345,7 +386,7 @@ def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace:
                     roles[i] += f"|{role}"
                     continue
                 names.append(s)
-                counts.append(int((stim_col == s).sum()))
+                counts.append(len(where_of.get(s, ())))
                 member.append(test.name)
                 roles.append(role)
     seen = [float(seen_info.get(s, {}).get("seen", np.nan)) for s in names]
