@@ -21,7 +21,7 @@ def _brute_force_es(ds, stimuli: dict[str, list[str]], idx_of, n: int) -> np.nda
     for i in range(n):
         vec = {s: emb[rows[s][idx_of(s, i)]] for s in rows}
 
-        def assoc(w):
+        def assoc(w, vec=vec):
             a = np.mean([1 - distance.cosine(vec[w], vec[x]) for x in stimuli["A"]])
             b = np.mean([1 - distance.cosine(vec[w], vec[x]) for x in stimuli["B"]])
             return a - b

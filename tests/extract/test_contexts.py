@@ -217,3 +217,15 @@ def test_reservoir_uniform_end_to_end(tmp_path: Path) -> None:
             counts[c.line - 1] += 1
     assert st_.chisquare(counts).pvalue > 1e-3
     assert re.match(r"line \d+ love", "line 3 love")
+
+
+def test_one_sentence_shortcut_agrees_with_sentencex(data_dir: Path) -> None:
+    """Texts the shortcut calls one sentence are one sentence for sentencex too (shared corpus)."""
+    sentencex = pytest.importorskip("sentencex")
+    from emb.extract.contexts import _TERMINATORS
+
+    with gzip.open(data_dir / "corpus" / "sentences.jsonl.gz", "rt", encoding="utf-8") as handle:
+        texts = [json.loads(line)["text"] for i, line in enumerate(handle) if i % 7 == 0]
+    single = [t for t in texts if not _TERMINATORS.search(t.rstrip(" \t").rstrip(".!?…"))]
+    assert len(single) > 10_000
+    assert all(len(sentencex.get_sentence_boundaries("en", t)) == 1 for t in single)

@@ -19,8 +19,8 @@ Examples
 from __future__ import annotations
 
 from emb.analyses._analysis import Analysis, Option, Summary, run_analysis, tidy_frame
-from emb.analyses.registry import ANALYSES, get_analysis  # first: it imports the modules
 from emb.analyses.ceat import ceat
+from emb.analyses.registry import ANALYSES, get_analysis
 from emb.analyses.sc_weat import sc_weat, sc_weat_lexicon
 from emb.analyses.similarity import load_pairs, word_similarity
 from emb.analyses.valence_subspace import valence_subspace

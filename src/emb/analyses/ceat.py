@@ -215,8 +215,10 @@ def ceat_kernel(
                 s = _scores(e, inv, idx, n_t, n_a)
             else:
                 with cf.ThreadPoolExecutor(threads) as pool:
-                    parts = pool.map(lambda k: _scores(e, inv, idx[bounds[k]:bounds[k + 1]], n_t, n_a),
-                                     range(threads))
+                    parts = pool.map(
+                        lambda k, e=e, inv=inv: _scores(e, inv, idx[bounds[k]:bounds[k + 1]], n_t, n_a),
+                        range(threads),
+                    )
                     s = np.concatenate(list(parts))
             d = stats.weat_effect_size(s[:, :n_x], s[:, n_x:], ddof=ddof)
             es[pos] = d
