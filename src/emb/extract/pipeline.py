@@ -427,13 +427,13 @@ def _coords(suite: Suite, plan: _Plan, layers: Sequence[int], poolings: Sequence
         "n_tokens": ("item", np.array([len(e.input_ids) for e in enc], dtype=np.int32)),
         "subtoken_ids": (("item", dm.SUBTOKEN_DIM), sub_ids),
     }
-    if any(e.window is not None for e in enc):  # contexts cut to the model's positions
+    windows = [getattr(e, "window", None) for e in enc]
+    if any(w is not None for w in windows):  # contexts cut to the model's positions
         lengths = [len(c) for c in item_coords["context"][1]]
         item_coords["cut_start"] = ("item", np.array(
-            [e.window[0] if e.window else 0 for e in enc], dtype=np.int32))
+            [w[0] if w else 0 for w in windows], dtype=np.int32))
         item_coords["cut_end"] = ("item", np.array(
-            [e.window[1] if e.window else n for e, n in zip(enc, lengths, strict=True)],
-            dtype=np.int32))
+            [w[1] if w else n for w, n in zip(windows, lengths, strict=True)], dtype=np.int32))
     for key, values in columns.items():  # suite labels: str or float64 columns
         if key in item_coords or key in ("item", "layer", "pooling", "feature"):
             raise StoreError(f"suite label {key!r} clashes with a store coordinate; rename it")
@@ -524,7 +524,7 @@ def _extract_suite(
         "window_blocks": window_blocks,
         # only a subset is recorded (an identity setting); the layer coordinate lists them always
         **({"layers": list(layers), "forward_stops_after_block": max(layers)} if subset else {}),
-        "contexts_cut": sum(e.window is not None for e in plan.encodings),
+        "contexts_cut": sum(getattr(e, "window", None) is not None for e in plan.encodings),
         # a causal model's contexts are fed up to the target's last subtoken (see Runner.embed)
         "truncate_after_target": bool(getattr(info, "causal", False)),
         # targets at the first token of a causal model's context (see _warn_position_zero)
@@ -584,7 +584,7 @@ def _extract_suite(
                     progress=bar.update if bar is not None else None,
                     out_dtype=settings.storage_dtype,
                     truncate=truncate,
-                    layers=layers,
+                    **({"layers": layers} if subset else {}),  # all layers: the runner's default
                 )
                 n_computed += len(compute_keys)
             if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
