@@ -183,6 +183,10 @@ class Matcher:
             )
         return self._automaton
 
+    def is_fast(self, stimulus: int) -> bool:
+        """Whether the stimulus is one ASCII word, found exactly by the byte pass."""
+        return bool(self._plan.fast[stimulus])
+
     # -- byte positions ----------------------------------------------------------------------
     def _raw(self, data: bytes) -> np.ndarray:
         """(pattern, start, end) of every pattern occurrence in the translated bytes."""

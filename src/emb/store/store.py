@@ -27,6 +27,10 @@ __all__ = ["Store", "StoreInfo", "SuiteInfo", "ValidationReport", "open_store"]
 Status = Literal["complete", "incomplete", "corrupt"]
 
 
+#: Most dask chunks along ``item`` that :meth:`Store.dataset` makes (each a whole number of shards).
+MAX_ITEM_CHUNKS = 1024
+
+
 @dataclass(frozen=True, kw_only=True)
 class SuiteInfo:
     """Summary of one suite group."""
@@ -164,7 +168,10 @@ class Store:
             {name: _plain(coord) for name, coord in ds.coords.items() if name not in ds.indexes}
         )
         ds = ds.assign_coords({name: _plain(ds[name]) for name in ds.indexes})
-        spec = {"item": block, "layer": -1, "pooling": -1, "feature": -1}
+        # whole shards per dask chunk, at most MAX_ITEM_CHUNKS of them: a paper-scale CEAT group
+        # (4 million items, 128 per shard) would otherwise make 406,250 dask chunks per read
+        per_chunk = block * max(1, -(-ds.sizes["item"] // (block * MAX_ITEM_CHUNKS)))
+        spec = {"item": per_chunk, "layer": -1, "pooling": -1, "feature": -1}
         if chunks == "layer":
             spec["layer"] = 1
         elif chunks == "inner":
