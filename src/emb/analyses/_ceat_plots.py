@@ -76,7 +76,7 @@ def es_histograms(result: xr.Dataset, *, model: Any = None, bins: int = 30) -> F
         ax.set_ylabel("samples", fontsize=8)
     mappable = ScalarMappable(norm=norm, cmap=cmap)
     bar = fig.colorbar(mappable, ax=axes, shrink=0.6)
-    bar.set_label(f"mean p of the bin's samples ({n_perm} re-splits)", fontsize=8)
+    bar.set_label(f"mean p of the bin's samples ({n_perm} re-splits; floor 1/{n_perm + 1})", fontsize=8)
     bar.ax.tick_params(labelsize=7)
     fig.suptitle(_title(model, f"Distribution of {cell.sizes['sample']:,} sampled effect sizes "
                                f"(layer {int(cell['layer'])}, {str(cell['pooling'].values)} pooling); "
@@ -132,21 +132,28 @@ def heat_table(result: xr.Dataset) -> Figure:
             p = float(cell["p"].sel(test=test))
             values[i, j] = d
             texts[i][j] = f"{d:.2f}\n{'p<1e-30' if p < 1e-30 else f'p={p:.1e}'}"
-    fig = Figure(figsize=(1.6 + 1.3 * len(models), 0.9 + 0.42 * len(tests)), layout="constrained")
+            if "boot_ci_low" in cell:
+                lo = float(cell["boot_ci_low"].sel(test=test))
+                hi = float(cell["boot_ci_high"].sel(test=test))
+                texts[i][j] += f"\nboot [{lo:.2f}, {hi:.2f}]"
+    fig = Figure(figsize=(max(4.6, 2.2 + 1.5 * len(models)), 1.0 + 0.55 * len(tests)),
+                 layout="constrained")
     ax = fig.subplots()
     lim = max(0.8, float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0)
     image = ax.imshow(values, cmap="RdBu_r", norm=TwoSlopeNorm(0, -lim, lim), aspect="auto")
     for i in range(len(tests)):
         for j in range(len(models)):
-            ax.text(j, i, texts[i][j], ha="center", va="center", fontsize=7,
+            ax.text(j, i, texts[i][j], ha="center", va="center", fontsize=6.5,
                     color="white" if abs(values[i, j]) > 0.6 * lim else "black")
     ax.set_xticks(range(len(models)), [str(m) if m is not None else "model" for m in models],
                   fontsize=8, rotation=20)
     ax.set_yticks(range(len(tests)), tests, fontsize=8)
-    fig.colorbar(image, ax=ax, label="CES (|d| 0.2 small, 0.5 medium, 0.8 large)", shrink=0.8)
-    ax.set_title(f"CEAT (top layer, {result.attrs.get('declared_pooling')} pooling, "
-                 f"N = {int(result.attrs.get('n_samples', 0)):,}; p {result.attrs.get('alternative')})",
-                 fontsize=9)
+    bar = fig.colorbar(image, ax=ax, shrink=0.8)
+    bar.set_label("CES (|d| 0.2 small, 0.5 medium, 0.8 large)", fontsize=7)
+    bar.ax.tick_params(labelsize=7)
+    ax.set_title(f"CEAT CES at the top layer, {result.attrs.get('declared_pooling')} pooling\n"
+                 f"N = {int(result.attrs.get('n_samples', 0)):,}; p {result.attrs.get('alternative')}; "
+                 "boot: bootstrap 95% CI", fontsize=8)
     return fig
 
 
@@ -177,8 +184,9 @@ def convergence(result: xr.Dataset, *, model: Any = None) -> Figure:
             bhalf = (np.asarray(cur["conv_boot_ci_high"].values)
                      - np.asarray(cur["conv_boot_ci_low"].values)) / 2
             left.plot(bgrid, bhalf, color=colors[k], lw=1.0, ls="--", marker="s", ms=2)
-        right.plot(grid, _minus_log10_p(np.asarray(cur["conv_z"].values, dtype=float),
-                                        str(result.attrs.get("alternative", "two-sided"))),
+        right.plot(grid, np.maximum(_minus_log10_p(np.asarray(cur["conv_z"].values, dtype=float),
+                                                   str(result.attrs.get("alternative", "two-sided"))),
+                                    1e-2),
                    color=colors[k], lw=1.2, marker="o", ms=2.5)
     left.set_xscale("log")
     left.set_yscale("log")
@@ -187,6 +195,7 @@ def convergence(result: xr.Dataset, *, model: Any = None) -> Figure:
     left.set_title("meta-analytic CI (solid) shrinks like 1/sqrt(N);\nbootstrap CI (dashed) does not",
                    fontsize=8)
     right.set_xscale("log")
+    right.set_yscale("log")
     right.axhline(-math.log10(0.05), color="0.5", lw=0.8, ls=":", label="p = 0.05")
     right.set_xlabel("N (samples)", fontsize=8)
     right.set_ylabel(f"-log10 p, meta-analytic ({result.attrs.get('alternative')})", fontsize=8)
