@@ -250,6 +250,7 @@ def _units(matcher: Matcher, rec, stim, ws, we, text_of):  # noqa: ANN001, ANN20
 #: "(1)" or "b)". A text with none of them before its final run of ``.!?…`` is one sentence
 #: (checked against sentencex on all 193,889 lines of the shared corpus; tests/extract checks 1/7).
 _TERMINATORS = re.compile(r"[.!?…。！？\n\r]|\(\s*\w{1,4}\s*\)|\w\)")
+_CANDIDATES = re.compile(r"[.!?…。！？\n\r)]")  # one character class: a fast first look
 
 
 def _sentences(text: str) -> list[tuple[int, int]]:
@@ -258,7 +259,8 @@ def _sentences(text: str) -> list[tuple[int, int]]:
     A text without a terminator before its final ``.!?…`` run is one sentence; sentencex is not
     called for it (most corpus lines, and the bulk of the time it would take).
     """
-    if not _TERMINATORS.search(text.rstrip(" \t").rstrip(".!?…")):
+    body = text.rstrip(" \t").rstrip(".!?…")
+    if not _CANDIDATES.search(body) or not _TERMINATORS.search(body):
         return [(0, len(text))]
     try:
         import sentencex
@@ -371,9 +373,9 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
     kept: list[list[tuple]] = []
     for s, heap in enumerate(res.heaps):
         rows = []
-        for nk, nf, no, nd, (text, line, ident, fname, at) in heap:
-            context, a, b = _materialize(matcher, s, text, -nd, at)
-            rows.append((-nk, -nf, -no, -nd, context, a, b, line, ident, fname))
+        heap.sort(reverse=True)  # ascending key
+        for nk, nf, no, nd, entry in heap:  # materialized after the merge: only the final n
+            rows.append((-nk, -nf, -no, -nd, entry))
         kept.append(rows)
     return {"kept": kept, "seen": res.seen, "skipped": skipped, "scanned": scanned,
             "read": sum(f.size for f in job.files)}
@@ -389,17 +391,22 @@ def _groups(files: Sequence[CorpusFile], n: int) -> list[list[int]]:
     return [sorted(m) for _, _, m in sorted(bins, key=lambda b: b[1]) if m]
 
 
-def _merge(parts: list[dict[str, Any]], stimuli: Sequence[str], n: int):  # noqa: ANN202
+def _merge(parts: list[dict[str, Any]], matcher: Matcher, n: int):  # noqa: ANN202
+    """The n smallest keys per stimulus over all partial reservoirs, materialized."""
+    stimuli = matcher.stimuli
     seen = np.zeros(len(stimuli), dtype=np.int64)
     merged: dict[str, list[Context]] = {}
     for part in parts:
         seen += part["seen"]
     for s, word in enumerate(stimuli):
         rows = [row for part in parts for row in part["kept"][s]]
-        rows.sort()  # by (key, file, offset, ordinal): unique, so the rest is never compared
-        merged[word] = [
-            Context(word, r[4], r[5], r[6], r[9], r[7], r[2], r[3], r[8], r[0]) for r in rows[:n]
-        ]
+        if len(parts) > 1:
+            rows.sort()  # by (key, file, offset, ordinal): unique, so the rest is never compared
+        out = []
+        for key, _, offset, ordinal, (text, line, ident, fname, at) in rows[:n]:
+            context, a, b = _materialize(matcher, s, text, ordinal, at)
+            out.append(Context(word, context, a, b, fname, line, offset, ordinal, ident, key))
+        merged[word] = out
     return merged, {w: int(c) for w, c in zip(stimuli, seen.tolist(), strict=True)}
 
 
@@ -490,7 +497,7 @@ def sample_contexts(
         parts = _run_local(jobs, bar)
     if bar is not None:
         bar.close()
-    contexts, seen = _merge(parts, words, n)
+    contexts, seen = _merge(parts, matcher, n)
     elapsed = time.perf_counter() - t0
     return ContextSample(
         contexts=contexts, seen=seen, files=files, n=n, seed=int(seed), unit=unit,
