@@ -371,12 +371,9 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
 
             res.offer(keys, ustim, findex, offsets, ordinal, payload)
     kept: list[list[tuple]] = []
-    for s, heap in enumerate(res.heaps):
-        rows = []
+    for heap in res.heaps:  # materialized after the merge: only the final n
         heap.sort(reverse=True)  # ascending key
-        for nk, nf, no, nd, entry in heap:  # materialized after the merge: only the final n
-            rows.append((-nk, -nf, -no, -nd, entry))
-        kept.append(rows)
+        kept.append([(-nk, -nf, -no, -nd, entry) for nk, nf, no, nd, entry in heap])
     return {"kept": kept, "seen": res.seen, "skipped": skipped, "scanned": scanned,
             "read": sum(f.size for f in job.files)}
 
