@@ -105,6 +105,9 @@ class ContextSample:
         Bytes read from disk and decompressed bytes scanned.
     seconds : float
     workers : int
+    options : dict
+        Timings: each worker's CPU and wall seconds, and the merge's (materializing the kept
+        contexts, in this process).
     """
 
     contexts: dict[str, list[Context]]
@@ -338,6 +341,7 @@ def _reporter() -> Callable[[int], None] | None:
 def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Scan some files; return their partial reservoirs, materialized."""
     report = report or _reporter()
+    cpu0, wall0 = time.process_time(), time.perf_counter()
     matcher = job.matcher
     res = _Reservoirs(len(matcher.stimuli), job.n)
     skipped = 0
@@ -375,7 +379,8 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
         heap.sort(reverse=True)  # ascending key
         kept.append([(-nk, -nf, -no, -nd, entry) for nk, nf, no, nd, entry in heap])
     return {"kept": kept, "seen": res.seen, "skipped": skipped, "scanned": scanned,
-            "read": sum(f.size for f in job.files)}
+            "read": sum(f.size for f in job.files), "cpu": time.process_time() - cpu0,
+            "wall": time.perf_counter() - wall0}
 
 
 def _groups(files: Sequence[CorpusFile], n: int) -> list[list[int]]:
@@ -494,7 +499,9 @@ def sample_contexts(
         parts = _run_local(jobs, bar)
     if bar is not None:
         bar.close()
+    t_merge = time.perf_counter()
     contexts, seen = _merge(parts, matcher, n)
+    merge_seconds = time.perf_counter() - t_merge
     elapsed = time.perf_counter() - t0
     return ContextSample(
         contexts=contexts, seen=seen, files=files, n=n, seed=int(seed), unit=unit,
@@ -502,6 +509,9 @@ def sample_contexts(
         records_skipped=sum(p["skipped"] for p in parts), bytes_read=total,
         bytes_text=sum(p["scanned"] for p in parts), seconds=elapsed,
         workers=len(jobs) if scheduler is None else 0,
+        options={"worker_cpu_seconds": [round(p["cpu"], 3) for p in parts],
+                 "worker_wall_seconds": [round(p["wall"], 3) for p in parts],
+                 "merge_seconds": round(merge_seconds, 3)},
     )
 
 
