@@ -233,8 +233,9 @@ class RecordBlock:
     Attributes
     ----------
     data : bytes
-        ``b"\\n" + text_0 + b"\\n" + text_1 + … + b"\\n"`` (UTF-8). A text may itself hold
-        newlines (JSON, Parquet); records are told apart by ``starts``, never by newlines.
+        ``SEP + text_0 + SEP + text_1 + … + SEP`` (UTF-8), SEP a newline (text files) or a NUL
+        byte (decoded records). A text may itself hold newlines (JSON, Parquet); records are told
+        apart by ``starts``, never by separators.
     starts, ends : numpy.ndarray of int64, (n,)
         ``data[starts[i]:ends[i]]`` is record i's text.
     offsets : numpy.ndarray of int64, (n,)
@@ -273,18 +274,32 @@ class RecordBlock:
         ids: Sequence[str] | None = None,
         skipped: int = 0,
     ) -> RecordBlock:
-        """A block of in-memory texts (used for JSON records and by tests)."""
-        encoded = [t.encode("utf-8") for t in texts]
-        lengths = np.fromiter((len(b) + 1 for b in encoded), dtype=np.int64, count=len(encoded))
-        starts = np.cumsum(lengths) - lengths + 1
-        data = b"\n" + b"\n".join(encoded) + b"\n" if encoded else b"\n"
+        """A block of in-memory texts (used for JSON records and by tests).
+
+        The texts are joined with NUL bytes (newlines when a text holds a NUL) and encoded once;
+        the separators' positions give the records' byte ranges.
+        """
+        n = len(texts)
+        joined = "\x00".join(texts)
+        if joined.count("\x00") == max(n - 1, 0):  # no text holds a NUL
+            data = ("\x00" + joined + "\x00").encode("utf-8")
+            seps = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == 0)
+            starts, ends = seps[:-1] + 1, seps[1:]
+        else:  # a text holds a NUL: encode one by one
+            encoded = [t.encode("utf-8") for t in texts]
+            lengths = np.fromiter((len(b) + 1 for b in encoded), dtype=np.int64, count=n)
+            starts = np.cumsum(lengths) - lengths + 1
+            ends = starts + lengths - 1
+            data = b"\n" + b"\n".join(encoded) + b"\n" if encoded else b"\n"
+        if n == 0:
+            data, starts, ends = b"\n", np.zeros(0, np.int64), np.zeros(0, np.int64)
         return cls(
             data=data,
-            starts=starts,
-            ends=starts + lengths - 1,
+            starts=starts.astype(np.int64),
+            ends=ends.astype(np.int64),
             offsets=np.asarray(offsets, dtype=np.int64),
             lines=np.asarray(lines, dtype=np.int64),
-            ids=list(ids) if ids is not None else [""] * len(encoded),
+            ids=list(ids) if ids is not None else [""] * n,
             skipped=skipped,
         )
 
