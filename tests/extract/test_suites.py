@@ -463,7 +463,8 @@ def test_fast_path_still_reports_schema_errors():
 
 
 def test_builtin_generators_and_options():
-    assert set(BUILTIN_SUITES) == {"vast", "weat", "similarity", "stereotype", "ibd", "intersectional"}
+    assert set(BUILTIN_SUITES) == {"vast", "weat", "similarity", "stereotype", "ibd", "intersectional",
+                                   "ceat"}
     for name, generator in BUILTIN_SUITES.items():
         assert generator.name == name and generator.description
         for option in generator.options:
