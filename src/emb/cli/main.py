@@ -43,6 +43,8 @@ def _suite_options() -> list[Any]:
     seen: dict[str, list[Any]] = {}
     for generator in BUILTIN_SUITES.values():
         for opt in generator.options:
+            if opt.name in _EXTRACT_LEVEL:  # one flag, declared by extract and handed on
+                continue
             seen.setdefault(opt.name, []).append((generator.name, opt))
     decorators = []
     for name, declared in seen.items():
@@ -67,6 +69,12 @@ def _suite_options() -> list[Any]:
             kwargs["type"] = float
         decorators.append(click.option(flag, name, **kwargs))
     return decorators
+
+
+#: Suite options that are also extract's own flags: ``--allow-missing`` leaves out what is missing
+#: for static vectors (words without a vector) and for the suites that declare it (ceat: stimuli
+#: without a context).
+_EXTRACT_LEVEL = frozenset({"allow_missing"})
 
 
 def _show(value: Any) -> str:
@@ -123,8 +131,9 @@ def _static_options() -> list[Any]:
                      help="[static vectors] Look a word missing in its case up lower-cased "
                           "(recorded per item, label vector_key)."),
         click.option("--allow-missing", is_flag=True,
-                     help="[static vectors] Leave out the items of words without a vector "
-                          "(recorded in the store and reported) instead of failing."),
+                     help="[static vectors, ceat] Leave out the items of words without a vector, "
+                          "or CEAT stimuli without a context (recorded in the store and reported), "
+                          "instead of failing."),
     ]
 
 
@@ -135,10 +144,12 @@ def _static_runner(model: str, suites: list[Any], options: dict[str, Any]) -> An
     fmt = options.pop("vectors_format")
     lowercase, allow = options.pop("lowercase_fallback"), options.pop("allow_missing")
     if fmt is None and not is_vectors_file(model):
-        if lowercase or allow:
+        uses_allow = any(s.parameters.get("allow_missing") for s in suites)
+        if lowercase or (allow and not uses_allow):
             raise click.UsageError(
                 "--lowercase-fallback and --allow-missing apply to static vectors files only "
-                "(.bin, .txt, .vec, optionally .gz/.zip; or give --format)")
+                "(.bin, .txt, .vec, optionally .gz/.zip; or give --format), and --allow-missing "
+                "to the ceat suite")
         return None
     return load_vectors(model, (it.word for s in suites for it in s.items), format=fmt,
                         lowercase_fallback=lowercase, allow_missing=allow)
@@ -211,6 +222,7 @@ def extract(
 
     static_options = {k: suite_options.pop(k) for k in
                       ("vectors_format", "lowercase_fallback", "allow_missing")}
+    suite_options["allow_missing"] = static_options["allow_missing"] or None  # ceat takes it too
     suites = _build_suites(suite_specs, suite_options)
     from emb.extract.suites import BUILTIN_SUITES
 

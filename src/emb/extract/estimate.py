@@ -84,24 +84,26 @@ def estimate_extraction(
     info = runner.info
     causal = bool(getattr(info, "causal", False))
     flat = [e for group in encodings for e in group]
-    lengths = np.asarray([e.token_end if causal else e.n_tokens for e in flat], dtype=np.int64)
-    single = np.asarray([e.n_subtokens == 1 for e in flat], dtype=bool)
+    lengths = np.asarray([(e.token_end if causal else e.n_tokens) if hasattr(e, "n_tokens") else 1
+                          for e in flat], dtype=np.int64)
+    single = np.asarray([getattr(e, "n_subtokens", 1) == 1 for e in flat], dtype=bool)
     items = int(sum(n_items))
     itemsize = np.dtype(storage_dtype).itemsize
     per_item = len(layers) * len(poolings) * int(info.hidden_size) * itemsize
     raw = items * per_item
     f_single = float(single.mean()) if len(single) else 0.0
     vectors = raw * ((1 - f_single) + f_single / max(len(poolings), 1))
-    context_bytes = sum(len(e.input_ids) for e in flat) * 4 * 0.5  # ~4 characters per token
+    context_bytes = int(lengths.sum()) * 4 * 0.5  # ~4 characters per token, LZ4 halves them
     disk = int(vectors + context_bytes)
     rate = 0.0
     if len(flat):
         order = np.argsort(lengths, kind="stable")
         middle = order[max(0, len(order) // 2 - sample // 2):][:sample]
         chosen = [flat[i] for i in middle]
-        runner.embed(chosen[:2], poolings=poolings, batch_size=batch_size, layers=layers)  # warm up
+        subset = {} if list(layers) == list(range(int(info.n_layers) + 1)) else {"layers": layers}
+        runner.embed(chosen[:2], poolings=poolings, batch_size=batch_size, **subset)  # warm up
         t0 = time.perf_counter()
-        runner.embed(chosen, poolings=poolings, batch_size=batch_size, layers=layers)
+        runner.embed(chosen, poolings=poolings, batch_size=batch_size, **subset)
         elapsed = max(time.perf_counter() - t0, 1e-6)
         rate = float(lengths[middle].sum()) / elapsed
     tokens = int(lengths.sum())

@@ -138,7 +138,7 @@ class CeatGenerator(SuiteGenerator):
                     help="JSON key / Parquet column of the text (Reddit dumps: body)"),
         SuiteOption(name="id_field", type=str, default="id",
                     help="JSON key / Parquet column of a record id, recorded when present"),
-        SuiteOption(name="format", type=str, default="auto",
+        SuiteOption(name="corpus_format", type=str, default="auto",
                     choices=("auto", "text", "jsonl", "parquet"),
                     help="corpus format (default: from magic bytes and suffix)"),
         SuiteOption(name="allow_missing", type=bool, default=False,
@@ -170,7 +170,7 @@ class CeatGenerator(SuiteGenerator):
         sample = sample_contexts(
             [str(c) for c in opts["corpus"]], stimuli, n=n, seed=opts["seed"], unit=opts["unit"],
             case_sensitive=bool(opts["case_sensitive"]), text_field=opts["text_field"],
-            id_field=opts["id_field"] or None, format=opts["format"], workers=opts["workers"],
+            id_field=opts["id_field"] or None, format=opts["corpus_format"], workers=opts["workers"],
             scheduler=opts["scheduler"],
             progress=sys.stderr.isatty() if progress is None else bool(progress),
         )
