@@ -566,8 +566,8 @@ def _parquet_blocks(
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise CorpusError(
-            f"{file.path} is a Parquet file but 'pyarrow' is not installed; run "
-            "pip install 'emb[corpus]'"
+            f"{file.path} is a Parquet file but 'pyarrow' (a dependency of emb) is not "
+            "installed; run pip install pyarrow"
         ) from exc
     try:
         reader = pq.ParquetFile(file.path)
