@@ -15,6 +15,8 @@ __all__ = [
     "TargetNotFoundError",
     "StoreError",
     "StoreMismatchError",
+    "StoreLockedError",
+    "CorruptStoreError",
     "IncompleteStoreError",
     "MissingStimuliError",
     "AnalysisError",
@@ -54,6 +56,14 @@ class StoreMismatchError(StoreError):
     """Writing into a store made from another model, revision or suite definition."""
 
 
+class StoreLockedError(StoreError):
+    """Another process is writing the same suite (or the store's root) right now."""
+
+
+class CorruptStoreError(StoreError):
+    """A store's metadata or data is damaged in a way no interrupted run can explain."""
+
+
 class IncompleteStoreError(StoreError):
     """A store (or one suite in it) was not finished; re-run the same 'emb extract' to complete it."""
 
@@ -71,4 +81,5 @@ class AnalysisError(EmbError, ValueError):
 
 class EmbWarning(UserWarning):
     """Something the user should know, that does not stop the work (targets at position 0 of a
-    causal model); the CLI prints it as one line."""
+    causal model, targets made of nothing but the unknown token, a dead writer's lock taken
+    over); the CLI prints it as one line."""

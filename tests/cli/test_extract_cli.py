@@ -216,3 +216,224 @@ def test_smollm2_gguf_end_to_end(tmp_path):
     assert info.model["source"] == "gguf" and info.complete
     ds = emb.open_store(str(store)).dataset("weat")
     assert ds.sizes["layer"] == 31 and np.isfinite(ds.embedding.values).all()
+
+
+# -- bad input: a clear message, a non-zero exit, nothing half-written ------------------------------
+def _no_traceback(result) -> None:
+    assert "Traceback" not in result.output and "np.str_" not in result.output, result.output
+
+
+@pytest.fixture()
+def small_suite(tmp_path) -> Path:
+    path = tmp_path / "small.yaml"
+    path.write_text("name: small\nitems:\n  - {context: 'This is {target}.', word: love}\n"
+                    "  - {context: 'This is {target}.', word: war}\n")
+    return path
+
+
+def test_store_paths_emb_cannot_write_are_refused(gpt2_dir, small_suite, tmp_path):
+    file = tmp_path / "file.txt"
+    file.write_text("x")
+    for store, needle in ((file, "is a file, not a store"),
+                          (file / "s.zarr", "lies under the file"),
+                          (tmp_path / "s.zarr.zip", "cannot write into zip file")):
+        res = run("extract", "-m", gpt2_dir, "-s", small_suite, "--store", store, "-q", ok=False)
+        _assert_failed(res, "StoreError", needle)
+        _no_traceback(res)
+    assert file.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "file.txt", "small.yaml"]
+
+
+def test_bad_group_names_on_the_command_line(gpt2_dir, small_suite, tmp_path):
+    store = tmp_path / "s.zarr"
+    run("extract", "-m", gpt2_dir, "-s", small_suite, "--store", store, "-q")
+    before = sorted(p.relative_to(store) for p in store.rglob("*"))
+    for name in ("", "/", "a/b", "../x", ".", "n" * 300):
+        res = run("extract", "-m", gpt2_dir, "-s", small_suite, "--store", store, "-q",
+                  "--name", name, "--overwrite", ok=False)
+        _assert_failed(res, "StoreError", "is not allowed", "--name")
+        _no_traceback(res)
+    assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
+    assert run("validate", store).exit_code == 0
+
+
+def test_negative_seed_is_refused_before_anything(gpt2_dir, lexicon, corpus, tmp_path):
+    store = tmp_path / "s.zarr"
+    res = run("extract", "-m", gpt2_dir, "-s", "vast", "--lexicon", lexicon, "--corpus", corpus,
+              "--seed", "-1", "--store", store, ok=False)
+    _assert_failed(res, "SuiteError", "--seed", "-1")
+    _no_traceback(res)
+    assert not store.exists()
+
+
+def test_options_of_another_suite_are_refused(gpt2_dir, small_suite, tmp_path):
+    store = tmp_path / "s.zarr"
+    res = run("extract", "-m", gpt2_dir, "-s", "weat", "--corpus", tmp_path / "nonexistent",
+              "--store", store, ok=False)
+    assert res.exit_code == 2 and "--corpus belongs to suite vast" in res.output, res.output
+    res = run("extract", "-m", gpt2_dir, "-s", small_suite, "--seed", "3", "--store", store,
+              ok=False)
+    assert res.exit_code == 2 and "--seed belongs to suite vast" in res.output, res.output
+    assert not store.exists()
+
+
+def test_zip_targets_that_cannot_be_written(gpt2_dir, small_suite, tmp_path):
+    store = tmp_path / "s.zarr"
+    run("extract", "-m", gpt2_dir, "-s", small_suite, "--store", store, "-q")
+    before = sorted(p.relative_to(store) for p in store.rglob("*"))
+    for target, needle in ((tmp_path / "missing" / "s.zip", "does not exist"),
+                           (store / "s.zip", "inside the store"),
+                           (store, "exists")):
+        res = run("zip", store, target, ok=False)
+        _assert_failed(res, "StoreError", needle)
+        _no_traceback(res)
+    assert sorted(p.relative_to(store) for p in store.rglob("*")) == before
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.parametrize("content, needle", [(b"", "0 bytes: empty"), (b"not a zip", "BadZipFile")])
+def test_broken_zip_is_a_clear_error(tmp_path, content, needle):
+    bad = tmp_path / "bad.zip"
+    bad.write_bytes(content)
+    res = run("info", bad, ok=False)
+    _assert_failed(res, "StoreError", "not a readable zip file", needle)
+    _no_traceback(res)
+    res = run("validate", bad, ok=False)
+    assert res.exit_code == 2 and "not a readable zip file" in res.output
+
+
+def test_same_local_model_by_fingerprint_not_by_path(gpt2_dir, small_suite, tmp_path):
+    import shutil
+
+    store = tmp_path / "s.zarr"
+    run("extract", "-m", gpt2_dir, "-s", small_suite, "--store", store, "-q")
+    run("extract", "-m", gpt2_dir + "/", "-s", small_suite, "--store", store, "-q")  # same suite
+    copy = tmp_path / "copy-of-gpt2"
+    shutil.copytree(gpt2_dir, copy)
+    out = run("extract", "-m", copy, "-s", small_suite, "--store", store, "-q", "--name",
+              "again").output
+    assert "again: 2 items" in out and "status    complete" in out
+
+
+def _custom_code_model(source: str, target: Path, marker: Path) -> Path:
+    import shutil
+
+    shutil.copytree(source, target)
+    config = json.loads((target / "config.json").read_text())
+    config["model_type"] = "emb-test-custom"
+    config["auto_map"] = {"AutoConfig": "modeling_custom.CustomConfig",
+                          "AutoModel": "modeling_custom.CustomModel"}
+    (target / "config.json").write_text(json.dumps(config))
+    (target / "modeling_custom.py").write_text(
+        f"open({str(marker)!r}, 'w').write('ran')\n"
+        "from transformers import BertConfig, BertModel\n"
+        "class CustomConfig(BertConfig):\n    model_type = 'emb-test-custom'\n"
+        "class CustomModel(BertModel):\n    config_class = CustomConfig\n"
+    )
+    return target
+
+
+def test_model_with_its_own_code_is_refused_quickly_with_stdin_open(bert_dir, small_suite, tmp_path):
+    import os
+    import subprocess
+    import sys
+    import time
+
+    marker = tmp_path / "code-ran"
+    model = _custom_code_model(bert_dir, tmp_path / "custom", marker)
+    store = tmp_path / "s.zarr"
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": f"{src}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from emb.cli.main import main; main()", "extract", "-m", str(model),
+         "-s", str(small_suite), "--store", str(store), "-q"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )
+    try:  # stdin stays open and silent: a prompt would block until the timeout
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert time.monotonic() - t0 < 120
+    assert proc.returncode == 1 and "ModelError" in out and "--trust-remote-code" in out, out
+    assert "auto_map" in out and "Traceback" not in out
+    assert not marker.exists() and not store.exists()
+
+
+def test_transformers_is_told_not_to_run_model_code(bert_dir, tmp_path, monkeypatch):
+    """Without emb's own check, transformers still gets trust_remote_code=False and refuses."""
+    from emb.errors import ModelError
+    from emb.extract import model as model_module
+
+    marker = tmp_path / "code-ran"
+    model = _custom_code_model(bert_dir, tmp_path / "custom", marker)
+    monkeypatch.setattr(model_module, "_refuse_own_code", lambda *a: None)
+    with pytest.raises(ModelError, match="--trust-remote-code"):
+        model_module.load_model(model, device="cpu")
+    assert not marker.exists()
+
+
+def test_trust_remote_code_runs_it_and_is_recorded(bert_dir, small_suite, tmp_path):
+    marker = tmp_path / "code-ran"
+    model = _custom_code_model(bert_dir, tmp_path / "custom", marker)
+    store = tmp_path / "s.zarr"
+    run("extract", "-m", model, "-s", small_suite, "--store", store, "-q", "--trust-remote-code")
+    assert marker.exists()
+    info = emb.open_store(str(store)).model
+    assert info["trust_remote_code"] is True and info["weights_format"] == "safetensors"
+
+
+def test_pickled_weights_are_loaded_safely_or_refused(bert_dir, small_suite, tmp_path):
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    plain = tmp_path / "plain"
+    shutil.copytree(bert_dir, plain)
+    state = load_file(plain / "model.safetensors")
+    (plain / "model.safetensors").unlink()
+    torch.save(state, plain / "pytorch_model.bin")  # tensors only: torch's safe loader takes it
+    store = tmp_path / "s.zarr"
+    run("extract", "-m", plain, "-s", small_suite, "--store", store, "-q")
+    assert emb.open_store(str(store)).model["weights_format"].startswith("pickle (torch.load weights_only")
+
+    marker = tmp_path / "unpickled"
+    evil = tmp_path / "evil"
+    shutil.copytree(plain, evil)
+    torch.save({**state, "payload": _Payload(str(marker))}, evil / "pytorch_model.bin")
+    store = tmp_path / "t.zarr"
+    res = run("extract", "-m", evil, "-s", small_suite, "--store", store, ok=False)
+    _assert_failed(res, "ModelError", "weights_only=True", "refuses", "safetensors")
+    _no_traceback(res)
+    assert "weights_only=False" not in res.output
+    assert not marker.exists() and not store.exists()
+
+
+class _Payload:
+    """A pickle that would create a file when unpickled (it calls ``open``): code, not data."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_targets_of_unknown_tokens_are_warned_about_and_recorded(bert_dir, tmp_path):
+    suite = tmp_path / "unk.yaml"
+    suite.write_text(
+        "name: unk\nitems:\n  - {context: 'This is {target}.', word: love}\n"
+        "  - {context: 'This is {target}.', word: '😀'}\n"
+        "  - {context: 'I feel {target} today', word: '😀'}\n"
+        "  - {context: 'This is {target}.', word: '🙂'}\n"
+    )
+    store = tmp_path / "s.zarr"
+    result = CliRunner().invoke(main, ["extract", "-m", bert_dir, "-s", str(suite), "--store",
+                                       str(store), "-q"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    warning = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "3 of 4 targets" in warning[0] and "'😀'" in warning[0]
+    assert "unknown token" in warning[0] and "np.str_" not in warning[0]
+    recorded = emb.open_store(str(store)).dataset("unk").attrs["extraction"]["unknown_targets"]
+    assert recorded == {"n_items": 3, "words": ["😀", "🙂"]}

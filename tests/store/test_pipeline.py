@@ -293,6 +293,8 @@ _CHILD = textwrap.dedent(
 )
 
 
+# the resume takes over the lock a killed writer left, and says so
+@pytest.mark.filterwarnings("ignore:suite 's' of .* took over the writer lock:emb.errors.EmbWarning")
 def test_sigkill_at_any_moment_resumes_bitwise_identical(tmp_path):
     ref = str(tmp_path / "ref.zarr")
     extract(FakeRunner(), words_suite(600), ref, progress=False, block_size=16)

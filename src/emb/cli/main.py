@@ -93,6 +93,24 @@ def _apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:
 def _build_suites(specs: tuple[str, ...], options: dict[str, Any]) -> list[Any]:
     from emb.extract.suites import BUILTIN_SUITES, build_suite, load_suite
 
+    # --allow-missing is also a static vectors flag: _static_runner judges where it applies
+    given = sorted(
+        k for k, v in options.items() if v is not None and v != () and k != "allow_missing"
+    )
+    used = {o.name for spec in specs if spec in BUILTIN_SUITES for o in BUILTIN_SUITES[spec].options}
+    ignored = [k for k in given if k not in used]
+    if ignored:
+        owners = {
+            k: [g.name for g in BUILTIN_SUITES.values() if any(o.name == k for o in g.options)]
+            for k in ignored
+        }
+        listed = "; ".join(
+            f"--{k.replace('_', '-')} belongs to suite {', '.join(owners[k]) or '?'}" for k in ignored
+        )
+        raise click.UsageError(
+            f"option(s) given that no requested suite ({', '.join(specs)}) takes: {listed}. "
+            "Remove them, or request the suite they belong to"
+        )
     suites = []
     for spec in specs:
         if spec in BUILTIN_SUITES:
@@ -189,7 +207,11 @@ def _coverage_lines(suites: list[Any]) -> list[str]:
 @click.option("--bos/--no-bos", default=None,
               help="Force / suppress a BOS token (default: the tokenizer's own behaviour).")
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
-@click.option("--overwrite", is_flag=True, help="Replace suite groups written from another definition.")
+@click.option("--trust-remote-code", is_flag=True,
+              help="Let a model that ships its own Python code run it (read that code first; "
+                   "recorded in the store). Without it such a model is refused.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace the suite's group (and only it) if it holds another definition.")
 @click.option("--layers", default=None,
               help="Layers to store: 'all' (default) or e.g. '0,6,-1' (negative = from the top); "
                    "the forward pass stops after the highest.")
@@ -210,6 +232,7 @@ def extract(
     device: str | None,
     bos: bool | None,
     revision: str | None,
+    trust_remote_code: bool,
     overwrite: bool,
     layers: str | None,
     dry_run: bool,
@@ -250,6 +273,8 @@ def extract(
     }
     if poolings is not None:
         kwargs["poolings"] = tuple(p.strip() for p in poolings.split(",") if p.strip())
+    if trust_remote_code:
+        kwargs["trust_remote_code"] = True
     with _echo_warnings():
         reports = run_extract(
             runner if runner is not None else model,
@@ -319,16 +344,28 @@ def info(path: str, as_json: bool) -> None:
 
 @main.command()
 @click.argument("path")
-@click.option("--deep", is_flag=True, help="Also decode every written block and check it is finite.")
+@click.option("--deep", is_flag=True,
+              help="Also read every byte (manifest checksums) and decode every block (finite values).")
 def validate(path: str, deep: bool) -> None:
-    """Check a store: exit 0 complete, 1 incomplete (re-run the extract), 2 corrupt."""
-    from emb.store import open_store
+    """Check a store: exit 0 complete, 1 incomplete (re-run the extract), 2 corrupt or not a store.
 
-    report = open_store(path).validate(deep=deep)
+    A plain check reads metadata, done-markers and the sizes of what each complete suite's
+    manifest lists (cheap); --deep reads everything.
+    """
+    from emb.errors import EmbError
+    from emb.store.validate import validate_store
+
+    try:
+        report = validate_store(path, deep=deep)
+    except EmbError as err:  # nothing to validate: exit 2, not 1 (1 means "re-run to finish")
+        click.echo(f"{path}: not validated: {type(err).__name__}: {err}", err=True)
+        sys.exit(2)
     click.echo(f"{path}: {report.status}")
     for problem in report.problems:
         click.echo(f"  - {problem}")
-    sys.exit({"complete": 0, "incomplete": 1}.get(report.status, 2))
+    for note in report.notes:
+        click.echo(f"  note: {note}")
+    sys.exit(report.exit_code)
 
 
 @main.group(invoke_without_command=True)

@@ -17,8 +17,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import json
 import math
 import os
+import pickle
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
@@ -91,6 +93,13 @@ class ModelInfo:
     dtype, device : str
         Weights' dtype and the device the model runs on.
     transformers_version, torch_version : str
+    unk_token_id : int or None
+        The tokenizer's unknown token (targets made of nothing else are reported).
+    trust_remote_code : bool
+        Whether the model was allowed to run Python code of its own (``--trust-remote-code``).
+    weights_format : str
+        ``"safetensors"``, ``"pickle (torch.load weights_only=True)"``, ``"gguf"``, or
+        ``"hub"`` (the format transformers chose: safetensors when the repository has them).
     """
 
     model_id: str
@@ -113,6 +122,9 @@ class ModelInfo:
     transformers_version: str
     torch_version: str
     causal: bool = False
+    unk_token_id: int | None = None
+    trust_remote_code: bool = False
+    weights_format: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field."""
@@ -545,6 +557,37 @@ def _weight_files(directory: Path) -> list[Path]:
     return []
 
 
+def _refuse_own_code(directory: Path, given: str) -> None:
+    """Refuse a model directory that ships Python code (``auto_map``), before transformers reads it."""
+    for name in ("config.json", "tokenizer_config.json"):
+        file = directory / name
+        if not file.is_file():
+            continue
+        try:
+            doc = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise ModelError(
+                f"{file} of model {given!r} is not readable JSON ({error}); save the model again "
+                "with save_pretrained"
+            ) from error
+        auto_map = doc.get("auto_map") if isinstance(doc, dict) else None
+        if auto_map:
+            _refuse_auto_map(given, name, auto_map)
+
+
+def _refuse_auto_map(given: str, where: str, auto_map: Any) -> None:
+    entries = (
+        ", ".join(f"{k} → {v}" for k, v in list(auto_map.items())[:4])
+        if isinstance(auto_map, Mapping)
+        else str(auto_map)[:200]
+    )
+    raise ModelError(
+        f"{given!r} ships Python code of its own (auto_map in its {where}: {entries}); emb runs a "
+        "model's own code only with --trust-remote-code (trust_remote_code=True), after you have "
+        "read that code"
+    )
+
+
 def _looks_like_path(model: str) -> bool:
     return (
         model.startswith((".", "/", "~"))
@@ -600,8 +643,17 @@ def load_model(
     device: str = "auto",
     revision: str | None = None,
     gguf_file: str | None = None,
+    trust_remote_code: bool = False,
 ) -> Runner:
     """Load a transformer and its fast tokenizer for embedding extraction.
+
+    Nothing of the model's own runs unless asked: ``trust_remote_code`` is passed to
+    transformers explicitly (so it never asks on stdin), and a model that ships Python code
+    (``auto_map`` in its config or tokenizer config) is refused without it.  Weights are read
+    from safetensors when the model has them; ``.bin`` pickles only through torch's safe
+    unpickler (``torch.load(weights_only=True)``, which admits tensors and plain containers and
+    refuses any other object); torch >= 2.6 is required, the first version where that is the
+    default and where CVE-2025-32434 (code execution through ``weights_only=True``) is fixed.
 
     Parameters
     ----------
@@ -618,6 +670,9 @@ def load_model(
     gguf_file : str, optional
         Name of a .gguf file inside the directory ``model``; needs the ``gguf`` and
         ``accelerate`` packages.  The tokenizer is read from the same file.
+    trust_remote_code : bool
+        Let a model that ships its own Python code run it (recorded in ``info``).  Read that
+        code first: it runs with your permissions.
 
     Returns
     -------
@@ -629,8 +684,11 @@ def load_model(
     ------
     ModelError
         Unknown path or id, a directory without config.json, a tokenizer without offsets (not a
-        fast tokenizer), a missing optional package, or a bad dtype/device.
+        fast tokenizer), a missing optional package, a bad dtype/device, a model with code of
+        its own (without ``trust_remote_code``), or pickled weights torch's safe loader refuses.
     """
+    if not isinstance(trust_remote_code, bool):
+        raise ModelError(f"trust_remote_code must be True or False; got {trust_remote_code!r}")
     torch_dtype = _parse_dtype(dtype)
     target_device = _parse_device(device)
     given = os.fspath(model)
@@ -657,6 +715,7 @@ def load_model(
                 )
         load_kwargs["gguf_file"] = gguf_file
         location: str = str(path)
+        weights_format = "gguf"
         fingerprint = _sha256([weights])
     elif path.is_dir():
         if not (path / "config.json").is_file():
@@ -667,6 +726,8 @@ def load_model(
             )
         source = "local"
         location = str(path)
+        if not trust_remote_code:
+            _refuse_own_code(path, given)
         weight_files = _weight_files(path)
         if not weight_files:
             raise ModelError(
@@ -674,6 +735,11 @@ def load_model(
                 f"({', '.join('*' + s for s in _WEIGHT_SUFFIXES[:3])}); save the model with "
                 "save_pretrained"
             )
+        if weight_files[0].name.endswith(".safetensors"):
+            load_kwargs["use_safetensors"] = True  # never fall back to a pickle beside them
+            weights_format = "safetensors"
+        else:
+            weights_format = "pickle (torch.load weights_only=True)"
         fingerprint = _sha256(weight_files)
     elif path.exists() or _looks_like_path(given):
         raise ModelError(
@@ -685,12 +751,37 @@ def load_model(
         location = given
         hub_commit = _resolve_hub_revision(given, revision)
         load_kwargs["revision"] = hub_commit or revision
+        weights_format = "hub"
         fingerprint = ""
+    load_kwargs["trust_remote_code"] = trust_remote_code
     try:
         config = AutoConfig.from_pretrained(location, **load_kwargs)
+        if not trust_remote_code and getattr(config, "auto_map", None):
+            _refuse_auto_map(given, "config.json", config.auto_map)
         tokenizer = AutoTokenizer.from_pretrained(location, **load_kwargs)
-        full = AutoModel.from_pretrained(location, dtype=torch_dtype, **load_kwargs)
+        full = AutoModel.from_pretrained(
+            location, dtype=torch_dtype, weights_only=True, **load_kwargs
+        )
+    except pickle.UnpicklingError as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        reason = next(
+            (line for line in lines if line.startswith(("Trying to load", "Unsupported"))),
+            lines[0] if lines else type(error).__name__,
+        ).rstrip(".")
+        raise ModelError(
+            f"the weights of {given!r} are a pickle that torch's safe loader "
+            f"(torch.load weights_only=True) refuses: {reason}. emb never unpickles arbitrary "
+            "objects, which can run code; get the model's weights as .safetensors, or convert "
+            "them with a tool you trust"
+        ) from error
+    except ModelError:
+        raise
     except (OSError, ValueError, KeyError, ImportError) as error:
+        if "trust_remote_code" in str(error):
+            raise ModelError(
+                f"{given!r} needs Python code of its own to load; emb runs a model's own code only "
+                "with --trust-remote-code (trust_remote_code=True), after you have read that code"
+            ) from error
         tried = {"hub": f"the hub id {given!r}", "local": f"the directory {location!r}"}.get(
             source, f"the gguf file {gguf_file!r} in {location!r}"
         )
@@ -761,6 +852,9 @@ def load_model(
         transformers_version=transformers.__version__,
         torch_version=torch.__version__,
         causal=causal,
+        unk_token_id=getattr(tokenizer, "unk_token_id", None),
+        trust_remote_code=trust_remote_code,
+        weights_format=weights_format,
     )
     return Runner(network, tokenizer, target_device, info)
 

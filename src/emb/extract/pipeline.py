@@ -31,7 +31,18 @@ import zarr
 
 from emb.errors import EmbError, EmbWarning, StoreError
 from emb.schemas import datamodel as dm
-from emb.store.writer import SuiteWriter, extraction_differences, open_for_writing, read_rows
+from emb.store._location import is_url, local_path, open_zarr_store
+from emb.store._nodes import text_values
+from emb.store.names import check_group_name
+from emb.store.store import suite_names
+from emb.store.writer import (
+    SuiteWriter,
+    check_store,
+    extraction_differences,
+    open_for_writing,
+    plan_group,
+    read_rows,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.extract.estimate import Estimate
@@ -92,6 +103,8 @@ class SuiteReport:
     blocks_total: int
     already_complete: bool
     seconds: float
+    n_unknown_targets: int = 0
+    unknown_examples: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -127,6 +140,7 @@ def extract(
     device: str = "auto",
     bos: bool | None = None,
     revision: str | None = None,
+    trust_remote_code: bool = False,
     names: Sequence[str] | None = None,
     overwrite: bool = False,
     progress: bool = True,
@@ -156,8 +170,12 @@ def extract(
         :data:`FLOAT16_NOTE`).
     batch_size, device, bos
         Batching, ``auto``/``cpu``/``cuda``, BOS policy (None = the tokenizer's own behaviour).
+    revision, trust_remote_code
+        Hub revision; whether a model that ships its own Python code may run it (see
+        :func:`emb.extract.model.load_model`; recorded in the store).
     names
-        Group names (default: the suites' names).
+        Group names (default: the suites' names), each one path segment (see
+        :func:`emb.store.names.check_group_name`).
     overwrite
         Replace existing groups of the same name instead of refusing a different definition.
     block_size
@@ -179,20 +197,36 @@ def extract(
 
     Raises
     ------
-    ModelError, TargetNotFoundError
-        Before anything is written.
+    ModelError, TargetNotFoundError, SuiteError, StoreError
+        Before anything is written: every input (names, settings, model, suites, the store
+        location) is checked first.
     StoreMismatchError
         The store holds another model, or the group another suite definition / settings.
+    StoreLockedError
+        Another process is writing the same suite.
+
+    Warns
+    -----
+    EmbWarning
+        Targets that tokenize to nothing but the unknown token (count and examples; recorded in
+        the suite's extraction attributes as ``unknown_targets``).
     """
     suite_list = [suites] if not isinstance(suites, Sequence) else list(suites)
     group_names = list(names) if names is not None else [s.name for s in suite_list]
     if len(group_names) != len(suite_list) or len(set(group_names)) != len(group_names):
-        raise EmbError(f"need one distinct group name per suite; got {group_names}")
+        raise EmbError(
+            f"need one distinct group name per suite; got {len(group_names)} names "
+            f"{[str(n) for n in group_names]} for {len(suite_list)} suites"
+        )
+    group_names = [check_group_name(group_name) for group_name in group_names]
     pools = _parse_settings(poolings, dtype, storage_dtype, batch_size)
     if isinstance(window_blocks, bool) or not isinstance(window_blocks, int) or window_blocks < 1:
         raise EmbError(f"window_blocks must be a positive integer; got {window_blocks!r}")
-
     store = os.fspath(store)
+    # a store path emb cannot or must not write into, or a suite another process is writing,
+    # is refused before the model loads
+    check_store(store, storage_options=storage_options, suites=group_names)
+
     if isinstance(model, str | os.PathLike):
         model = os.fspath(model)
         from emb.extract.static import is_vectors_file, load_vectors
@@ -202,7 +236,10 @@ def extract(
         else:
             from emb.extract.model import load_model  # torch is imported only here
 
-            runner = load_model(model, dtype=dtype, device=device, revision=revision)
+            runner = load_model(
+                model, dtype=dtype, device=device, revision=revision,
+                trust_remote_code=trust_remote_code,
+            )
     else:
         runner = model
     if hasattr(runner, "cover"):  # static vectors: missing words checked, one pooling "static"
@@ -218,13 +255,25 @@ def extract(
     )
     chosen = parse_layers(layers, int(runner.info.n_layers))
     with _frozen_gc():
-        # Tokenise every suite before touching the store: a target that cannot be found fails here.
+        # Validate every input before touching the store: tokenise every suite (a target that
+        # cannot be found fails here), hash it, lay out its coordinates, and check what the
+        # store holds (another model, another definition under the same name) by reading only.
         suite_bos = [_suite_bos(suite, bos, runner) for suite in suite_list]
         plans = [
             _Plan.build(runner, suite, bos=b) for suite, b in zip(suite_list, suite_bos, strict=True)
         ]
         for suite, plan, b in zip(suite_list, plans, suite_bos, strict=True):
             _warn_position_zero(runner, suite, plan, b)
+        prepared = [
+            _Prepared.of(runner, suite, plan, replace(settings, bos=b), name=name,
+                         window_blocks=window_blocks, layers=chosen)
+            for suite, plan, name, b in zip(suite_list, plans, group_names, suite_bos, strict=True)
+        ]
+        check_store(store, model=info, storage_options=storage_options)
+        _check_groups(store, prepared, overwrite=overwrite, storage_options=storage_options)
+        for prep in prepared:
+            if prep.unknown:
+                warnings.warn(prep.unknown_message(runner), EmbWarning, stacklevel=2)
         if dry_run or on_estimate is not None:
             from emb.extract.estimate import estimate_extraction
 
@@ -239,21 +288,19 @@ def extract(
 
         _zstore, root = open_for_writing(store, model=info, storage_options=storage_options)
         reports = []
-        for suite, plan, name, b in zip(suite_list, plans, group_names, suite_bos, strict=True):
+        for suite, plan, prep, b in zip(suite_list, plans, prepared, suite_bos, strict=True):
             reports.append(
                 _extract_suite(
                     runner,
                     root,
                     store,
-                    name=name,
                     suite=suite,
                     plan=plan,
+                    prep=prep,
                     settings=replace(settings, bos=b),
                     overwrite=overwrite,
                     progress=progress,
                     block_size=block_size,
-                    window_blocks=window_blocks,
-                    layers=chosen,
                 )
             )
     return reports
@@ -327,6 +374,27 @@ def parse_layers(spec: str | Sequence[int] | None, n_blocks: int) -> list[int]:
     if not out:
         raise EmbError("no layers given; pass 'all' or a list such as '0,6,-1'")
     return sorted(out)
+
+
+def _check_groups(
+    store: str,
+    prepared: Sequence[_Prepared],
+    *,
+    overwrite: bool,
+    storage_options: dict[str, Any] | None,
+) -> None:
+    """Refuse, reading only, a group this run could not resume or must not replace."""
+    if not is_url(store) and not local_path(store).is_dir():
+        return
+    try:
+        zstore = open_zarr_store(store, mode="r", storage_options=storage_options)
+    except StoreError:
+        return  # nothing there yet
+    for prep in prepared:
+        plan_group(
+            store, zstore, name=prep.name, suite_attrs=prep.suite_attrs,
+            extraction=prep.extraction, overwrite=overwrite,
+        )
 
 
 @contextlib.contextmanager
@@ -477,19 +545,102 @@ def _installed_versions() -> tuple[tuple[str, str], ...]:
 def _reuse_sources(root: zarr.Group, name: str, extraction: Mapping[str, Any]) -> dict[Key, tuple[str, int]]:
     """Keys already stored by other finished suites with the same extraction settings."""
     sources: dict[Key, tuple[str, int]] = {}
-    for other, node in sorted(root.members()):
-        if other == name or not isinstance(node, zarr.Group):
+    for other in suite_names(root.store):
+        if other == name:
             continue
-        if not node.attrs.get(dm.ATTR_COMPLETE) or dm.ATTR_EXTRACTION not in node.attrs:
-            continue
-        if extraction_differences(node.attrs[dm.ATTR_EXTRACTION], extraction):
-            continue
-        contexts = np.asarray(node["context"][:])
-        starts = np.asarray(node["char_start"][:])
-        ends = np.asarray(node["char_end"][:])
+        try:
+            node = zarr.open_group(root.store, path=other, mode="r", use_consolidated=False)
+            if not node.attrs.get(dm.ATTR_COMPLETE) or dm.ATTR_EXTRACTION not in node.attrs:
+                continue
+            if extraction_differences(node.attrs[dm.ATTR_EXTRACTION], extraction):
+                continue
+            contexts = text_values(node["context"][:])
+            starts = np.asarray(node["char_start"][:])
+            ends = np.asarray(node["char_end"][:])
+        except (KeyError, ValueError, TypeError, OSError):
+            continue  # a damaged suite is no source ('emb validate' reports it)
         for row, key in enumerate(zip(contexts.tolist(), starts.tolist(), ends.tolist(), strict=True)):
             sources.setdefault((str(key[0]), int(key[1]), int(key[2])), (other, row))
     return sources
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Prepared:
+    """Everything a suite's group is written from, computed before the store is touched."""
+
+    name: str
+    shape: tuple[int, int, int, int]
+    coords: xr.Dataset
+    suite_attrs: dict[str, Any]
+    extraction: dict[str, Any]
+    window_blocks: int
+    layers: list[int]  # the stored layers, 0..L
+    subset: bool  # fewer than all: the forward pass stops after the highest
+    unknown: tuple[str, ...]  # words of targets made of nothing but the unknown token
+
+    @classmethod
+    def of(
+        cls, runner: Runner, suite: Suite, plan: _Plan, settings: ExtractionSettings, *,
+        name: str, window_blocks: int, layers: list[int],
+    ) -> _Prepared:
+        info = runner.info
+        n_layers = int(info.n_layers) + 1
+        subset = layers != list(range(n_layers))
+        shape = (len(suite.items), len(layers), len(settings.poolings), int(info.hidden_size))
+        unknown = _unknown_targets(suite, plan, getattr(info, "unk_token_id", None))
+        extraction = {
+            **settings.to_dict(),
+            "bos_token_added": _bos_added(plan, getattr(info, "bos_token_id", None)),
+            "layer_semantics": getattr(info, "layer_semantics", None) or (
+                f"layer 0 = embedding output; layers 1..{n_layers - 1} = the {n_layers - 1} blocks' "
+                f"hidden states as the model returns them; the last is {info.last_layer}"
+            ),
+            "precision_note": FLOAT16_NOTE if settings.storage_dtype == "float16" else "float32 storage",
+            "window_blocks": window_blocks,
+            # only a subset is recorded (an identity setting); the layer coordinate lists them always
+            **({"layers": list(layers), "forward_stops_after_block": max(layers)} if subset else {}),
+            "contexts_cut": sum(getattr(e, "window", None) is not None for e in plan.encodings),
+            # a causal model's contexts are fed up to the target's last subtoken (see Runner.embed)
+            "truncate_after_target": bool(getattr(info, "causal", False)),
+            # targets at the first token of a causal model's context (see _warn_position_zero)
+            "targets_at_position_0": _first_position(plan) if getattr(info, "causal", False) else 0,
+            "bos_policy": (suite.parameters or {}).get("bos") or "tokenizer",
+            "unknown_targets": {"n_items": len(unknown), "words": sorted(set(unknown))[:50]},
+            "versions": dict(_installed_versions()),
+        }
+        return cls(
+            name=name, shape=shape, coords=_coords(suite, plan, layers, settings.poolings),
+            suite_attrs=_suite_attrs(suite), extraction=extraction, window_blocks=window_blocks,
+            layers=list(layers), subset=subset, unknown=unknown,
+        )
+
+    def unknown_message(self, runner: Runner) -> str:
+        words = sorted(set(self.unknown))
+        shown = ", ".join(repr(w if len(w) <= 30 else w[:29] + "…") for w in words[:10])
+        return (
+            f"suite {self.name!r}: {len(self.unknown)} of {self.shape[0]} targets tokenize to "
+            f"nothing but the unknown token with {getattr(runner.info, 'tokenizer', 'the tokenizer')} "
+            f"({len(words)} distinct "
+            f"words: {shown}{', …' if len(words) > 10 else ''}); they all get the vector of that "
+            "token in context, not of the word. Recorded in the suite's extraction attributes "
+            "(unknown_targets); drop these words or use a model whose vocabulary covers them"
+        )
+
+
+def _unknown_targets(suite: Suite, plan: _Plan, unk_id: int | None) -> tuple[str, ...]:
+    """The words of items whose target subtokens are all the unknown token."""
+    if unk_id is None:
+        return ()
+    unknown_keys = {
+        k for k, enc in enumerate(plan.encodings)
+        if len(enc.subtoken_ids) and bool(np.all(np.asarray(enc.subtoken_ids) == unk_id))
+    }
+    if not unknown_keys:
+        return ()
+    return tuple(
+        str(item.word) for item, k in zip(suite.items, plan.item_key.tolist(), strict=True)
+        if k in unknown_keys
+    )
 
 
 # -- running ----------------------------------------------------------------------------------------
@@ -498,130 +649,113 @@ def _extract_suite(
     root: zarr.Group,
     location: str,
     *,
-    name: str,
     suite: Suite,
     plan: _Plan,
+    prep: _Prepared,
     settings: ExtractionSettings,
     overwrite: bool,
     progress: bool,
     block_size: int | None,
-    window_blocks: int,
-    layers: list[int],
 ) -> SuiteReport:
     t0 = time.perf_counter()
-    info = runner.info
-    n_layers = int(info.n_layers) + 1
-    subset = layers != list(range(n_layers))
-    shape = (len(suite.items), len(layers), len(settings.poolings), int(info.hidden_size))
-    extraction = {
-        **settings.to_dict(),
-        "bos_token_added": _bos_added(plan, getattr(info, "bos_token_id", None)),
-        "layer_semantics": getattr(info, "layer_semantics", None) or (
-            f"layer 0 = embedding output; layers 1..{n_layers - 1} = the {n_layers - 1} blocks' "
-            f"hidden states as the model returns them; the last is {info.last_layer}"
-        ),
-        "precision_note": FLOAT16_NOTE if settings.storage_dtype == "float16" else "float32 storage",
-        "window_blocks": window_blocks,
-        # only a subset is recorded (an identity setting); the layer coordinate lists them always
-        **({"layers": list(layers), "forward_stops_after_block": max(layers)} if subset else {}),
-        "contexts_cut": sum(getattr(e, "window", None) is not None for e in plan.encodings),
-        # a causal model's contexts are fed up to the target's last subtoken (see Runner.embed)
-        "truncate_after_target": bool(getattr(info, "causal", False)),
-        # targets at the first token of a causal model's context (see _warn_position_zero)
-        "targets_at_position_0": _first_position(plan) if getattr(info, "causal", False) else 0,
-        "bos_policy": (suite.parameters or {}).get("bos") or "tokenizer",
-        "versions": dict(_installed_versions()),
-    }
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="emb-writer") as pool:
-        # a new layout is written by the writer thread while the first block is computed
-        writer = SuiteWriter.open(
-            location,
-            root,
-            name=name,
-            coords=_coords(suite, plan, layers, settings.poolings),
-            shape=shape,
-            storage_dtype=settings.storage_dtype,
-            suite_attrs=_suite_attrs(suite),
-            extraction_attrs=extraction,
-            overwrite=overwrite,
-            block_size=block_size,
-            executor=pool,
-        )
-        ranges = writer.block_ranges()
-        pending = list(range(len(ranges))) if writer.fresh else writer.pending_blocks()
-        if not writer.fresh and writer.group.attrs.get(dm.ATTR_COMPLETE) and not pending:
-            return SuiteReport(
-                name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
-                blocks_written=0, blocks_total=len(ranges), already_complete=True,
-                seconds=time.perf_counter() - t0,
+    name, shape = prep.name, prep.shape
+    unknown = {"n_unknown_targets": len(prep.unknown), "unknown_examples": tuple(sorted(set(prep.unknown))[:10])}
+    writer: SuiteWriter | None = None
+    try:  # the suite lock is released once the writer thread has ended
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="emb-writer") as pool:
+            # a new layout is written by the writer thread while the first block is computed
+            writer = SuiteWriter.open(
+                location,
+                root,
+                name=name,
+                coords=prep.coords,
+                shape=shape,
+                storage_dtype=settings.storage_dtype,
+                suite_attrs=prep.suite_attrs,
+                extraction_attrs=prep.extraction,
+                overwrite=overwrite,
+                block_size=block_size,
+                executor=pool,
             )
-        reuse = _reuse_sources(root, name, writer.extraction)
-        # computed window by window (the stored setting: a resumed run cuts the same windows)
-        per_window = int(writer.extraction.get("window_blocks", 1))
-        truncate = bool(writer.extraction.get("truncate_after_target", False))
-        pending_set = set(pending)
-        windows = [
-            (blocks, ranges[blocks[0]][0], ranges[blocks[-1]][1])
-            for w in range(0, len(ranges), per_window)
-            if pending_set.intersection(blocks := list(range(w, min(w + per_window, len(ranges)))))
-        ]
-        sources = [_BlockSources.of(plan, start, stop, reuse) for _, start, stop in windows]
-        bar = _progress_bar(
-            progress, total=sum(len(src.compute_keys) for src in sources), desc=name
-        )
-        n_computed = n_copied = 0
-        dtype = np.dtype(settings.storage_dtype)
-        inflight: list[Future[None]] = []
-        for (blocks, start, stop), src in zip(windows, sources, strict=True):
-            compute_keys, seen = src.compute_keys, src.first_position
-            self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
-            vectors = None
-            if compute_keys:  # one embed call: its batches are length-sorted over the window
-                vectors = runner.embed(
-                    [plan.encodings[k] for k in compute_keys],
-                    poolings=settings.poolings,
-                    batch_size=settings.batch_size,
-                    progress=bar.update if bar is not None else None,
-                    out_dtype=settings.storage_dtype,
-                    truncate=truncate,
-                    **({"layers": layers} if subset else {}),  # all layers: the runner's default
+            ranges = writer.block_ranges()
+            pending = list(range(len(ranges))) if writer.fresh else writer.pending_blocks()
+            if not writer.fresh and writer.group.attrs.get(dm.ATTR_COMPLETE) and not pending:
+                return SuiteReport(
+                    name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
+                    blocks_written=0, blocks_total=len(ranges), already_complete=True,
+                    seconds=time.perf_counter() - t0, **unknown,
                 )
-                n_computed += len(compute_keys)
-            if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
-                values = vectors  # every row computed here, in order: no copy
-            else:
-                values = np.empty((stop - start, *shape[1:]), dtype=dtype)
-                if vectors is not None:
-                    values[[seen[k] for k in compute_keys]] = vectors
-            if self_rows:  # rows of earlier windows: read back once they are written
-                for future in inflight:
-                    future.result()
-                pos, rows = zip(*self_rows, strict=True)
-                values[list(pos)] = writer.read_rows(rows)
-            for other, pairs in other_rows.items():
-                pos, rows = zip(*pairs, strict=True)
-                values[list(pos)] = read_rows(root[f"{other}/{dm.EMBEDDING}"], rows)
-            for pos, first_pos in later:
-                values[pos] = values[first_pos]
-            n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)
-            for future in inflight:  # at most one window's blocks in flight
-                future.result()
-            inflight = [
-                pool.submit(
-                    _store_block, writer, b, values[ranges[b][0] - start : ranges[b][1] - start], name
-                )
-                for b in blocks
-                if b in pending_set
+            reuse = _reuse_sources(root, name, writer.extraction)
+            # computed window by window (the stored setting: a resumed run cuts the same windows)
+            per_window = int(writer.extraction.get("window_blocks", 1))
+            truncate = bool(writer.extraction.get("truncate_after_target", False))
+            pending_set = set(pending)
+            windows = [
+                (blocks, ranges[blocks[0]][0], ranges[blocks[-1]][1])
+                for w in range(0, len(ranges), per_window)
+                if pending_set.intersection(blocks := list(range(w, min(w + per_window, len(ranges)))))
             ]
-        for future in inflight:
-            future.result()
-    if bar is not None:
-        bar.close()
-    writer.finish()
+            sources = [_BlockSources.of(plan, start, stop, reuse) for _, start, stop in windows]
+            bar = _progress_bar(
+                progress, total=sum(len(src.compute_keys) for src in sources), desc=name
+            )
+            n_computed = n_copied = 0
+            dtype = np.dtype(settings.storage_dtype)
+            inflight: list[Future[None]] = []
+            for (blocks, start, stop), src in zip(windows, sources, strict=True):
+                compute_keys, seen = src.compute_keys, src.first_position
+                self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
+                vectors = None
+                if compute_keys:  # one embed call: its batches are length-sorted over the window
+                    vectors = runner.embed(
+                        [plan.encodings[k] for k in compute_keys],
+                        poolings=settings.poolings,
+                        batch_size=settings.batch_size,
+                        progress=bar.update if bar is not None else None,
+                        out_dtype=settings.storage_dtype,
+                        truncate=truncate,
+                        # all layers: the runner's default (runners without the keyword work)
+                        **({"layers": prep.layers} if prep.subset else {}),
+                    )
+                    n_computed += len(compute_keys)
+                if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
+                    values = vectors  # every row computed here, in order: no copy
+                else:
+                    values = np.empty((stop - start, *shape[1:]), dtype=dtype)
+                    if vectors is not None:
+                        values[[seen[k] for k in compute_keys]] = vectors
+                if self_rows:  # rows of earlier windows: read back once they are written
+                    for future in inflight:
+                        future.result()
+                    pos, rows = zip(*self_rows, strict=True)
+                    values[list(pos)] = writer.read_rows(rows)
+                for other, pairs in other_rows.items():
+                    pos, rows = zip(*pairs, strict=True)
+                    values[list(pos)] = read_rows(root[f"{other}/{dm.EMBEDDING}"], rows)
+                for pos, first_pos in later:
+                    values[pos] = values[first_pos]
+                n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)
+                for future in inflight:  # at most one window's blocks in flight
+                    future.result()
+                inflight = [
+                    pool.submit(
+                        _store_block, writer, b, values[ranges[b][0] - start : ranges[b][1] - start], name
+                    )
+                    for b in blocks
+                    if b in pending_set
+                ]
+            for future in inflight:
+                future.result()
+        if bar is not None:
+            bar.close()
+        writer.finish()
+    finally:
+        if writer is not None:
+            writer.close()
     return SuiteReport(
         name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=n_computed,
         n_copied=n_copied, blocks_written=len(pending), blocks_total=len(ranges),
-        already_complete=False, seconds=time.perf_counter() - t0,
+        already_complete=False, seconds=time.perf_counter() - t0, **unknown,
     )
 
 

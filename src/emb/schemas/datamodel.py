@@ -28,12 +28,20 @@ __all__ = [
     "POOLINGS",
     "PROGRESS_GROUP",
     "STORE_SCHEMA_VERSION",
+    "READABLE_SCHEMA_VERSIONS",
+    "ATTR_MANIFEST",
+    "LOCK_PREFIX",
     "Pooling",
     "StorageDType",
 ]
 
-#: Version of the on-disk layout; bumped on any incompatible change.
-STORE_SCHEMA_VERSION: Final = 1
+#: Version of the on-disk layout this emb writes; bumped on any incompatible change.
+#: 1: text coordinates as zarr ``string`` arrays (numpy StringDType under plain xarray), no
+#: manifest.  2: text as UTF-8 ``variable_length_bytes`` with ``_Encoding: utf-8`` (plain
+#: xarray decodes them to ``str`` objects), and a manifest written when a suite completes.
+STORE_SCHEMA_VERSION: Final = 2
+#: Versions this emb reads (and can resume or add suites to).
+READABLE_SCHEMA_VERSIONS: Final[tuple[int, ...]] = (1, 2)
 
 Pooling = Literal["first", "last", "mean", "max"]
 POOLINGS: Final[tuple[str, ...]] = ("first", "last", "mean", "max")
@@ -65,5 +73,11 @@ ATTR_CREATED: Final = "created"
 ATTR_COMPLETE: Final = "complete"
 ATTR_SKELETON: Final = "skeleton_written"
 
-#: Sub-group of a suite group holding one done-marker per block (hidden from xarray).
+#: Sub-group of a suite group holding one done-marker per block (hidden from xarray); its
+#: attribute ATTR_MANIFEST lists what the complete suite holds (see emb.store.manifest).
 PROGRESS_GROUP: Final = "_progress"
+ATTR_MANIFEST: Final = "manifest"
+
+#: Writer lock files at the root of a local store (``.emb-lock`` for the root, ``.emb-lock.<suite>``
+#: for a suite); their names can never be group names.
+LOCK_PREFIX: Final = ".emb-lock"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -10,14 +11,14 @@ import zarr.storage
 
 from emb.errors import StoreError
 
-__all__ = ["is_url", "open_zarr_store", "store_size"]
+__all__ = ["check_writable", "is_url", "local_path", "open_zarr_store", "store_size"]
 
 
 def is_url(location: str) -> bool:
     return "://" in location and not location.startswith("file://")
 
 
-def _local_path(location: str | os.PathLike[str]) -> Path:
+def local_path(location: str | os.PathLike[str]) -> Path:
     text = os.fspath(location)
     if text.startswith("file://"):
         text = text[len("file://") :]
@@ -48,32 +49,93 @@ def open_zarr_store(
             )
         except (ImportError, ValueError, OSError) as err:
             raise StoreError(f"cannot open store URL {text!r}: {err}") from err
-    path = _local_path(text)
+    path = local_path(text)
     if path.suffix == ".zip":
+        if mode == "r" and path.is_file():
+            try:
+                with zipfile.ZipFile(path):  # ZipStore opens lazily: fail here, clearly
+                    pass
+            except (zipfile.BadZipFile, OSError, ValueError) as err:
+                size = path.stat().st_size
+                raise StoreError(
+                    f"{path} is not a readable zip file ({size} bytes: "
+                    f"{'empty' if size == 0 else type(err).__name__ + ': ' + str(err)}); pack a "
+                    "store with 'emb zip STORE FILE.zip', or give the store directory"
+                ) from err
+            return zarr.storage.ZipStore(path, mode="r")
         if mode != "r":
             raise StoreError(
                 f"cannot write into zip file {path}: write a directory store (e.g. "
                 f"{path.with_suffix('.zarr')}) and pack it with 'emb zip'"
             )
-        if not path.is_file():
-            raise StoreError(f"no store at {path}: the zip file does not exist")
-        return zarr.storage.ZipStore(path, mode="r")
+        raise StoreError(f"no store at {path}: the zip file does not exist")
     if mode == "r":
         if not path.exists():
             raise StoreError(
                 f"no store at {path}: the path does not exist; write one with 'emb extract ... "
                 f"--store {path}'"
             )
+        if not path.is_dir():
+            raise StoreError(
+                f"{path} is a file, not a store: a store is a directory (or a .zip made by 'emb zip')"
+            )
         return zarr.storage.LocalStore(path, read_only=True)
-    path.mkdir(parents=True, exist_ok=True)
+    check_writable(text)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise StoreError(f"cannot create the store directory {path}: {err.strerror or err}") from err
     return zarr.storage.LocalStore(path, read_only=False)
+
+
+def check_writable(location: str | os.PathLike[str]) -> None:
+    """Refuse, before anything is written, a local store path emb could not write into.
+
+    A file (or a path under one), a ``.zip`` (read-only: write a directory and pack it with
+    ``emb zip``), or a directory this process may not write into (nor, for a new store, its
+    nearest existing parent).  URLs are not checked here: their backend reports its own errors.
+
+    Raises
+    ------
+    StoreError
+        Saying what the path is and what to give instead.
+    """
+    text = os.fspath(location)
+    if is_url(text):
+        return
+    path = local_path(text)
+    if path.suffix == ".zip":
+        raise StoreError(
+            f"cannot write into zip file {path}: write a directory store (e.g. "
+            f"{path.with_suffix('.zarr')}) and pack it with 'emb zip'"
+        )
+    if path.is_file():
+        raise StoreError(
+            f"--store {path} is a file, not a store: give a new or existing store directory"
+        )
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if existing != path and not existing.is_dir():
+        raise StoreError(
+            f"--store {path} lies under the file {existing}, so no directory can be made there; "
+            "give a path in a directory"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        what = "store directory" if existing == path else f"directory {existing} (where it would be created)"
+        raise StoreError(
+            f"cannot write to {path}: the {what} is read-only for this user; give a writable "
+            "location, or copy the store to one"
+        )
 
 
 def store_size(location: str | os.PathLike[str], zstore: Any) -> int | None:
     """Bytes on disk (or in the object store); None when the backend cannot tell."""
     text = os.fspath(location)
     if not is_url(text):
-        path = _local_path(text)
+        path = local_path(text)
         if path.is_file():
             return path.stat().st_size
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())

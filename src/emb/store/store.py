@@ -6,10 +6,9 @@ plain xarray reads (``xr.open_zarr(path, group="vast")``).  See :mod:`emb.schema
 
 from __future__ import annotations
 
-import json
 import os
 import zipfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -18,13 +17,22 @@ import xarray as xr
 import zarr
 import zarr.errors
 
-from emb.errors import IncompleteStoreError, StoreError
+from emb.errors import CorruptStoreError, IncompleteStoreError, StoreError
 from emb.schemas import datamodel as dm
-from emb.store._location import open_zarr_store, store_size
+from emb.store._location import is_url, local_path, open_zarr_store, store_size
+from emb.store._nodes import BadMetadata, child_names, read_json, text_values
+from emb.store.names import is_group_name
+from emb.store.validate import (
+    Status,
+    ValidationReport,
+    describe_problems,
+    read_done,
+    store_error,
+    suite_status,
+    validate_zarr,
+)
 
-__all__ = ["Store", "StoreInfo", "SuiteInfo", "ValidationReport", "open_store"]
-
-Status = Literal["complete", "incomplete", "corrupt"]
+__all__ = ["Store", "StoreInfo", "SuiteInfo", "ValidationReport", "open_store", "suite_names"]
 
 
 #: Most dask chunks along ``item`` that :meth:`Store.dataset` makes (each a whole number of shards).
@@ -62,10 +70,13 @@ class StoreInfo:
     suites: tuple[SuiteInfo, ...]
     size_bytes: int | None
     schema_version: int | None
+    status: Status = "incomplete"
+    problems: tuple[str, ...] = ()
 
     @property
     def complete(self) -> bool:
-        return all(s.complete for s in self.suites)
+        """Every suite finished and intact, and at least one suite written."""
+        return self.status == "complete" and bool(self.suites)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,24 +85,10 @@ class StoreInfo:
             "suites": [s.to_dict() for s in self.suites],
             "size_bytes": self.size_bytes,
             "schema_version": self.schema_version,
+            "status": self.status,
+            "problems": list(self.problems),
             "complete": self.complete,
         }
-
-
-@dataclass(frozen=True, kw_only=True)
-class ValidationReport:
-    """Outcome of :meth:`Store.validate`: ``status`` and one line per problem found."""
-
-    status: Status
-    problems: tuple[str, ...] = ()
-    suites: dict[str, Status] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "complete"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "problems": list(self.problems), "suites": self.suites}
 
 
 class Store:
@@ -113,20 +110,23 @@ class Store:
 
     @property
     def suites(self) -> tuple[str, ...]:
-        """Names of the suite groups, sorted."""
-        names = []
-        for name, node in self.root.members():
-            if isinstance(node, zarr.Group) and dm.ATTR_SUITE in node.attrs:
-                names.append(name)
-        return tuple(sorted(names))
+        """Names of the suite groups whose metadata can be read, sorted (see :meth:`validate`
+        for the others)."""
+        return tuple(suite_names(self.zstore))
 
     def _group(self, name: str) -> zarr.Group:
+        name = str(name) if isinstance(name, str) else name  # np.str_ reprs stay out of messages
         if name not in self.suites:
             raise StoreError(
                 f"suite {name!r} is not in store {self.location}; it has {list(self.suites)}. "
                 f"Add it with 'emb extract --suite {name} --store {self.location} ...'"
             )
-        return self.root[name]  # type: ignore[return-value]
+        try:
+            return zarr.open_group(
+                self.zstore, path=name, mode="r", zarr_format=3, use_consolidated=False
+            )
+        except Exception as err:  # noqa: BLE001 - damaged metadata: a clear error, no traceback
+            raise store_error(self.location, name, [f"{type(err).__name__}: {err}"]) from err
 
     def dataset(
         self,
@@ -144,26 +144,38 @@ class Store:
         ``"inner"`` one layer × one pooling (the zarr inner chunk).  A later layer/pooling
         selection reads only the inner chunks it needs.
 
+        A complete suite is first checked against its manifest (object sizes: a missing or
+        truncated shard would otherwise read as NaN).
+
         Raises
         ------
         StoreError
             The suite is not in the store.
         IncompleteStoreError
             The suite was not finished (unless ``allow_incomplete``).
+        CorruptStoreError
+            The suite is damaged (a missing shard, garbled metadata).
         """
+        if chunks not in ("layer", "shard", "inner"):
+            raise StoreError(f"chunks must be 'layer', 'shard' or 'inner'; got {chunks!r}")
+        name = str(name) if isinstance(name, str) else name
         group = self._group(name)
-        if not group.attrs.get(dm.ATTR_COMPLETE, False) and not allow_incomplete:
+        status, problems, _ = suite_status(self.zstore, name)
+        if status == "corrupt":
+            raise store_error(self.location, name, problems)
+        if status == "incomplete" and not allow_incomplete:
             done, total = _progress(group)
             raise IncompleteStoreError(
                 f"suite {name!r} in {self.location} is incomplete ({done} of {total} blocks written); "
                 "re-run the same 'emb extract' command to finish it"
             )
-        if chunks not in ("layer", "shard", "inner"):
-            raise StoreError(f"chunks must be 'layer', 'shard' or 'inner'; got {chunks!r}")
         block = int(group.attrs.get(dm.ATTR_EXTRACTION, {}).get("block_size", 1024))
-        ds = xr.open_zarr(
-            self.zstore, group=name, consolidated=False, zarr_format=3, chunks=None
-        )
+        try:
+            ds = xr.open_zarr(
+                self.zstore, group=name, consolidated=False, zarr_format=3, chunks=None
+            )
+        except Exception as err:  # noqa: BLE001 - damaged metadata: a clear error, no traceback
+            raise store_error(self.location, name, [f"{type(err).__name__}: {err}"]) from err
         ds = ds.assign_coords(
             {name: _plain(coord) for name, coord in ds.coords.items() if name not in ds.indexes}
         )
@@ -182,77 +194,81 @@ class Store:
 
     # -- reports -----------------------------------------------------------------------------------
     def info(self) -> StoreInfo:
-        """Model, suites (items, layers, poolings, completeness) and size on disk."""
+        """Model, suites (items, layers, poolings, completeness), size on disk, and the status of
+        a plain :meth:`validate` (so a missing shard shows here too)."""
+        report = self.validate()
         suites = []
         for name in self.suites:
-            group = self.root[name]
-            suites.append(_suite_info(name, group))  # type: ignore[arg-type]
+            try:
+                suites.append(_suite_info(name, self._group(name)))
+            except (StoreError, KeyError, ValueError, TypeError):
+                continue  # damaged: the report says why
         return StoreInfo(
             location=self.location,
             model=self.model,
             suites=tuple(suites),
             size_bytes=store_size(self.location, self.zstore),
             schema_version=self.root.attrs.get(dm.ATTR_SCHEMA_VERSION),
+            status=report.status,
+            problems=report.problems,
         )
 
     def validate(self, *, deep: bool = False) -> ValidationReport:
-        """Check the layout; ``deep`` also decodes every block and checks it is finite.
+        """Check the store: ``complete``, ``incomplete`` (re-run the extract) or ``corrupt``.
 
-        ``complete``: every suite finished.  ``incomplete``: a run was interrupted, or none has
-        written a suite yet (re-run it).  ``corrupt``: metadata or data that an interrupted run
-        cannot explain.
+        A plain check reads metadata, done-markers and the sizes of the objects each complete
+        suite's manifest lists; ``deep`` also reads every byte (checksums) and decodes every
+        block (finite values).  See :mod:`emb.store.validate`.
         """
-        problems: list[str] = []
-        statuses: dict[str, Status] = {}
-        version = self.root.attrs.get(dm.ATTR_SCHEMA_VERSION)
-        if version is None:  # bare root: a first run stopped before writing anything else
-            return ValidationReport(
-                status="incomplete",
-                problems=("nothing extracted yet: run 'emb extract' into this store",),
-            )
-        if version != dm.STORE_SCHEMA_VERSION:
-            problems.append(
-                f"schema version {version} is not {dm.STORE_SCHEMA_VERSION}; upgrade emb"
-            )
-        for name, node in self.root.members():
-            if not isinstance(node, zarr.Group):
-                continue
-            if dm.ATTR_SUITE not in node.attrs:
-                statuses[name] = "incomplete"
-                problems.append(f"{name}: group started but its layout was not written (re-run)")
-                continue
-            statuses[name] = _validate_suite(name, node, problems, deep=deep)
-        if not statuses:
-            return ValidationReport(
-                status="incomplete",
-                problems=(*problems, "no suite written yet: run 'emb extract' into this store"),
-                suites=statuses,
-            )
-        if any(s == "corrupt" for s in statuses.values()) or (problems and version != dm.STORE_SCHEMA_VERSION):
-            status: Status = "corrupt"
-        elif any(s == "incomplete" for s in statuses.values()):
-            status = "incomplete"
-        else:
-            status = "complete"
-        return ValidationReport(status=status, problems=tuple(problems), suites=statuses)
+        return validate_zarr(self.zstore, self.location, deep=deep)
 
     def to_zip(self, path: str | os.PathLike[str]) -> Path:
-        """Pack the store into one zip file (stored, not re-compressed) for sharing."""
-        target = Path(path)
+        """Pack the store into one zip file (stored, not re-compressed) for sharing.
+
+        Raises
+        ------
+        StoreError
+            The target exists, lies in a missing directory or inside the store itself, or the
+            store is not a local directory.
+        IncompleteStoreError, CorruptStoreError
+            The store is not complete and intact (see :meth:`validate`).
+        """
+        target = Path(path).expanduser()
+        source = Path(self.location).expanduser()
+        if is_url(self.location) or not source.is_dir():
+            raise StoreError(f"only local directory stores can be packed; {self.location} is not one")
         if target.exists():
             raise StoreError(f"{target} exists; remove it or choose another name")
-        if not self.info().complete:
-            raise IncompleteStoreError(
-                f"{self.location} is incomplete; finish it with 'emb extract' before packing"
+        if not target.parent.is_dir():
+            raise StoreError(
+                f"cannot write {target}: its directory {target.parent} does not exist; create it "
+                "first or choose another path"
             )
-        source = Path(self.location)
-        if not source.is_dir():
-            raise StoreError(f"only local directory stores can be packed; {self.location} is not one")
+        if target.resolve().is_relative_to(source.resolve()):
+            raise StoreError(
+                f"cannot write {target} inside the store {source} it packs; choose a path outside it"
+            )
+        if not os.access(target.parent, os.W_OK | os.X_OK):
+            raise StoreError(f"cannot write {target}: {target.parent} is read-only for this user")
+        report = self.validate()
+        if report.status != "complete":
+            error = CorruptStoreError if report.status == "corrupt" else IncompleteStoreError
+            raise error(
+                f"{self.location} is {report.status} ({describe_problems(report.problems)}); "
+                "finish or repair it ('emb validate') before packing"
+            )
         tmp = target.with_name(target.name + ".partial")
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-            for file in sorted(p for p in source.rglob("*") if p.is_file()):
-                zf.write(file, file.relative_to(source).as_posix())
-        tmp.replace(target)
+        try:
+            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+                for file in sorted(p for p in source.rglob("*") if p.is_file()):
+                    rel = file.relative_to(source).as_posix()
+                    if rel.startswith(dm.LOCK_PREFIX) or rel.endswith(".partial"):
+                        continue  # a writer's lock, a temporary file of an interrupted write
+                    zf.write(file, rel)
+            tmp.replace(target)
+        except OSError as err:
+            tmp.unlink(missing_ok=True)
+            raise StoreError(f"cannot write {target}: {err.strerror or err}") from err
         return target
 
 
@@ -261,6 +277,16 @@ def open_store(
 ) -> Store:
     """Open an embedding store for reading: a directory, a ``.zip`` file or an fsspec URL.
 
+    Raises
+    ------
+    StoreError
+        Nothing there, a file that is not a zip, or a zarr store that is not an emb store.
+    IncompleteStoreError
+        An empty directory (nothing extracted yet).
+    CorruptStoreError
+        The root metadata is missing or damaged while suite data is there (``emb validate``
+        reports it).
+
     Examples
     --------
     >>> store = emb.open_store("gpt2.zarr")            # doctest: +SKIP
@@ -268,29 +294,71 @@ def open_store(
     >>> ds.embedding.sel(layer=8, pooling="last")      # doctest: +SKIP
     """
     text = os.fspath(location)
-    local = Path(text)
-    if "://" not in text and local.is_dir() and not any(local.iterdir()):
+    local = local_path(text)
+    if not is_url(text) and local.is_dir() and not any(local.iterdir()):
         raise IncompleteStoreError(
             f"{text} is an empty directory: nothing extracted yet; run 'emb extract ... --store {text}'"
         )
     zstore = open_zarr_store(text, mode="r", storage_options=storage_options)
     try:
+        meta = read_json(zstore, "zarr.json")
+    except BadMetadata as err:
+        raise CorruptStoreError(
+            f"{text}: the store's root metadata is damaged ({err}); 'emb validate {text}' reports "
+            "the whole store"
+        ) from err
+    if meta is None:
+        names = [n for n in child_names(zstore, "") if is_group_name(n)]
+        if names:
+            raise CorruptStoreError(
+                f"{text} has no zarr.json at its root: either it is not an emb store, or its root "
+                f"metadata was deleted (it holds {', '.join(names[:10])}); 'emb validate {text}' "
+                "says which"
+            )
+        raise IncompleteStoreError(f"{text} holds no store yet: nothing extracted; run 'emb extract'")
+    try:
         root = zarr.open_group(zstore, mode="r", zarr_format=3, use_consolidated=False)
-    except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError, ValueError) as err:
+    except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError, ValueError, TypeError) as err:
         raise StoreError(f"{text} is not an emb store (no zarr v3 group at its root): {err}") from err
-    if dm.ATTR_SCHEMA_VERSION not in root.attrs and (dict(root.attrs) or list(root.members())):
+    if dm.ATTR_SCHEMA_VERSION not in root.attrs and (dict(root.attrs) or _has_children(zstore)):
         raise StoreError(f"{text} is a zarr store but not an emb store (no '{dm.ATTR_SCHEMA_VERSION}')")
+    version = root.attrs.get(dm.ATTR_SCHEMA_VERSION)
+    if version is not None and version not in dm.READABLE_SCHEMA_VERSIONS:
+        raise StoreError(
+            f"{text} has store schema version {version!r}; this emb reads "
+            f"{list(dm.READABLE_SCHEMA_VERSIONS)}: upgrade emb"
+        )
     # a bare root group is what a first run killed right after creating the store leaves behind
     return Store(text, zstore, root)
 
 
+def suite_names(zstore: Any) -> list[str]:
+    """Names of the groups of a store that are emb suites and whose metadata reads, sorted."""
+    names = []
+    for name in child_names(zstore, ""):
+        if not is_group_name(name):
+            continue  # lock files, temporary files, anything that cannot be a group
+        try:
+            meta = read_json(zstore, f"{name}/zarr.json")
+        except BadMetadata:
+            continue
+        if meta and meta.get("node_type") == "group" and dm.ATTR_SUITE in (meta.get("attributes") or {}):
+            names.append(name)
+    return names
+
+
+def _has_children(zstore: Any) -> bool:
+    return any(is_group_name(n) for n in child_names(zstore, ""))
+
+
 # -- helpers --------------------------------------------------------------------------------------
 def _plain(coord: xr.DataArray) -> xr.DataArray:
-    """A coordinate loaded into memory, numpy StringDType strings turned into ``str`` objects
-    (numpy 2's StringDType does not survive ``astype(str)``, netCDF or pandas everywhere)."""
+    """A coordinate loaded into memory, text turned into ``str`` objects (numpy StringDType,
+    which schema-1 stores read as, does not survive ``astype(str)``, netCDF or pandas)."""
     values = np.asarray(coord.values)
-    if values.dtype.kind == "T" or values.dtype.kind == "U":
-        values = values.astype(object)
+    if values.dtype.kind in "TUS" or (values.dtype.kind == "O" and values.size
+                                      and isinstance(values.flat[0], bytes)):
+        values = text_values(values)
     return xr.DataArray(values, dims=coord.dims, attrs=coord.attrs)
 
 
@@ -299,22 +367,8 @@ def _progress(group: zarr.Group) -> tuple[int, int]:
         done = group[f"{dm.PROGRESS_GROUP}/done"]
     except KeyError:
         return 0, 0
-    values = _read_done(done)
+    values = read_done(done)
     return int(values.sum()), int(values.size)
-
-
-def _read_done(done: Any) -> np.ndarray:
-    """Block markers; a marker that cannot be decoded counts as not done."""
-    out = np.zeros(done.shape[0], dtype=bool)
-    try:
-        out[:] = np.asarray(done[:]) == 1
-    except Exception:  # noqa: BLE001 - a torn marker write: fall back to one block at a time
-        for i in range(done.shape[0]):
-            try:
-                out[i] = int(done[i]) == 1
-            except Exception:  # noqa: BLE001
-                out[i] = False
-    return out
 
 
 def _suite_info(name: str, group: zarr.Group) -> SuiteInfo:
@@ -337,49 +391,6 @@ def _suite_info(name: str, group: zarr.Group) -> SuiteInfo:
         content_hash=str(suite.get("content_hash", "")),
         generator=suite.get("generator"),
     )
-
-
-def _validate_suite(name: str, group: zarr.Group, problems: list[str], *, deep: bool) -> Status:
-    try:
-        emb_arr = group[dm.EMBEDDING]
-    except KeyError:
-        problems.append(f"{name}: no '{dm.EMBEDDING}' array")
-        return "corrupt" if group.attrs.get(dm.ATTR_SKELETON) else "incomplete"
-    n_items = emb_arr.shape[0]
-    for coord in dm.ITEM_COORDS:
-        try:
-            arr = group[coord]
-        except KeyError:
-            problems.append(f"{name}: item coordinate '{coord}' is missing")
-            return "corrupt"
-        if arr.shape[0] != n_items:
-            problems.append(f"{name}: '{coord}' has {arr.shape[0]} items, embedding has {n_items}")
-            return "corrupt"
-    if not group.attrs.get(dm.ATTR_SKELETON, False):
-        problems.append(f"{name}: layout write was interrupted (re-run the same command)")
-        return "incomplete"
-    done, total = _progress(group)
-    complete = bool(group.attrs.get(dm.ATTR_COMPLETE, False))
-    if complete and done != total:
-        problems.append(f"{name}: marked complete but only {done} of {total} blocks are written")
-        return "corrupt"
-    if not complete:
-        problems.append(
-            f"{name}: incomplete, {done} of {total} blocks written; re-run the same 'emb extract'"
-        )
-    if deep:
-        markers = _read_done(group[f"{dm.PROGRESS_GROUP}/done"])
-        block = int(group.attrs[dm.ATTR_EXTRACTION]["block_size"])
-        for b in np.flatnonzero(markers):
-            try:
-                values = np.asarray(emb_arr[b * block : (b + 1) * block])
-            except Exception as err:  # noqa: BLE001 - report any decode failure
-                problems.append(f"{name}: block {b} cannot be decoded: {err}")
-                return "corrupt"
-            if not np.isfinite(values).all():
-                problems.append(f"{name}: block {b} holds non-finite values")
-                return "corrupt"
-    return "complete" if complete else "incomplete"
 
 
 def describe(info: StoreInfo) -> str:
@@ -411,7 +422,16 @@ def describe(info: StoreInfo) -> str:
             f"({','.join(s.poolings)}) × {s.n_features} ({s.storage_dtype}); settings "
             f"{','.join(s.settings)}; {state}{per_item}"
         )
-    lines.append(f"status    {'complete' if info.complete else 'incomplete'}")
+    if not info.suites and info.status != "corrupt":
+        lines.append("suite     none yet")
+    for problem in info.problems if info.status == "corrupt" else ():
+        lines.append(f"problem   {problem}")
+    status = info.status
+    if status == "corrupt":
+        status += f" (run 'emb validate {info.location}')"
+    elif not info.suites:
+        status = "incomplete (no suite written yet)"
+    lines.append(f"status    {status}")
     return "\n".join(lines)
 
 
@@ -423,7 +443,3 @@ def _human(n: float | None) -> str:
             return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
         n /= 1024
     return f"{n} B"
-
-
-def _jsonable(value: Any) -> Any:
-    return json.loads(json.dumps(value, default=str))

@@ -6,20 +6,28 @@ Crash safety.  A suite group is written in this order:
    ``_progress/done`` markers, then the group attribute ``skeleton_written``;
 2. for each block of ``block_size`` items: one shard of ``embedding`` (a single object in the store),
    then that block's done-marker (a one-byte chunk of its own);
-3. the attribute ``complete``.
+3. the manifest (every object of the group with its size and CRC-32, see
+   :mod:`emb.store.manifest`), then the attribute ``complete``.
 
 A run killed at any moment therefore leaves either a group without ``skeleton_written`` (the next run
 rewrites it) or blocks whose markers say exactly what is finished: a torn or missing shard is never
 marked done, and the next run rewrites every block that is not.  The pipeline computes blocks from
 the suite's items alone, in windows it stores, so a resumed store ends bitwise identical to an
 uninterrupted one.
+
+One writer at a time.  A writer holds its suite's lock (:mod:`emb.store.lock`) from the moment it
+looks at the group until the suite is complete, and the root's lock while it changes the root.
+A group is only ever deleted when it is the one being rewritten (``overwrite``, or the same
+suite's interrupted layout), and deleted flags first, data next, its ``zarr.json`` last, so a
+deletion cut short reads as an interrupted layout, never as a corrupt suite.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from datetime import UTC, datetime
 from typing import Any
@@ -29,28 +37,42 @@ import xarray as xr
 import zarr
 import zarr.api.asynchronous
 import zarr.codecs
+import zarr.errors
 from zarr.core.sync import sync as zarr_sync
 
-from emb.errors import StoreError, StoreMismatchError
+from emb.errors import CorruptStoreError, EmbWarning, StoreError, StoreMismatchError
 from emb.schemas import datamodel as dm
-from emb.store._location import open_zarr_store
-from emb.store.store import _read_done
+from emb.store._location import check_writable, is_url, local_path, open_zarr_store
+from emb.store._nodes import BadMetadata, child_names, digest, list_prefix, read_bytes, read_json
+from emb.store.lock import WriterLock, lock_path, locked
+from emb.store.manifest import build_manifest, covered
+from emb.store.names import check_group_name
+from emb.store.validate import describe_problems, read_done, shard_key, suite_status
 
 __all__ = [
     "MODEL_IDENTITY_KEYS",
     "SuiteWriter",
     "block_size_for",
+    "check_store",
     "extraction_differences",
+    "model_differences",
     "open_for_writing",
+    "plan_group",
     "read_rows",
 ]
 
-#: Model attributes that must match to write into an existing store.
+#: Model attributes that must match to write into an existing store, when the two models' sources
+#: say nothing better: local directories and gguf files are the same model when their weight
+#: fingerprints are equal (whatever the path), hub models when their id and revision are.
 MODEL_IDENTITY_KEYS = ("model_id", "revision", "fingerprint")
 #: Extraction settings that must match to resume a suite or reuse its vectors.
 EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos", "layers")
+#: How long a writer waits for another writer's short root update (creating the store,
+#: refreshing the consolidated metadata) before it refuses.
+ROOT_LOCK_WAIT_S = 120.0
 
 _TARGET_SHARD_BYTES = 16 * 2**20
+_LOCAL_SOURCES = ("local", "gguf")
 
 
 def block_size_for(n_layers: int, n_poolings: int, n_features: int, itemsize: int) -> int:
@@ -77,39 +99,260 @@ def _compressor() -> zarr.codecs.BloscCodec:
     return zarr.codecs.BloscCodec(cname="lz4", clevel=1, shuffle="noshuffle")
 
 
+def model_differences(stored: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
+    """How the model of a store and the model of a run differ (empty: the same model).
+
+    Local directories and gguf files are identified by their weight fingerprint alone (the same
+    directory written with a trailing ``/``, or a copy, is the same model); hub models by id and
+    resolved revision; anything else by id, revision and fingerprint.
+    """
+    sources = (stored.get("source"), run.get("source"))
+    if all(source in _LOCAL_SOURCES for source in sources):
+        keys: tuple[str, ...] = ("fingerprint",)
+    elif sources == ("hub", "hub"):
+        keys = ("model_id", "revision")
+    else:
+        keys = MODEL_IDENTITY_KEYS
+    return [
+        f"{key}: store has {_plain_value(stored.get(key))!r}, this run has "
+        f"{_plain_value(run.get(key))!r}"
+        for key in keys
+        if stored.get(key) != run.get(key)
+    ]
+
+
+def _plain_value(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _root_attrs(zstore: Any, location: str) -> dict[str, Any] | None:
+    """The attributes of an emb store's root; None where there is no store yet (a missing or
+    empty directory, or the bare root a first run killed at once leaves behind).
+
+    Raises
+    ------
+    StoreError
+        Anything else: a zarr store (or a directory of files) that is not an emb store.
+    CorruptStoreError
+        An emb store whose root metadata is damaged or missing.
+    """
+    names = [n for n in child_names(zstore, "") if not n.startswith(dm.LOCK_PREFIX)]
+    try:
+        root = read_json(zstore, "zarr.json")
+    except BadMetadata as err:
+        raise CorruptStoreError(
+            f"{location}: the store's root metadata is damaged ({err}); 'emb validate "
+            f"{location}' reports the store; write into a new store"
+        ) from err
+    if root is None:
+        if not names:
+            return None
+        if ".zgroup" in names or ".zarray" in names:
+            raise StoreError(
+                f"--store {location} is a zarr v2 store, not an emb store: emb does not write "
+                "into someone else's data; give a new path"
+            )
+        raise StoreError(
+            f"--store {location} is a directory holding other files ({', '.join(names[:5])}"
+            f"{', …' if len(names) > 5 else ''}) and no emb store (a store whose root zarr.json "
+            "was deleted looks the same: 'emb validate' says which); emb does not write into "
+            "someone else's data: give a new or empty directory"
+        )
+    attrs = root.get("attributes") or {}
+    if root.get("zarr_format") != 3 or root.get("node_type") != "group":
+        raise StoreError(
+            f"--store {location} is a zarr {root.get('node_type', 'node')} that is not an emb "
+            "store; give a new path"
+        )
+    if dm.ATTR_SCHEMA_VERSION not in attrs:
+        if attrs or [n for n in names if n != "zarr.json"]:
+            raise StoreError(
+                f"--store {location} is a zarr group emb did not write (attributes "
+                f"{sorted(attrs)[:5]}, members {[n for n in names if n != 'zarr.json'][:5]}); emb "
+                "does not write into someone else's data: give a new path"
+            )
+        return None
+    version = attrs.get(dm.ATTR_SCHEMA_VERSION)
+    if version not in dm.READABLE_SCHEMA_VERSIONS:
+        raise StoreMismatchError(
+            f"{location} has store schema version {version!r}, this emb reads and writes "
+            f"{list(dm.READABLE_SCHEMA_VERSIONS)}; upgrade emb, or write into a new store"
+        )
+    return dict(attrs)
+
+
+def _check_model(location: str, attrs: Mapping[str, Any], model: Mapping[str, Any]) -> None:
+    existing = attrs.get(dm.ATTR_MODEL)
+    if not existing:
+        return
+    diffs = model_differences(existing, model)
+    if diffs:
+        raise StoreMismatchError(
+            f"{location} holds embeddings of another model ({'; '.join(diffs)}); "
+            "write this model into a new store (one store per model)"
+        )
+
+
+def check_store(
+    location: str, *, model: Mapping[str, Any] | None = None,
+    storage_options: dict[str, Any] | None = None, suites: Sequence[str] = (),
+) -> None:
+    """Refuse, reading only, a location emb must not write into: a file or a path under one, a
+    read-only directory, a zip, someone else's zarr store or files, a damaged emb store, (with
+    ``model``) a store of another model, or (with ``suites``) a suite another process is writing.
+    Nothing is created or changed."""
+    check_writable(location)
+    for name in suites:
+        path = lock_path(location, check_group_name(name))
+        if path is not None:
+            WriterLock.check_free(path, what=f"suite {name!r} of store {location}")
+    if not is_url(location) and not local_path(location).exists():
+        return
+    try:
+        zstore = open_zarr_store(location, mode="r", storage_options=storage_options)
+    except StoreError:
+        if is_url(location):
+            return  # nothing there yet (or the backend says why when writing)
+        raise
+    attrs = _root_attrs(zstore, location)
+    if attrs is not None and model is not None:
+        _check_model(location, attrs, model)
+
+
 def open_for_writing(
     location: str, *, model: Mapping[str, Any], storage_options: dict[str, Any] | None = None
 ) -> tuple[Any, zarr.Group]:
-    """Open (or create) a store for ``model``; refuse one written by another model or revision."""
+    """Open (or create) a store for ``model``; refuse one written by another model, someone
+    else's zarr store or files, and a location emb cannot write into.
+
+    Raises
+    ------
+    StoreError, StoreMismatchError, CorruptStoreError, StoreLockedError
+    """
+    check_writable(location)
     zstore = open_zarr_store(location, mode="a", storage_options=storage_options)
-    root = zarr.open_group(zstore, mode="a", zarr_format=3, use_consolidated=False)
-    existing = root.attrs.get(dm.ATTR_MODEL)
-    if existing:
-        diffs = [
-            f"{key}: store has {existing.get(key)!r}, this run has {model.get(key)!r}"
-            for key in MODEL_IDENTITY_KEYS
-            if existing.get(key) != model.get(key)
-        ]
-        if diffs:
-            raise StoreMismatchError(
-                f"{location} holds embeddings of another model ({'; '.join(diffs)}); "
-                "write this model into a new store (one store per model)"
+    with locked(location, None, purpose="create or check the store root", wait_s=ROOT_LOCK_WAIT_S):
+        attrs = _root_attrs(zstore, location)
+        if attrs is None:
+            # a kill between creating the root and writing its attributes leaves a bare root,
+            # which the next run adopts
+            zarr.open_group(zstore, mode="a", zarr_format=3, use_consolidated=False).update_attributes(
+                {dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION, dm.ATTR_MODEL: dict(model)}
             )
-        version = root.attrs.get(dm.ATTR_SCHEMA_VERSION)
-        if version != dm.STORE_SCHEMA_VERSION:
-            raise StoreMismatchError(
-                f"{location} has store schema version {version}, this emb writes "
-                f"{dm.STORE_SCHEMA_VERSION}; write into a new store"
-            )
-    else:
-        root.update_attributes(
-            {dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION, dm.ATTR_MODEL: dict(model)}
-        )
+        else:
+            _check_model(location, attrs, model)
+    root = zarr.open_group(zstore, mode="r+", zarr_format=3, use_consolidated=False)
     return zstore, root
 
 
+def _group_state(zstore: Any, name: str) -> tuple[str, dict[str, Any] | None, str]:
+    """What is at group ``name``: ("absent" | "suite" | "foreign" | "damaged", attrs, why)."""
+    try:
+        meta = read_json(zstore, f"{name}/zarr.json")
+    except BadMetadata as err:
+        return "damaged", None, f"its metadata is damaged ({err})"
+    if meta is None:
+        if list_prefix(zstore, name):
+            return "damaged", None, f"its metadata ({name}/zarr.json) is missing but data is there"
+        return "absent", None, ""
+    attrs = meta.get("attributes") or {}
+    if meta.get("node_type") != "group":
+        return "foreign", None, f"it is a zarr {meta.get('node_type', 'node')}, not a suite group"
+    if dm.ATTR_SUITE not in attrs:
+        return "foreign", None, "it is a zarr group emb did not write"
+    return "suite", dict(attrs), ""
+
+
+def _delete_group(zstore: Any, name: str, *, flags: bool) -> None:
+    """Delete group ``name``: its completion flags first (``flags``: its metadata reads), then
+    its objects, its ``zarr.json`` last, so a deletion cut short reads as an interrupted layout."""
+    check_group_name(name)
+    if flags:
+        group = zarr.open_group(zstore, path=name, mode="r+", zarr_format=3, use_consolidated=False)
+        group.update_attributes({dm.ATTR_SKELETON: False, dm.ATTR_COMPLETE: False})
+    keys = [k for k in list_prefix(zstore, name) if k != f"{name}/zarr.json"]
+
+    async def delete_all() -> None:
+        gate = asyncio.Semaphore(32)
+
+        async def one(key: str) -> None:
+            async with gate:
+                await zstore.delete(key)
+
+        await asyncio.gather(*(one(k) for k in keys))
+        await zstore.delete(f"{name}/zarr.json")
+
+    zarr_sync(delete_all())
+
+
+@contextlib.contextmanager
+def _write_errors(what: str) -> Iterator[None]:
+    """Turn a failing write (a read-only or full disk, a vanished directory) into a StoreError."""
+    try:
+        yield
+    except OSError as err:
+        raise StoreError(
+            f"cannot write {what}: {err.strerror or err}; the store must stay writable (and "
+            "have room) while 'emb extract' runs; re-run the same command to resume"
+        ) from err
+
+
+def plan_group(
+    location: str,
+    zstore: Any,
+    *,
+    name: str,
+    suite_attrs: Mapping[str, Any],
+    extraction: Mapping[str, Any],
+    overwrite: bool,
+) -> tuple[str, dict[str, Any] | None]:
+    """What writing suite ``name`` must do with what is there, reading only:
+    ``("new", None)``, ``("resume", attrs)`` (its layout is whole and it is the same suite with the
+    same settings), ``("rewrite", attrs)`` (the same suite's layout write was interrupted), or
+    ``("replace", attrs or None)`` (``overwrite``: the group, and only it, is deleted first).
+
+    Raises
+    ------
+    StoreMismatchError
+        Another definition or other settings, or a node emb did not write (without ``overwrite``).
+    CorruptStoreError
+        The group's metadata is damaged (without ``overwrite``).
+    """
+    state, attrs, why = _group_state(zstore, name)
+    if state == "absent":
+        return "new", None
+    if overwrite:
+        return "replace", attrs
+    if state in ("damaged", "foreign"):
+        error = CorruptStoreError if state == "damaged" else StoreMismatchError
+        raise error(
+            f"{location} already has a {name!r} that emb cannot resume: {why}; use --name to "
+            f"write this suite under another name, or --overwrite to replace {name!r}"
+        )
+    assert attrs is not None
+    version = attrs.get(dm.ATTR_SCHEMA_VERSION)
+    if version not in dm.READABLE_SCHEMA_VERSIONS:
+        raise StoreMismatchError(
+            f"suite {name!r} in {location} has store schema version {version!r}, which this emb "
+            "does not write; upgrade emb, or use --name / --overwrite"
+        )
+    if attrs.get(dm.ATTR_SKELETON):
+        _check_same(location, name, attrs, suite_attrs, extraction)
+        status, problems, _ = suite_status(zstore, name)
+        if status == "corrupt":  # resuming would keep (or declare complete) the damage
+            raise CorruptStoreError(
+                f"suite {name!r} in {location} is damaged ({describe_problems(problems)}); "
+                "re-extract it with --overwrite ('emb validate' gives the whole report)"
+            )
+        return "resume", attrs
+    # a run's layout write was interrupted: rewritten when it was this very suite
+    _check_same(location, name, attrs, suite_attrs, extraction)
+    return "rewrite", attrs
+
+
 class SuiteWriter:
-    """Writes one suite group block by block.  Constructed by :meth:`open`."""
+    """Writes one suite group block by block.  Constructed by :meth:`open`; holds the suite's
+    writer lock (local stores) until :meth:`finish` or :meth:`close`."""
 
     def __init__(
         self,
@@ -122,6 +365,7 @@ class SuiteWriter:
         extraction: Mapping[str, Any],
         fresh: bool,
         handles: tuple[zarr.Group, zarr.Array, zarr.Array] | Future[Any],
+        lock: WriterLock | None = None,
     ) -> None:
         self.location = location
         self.root = root
@@ -130,7 +374,9 @@ class SuiteWriter:
         self.n_items = n_items
         self.extraction = extraction
         self.fresh = fresh
+        self.lock = lock
         self._handles = handles
+        self._digests: dict[str, tuple[int, str]] = {}
 
     def _resolved(self) -> tuple[zarr.Group, zarr.Array, zarr.Array]:
         """The group and its arrays, once the layout (maybe written in the background) exists."""
@@ -178,15 +424,22 @@ class SuiteWriter:
     ) -> SuiteWriter:
         """Create the group's layout, or reopen an unfinished group written by the same command.
 
-        With an ``executor`` (the single writer thread), a new layout is written there, ahead of
-        the blocks submitted after it, while the caller computes the first block; checks that can
-        refuse the write always run here, before anything is written.
+        Takes the suite's writer lock first (local stores), and keeps it until :meth:`finish` or
+        :meth:`close`.  With an ``executor`` (the single writer thread), a new layout is written
+        there, ahead of the blocks submitted after it, while the caller computes the first
+        block; checks that can refuse the write always run here, before anything is written.
 
         Raises
         ------
+        StoreLockedError
+            Another process is writing this suite.
         StoreMismatchError
-            The group exists with another suite definition or other extraction settings.
+            The group exists with another suite definition or other extraction settings, or holds
+            something emb did not write (refused unless ``overwrite``).
+        CorruptStoreError
+            The group's metadata is damaged (refused unless ``overwrite``).
         """
+        check_group_name(name)
         n_items, n_layers, n_poolings, n_features = shape
         block = block_size or block_size_for(
             n_layers, n_poolings, n_features, np.dtype(storage_dtype).itemsize
@@ -194,33 +447,63 @@ class SuiteWriter:
         if block < 1:
             raise StoreError(f"block size must be >= 1; got {block}")
         extraction = {**extraction_attrs, "block_size": block}
-        if name in root:
-            group = root[name]
-            if not isinstance(group, zarr.Group):
-                raise StoreError(f"{location}/{name} is not a group; remove it or choose another name")
-            if overwrite:
-                del root[name]
-            elif group.attrs.get(dm.ATTR_SKELETON):
-                _check_same(location, name, group, suite_attrs, extraction)
-                stored = dict(group.attrs[dm.ATTR_EXTRACTION])
-                return cls(
-                    location, root, name, block_size=int(stored["block_size"]), n_items=n_items,
-                    extraction=stored, fresh=False, handles=cls._open_handles(root, name),
-                )
-            else:  # layout write interrupted: nothing of value in it
-                del root[name]
-
-        def layout() -> tuple[zarr.Group, zarr.Array, zarr.Array]:
-            cls._write_layout(root, name, coords, shape, storage_dtype, block, suite_attrs, extraction)
-            return cls._open_handles(root, name)
-
-        return cls(
-            location, root, name, block_size=block, n_items=n_items, extraction=extraction,
-            fresh=True, handles=executor.submit(layout) if executor is not None else layout(),
+        path = lock_path(location, name)
+        lock = (
+            WriterLock.acquire(
+                path, what=f"suite {name!r} of store {location}", purpose=f"write suite {name!r}"
+            )
+            if path is not None
+            else None
         )
+        if lock is not None and lock.stale is not None:
+            warnings.warn(
+                f"suite {name!r} of {location}: took over the writer lock left by "
+                f"{lock.stale.describe()}, which is no longer running (killed or crashed); "
+                "resuming what it wrote",
+                EmbWarning,
+                stacklevel=2,
+            )
+        try:
+            zstore = root.store
+            action, attrs = plan_group(
+                location, zstore, name=name, suite_attrs=suite_attrs, extraction=extraction,
+                overwrite=overwrite,
+            )
+            if action == "resume":
+                assert attrs is not None
+                stored = dict(attrs[dm.ATTR_EXTRACTION])
+                writer = cls(
+                    location, root, name, block_size=int(stored["block_size"]),
+                    n_items=n_items, extraction=stored, fresh=False,
+                    handles=cls._open_handles(root, name), lock=lock,
+                )
+                writer._drop_partial_files()
+                return writer
+            if action in ("replace", "rewrite"):
+                with _write_errors(f"(delete) the group {name!r} of {location}"):
+                    _delete_group(zstore, name, flags=attrs is not None)
+
+            def layout() -> tuple[zarr.Group, zarr.Array, zarr.Array]:
+                with _write_errors(f"the layout of suite {name!r} into {location}"):
+                    cls._write_layout(
+                        location, root, name, coords, shape, storage_dtype, block, suite_attrs,
+                        extraction,
+                    )
+                return cls._open_handles(root, name)
+
+            return cls(
+                location, root, name, block_size=block, n_items=n_items, extraction=extraction,
+                fresh=True, handles=executor.submit(layout) if executor is not None else layout(),
+                lock=lock,
+            )
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
 
     @staticmethod
     def _write_layout(
+        location: str,
         root: zarr.Group,
         name: str,
         coords: xr.Dataset,
@@ -235,17 +518,21 @@ class SuiteWriter:
         # embedding's "coordinates" attribute, which makes xarray read them as coordinates
         coordinate_names = " ".join(str(k) for k in coords.coords if k not in coords.dims)
         n_blocks = max(1, -(-n_items // block))
-        arrays: list[dict[str, Any]] = [
-            {  # the coordinates, laid out as xarray's to_zarr writes them
-                "name": f"{name}/{key}",
-                "shape": var.shape,
-                "dtype": _coord_dtype(var.values.dtype),
-                "chunks": tuple(max(1, n) for n in var.shape),
-                "dimension_names": tuple(str(d) for d in var.dims),
-            }
-            for key, var in coords.coords.items()
-        ]
-        data = [var.values for var in coords.coords.values()]
+        arrays: list[dict[str, Any]] = []
+        data = []
+        for key, var in coords.coords.items():
+            dtype, values, attributes = _coord_layout(var.values)
+            arrays.append(
+                {  # the coordinates, laid out as xarray's to_zarr writes them
+                    "name": f"{name}/{key}",
+                    "shape": var.shape,
+                    "dtype": dtype,
+                    "chunks": tuple(max(1, n) for n in var.shape),
+                    "dimension_names": tuple(str(d) for d in var.dims),
+                    "attributes": attributes,
+                }
+            )
+            data.append(values)
         arrays.append(
             {
                 "name": f"{name}/{dm.EMBEDDING}",
@@ -280,7 +567,7 @@ class SuiteWriter:
             dm.ATTR_SUITE: dict(suite_attrs),
             dm.ATTR_EXTRACTION: dict(extraction),
             dm.ATTR_CREATED: datetime.now(UTC).isoformat(timespec="seconds"),
-            dm.ATTR_COMPLETE: n_items == 0,
+            dm.ATTR_COMPLETE: False,
         }
 
         async def write_all() -> None:
@@ -304,10 +591,14 @@ class SuiteWriter:
                 )
             )
 
-        zarr_sync(write_all())
+        with warnings.catch_warnings():
+            # zarr-python flags variable_length_bytes as not yet in a zarr v3 specification
+            # document; see _coord_layout for why the text is stored so
+            warnings.simplefilter("ignore", zarr.errors.UnstableSpecificationWarning)
+            zarr_sync(write_all())
         group = zarr.open_group(root.store, path=name, mode="a", zarr_format=3, use_consolidated=False)
         group.attrs[dm.ATTR_SKELETON] = True  # last: the layout is whole
-        consolidate(root)
+        consolidate(root, location)
 
     # -- blocks -------------------------------------------------------------------------------------
     def block_ranges(self) -> list[tuple[int, int]]:
@@ -316,38 +607,80 @@ class SuiteWriter:
 
     def pending_blocks(self) -> list[int]:
         """Blocks whose done-marker is not set."""
-        done = _read_done(self.done)
+        done = read_done(self.done)
         return [i for i in range(len(self.block_ranges())) if not done[i]]
 
     def write_block(self, index: int, values: np.ndarray) -> None:
-        """Write block ``index`` (one shard), then its done-marker."""
+        """Write block ``index`` (one shard), then its done-marker; the shard is read back and
+        hashed for the manifest."""
         start, stop = self.block_ranges()[index]
         if values.shape != (stop - start, *self.array.shape[1:]):
             raise StoreError(
                 f"block {index} of {self.name!r} has shape {values.shape}, expected "
                 f"{(stop - start, *self.array.shape[1:])}"
             )
-        self.array[start:stop] = values
-        self.done[index] = 1
+        with _write_errors(f"block {index} of suite {self.name!r} into {self.location}"):
+            self.array[start:stop] = values
+            key = shard_key(self.name, self.array, index)
+            raw = read_bytes(self.root.store, key)
+            if raw is not None:
+                self._digests[covered(self.name, key) or key] = (len(raw), digest(raw))
+            self.done[index] = 1
 
     def read_rows(self, rows: Sequence[int]) -> np.ndarray:
         """Rows already written (for vectors reused by later items)."""
         return read_rows(self.array, rows)
 
     def finish(self) -> None:
-        """Mark the suite complete (after every block's marker is set)."""
+        """Write the manifest, mark the suite complete, and release the suite's lock."""
         pending = self.pending_blocks()
         if pending:
             raise StoreError(f"cannot finish {self.name!r}: blocks {pending[:10]} are not written")
-        self.group.attrs[dm.ATTR_COMPLETE] = True
-        consolidate(self.root)
+        with _write_errors(f"the manifest of suite {self.name!r} into {self.location}"):
+            manifest = build_manifest(
+                self.root.store, self.name, n_blocks=len(self.block_ranges()),
+                block_size=self.block_size, n_items=self.n_items, known=self._digests,
+            )
+            progress = zarr.open_group(
+                self.root.store, path=f"{self.name}/{dm.PROGRESS_GROUP}", mode="a",
+                zarr_format=3, use_consolidated=False,
+            )
+            progress.attrs[dm.ATTR_MANIFEST] = manifest
+            self.group.attrs[dm.ATTR_COMPLETE] = True
+            consolidate(self.root, self.location)
+        self.close()
+
+    def close(self) -> None:
+        """Release the suite's lock (idempotent); an unfinished suite stays resumable."""
+        if self.lock is not None:
+            self.lock.release()
+
+    def _drop_partial_files(self) -> None:
+        """Remove temporary files left by writes a kill interrupted (``*.partial``)."""
+        if is_url(self.location):
+            return
+        for key in list_prefix(self.root.store, self.name):
+            if key.endswith(".partial"):
+                with contextlib.suppress(OSError):
+                    (local_path(self.location) / key).unlink()
 
 
-def _coord_dtype(dtype: np.dtype) -> Any:
-    # text as zarr v3 variable-length UTF-8 strings, the type xarray writes and reads for str
-    if dtype.kind in "OU":
-        return zarr.dtype.VariableLengthUTF8()  # type: ignore[attr-defined]
-    return dtype
+def _coord_layout(values: np.ndarray) -> tuple[Any, np.ndarray, dict[str, Any]]:
+    """(zarr dtype, values to write, attributes) of one coordinate.
+
+    Text is stored as UTF-8 bytes (``variable_length_bytes``) with the netCDF/CF attribute
+    ``_Encoding: utf-8``: plain ``xr.open_zarr`` decodes that to an object array of ``str``,
+    which ``astype(str)``, ``==``, pandas and netCDF all take.  Zarr's ``string`` type (store
+    schema 1) reads back as numpy 2's StringDType, which does not (``astype(str)`` raises), and
+    fixed-width ``<U`` would pad every context to the longest one (4 bytes a character).
+    """
+    values = np.asarray(values)
+    if values.dtype.kind in "OUT":
+        encoded = np.empty(values.shape, dtype=object)
+        for index, value in np.ndenumerate(values):
+            encoded[index] = (value if isinstance(value, str) else str(value)).encode("utf-8")
+        return zarr.dtype.VariableLengthBytes(), encoded, {"_Encoding": "utf-8"}  # type: ignore[attr-defined]
+    return values.dtype, values, {}
 
 
 def read_rows(array: zarr.Array, rows: Sequence[int]) -> np.ndarray:
@@ -362,30 +695,39 @@ def read_rows(array: zarr.Array, rows: Sequence[int]) -> np.ndarray:
     return out
 
 
-def consolidate(root: zarr.Group) -> None:
+def consolidate(root: zarr.Group, location: str | None = None) -> None:
     """Refresh the root's consolidated metadata so plain ``xr.open_zarr(path, group=...)`` opens
     groups in one read without warnings.  emb itself never trusts it (it reads with
-    ``consolidated=False``), so a copy made stale by an interrupted run is harmless."""
-    with warnings.catch_warnings():
+    ``consolidated=False``), so a copy made stale by an interrupted run is harmless.  Done under
+    the root's lock: the last writer to consolidate has seen every group's latest metadata."""
+    lock = (
+        locked(location, None, purpose="refresh the consolidated metadata", wait_s=ROOT_LOCK_WAIT_S)
+        if location is not None
+        else contextlib.nullcontext()
+    )
+    with lock, warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Consolidated metadata", category=UserWarning)
+        # lock files and temporary files at the root are not zarr nodes
+        warnings.filterwarnings("ignore", message="Object at .* is not recognized", category=UserWarning)
+        warnings.simplefilter("ignore", zarr.errors.UnstableSpecificationWarning)
         zarr.consolidate_metadata(root.store, zarr_format=3)
 
 
 def _check_same(
     location: str,
     name: str,
-    group: zarr.Group,
+    attrs: Mapping[str, Any],
     suite_attrs: Mapping[str, Any],
     extraction: Mapping[str, Any],
 ) -> None:
-    old_suite = group.attrs.get(dm.ATTR_SUITE, {})
+    old_suite = attrs.get(dm.ATTR_SUITE, {})
     if old_suite.get("content_hash") != suite_attrs.get("content_hash"):
         raise StoreMismatchError(
             f"suite {name!r} in {location} was written from another definition (content hash "
             f"{str(old_suite.get('content_hash'))[:12]}…, this run {str(suite_attrs.get('content_hash'))[:12]}…); "
             "use --name to write it as another suite, or --overwrite to replace it"
         )
-    diffs = extraction_differences(group.attrs.get(dm.ATTR_EXTRACTION, {}), extraction)
+    diffs = extraction_differences(attrs.get(dm.ATTR_EXTRACTION, {}), extraction)
     if diffs:
         raise StoreMismatchError(
             f"suite {name!r} in {location} was extracted with other settings ({'; '.join(diffs)}); "

@@ -485,6 +485,10 @@ class VastGenerator(SuiteGenerator):
         if isinstance(options.get("scale"), (tuple, list)):
             options["scale"] = ",".join(str(v) for v in options["scale"])
         opts = self.parse_options(options)
+        if opts["seed"] < 0:  # numpy's seeding would fail late, with a traceback
+            raise SuiteError(
+                f"option 'seed' (--seed) must be a non-negative integer; got {opts['seed']}"
+            )
         self._check_language(opts)
         pleasant, unpleasant, polar_info = _load_polar(opts["polar"], opts["language"])
         templates = (

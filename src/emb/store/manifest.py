@@ -1,0 +1,122 @@
+"""The manifest of a complete suite: every object it holds, with its size and CRC-32.
+
+Written when a suite completes, as the ``manifest`` attribute of its ``_progress`` group::
+
+    {"version": 1, "algorithm": "crc32", "n_items": 41895, "n_blocks": 82, "block_size": 512,
+     "objects": {"embedding/zarr.json": [1893, "9f2c01ab"], "embedding/c/0/0/0/0": [6123456, "…"],
+                 "word/zarr.json": [...], "word/c/0": [...], ...}}
+
+Keys are relative to the suite group.  It lists every object of the group except the group's own
+``zarr.json`` (rewritten when the suite completes; checked by parsing it) and the ``_progress``
+sub-group (done-markers, and the manifest itself), and except temporary files of interrupted
+writes (``*.partial``).  A plain check compares sizes (one stat, HEAD or zip entry per object):
+it finds a missing or truncated shard, coordinate or metadata file; a deep check also reads
+every byte and compares checksums (CRC-32, see :func:`emb.store._nodes.digest`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from emb.schemas import datamodel as dm
+from emb.store._nodes import digests, list_prefix, object_sizes
+
+__all__ = ["MANIFEST_VERSION", "build_manifest", "check_manifest", "covered"]
+
+MANIFEST_VERSION = 1
+
+
+def covered(name: str, key: str) -> str | None:
+    """The key relative to suite ``name`` if the manifest lists it, else None."""
+    head = f"{name}/"
+    if not key.startswith(head):
+        return None
+    rel = key[len(head) :]
+    if rel == "zarr.json" or rel.startswith(f"{dm.PROGRESS_GROUP}/") or rel.endswith(".partial"):
+        return None
+    return rel
+
+
+def build_manifest(
+    zstore: Any,
+    name: str,
+    *,
+    n_blocks: int,
+    block_size: int,
+    n_items: int,
+    known: Mapping[str, tuple[int, str]] | None = None,
+) -> dict[str, Any]:
+    """List the objects of suite ``name`` as they are now; ``known`` maps relative keys to
+    (size, checksum) already computed (blocks hashed when written), the rest are read here."""
+    known = dict(known or {})
+    rels = [rel for key in list_prefix(zstore, name) if (rel := covered(name, key)) is not None]
+    missing = [rel for rel in rels if rel not in known]
+    read = digests(zstore, [f"{name}/{rel}" for rel in missing])
+    objects: dict[str, list[Any]] = {}
+    for rel in rels:
+        entry = known.get(rel) or read.get(f"{name}/{rel}")
+        if entry is None:  # vanished while listing: nothing to vouch for
+            continue
+        objects[rel] = [int(entry[0]), str(entry[1])]
+    return {
+        "version": MANIFEST_VERSION,
+        "algorithm": "crc32",
+        "n_items": int(n_items),
+        "n_blocks": int(n_blocks),
+        "block_size": int(block_size),
+        "objects": objects,
+    }
+
+
+def check_manifest(
+    zstore: Any, name: str, manifest: Mapping[str, Any], *, deep: bool
+) -> list[str]:
+    """Problems found comparing suite ``name`` with its manifest (empty: it holds what it did).
+
+    ``deep`` reads every object and compares its checksum; otherwise only sizes are compared.
+    """
+    objects = manifest.get("objects")
+    if manifest.get("version") != MANIFEST_VERSION or not isinstance(objects, Mapping):
+        return [
+            f"{name}: its manifest has version {manifest.get('version')!r}, this emb reads "
+            f"{MANIFEST_VERSION}; upgrade emb"
+        ]
+    block = int(manifest.get("block_size") or 0)
+    n_items = int(manifest.get("n_items") or 0)
+    keys = {f"{name}/{rel}": rel for rel in objects}
+    problems: list[str] = []
+    sizes = object_sizes(zstore, list(keys))
+    for key, rel in keys.items():
+        want = int(objects[rel][0])
+        got = sizes[key]
+        if got is None:
+            problems.append(f"{name}: {_what(rel, block, n_items)} ({key}) is missing")
+        elif got != want:
+            problems.append(
+                f"{name}: {_what(rel, block, n_items)} ({key}) has {got} bytes, the manifest {want} "
+                "(truncated or rewritten)"
+            )
+    if deep:
+        bad = {key for key, rel in keys.items() if sizes[key] is not None}
+        for key, entry in digests(zstore, sorted(bad)).items():
+            rel = keys[key]
+            if entry is not None and entry[1] != objects[rel][1]:
+                problems.append(
+                    f"{name}: {_what(rel, block, n_items)} ({key}) has other bytes than when the suite "
+                    f"was completed (crc32 {entry[1]}, manifest {objects[rel][1]})"
+                )
+    return problems
+
+
+def _what(rel: str, block: int, n_items: int) -> str:
+    """A manifest key in words: 'the shard of block 3 (items 1536-2047)', 'the metadata of word'."""
+    parts = rel.split("/")
+    if parts[-1] == "zarr.json":
+        return f"the metadata of {'/'.join(parts[:-1]) or 'the group'}"
+    if parts[0] == dm.EMBEDDING and len(parts) > 2 and parts[1] == "c" and parts[2].isdigit():
+        b = int(parts[2])
+        last = min(n_items, (b + 1) * block) if n_items else (b + 1) * block
+        span = f" (items {b * block}–{last - 1})" if block else ""
+        return f"the embedding shard of block {b}{span}"
+    return f"the data of {parts[0]}"

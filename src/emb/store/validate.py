@@ -1,0 +1,381 @@
+"""Validation: is a store complete, incomplete (resumable) or corrupt, and why.
+
+Statuses and the exit codes of ``emb validate``:
+
+- ``complete`` (0): every suite finished, and holds what its manifest lists;
+- ``incomplete`` (1): a run was interrupted, or nothing was extracted yet: re-running the same
+  ``emb extract`` command finishes it;
+- ``corrupt`` (2): damage no interrupted run explains (a deleted or garbled metadata file, a
+  missing or truncated shard, a marker set over a missing block, a suite written by a newer emb),
+  or a path that is not an emb store.  Re-running does not repair it.
+
+A plain check reads only metadata, done-markers and object sizes; ``deep`` also reads every byte
+(checksums of the manifest) and decodes every block (finite values).  Suites completed before the
+manifest existed (store schema 1) are checked the old way, and the report says so.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import zarr
+
+from emb.errors import CorruptStoreError
+from emb.schemas import datamodel as dm
+from emb.store._location import is_url, local_path, open_zarr_store
+from emb.store._nodes import BadMetadata, child_names, object_sizes, read_json
+from emb.store.manifest import check_manifest
+from emb.store.names import is_group_name
+
+__all__ = ["Status", "ValidationReport", "read_done", "shard_key", "suite_status", "validate_store"]
+
+Status = Literal["complete", "incomplete", "corrupt"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValidationReport:
+    """Outcome of a validation: ``status``, one line per problem, per-suite statuses, and notes
+    (facts that change no status, e.g. a suite checked the old way)."""
+
+    status: Status
+    problems: tuple[str, ...] = ()
+    suites: dict[str, Status] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "complete"
+
+    @property
+    def exit_code(self) -> int:
+        """0 complete, 1 incomplete (re-run the extract), 2 corrupt."""
+        return {"complete": 0, "incomplete": 1}.get(self.status, 2)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "problems": list(self.problems),
+            "suites": dict(self.suites),
+            "notes": list(self.notes),
+        }
+
+
+def validate_store(
+    location: str | os.PathLike[str],
+    *,
+    deep: bool = False,
+    storage_options: dict[str, Any] | None = None,
+) -> ValidationReport:
+    """Validate the store at ``location`` (directory, ``.zip`` or URL), damaged or not.
+
+    Unlike :func:`emb.open_store`, a store whose root metadata is missing or garbled is reported
+    (``corrupt``), not refused.
+
+    Raises
+    ------
+    StoreError
+        Only when there is nothing to validate: the path does not exist, or is not a readable
+        zip file.
+    """
+    text = os.fspath(location)
+    if not is_url(text) and local_path(text).is_dir() and not any(local_path(text).iterdir()):
+        return ValidationReport(
+            status="incomplete",
+            problems=(f"{text} is an empty directory: nothing extracted yet; run 'emb extract'",),
+        )
+    zstore = open_zarr_store(text, mode="r", storage_options=storage_options)
+    return validate_zarr(zstore, text, deep=deep)
+
+
+def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport:
+    """:func:`validate_store` on an opened zarr store."""
+    problems: list[str] = []
+    notes: list[str] = []
+    statuses: dict[str, Status] = {}
+    names = [n for n in child_names(zstore, "") if is_group_name(n)]
+    try:
+        root = read_json(zstore, "zarr.json")
+    except BadMetadata as err:
+        return ValidationReport(
+            status="corrupt",
+            problems=(f"the store's root metadata is damaged: {err}; restore it from a copy, or "
+                      "re-extract into a new store",),
+        )
+    suite_like = [n for n in names if _looks_like_suite(zstore, n)]
+    if root is None:
+        if suite_like:
+            return ValidationReport(
+                status="corrupt",
+                problems=(f"the store's root metadata (zarr.json) is missing, while suite data "
+                          f"is still there ({', '.join(suite_like)}); restore it from a copy, or "
+                          "re-extract into a new store",),
+            )
+        if names:
+            return ValidationReport(
+                status="corrupt",
+                problems=(f"{location} is not an emb store: no zarr.json at its root (found "
+                          f"{', '.join(names[:10])})",),
+            )
+        return ValidationReport(
+            status="incomplete",
+            problems=("nothing extracted yet: run 'emb extract' into this store",),
+        )
+    attrs = root.get("attributes") or {}
+    if root.get("zarr_format") != 3 or root.get("node_type") != "group":
+        return ValidationReport(
+            status="corrupt",
+            problems=(f"{location} is not an emb store: its root is not a zarr v3 group",),
+        )
+    version = attrs.get(dm.ATTR_SCHEMA_VERSION) if isinstance(attrs, dict) else None
+    if version is None:
+        if suite_like:
+            return ValidationReport(
+                status="corrupt",
+                problems=(f"the store's root metadata lost its emb attributes, while suite data "
+                          f"is still there ({', '.join(suite_like)}); restore it from a copy",),
+            )
+        if attrs or names:
+            return ValidationReport(
+                status="corrupt",
+                problems=(f"{location} is a zarr store but not an emb store (no "
+                          f"'{dm.ATTR_SCHEMA_VERSION}' attribute)",),
+            )
+        return ValidationReport(
+            status="incomplete",
+            problems=("nothing extracted yet: run 'emb extract' into this store",),
+        )
+    if version not in dm.READABLE_SCHEMA_VERSIONS:
+        return ValidationReport(
+            status="corrupt",
+            problems=(f"store schema version {version!r} is not one this emb reads "
+                      f"({list(dm.READABLE_SCHEMA_VERSIONS)}); upgrade emb",),
+        )
+    for name in names:
+        try:
+            meta = read_json(zstore, f"{name}/zarr.json")
+        except BadMetadata as err:
+            statuses[name] = "corrupt"
+            problems.append(f"{name}: the suite's metadata is damaged: {err}; re-extract it with "
+                            "--overwrite")
+            continue
+        if meta is None:
+            if name in suite_like:
+                statuses[name] = "corrupt"
+                problems.append(
+                    f"{name}: the suite's metadata ({name}/zarr.json) is missing, so the suite is "
+                    f"invisible though its data is there; re-extract it with --name {name} "
+                    "--overwrite"
+                )
+            else:
+                notes.append(f"{name}: not part of the store (no zarr metadata); ignored")
+            continue
+        group_attrs = meta.get("attributes") or {}
+        if meta.get("node_type") != "group" or dm.ATTR_SUITE not in group_attrs:
+            notes.append(f"{name}: a zarr node emb did not write; ignored")
+            continue
+        statuses[name] = _validate_suite(zstore, name, group_attrs, problems, notes, deep=deep)
+    if not statuses:
+        return ValidationReport(
+            status="incomplete",
+            problems=(*problems, "no suite written yet: run 'emb extract' into this store"),
+            notes=tuple(notes),
+        )
+    if "corrupt" in statuses.values():
+        status: Status = "corrupt"
+    elif "incomplete" in statuses.values():
+        status = "incomplete"
+    else:
+        status = "complete"
+    return ValidationReport(
+        status=status, problems=tuple(problems), suites=statuses, notes=tuple(notes)
+    )
+
+
+def _looks_like_suite(zstore: Any, name: str) -> bool:
+    """Whether ``name`` holds an emb suite's pieces (even with its own metadata gone)."""
+    try:
+        meta = read_json(zstore, f"{name}/zarr.json")
+    except BadMetadata:
+        return True
+    if meta is not None:
+        return dm.ATTR_SUITE in (meta.get("attributes") or {})
+    children = set(child_names(zstore, name))
+    return dm.PROGRESS_GROUP in children or dm.EMBEDDING in children
+
+
+def shard_key(name: str, array: zarr.Array, block: int) -> str:
+    """The store key of block ``block``'s shard of suite ``name``'s embedding."""
+    return f"{name}/{dm.EMBEDDING}/" + array.metadata.encode_chunk_key((block, 0, 0, 0))
+
+
+def read_done(done: Any) -> np.ndarray:
+    """Block markers; a marker that cannot be decoded counts as not done."""
+    out = np.zeros(done.shape[0], dtype=bool)
+    try:
+        out[:] = np.asarray(done[:]) == 1
+    except Exception:  # noqa: BLE001 - a torn marker write: fall back to one block at a time
+        for i in range(done.shape[0]):
+            try:
+                out[i] = int(done[i]) == 1
+            except Exception:  # noqa: BLE001
+                out[i] = False
+    return out
+
+
+def _required_arrays(attrs: dict[str, Any]) -> tuple[str, ...]:
+    """The arrays a suite group must hold: the embedding, its done-markers, and every coordinate
+    the group declares (its ``coordinates`` attribute; schema-1 groups without one: the item
+    coordinates of the data model)."""
+    declared = attrs.get("coordinates")
+    coords = tuple(str(declared).split()) if isinstance(declared, str) else dm.ITEM_COORDS
+    return (dm.EMBEDDING, *coords, f"{dm.PROGRESS_GROUP}/done")
+
+
+def _open_arrays(
+    zstore: Any, name: str, keys: tuple[str, ...], problems: list[str]
+) -> dict[str, zarr.Array] | None:
+    """The suite's arrays, or None after appending why one cannot be opened."""
+    arrays = {}
+    for key in keys:
+        try:
+            meta = read_json(zstore, f"{name}/{key}/zarr.json")
+        except BadMetadata as err:
+            problems.append(f"{name}: the metadata of '{key}' is damaged: {err}")
+            return None
+        if meta is None:
+            problems.append(f"{name}: the array '{key}' is missing ({name}/{key}/zarr.json)")
+            return None
+        try:
+            arrays[key] = zarr.open_array(zstore, path=f"{name}/{key}", mode="r", zarr_format=3)
+        except Exception as err:  # noqa: BLE001 - any invalid metadata: report it, never a traceback
+            problems.append(f"{name}: the array '{key}' cannot be opened: {type(err).__name__}: {err}")
+            return None
+    return arrays
+
+
+def _validate_suite(
+    zstore: Any,
+    name: str,
+    attrs: dict[str, Any],
+    problems: list[str],
+    notes: list[str],
+    *,
+    deep: bool,
+) -> Status:
+    version = attrs.get(dm.ATTR_SCHEMA_VERSION)
+    if version not in dm.READABLE_SCHEMA_VERSIONS:
+        problems.append(f"{name}: written with store schema version {version!r}, which this emb "
+                        f"does not read ({list(dm.READABLE_SCHEMA_VERSIONS)}); upgrade emb")
+        return "corrupt"
+    if not attrs.get(dm.ATTR_SKELETON, False):
+        problems.append(f"{name}: layout write was interrupted (re-run the same command)")
+        return "incomplete"
+    arrays = _open_arrays(zstore, name, _required_arrays(attrs), problems)
+    if arrays is None:
+        return "corrupt"
+    emb_arr = arrays[dm.EMBEDDING]
+    n_items = emb_arr.shape[0]
+    for coord in (c for c in arrays if c not in (dm.EMBEDDING, f"{dm.PROGRESS_GROUP}/done")):
+        dims = arrays[coord].metadata.dimension_names or ()
+        if dims[:1] == ("item",) and arrays[coord].shape[0] != n_items:
+            problems.append(f"{name}: '{coord}' has {arrays[coord].shape[0]} items, embedding has {n_items}")
+            return "corrupt"
+    markers = read_done(arrays[f"{dm.PROGRESS_GROUP}/done"])
+    done, total = int(markers.sum()), int(markers.size)
+    complete = bool(attrs.get(dm.ATTR_COMPLETE, False))
+    if complete and done != total:
+        problems.append(f"{name}: marked complete but only {done} of {total} blocks are written")
+        return "corrupt"
+    manifest = _manifest(zstore, name)
+    block = int((attrs.get(dm.ATTR_EXTRACTION) or {}).get("block_size", emb_arr.chunks[0]))
+    if complete and manifest is not None:
+        found = check_manifest(zstore, name, manifest, deep=deep)
+        if found:
+            problems.extend(found)
+            return "corrupt"
+    else:
+        found = missing_shards(zstore, name, emb_arr, np.flatnonzero(markers), block)
+        if found:
+            problems.extend(found)
+            return "corrupt"
+        if complete:
+            notes.append(
+                f"{name}: completed without a manifest (written by an emb before store schema 2): "
+                "checked the old way (layout, done-markers, each shard present)"
+                + ("; every block decoded" if deep else "; --deep also decodes every block")
+            )
+    if deep:
+        for b in np.flatnonzero(markers):
+            try:
+                values = np.asarray(emb_arr[b * block : (b + 1) * block])
+            except Exception as err:  # noqa: BLE001 - report any decode failure
+                problems.append(f"{name}: block {b} cannot be decoded: {type(err).__name__}: {err}")
+                return "corrupt"
+            if not np.isfinite(values).all():
+                problems.append(f"{name}: block {b} holds non-finite values")
+                return "corrupt"
+    if not complete:
+        problems.append(
+            f"{name}: incomplete, {done} of {total} blocks written; re-run the same 'emb extract'"
+        )
+        return "incomplete"
+    return "complete"
+
+
+def _manifest(zstore: Any, name: str) -> dict[str, Any] | None:
+    try:
+        meta = read_json(zstore, f"{name}/{dm.PROGRESS_GROUP}/zarr.json")
+    except BadMetadata:
+        return None
+    manifest = ((meta or {}).get("attributes") or {}).get(dm.ATTR_MANIFEST)
+    return manifest if isinstance(manifest, dict) else None
+
+
+def missing_shards(
+    zstore: Any, name: str, array: zarr.Array, blocks: Any, block: int
+) -> list[str]:
+    """Problems for marked blocks whose shard is missing or empty (one size query per block)."""
+    keys = {shard_key(name, array, int(b)): int(b) for b in blocks}
+    sizes = object_sizes(zstore, list(keys))
+    n = int(array.shape[0])
+    return [
+        f"{name}: the embedding shard of block {b} (items {b * block}–"
+        f"{min(n, (b + 1) * block) - 1}, {key}) is "
+        f"{'missing' if sizes[key] is None else 'empty'}, though its done-marker is set"
+        for key, b in keys.items()
+        if not sizes[key]
+    ]
+
+
+def suite_status(zstore: Any, name: str, *, deep: bool = False) -> tuple[Status, list[str], list[str]]:
+    """(status, problems, notes) of one suite group, as :func:`validate_store` finds them; a
+    plain check is cheap enough for every reader (metadata, markers, object sizes)."""
+    problems: list[str] = []
+    notes: list[str] = []
+    try:
+        meta = read_json(zstore, f"{name}/zarr.json")
+    except BadMetadata as err:
+        return "corrupt", [f"{name}: the suite's metadata is damaged: {err}"], notes
+    if meta is None:
+        return "corrupt", [f"{name}: the suite's metadata ({name}/zarr.json) is missing"], notes
+    attrs = meta.get("attributes") or {}
+    status = _validate_suite(zstore, name, attrs, problems, notes, deep=deep)
+    return status, problems, notes
+
+
+def describe_problems(problems: list[str] | tuple[str, ...], limit: int = 3) -> str:
+    """The first ``limit`` problems on one line."""
+    shown = "; ".join(problems[:limit])
+    return shown + (f"; and {len(problems) - limit} more" if len(problems) > limit else "")
+
+
+def store_error(location: str, name: str, problems: list[str]) -> CorruptStoreError:
+    """The error a reader raises for a damaged suite."""
+    return CorruptStoreError(
+        f"suite {name!r} in {location} is damaged: {describe_problems(problems)}; run 'emb "
+        f"validate {location}' for the whole report, and re-extract the suite with --overwrite"
+    )
+

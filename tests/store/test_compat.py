@@ -1,0 +1,71 @@
+"""Stores stay readable across versions, and plain xarray reads ordinary strings.
+
+``tests/fixtures/store_v1.zarr.zip`` was written by emb before store schema 2 (see the README
+there); schema 2 stores text as UTF-8 bytes tagged ``_Encoding: utf-8``, which plain xarray
+decodes to ``str`` objects.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+import zarr
+
+import emb
+from emb.extract.pipeline import extract
+from emb.schemas import datamodel as dm
+from tests.fakes import FakeRunner
+from tests.store.test_pipeline import words_suite
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+V1 = FIXTURES / "store_v1.zarr.zip"
+WORDS = ["love", "war", "café", "love", "unbelievably"]
+
+
+def test_v1_store_reads_with_emb_as_ordinary_strings():
+    store = emb.open_store(str(V1))
+    assert store.suites == ("mini",) and store.root.attrs["emb_schema_version"] == 1
+    report = store.validate(deep=True)
+    assert report.status == "complete" and "without a manifest" in " ".join(report.notes)
+    ds = store.dataset("mini")
+    assert ds.embedding.shape == (5, 3, 4, 32) and np.isfinite(ds.embedding.values).all()
+    assert list(ds.word.values) == WORDS and all(type(w) is str for w in ds.word.values)
+    assert list(ds.word.values.astype(str)) == WORDS and list(ds.pooling.values) == list(dm.POOLINGS)
+    assert ds.context.values[2] == "Un café naïve, s'il vous plaît"
+    assert ds.valence.values[4] != ds.valence.values[4]  # null label → NaN
+    assert store.info().complete
+
+
+def test_v1_store_reads_with_plain_xarray():
+    ds = xr.open_zarr(zarr.storage.ZipStore(V1, mode="r"), group="mini")
+    assert ds.embedding.shape == (5, 3, 4, 32)
+    # schema 1 text is zarr's `string` type, numpy 2 StringDType under plain xarray: comparisons
+    # work, astype(str) does not (what schema 2 fixes)
+    assert list(ds.word.values == "café") == [False, False, True, False, False]
+    assert list(ds.word.values.astype(object)) == WORDS
+
+
+def test_plain_xarray_reads_ordinary_strings_from_a_new_store(tmp_path):
+    path = tmp_path / "s.zarr"
+    suite = words_suite(4)
+    extract(FakeRunner(), suite, str(path), progress=False)
+    ds = xr.open_zarr(str(path), group="s")
+    words = ds.word.values
+    assert words.dtype == object and all(type(w) is str for w in words)
+    assert words.astype(str).dtype.kind == "U" and list(words.astype(str)) == [it.word for it in suite.items]
+    assert int((ds.word == "w1").sum()) == 2
+    assert list(ds.pooling.values) == list(dm.POOLINGS)
+    assert ds.sel(pooling="mean").embedding.shape == (8, 4, 8)
+    frame = ds[["word", "setting"]].reset_coords().to_dataframe()
+    assert frame.word.tolist() == list(words) and pd.api.types.is_string_dtype(frame.setting)
+    coords = ds.drop_vars("embedding").reset_coords()[["word", "context", "setting"]].load()
+    coords.attrs = {}
+    coords.to_netcdf(tmp_path / "coords.nc")
+    with xr.open_dataset(tmp_path / "coords.nc") as back:
+        assert list(back.word.values) == list(words)
+    # and zarr itself gives the UTF-8 bytes with their encoding named
+    arr = zarr.open_group(str(path), mode="r")["s/word"]
+    assert arr.attrs["_Encoding"] == "utf-8" and arr[0] == b"w0"
