@@ -23,7 +23,6 @@ registered in :mod:`emb.extract.suites._registry`.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
@@ -38,15 +37,14 @@ import numpy as np
 
 from emb.errors import SuiteError
 from emb.extract._documents import (
-    MAX_FLOAT_INT,
     check_json_data,
     parse_json,
     parse_yaml,
     show,
-    text_is_unicode,
 )
 from emb.extract.corpus import whole_word_pattern
-from emb.schemas import SCHEMA_VERSION, load_schema, validate_document
+from emb.extract.suites._validation import item_rules, validate_suite_document
+from emb.schemas import SCHEMA_VERSION
 
 __all__ = [
     "PLACEHOLDER",
@@ -381,7 +379,7 @@ class Suite:
             allow_nan=False,
         )
         types = _label_types(items)
-        _, _, label_name, reserved, _ = _item_rules()
+        _, _, label_name, reserved, _ = item_rules()
         bad = [key for key in types if key in reserved or not label_name.search(key)]
         if bad:
             raise SuiteError(
@@ -456,7 +454,7 @@ class Suite:
             Schema violations, with the JSON path of each failing element; or the items whose
             target cannot be placed, all of them, each with its index, word and context.
         """
-        _validate(doc, source)
+        validate_suite_document(doc, source)
         items: list[Item] = []
         problems: list[str] = []
         for index, entry in enumerate(doc["items"]):
@@ -484,110 +482,6 @@ class Suite:
             parameters=generator.get("parameters", {}),
             description=doc.get("description", ""),
         )
-
-
-@functools.cache
-def _item_rules() -> tuple[
-    frozenset[str], frozenset[str], re.Pattern[str], frozenset[str], re.Pattern[str]
-]:
-    """(allowed keys, required keys, label-name pattern, reserved label names, word pattern),
-    read from suite.schema.json so that the fast check below cannot drift from it."""
-    item = load_schema("suite")["$defs"]["item"]
-    names = item["properties"]["labels"]["propertyNames"]
-    return (
-        frozenset(item["properties"]),
-        frozenset(item["required"]),
-        re.compile(names["pattern"]),
-        frozenset(names["not"]["enum"]),
-        re.compile(item["properties"]["word"]["pattern"]),
-    )
-
-
-def _plainly_valid(entry: Any) -> bool:
-    """A fast, stricter-than-the-schema check of one item (True implies schema-valid JSON data).
-
-    Validating tens of thousands of items with jsonschema takes seconds; items that pass this
-    check skip it (and :func:`~emb.extract._documents.check_json_data`), and any item that fails it
-    sends the whole document through jsonschema, whose errors carry the JSON paths.
-    """
-    allowed, required, label_name, reserved, word_pattern = _item_rules()
-    if type(entry) is not dict or not required <= entry.keys() or not entry.keys() <= allowed:
-        return False
-    context, word = entry["context"], entry["word"]
-    if type(context) is not str or not context or type(word) is not str:
-        return False
-    if not word or not word_pattern.search(word):
-        return False
-    if not (text_is_unicode(context) and text_is_unicode(word)):
-        return False
-    if "span" in entry:
-        span = entry["span"]
-        if "occurrence" in entry or type(span) is not list or len(span) != 2:
-            return False
-        if type(span[0]) is not int or type(span[1]) is not int or span[0] < 0 or span[1] < 1:
-            return False
-    if "occurrence" in entry:
-        occurrence = entry["occurrence"]
-        if type(occurrence) is not int or occurrence < 1:
-            return False
-    if "setting" in entry:
-        setting = entry["setting"]
-        if type(setting) is not str or not setting or not text_is_unicode(setting):
-            return False
-    if "stimulus_set" in entry:
-        stimulus_set = entry["stimulus_set"]
-        if type(stimulus_set) is not str or not text_is_unicode(stimulus_set):
-            return False
-    labels = entry.get("labels", {})
-    if type(labels) is not dict:
-        return False
-    for key, value in labels.items():
-        if type(key) is not str or key in reserved or not label_name.search(key):
-            return False
-        kind = type(value)
-        if kind is str:
-            if not text_is_unicode(value):
-                return False
-        elif kind is float:
-            if not math.isfinite(value):
-                return False
-        elif kind is int:
-            if not -MAX_FLOAT_INT < value < MAX_FLOAT_INT:
-                return False
-        elif value is not None:
-            return False
-    return True
-
-
-def _validate(doc: Any, source: str | None) -> None:
-    """Check that a suite document is JSON data and schema-valid.
-
-    Items passing :func:`_plainly_valid` skip both the JSON-data walk and jsonschema; the rest of
-    the document is walked (:func:`~emb.extract._documents.check_json_data`) before jsonschema
-    sees it, so that jsonschema and the error messages only ever meet plain JSON data.
-    """
-    where = f"suite {source or 'document'}"
-    entries = doc.get("items") if type(doc) is dict else None
-    if type(entries) is not list:
-        check_json_data(doc, where=where, error=SuiteError)
-        validate_document(doc, "suite", source=source)
-        return
-    plain = [_plainly_valid(entry) for entry in entries]
-    check_json_data(  # NaN is a missing label; elsewhere (parameters) it is not JSON
-        {k: v for k, v in doc.items() if k != "items"}, where=where, error=SuiteError, allow_nan=False
-    )
-    for index, entry in enumerate(entries):
-        if not plain[index]:
-            check_json_data(
-                entry,
-                where=where,
-                error=SuiteError,
-                root=("items", index),
-            )
-    if len(entries) > 1 and all(plain):
-        validate_document({**doc, "items": entries[:1]}, "suite", source=source)
-    else:
-        validate_document(doc, "suite", source=source)
 
 
 def _read_document(path: Path) -> Any:
