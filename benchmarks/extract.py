@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from emb.extract.model import load_model
+from emb.extract.loading import load_model
 from emb.extract.pipeline import extract
 from emb.extract.suites import Item, Suite
 from emb.extract.tokens import locate_subtokens

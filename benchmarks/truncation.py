@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from emb.extract.model import load_model
+from emb.extract.loading import load_model
 from emb.extract.suites import build_suite
 
 sys.path.insert(0, str(Path(__file__).parent))

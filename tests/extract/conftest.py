@@ -64,7 +64,7 @@ def smollm2_path() -> Path:
 def _runner(path: Path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from emb.extract.model import load_model
+    from emb.extract.loading import load_model
 
     return load_model(path, dtype="float32", device="cpu")
 

@@ -209,7 +209,7 @@ def test_weat_alone_changes_with_bos_on_smollm2(smollm2_path, tmp_path):
     GGUF's BOS token is the chat marker <|im_start|>, which does not restore them)."""
     pytest.importorskip("torch")
     from emb.analyses import weat
-    from emb.extract.model import load_model
+    from emb.extract.loading import load_model
 
     runner = load_model(smollm2_path, device="cpu")
     full = build_suite("weat", select=["WEAT1"])

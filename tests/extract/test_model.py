@@ -12,7 +12,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from emb.errors import ModelError, TargetNotFoundError  # noqa: E402
-from emb.extract.model import Encoding, ModelInfo, Runner, load_model  # noqa: E402
+from emb.extract.loading import load_model  # noqa: E402
+from emb.extract.model import Encoding, ModelInfo, Runner  # noqa: E402
 
 SENTENCES = [
     ("I love you.", "love"),

@@ -42,7 +42,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "load_model":  # imports torch and transformers
-        from emb.extract.model import load_model
+        from emb.extract.loading import load_model
 
         return load_model
     raise AttributeError(f"module 'emb.extract' has no attribute {name!r}")

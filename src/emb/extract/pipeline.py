@@ -172,7 +172,7 @@ def extract(
         Batching, ``auto``/``cpu``/``cuda``, BOS policy (None = the tokenizer's own behaviour).
     revision, trust_remote_code
         Hub revision; whether a model that ships its own Python code may run it (see
-        :func:`emb.extract.model.load_model`; recorded in the store).
+        :func:`emb.extract.loading.load_model`; recorded in the store).
     names
         Group names (default: the suites' names), each one path segment (see
         :func:`emb.store.names.check_group_name`).
@@ -234,7 +234,7 @@ def extract(
         if is_vectors_file(model):  # static word vectors: read once, for these suites' words
             runner = load_vectors(model, (it.word for s in suite_list for it in s.items))
         else:
-            from emb.extract.model import load_model  # torch is imported only here
+            from emb.extract.loading import load_model  # torch is imported only here
 
             runner = load_model(
                 model, dtype=dtype, device=device, revision=revision,
