@@ -18,12 +18,16 @@ A role is a list of words, or a mapping with ``words`` (a list), ``labels`` (lab
 list of values; a word qualifies when its items carry them) or both (the listed words, each
 looked up among the items with those labels), and an optional ``name`` (the group's name; default
 the role). Every error names the file and the place in it, and suggests the closest key.
+
+The same module reads the tests of the built-in ``weat`` suite from its ``test``/``role`` labels
+(:func:`suite_tests`) and a custom test from four word lists (:func:`custom_test`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,11 +37,20 @@ import numpy as np
 import xarray as xr
 import yaml
 
-from emb._text import did_you_mean, names, plain
-from emb.analyses._select import item_values, label_mask, unique_in_order
+from emb._text import did_you_mean, names, plain, unknown_names
+from emb.analyses._select import item_values, label_mask, truthy, unique_in_order
 from emb.errors import AnalysisError
 
-__all__ = ["ROLES", "TestSpec", "is_test_file", "load_tests", "parse_tests", "split_tests"]
+__all__ = [
+    "ROLES",
+    "TestSpec",
+    "custom_test",
+    "is_test_file",
+    "load_tests",
+    "parse_tests",
+    "split_tests",
+    "suite_tests",
+]
 
 ROLES = ("X", "Y", "A", "B")
 _ROLE_KEYS = ("name", "words", "labels")
@@ -232,3 +245,88 @@ def split_tests(tests: Any) -> tuple[list[str] | None, list[dict[str, Any]]]:
         else:
             names_.append(str(plain(item)) if not isinstance(item, np.generic) else str(item.item()))
     return names_, definitions
+
+
+def _natural_key(name: str) -> tuple[str, int, str]:
+    m = re.match(r"^(.*?)(\d+)(.*)$", name)
+    return (m.group(1), int(m.group(2)), m.group(3)) if m else (name, -1, "")
+
+
+def custom_test(
+    x: Sequence[str] | None,
+    y: Sequence[str] | None,
+    a: Sequence[str] | None,
+    b: Sequence[str] | None,
+    tests: object,
+) -> TestSpec | None:
+    given = {"x": x, "y": y, "a": a, "b": b}
+    if all(v is None for v in given.values()):
+        return None
+    absent = [k for k, v in given.items() if v is None]
+    if absent:
+        raise AnalysisError(
+            f"a custom WEAT needs all four word lists x, y, a and b; {absent} missing"
+        )
+    if tests is not None:
+        raise AnalysisError("give either tests= (from the suite) or x/y/a/b word lists, not both")
+    words: dict[str, list[str]] = {}
+    for role, key in zip(ROLES, ("x", "y", "a", "b"), strict=True):
+        value = given[key]
+        if isinstance(value, str):
+            raise AnalysisError(f"{key} must be a list of words, not the string {value!r}")
+        words[role] = [str(w) for w in value]  # type: ignore[union-attr]
+        if not words[role]:
+            raise AnalysisError(f"word list {key} is empty")
+    return TestSpec(name="custom", words=words, groups={r: r for r in ROLES},
+                    filters={r: {} for r in ROLES})
+
+
+def suite_tests(
+    ds: xr.Dataset, tests: str | Sequence[str] | None, include_excluded: bool
+) -> list[TestSpec]:
+    for label in ("test", "role"):
+        if label not in ds.variables:
+            raise AnalysisError(
+                f"this Dataset has no {label!r} label: it is not a 'weat' suite. Extract the "
+                "built-in 'weat' suite, give a test file (--tests my_tests.yaml: X/Y/A/B by words "
+                "or labels), or your own x/y/a/b word lists"
+            )
+    test_col = item_values(ds, "test").astype(str)
+    present = sorted({t for t in test_col if t}, key=_natural_key)
+    if tests is None:
+        names = present
+    else:
+        names = [tests] if isinstance(tests, str) else [str(t) for t in tests]
+        unknown = [t for t in names if t not in present]
+        if unknown:
+            raise AnalysisError(
+                unknown_names("tests", unknown, present, "this suite")
+                + " (a test file is a path ending in .yaml, .yml or .json)"
+            )
+    if not names:
+        raise AnalysisError("the suite defines no WEAT tests (its 'test' label is empty)")
+    role_col = item_values(ds, "role").astype(str)
+    words_col = item_values(ds, "word").astype(str)
+    group_col = item_values(ds, "group").astype(str) if "group" in ds.variables else None
+    excluded = (
+        truthy(item_values(ds, "excluded"))
+        if "excluded" in ds.variables and not include_excluded
+        else np.zeros(test_col.shape, dtype=bool)
+    )
+    out = []
+    for name in names:
+        words: dict[str, list[str]] = {}
+        groups: dict[str, str] = {}
+        for role in ROLES:
+            mask = (test_col == name) & (role_col == role) & ~excluded
+            words[role] = unique_in_order(words_col[mask])
+            if not words[role]:
+                raise AnalysisError(
+                    f"test {name!r} has no {role} words in this suite"
+                    + (" after removing the excluded ones" if excluded.any() else "")
+                )
+            names_here = [g for g in (group_col[mask] if group_col is not None else []) if g]
+            groups[role] = names_here[0] if names_here else role
+        out.append(TestSpec(name=name, words=words, groups=groups,
+                            filters={r: {"test": name, "role": r} for r in ROLES}))
+    return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,15 +36,19 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import (
-    item_values,
     label_mask,
     provenance_attrs,
     select_words,
     settings_present,
-    truthy,
-    unique_in_order,
 )
-from emb.analyses._weat_tests import ROLES, TestSpec, parse_tests, split_tests
+from emb.analyses._weat_tests import (
+    ROLES,
+    TestSpec,
+    custom_test,
+    parse_tests,
+    split_tests,
+    suite_tests,
+)
 from emb.errors import AnalysisError
 
 if TYPE_CHECKING:
@@ -63,95 +66,10 @@ _FAMILIES = {"test": "the tests (per setting, layer and pooling)",
 
 
 
-def _natural_key(name: str) -> tuple[str, int, str]:
-    m = re.match(r"^(.*?)(\d+)(.*)$", name)
-    return (m.group(1), int(m.group(2)), m.group(3)) if m else (name, -1, "")
-
-
 def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise AnalysisError(unknown_names(name, [value], allowed, "the choices"))
     return value
-
-
-def _parse_custom(
-    x: Sequence[str] | None,
-    y: Sequence[str] | None,
-    a: Sequence[str] | None,
-    b: Sequence[str] | None,
-    tests: object,
-) -> TestSpec | None:
-    given = {"x": x, "y": y, "a": a, "b": b}
-    if all(v is None for v in given.values()):
-        return None
-    absent = [k for k, v in given.items() if v is None]
-    if absent:
-        raise AnalysisError(
-            f"a custom WEAT needs all four word lists x, y, a and b; {absent} missing"
-        )
-    if tests is not None:
-        raise AnalysisError("give either tests= (from the suite) or x/y/a/b word lists, not both")
-    words: dict[str, list[str]] = {}
-    for role, key in zip(ROLES, ("x", "y", "a", "b"), strict=True):
-        value = given[key]
-        if isinstance(value, str):
-            raise AnalysisError(f"{key} must be a list of words, not the string {value!r}")
-        words[role] = [str(w) for w in value]  # type: ignore[union-attr]
-        if not words[role]:
-            raise AnalysisError(f"word list {key} is empty")
-    return TestSpec(name="custom", words=words, groups={r: r for r in ROLES},
-                    filters={r: {} for r in ROLES})
-
-
-def _suite_tests(
-    ds: xr.Dataset, tests: str | Sequence[str] | None, include_excluded: bool
-) -> list[TestSpec]:
-    for label in ("test", "role"):
-        if label not in ds.variables:
-            raise AnalysisError(
-                f"this Dataset has no {label!r} label: it is not a 'weat' suite. Extract the "
-                "built-in 'weat' suite, give a test file (--tests my_tests.yaml: X/Y/A/B by words "
-                "or labels), or your own x/y/a/b word lists"
-            )
-    test_col = item_values(ds, "test").astype(str)
-    present = sorted({t for t in test_col if t}, key=_natural_key)
-    if tests is None:
-        names = present
-    else:
-        names = [tests] if isinstance(tests, str) else [str(t) for t in tests]
-        unknown = [t for t in names if t not in present]
-        if unknown:
-            raise AnalysisError(
-                unknown_names("tests", unknown, present, "this suite")
-                + " (a test file is a path ending in .yaml, .yml or .json)"
-            )
-    if not names:
-        raise AnalysisError("the suite defines no WEAT tests (its 'test' label is empty)")
-    role_col = item_values(ds, "role").astype(str)
-    words_col = item_values(ds, "word").astype(str)
-    group_col = item_values(ds, "group").astype(str) if "group" in ds.variables else None
-    excluded = (
-        truthy(item_values(ds, "excluded"))
-        if "excluded" in ds.variables and not include_excluded
-        else np.zeros(test_col.shape, dtype=bool)
-    )
-    out = []
-    for name in names:
-        words: dict[str, list[str]] = {}
-        groups: dict[str, str] = {}
-        for role in ROLES:
-            mask = (test_col == name) & (role_col == role) & ~excluded
-            words[role] = unique_in_order(words_col[mask])
-            if not words[role]:
-                raise AnalysisError(
-                    f"test {name!r} has no {role} words in this suite"
-                    + (" after removing the excluded ones" if excluded.any() else "")
-                )
-            names_here = [g for g in (group_col[mask] if group_col is not None else []) if g]
-            groups[role] = names_here[0] if names_here else role
-        out.append(TestSpec(name=name, words=words, groups=groups,
-                            filters={r: {"test": name, "role": r} for r in ROLES}))
-    return out
 
 
 def _weat_kernel(
@@ -397,14 +315,14 @@ def weat(
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
 
-    custom = _parse_custom(x, y, a, b, tests)
+    custom = custom_test(x, y, a, b, tests)
     if custom is not None:
         test_list = [custom]
     else:
         suite_names, definitions = split_tests(tests)
         test_list = [t for d in definitions for t in parse_tests(d, ds)]
         if suite_names or not definitions:
-            test_list = _suite_tests(ds, suite_names or None, include_excluded) + test_list
+            test_list = suite_tests(ds, suite_names or None, include_excluded) + test_list
         seen = [t.name for t in test_list]
         twice = sorted({n for n in seen if seen.count(n) > 1})
         if twice:
