@@ -28,6 +28,7 @@ from emb.extract.suites import (
     write_suite,
 )
 from emb.extract.suites import _validation as suite_validation
+from emb.extract.suites import _vast_contexts as contexts
 from emb.extract.suites import similarity as similarity_suite
 from emb.extract.suites import vast as gen
 from emb.extract.suites import weat as weat_suite
@@ -536,8 +537,8 @@ def test_polar_words_match_the_shared_list(data_dir):
     ],
 )
 def test_band_boundaries(value, band):
-    assert gen.valence_band(value) == band
-    assert gen.mirror_band(band) == MIRROR[band]
+    assert contexts.valence_band(value) == band
+    assert contexts.mirror_band(band) == MIRROR[band]
 
 
 # The authors' code: `if v <= 2.5: very unpleasant; elif v <= 4.0: unpleasant; elif v <= 6.0:
@@ -552,18 +553,18 @@ def reference_band(value: float) -> str:
 
 @pytest.mark.parametrize("value", [1.0, 2.49, 2.5, 2.51, 3.99, 4.0, 4.01, 6.0, 7.5, 7.51, 9.0])
 def test_reference_band_edges_are_closed_at_the_top(value):
-    assert gen.valence_band(value, edges="reference") == reference_band(value)
+    assert contexts.valence_band(value, edges="reference") == reference_band(value)
     on_edge = value in (2.5, 4.0, 6.0, 7.5)
-    assert (gen.valence_band(value) != reference_band(value)) == on_edge
+    assert (contexts.valence_band(value) != reference_band(value)) == on_edge
     with pytest.raises(SuiteError, match="band edges must be one of"):
-        gen.valence_band(value, edges="both")
+        contexts.valence_band(value, edges="both")
 
 
 def test_band_out_of_range():
     with pytest.raises(SuiteError, match="outside the 1–9 scale"):
-        gen.valence_band(0.5)
+        contexts.valence_band(0.5)
     with pytest.raises(SuiteError, match="unknown band"):
-        gen.mirror_band("meh")
+        contexts.mirror_band("meh")
 
 
 def test_bellezza_counts_and_spans(bellezza_suite, data_dir):

@@ -44,21 +44,26 @@ from emb.extract.suites._common import (
     listing,
     read_json,
     sha256,
-    span_item,
     unique,
     word_list,
+)
+from emb.extract.suites._vast_contexts import (
+    BAND_EDGES,
+    BANDS,
+    WORD,
+    english_templates,
+    load_templates,
+    mirror_band,
+    valence_band,
 )
 from emb.extract.suites.core import Item, Suite
 from emb.extract.suites.generator import SuiteGenerator, SuiteOption
 
 __all__ = [
-    "BANDS",
     "POLAR_DEFAULT_RATINGS",
     "POLAR_PLEASANT",
     "POLAR_UNPLEASANT",
     "VastGenerator",
-    "mirror_band",
-    "valence_band",
 ]
 
 _POLAR = data.read_json("polar_words.json")
@@ -68,85 +73,6 @@ POLAR_PLEASANT: tuple[str, ...] = tuple(_POLAR["pleasant"])
 POLAR_UNPLEASANT: tuple[str, ...] = tuple(_POLAR["unpleasant"])
 #: 1–9 ratings that pick the aligned band of a polar word the lexicon does not rate (VAST code).
 POLAR_DEFAULT_RATINGS: dict[str, float] = {"pleasant": 8.0, "unpleasant": 2.0}
-
-#: VAST's aligned-context bands on the 1–9 scale: (lower bound, phrase). The paper's edges are
-#: half-open, [lower, next lower); the authors' code closes them at the top (see BAND_EDGES).
-BANDS: tuple[tuple[float, str], ...] = (
-    (1.0, "very unpleasant"),
-    (2.5, "unpleasant"),
-    (4.0, "neither pleasant nor unpleasant"),
-    (6.0, "pleasant"),
-    (7.5, "very pleasant"),
-)
-_MIRROR = {
-    "very unpleasant": "very pleasant",
-    "unpleasant": "pleasant",
-    "neither pleasant nor unpleasant": "neither pleasant nor unpleasant",
-    "pleasant": "unpleasant",
-    "very pleasant": "very unpleasant",
-}
-_WORDING = {"paper": "think of", "reference": "think about"}
-#: Which side of a band edge a rating exactly on it belongs to, per ``wording``: the paper's
-#: bands 1.00–2.49, 2.50–3.99, … (an edge starts the band above it), or the authors' code's
-#: ``<= 2.5``, ``<= 4.0``, ``<= 6.0``, ``<= 7.5`` (an edge ends the band below it; 321 Warriner
-#: words sit exactly on an edge).
-BAND_EDGES: dict[str, str] = {
-    "paper": "lower <= rating < upper: [1, 2.5) very unpleasant, [2.5, 4) unpleasant, [4, 6) "
-    "neither pleasant nor unpleasant, [6, 7.5) pleasant, [7.5, 9] very pleasant (the paper)",
-    "reference": "lower < rating <= upper: [1, 2.5] very unpleasant, (2.5, 4] unpleasant, "
-    "(4, 6] neither pleasant nor unpleasant, (6, 7.5] pleasant, (7.5, 9] very pleasant (the "
-    "authors' code)",
-}
-#: The placeholder of a template sentence.
-WORD = "{word}"
-_TEMPLATE_KEYS = ("language", "bleached", "bands")
-
-
-def valence_band(rating: float, *, edges: str = "paper") -> str:
-    """VAST's aligned band phrase for a 1–9 valence rating.
-
-    Parameters
-    ----------
-    rating
-        Valence on the 1–9 scale.
-    edges
-        ``"paper"`` (default) or ``"reference"`` (the authors' code): which band a rating
-        exactly on an edge (2.5, 4, 6, 7.5) belongs to; see :data:`BAND_EDGES`.
-
-    Notes
-    -----
-    Paper: [1, 2.5) "very unpleasant", [2.5, 4) "unpleasant", [4, 6) "neither pleasant nor
-    unpleasant", [6, 7.5) "pleasant", [7.5, 9] "very pleasant" (the paper's 1.00–2.49,
-    2.50–3.99, 4.00–5.99, 6.00–7.49, 7.50–9.00, closed between two-decimal ratings). Reference:
-    ``rating <= 2.5`` "very unpleasant", ``<= 4.0`` "unpleasant", ``<= 6.0`` "neither …",
-    ``<= 7.5`` "pleasant", above "very pleasant". The rating is rounded to 9 decimals first, so
-    a rescaled 2.4999999999 counts as 2.5.
-
-    References
-    ----------
-    Wolfe, R. & Caliskan, A. (2022). VAST: The Valence-Assessing Semantics Test for
-    Contextualizing Language Models. AAAI 36(10), 11477–11485.
-    """
-    if edges not in BAND_EDGES:
-        raise SuiteError(f"band edges must be one of {list(BAND_EDGES)}, got {show(edges)}")
-    value = round(float(rating), 9)
-    if not 1.0 <= value <= 9.0:
-        raise SuiteError(f"valence {show(rating)} is outside the 1–9 scale of VAST's bands")
-    phrase = BANDS[0][1]
-    for lower, name in BANDS[1:]:
-        if value > lower or (value == lower and edges == "paper"):
-            phrase = name
-    return phrase
-
-
-def mirror_band(band: str) -> str:
-    """The misaligned band: very unpleasant ↔ very pleasant, unpleasant ↔ pleasant."""
-    try:
-        return _MIRROR[band]
-    except KeyError:
-        raise SuiteError(f"unknown band {show(band)}; bands are {list(_MIRROR)}") from None
-
-
 
 def _load_polar(
     path: Path | None, language: str | None
@@ -179,119 +105,6 @@ def _load_polar(
         "repeated_words_removed": {"pleasant": rep_p, "unpleasant": rep_u},
     }
     return pleasant, unpleasant, info
-
-
-@dataclass(frozen=True)
-class _Templates:
-    """The bleached sentence and one sentence per band, each holding ``{word}`` once."""
-
-    bleached: str
-    bands: dict[str, str]
-    info: dict[str, Any]
-
-    def item(
-        self, template: str, word: str, *, setting: str, stimulus_set: str, labels: dict[str, Any]
-    ) -> Item:
-        prefix, suffix = template.split(WORD)
-        return span_item(
-            prefix, word, suffix=suffix, setting=setting, stimulus_set=stimulus_set, labels=labels
-        )
-
-
-def _english_templates(wording: str, language: str | None) -> _Templates:
-    think = _WORDING[wording]
-    bands = {phrase: f"It is {phrase} to {think} {WORD}" for _, phrase in BANDS}
-    info: dict[str, Any] = {
-        "source": "builtin",
-        "language": "en",
-        "bleached": BLEACHED + WORD,
-        "aligned": f"It is {{band}} to {think} {WORD}",
-        "misaligned": f"It is {{mirrored band}} to {think} {WORD} (polar words: aligned)",
-    }
-    if language not in (None, "en"):
-        info["used_for_language"] = language
-        info["note"] = (
-            f"English templates used for language {language!r} (--allow-english-templates)"
-        )
-    return _Templates(BLEACHED + WORD, bands, info)
-
-
-def _template_sentence(value: Any, where: str, fix: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise SuiteError(f"{where} must be a sentence holding {WORD}, got {show(value)}; {fix}")
-    if value.count(WORD) != 1:
-        raise SuiteError(
-            f"{where} holds {WORD} {value.count(WORD)} times ({show(value)}); write it exactly "
-            f"once, where the word goes; {fix}"
-        )
-    return value
-
-
-def _load_templates(path: Path, language: str | None) -> _Templates:
-    """Read and check a template file (layout in the module docstring)."""
-    fix = "see the layout in 'emb suites' or the emb.extract.suites.vast docstring"
-    doc = read_json(path, "template file")
-    code = language or "en"
-    where = "$"
-    if isinstance(doc, dict) and "languages" in doc:
-        languages = doc["languages"]
-        if not isinstance(languages, dict) or code not in languages:
-            available = sorted(languages) if isinstance(languages, dict) else []
-            raise SuiteError(
-                f"template file {path} has no language {code!r} under $.languages; available: "
-                f"{available}; add it, or give --language one of them"
-            )
-        doc, where = languages[code], f"$.languages.{code}"
-    if not isinstance(doc, dict):
-        raise SuiteError(
-            f"template file {path}: {where} must be an object with 'bleached' and 'bands', got "
-            f"{show(doc)}; {fix}"
-        )
-    unknown = sorted(k for k in doc if k not in _TEMPLATE_KEYS and not k.startswith("_"))
-    if unknown:
-        raise SuiteError(
-            f"template file {path}: {where} has unknown key(s) {unknown}; the keys are "
-            f"{list(_TEMPLATE_KEYS)} (and comments starting with '_'); {fix}"
-        )
-    bleached = _template_sentence(doc.get("bleached"), f"template file {path}: {where}.bleached", fix)
-    bands_doc = doc.get("bands")
-    phrases = [phrase for _, phrase in BANDS]
-    if not isinstance(bands_doc, dict):
-        raise SuiteError(
-            f"template file {path}: {where}.bands must be an object with one sentence per band "
-            f"{phrases}, got {show(bands_doc)}; {fix}"
-        )
-    missing = [p for p in phrases if p not in bands_doc]
-    extra = sorted(k for k in bands_doc if k not in phrases)
-    if missing or extra:
-        raise SuiteError(
-            f"template file {path}: {where}.bands must have exactly the keys {phrases}; "
-            + (f"missing {missing}" if missing else "")
-            + ("; " if missing and extra else "")
-            + (f"unknown {extra}" if extra else "")
-            + " (the keys are the English band names; the sentences are in the language)"
-        )
-    bands = {
-        p: _template_sentence(bands_doc[p], f"template file {path}: {where}.bands[{p!r}]", fix)
-        for p in phrases
-    }
-    repeated = sorted({s for s in bands.values() if list(bands.values()).count(s) > 1})
-    if repeated:
-        raise SuiteError(
-            f"template file {path}: {where}.bands gives the same sentence to several bands "
-            f"({show(repeated[0])}); each band needs its own sentence (the aligned and misaligned "
-            "settings differ only by them)"
-        )
-    info = {
-        "source": str(path),
-        "sha256": sha256(path),
-        "language": code,
-        "bleached": bleached,
-        "bands": bands,
-        "aligned": "the sentence of the word's band",
-        "misaligned": "the sentence of the mirrored band (polar words: aligned)",
-    }
-    return _Templates(bleached, bands, info)
 
 
 def _extremes(lexicon: Lexicon, rating: str) -> np.ndarray:
@@ -358,15 +171,16 @@ class VastGenerator(SuiteGenerator):
     """VAST stimuli: every lexicon word and the 25+25 polar words in four contextual settings.
 
     Settings (Wolfe & Caliskan 2022): ``bleached`` "This is WORD"; ``aligned`` "It is <band> to
-    think of WORD", the band from the word's valence rescaled to 1–9 (:func:`valence_band`);
-    ``misaligned`` the band mirrored (:func:`mirror_band`) for the lexicon words, while the polar
-    words keep their aligned contexts; ``random`` (only with a corpus) one seeded corpus sentence
-    holding the word (:meth:`~emb.extract.corpus.Corpus.sample`). Polar words the lexicon does not
-    rate take the ratings 8 (pleasant) / 2 (unpleasant) for their band; their ``valence`` labels
-    are NaN and ``in_lexicon`` is "false". With several lexica, items repeat per lexicon.
+    think of WORD", the band from the word's valence rescaled to 1–9 (``valence_band`` in
+    :mod:`emb.extract.suites._vast_contexts`); ``misaligned`` the band mirrored (``mirror_band``)
+    for the lexicon words, while the polar words keep their aligned contexts; ``random`` (only
+    with a corpus) one seeded corpus sentence holding the word
+    (:meth:`~emb.extract.corpus.Corpus.sample`). Polar words the lexicon does not rate take the
+    ratings 8 (pleasant) / 2 (unpleasant) for their band; their ``valence`` labels are NaN and
+    ``in_lexicon`` is "false". With several lexica, items repeat per lexicon.
     ``wording="reference"`` reproduces the authors' code: "think about" and band edges closed at
-    the top (:data:`BAND_EDGES`). Other languages take their own templates (``templates``, see
-    the module docstring) and polar words (``polar``).
+    the top (``BAND_EDGES``). Other languages take their own templates (``templates``, see the
+    module docstring) and polar words (``polar``).
 
     Labels: ``lexicon``, ``valence``/``arousal``/``dominance`` (1–9, NaN where not rated),
     ``valence_raw`` (the lexicon's scale), ``band`` (aligned/misaligned phrase, else ""),
@@ -468,7 +282,7 @@ class VastGenerator(SuiteGenerator):
                 "that language (or the polar_words_multilingual.json layout with a 'languages' key)"
             )
         if opts["templates"] is None and not opts["allow_english_templates"]:
-            example = _english_templates(opts["wording"], None).bands["very pleasant"]
+            example = english_templates(opts["wording"], None).bands["very pleasant"]
             needs.append(
                 f"the built-in templates are English ({BLEACHED}WORD, "
                 f"{example.replace(WORD, 'WORD')}), and --language {language} would put "
@@ -492,9 +306,9 @@ class VastGenerator(SuiteGenerator):
         self._check_language(opts)
         pleasant, unpleasant, polar_info = _load_polar(opts["polar"], opts["language"])
         templates = (
-            _load_templates(opts["templates"], opts["language"])
+            load_templates(opts["templates"], opts["language"])
             if opts["templates"] is not None
-            else _english_templates(opts["wording"], opts["language"])
+            else english_templates(opts["wording"], opts["language"])
         )
         lexica = [
             load_lexicon(
