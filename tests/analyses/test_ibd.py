@@ -17,7 +17,8 @@ from hypothesis.extra.numpy import arrays
 from sklearn.metrics import roc_curve
 
 from emb.analyses import run_analysis
-from emb.analyses.ibd import ANALYSIS, CODE_GRID, _parse_thresholds, ceat_tests, ibd
+from emb.analyses._ibd_export import ceat_tests
+from emb.analyses.ibd import ANALYSIS, CODE_GRID, _parse_thresholds, ibd
 from emb.analyses.stats import detection, sc_weat_effect_size
 from emb.errors import AnalysisError
 from tests.analyses._synthetic import _attrs, ibd_dataset, write_store

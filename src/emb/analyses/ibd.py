@@ -30,17 +30,22 @@ import xarray as xr
 
 from emb.analyses import stats
 from emb.analyses._analysis import (
-    DEFAULT_POOLINGS,
-    DEFAULT_SETTINGS,
     Analysis,
     Option,
     Summary,
-    default_of,
     front,
     integer_columns,
     tidy_frame,
 )
 from emb.analyses._ibd_design import METHODS, design
+from emb.analyses._ibd_export import (
+    DETECTOR,
+    ceat_tests,
+    declared_cell,
+    models,
+    one_model,
+    top_layer,
+)
 from emb.analyses._select import (
     provenance_attrs,
     select_words,
@@ -51,11 +56,8 @@ from emb.errors import AnalysisError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ANALYSIS", "ceat_tests", "ibd"]
+__all__ = ["ANALYSIS", "ibd"]
 
-#: The result's dimension of the two methods (the tables' column ``method``; not "method",
-#: which ``xarray.Dataset.sel`` takes as its own keyword).
-DETECTOR = "detector"
 #: The authors' threshold grid: np.arange(-200, 200, 5) / 100.
 CODE_GRID = "-2:2:0.05"
 
@@ -390,30 +392,6 @@ _LONG_NAMES = {
 }
 
 
-# -- the declared cell -----------------------------------------------------------------------------
-def _cell(result: xr.Dataset) -> dict[str, Any]:
-    """The pre-declared cell: the default setting (bleached, else alone) and pooling (last, …,
-    static), and per model the top layer with a threshold."""
-    setting = default_of([str(s) for s in result["setting"].values], DEFAULT_SETTINGS)
-    pooling = default_of([str(p) for p in result["pooling"].values], DEFAULT_POOLINGS)
-    return {"setting": setting, "pooling": pooling}
-
-
-def _models(result: xr.Dataset) -> list[Any]:
-    return [str(m) for m in result["model"].values] if "model" in result.dims else [None]
-
-
-def _one(result: xr.Dataset, model: Any) -> xr.Dataset:
-    return result.sel(model=model) if model is not None else result
-
-
-def _top_layer(res: xr.Dataset, setting: str, pooling: str) -> int | None:
-    t = res["threshold"].sel(setting=setting, pooling=pooling).transpose(..., "layer")
-    ok = np.isfinite(np.asarray(t.values, dtype=np.float64)).reshape(-1, t.sizes["layer"]).any(0)
-    layers = np.asarray(res["layer"].values)[ok]
-    return int(layers.max()) if layers.size else None
-
-
 # -- tables ----------------------------------------------------------------------------------------
 _METRICS = ("threshold", "tp", "fp", "tn", "fn", "tpr", "fpr", "accuracy", "balanced_accuracy",
             "precision", "recall", "f1")
@@ -468,65 +446,6 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     return {"ibd": main, "ibd_words": words_frame, "ibd_roc": roc_frame.reset_index(drop=True)}
 
 
-# -- CEAT tests from the detected words ------------------------------------------------------------
-def ceat_tests(result: xr.Dataset) -> dict[str, Any]:
-    """The detected words at the declared cell as CEAT/WEAT tests (``ceat_weat_groups.json``
-    layout): per target group and method, X = the group's names, Y = the contrast's names (the
-    suite's full lists), A = the words detected for the group, B = the words detected for the
-    contrast by the same method; words detected for both are left out of both (as the paper's
-    I1 did with *assertive*). Tests with an empty A or B are left out (listed in ``_note``).
-    """
-    from emb import __version__
-
-    cell = _cell(result)
-    contrast = str(result.attrs.get("contrast", ""))
-    names = json.loads(result.attrs.get("names", "{}"))
-    roles = dict(zip(result["group"].values.tolist(), result["group_role"].values.tolist(),
-                     strict=True))
-    tests: dict[str, Any] = {}
-    skipped, cells = [], []
-    for model in _models(result):
-        res = _one(result, model)
-        layer = _top_layer(res, cell["setting"], cell["pooling"])
-        if layer is None or roles.get(contrast) is None:
-            skipped.append(f"{model or 'the store'}: no contrast group or no threshold")
-            continue
-        cells.append(f"{model + ': ' if model else ''}layer {layer}")
-        det = res["detected"].sel(setting=cell["setting"], pooling=cell["pooling"], layer=layer)
-        words = np.array([str(w) for w in res["attribute"].values.tolist()], dtype=object)
-        for method in METHODS:
-            b_words = words[np.asarray(det.sel({"group": contrast, DETECTOR: method}).values, dtype=bool)]
-            for group, role in roles.items():
-                if role != "target":
-                    continue
-                a_words = words[np.asarray(det.sel({"group": group, DETECTOR: method}).values, dtype=bool)]
-                a = [w for w in a_words if w not in set(b_words)]
-                b = [w for w in b_words if w not in set(a_words)]
-                name = f"{group}_{method}" if len(_models(result)) == 1 else f"{model}/{group}_{method}"
-                if not a or not b:
-                    skipped.append(f"{name} (A {len(a)} words, B {len(b)})")
-                    continue
-                tests[name] = {
-                    "X_name": group, "Y_name": contrast,
-                    "A_name": f"{group}_{method}", "B_name": f"{contrast}_{method}_for_{group}",
-                    "X": names.get(group, []), "Y": names.get(contrast, []), "A": a, "B": b,
-                }
-    source = (
-        f"emb {__version__} ibd analysis ({result.attrs.get('method', 'default')}): words detected "
-        f"in setting {cell['setting']!r}, pooling {cell['pooling']!r}, {', '.join(cells) or '-'}; "
-        f"threshold {result.attrs.get('thresholds', 'exact')} (max TPR - FPR, t >= 0), EIBD rule "
-        f"{result.attrs.get('rule')!r}, EIBD threshold {result.attrs.get('eibd_threshold')!r}; "
-        f"store {result.attrs.get('store', '?')}"
-    )
-    note = (
-        "A = words detected for X's group, B = words detected for the contrast group Y by the same "
-        "method at the same cell; words detected for both are left out of both. X and Y are the "
-        "groups' full name lists. Words keep the suite's spelling (hyphens kept)."
-        + (f" Left out: {'; '.join(skipped)}." if skipped else "")
-    )
-    return {"_source": source, "_note": note, "tests": tests}
-
-
 def _extra_files(result: xr.Dataset) -> dict[str, bytes]:
     """``ibd_tests.json`` in the output directory, and the same at ``export_tests`` if given."""
     content = (json.dumps(ceat_tests(result), indent=1, ensure_ascii=False) + "\n").encode("utf-8")
@@ -543,14 +462,14 @@ _METHOD_TITLE = {"ibd": "IBD (intersectional)", "eibd": "EIBD (emergent)"}
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
     from emb.analyses._ibd_plots import accuracy_by_layer, roc_curves
 
-    cell = _cell(result)
+    cell = declared_cell(result)
     figs: dict[str, Figure] = {}
-    for model in _models(result):
-        res = _one(result, model)
-        layer = _top_layer(res, cell["setting"], cell["pooling"])
+    for model in models(result):
+        res = one_model(result, model)
+        layer = top_layer(res, cell["setting"], cell["pooling"])
         if layer is None:
             continue
-        suffix = "" if len(_models(result)) == 1 else f"_{_slug(model)}"
+        suffix = "" if len(models(result)) == 1 else f"_{_slug(model)}"
         figs[f"roc{suffix}"] = roc_curves(res, setting=cell["setting"], pooling=cell["pooling"],
                                           layer=layer, model=model)
         if res.sizes["layer"] > 1:
@@ -569,12 +488,12 @@ def _slug(value: Any) -> str:
 def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     """Declared cell: the top layer, setting ``bleached`` (else ``alone``), the default pooling
     (``static`` for static vectors); every target and contrast group × method."""
-    cell = _cell(result)
+    cell = declared_cell(result)
     frame = tables["ibd"]
     rows, best_notes = [], []
-    for model in _models(result):
-        res = _one(result, model)
-        layer = _top_layer(res, cell["setting"], cell["pooling"])
+    for model in models(result):
+        res = one_model(result, model)
+        layer = top_layer(res, cell["setting"], cell["pooling"])
         sub = frame if model is None else frame[frame["model"] == model]
         at = sub[(sub["setting"] == cell["setting"]) & (sub["pooling"] == cell["pooling"])
                  & (sub["layer"] == layer)]

@@ -169,10 +169,25 @@ def valence_direction(
     return out
 
 
+def _project_kernel(vectors: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    """(..., feature) · (..., feature) → (...), in float64 with one BLAS thread: other tasks of
+    the same graph set the process-wide BLAS thread count, and a product run while it changes
+    would vary in its last bits from run to run."""
+    with stats.single_threaded_blas():
+        return np.einsum("...f,...f->...", vectors.astype(np.float64), axis, optimize=False)
+
+
 def project(embedding: xr.DataArray, direction: xr.Dataset) -> xr.DataArray:
     """Scalar projections ``v·valence_axis + offset`` of stored vectors, lazily (float64)."""
-    emb = embedding.astype(np.float64)
-    return xr.dot(emb, direction["valence_axis"], dim=FEATURE) + direction["offset"]
+    dot = xr.apply_ufunc(
+        _project_kernel,
+        embedding,
+        direction["valence_axis"],
+        input_core_dims=[[FEATURE], [FEATURE]],
+        dask="parallelized",
+        output_dtypes=[np.float64],
+    )
+    return dot + direction["offset"]
 
 
 def _lexicon_items(ds: xr.Dataset, lexicon: str | None, exclude: list[str]) -> tuple[np.ndarray, str]:

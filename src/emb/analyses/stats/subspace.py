@@ -20,6 +20,7 @@ language models in an intersectional context. *AIES 2023*, §4.1 and §4.3.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler, normalize
 from sklearn.svm import LinearSVC
 
+from emb.analyses.stats._blas import single_threaded_blas
 from emb.errors import AnalysisError
 
 __all__ = [
@@ -41,6 +43,9 @@ __all__ = [
     "fit_direction",
     "valence_direction_kernel",
 ]
+
+#: Serialises liblinear fits in this process (see valence_direction_kernel).
+_LIBLINEAR = threading.Lock()
 
 Scaling = Literal["column-norm", "standard", "none"]
 SCALINGS: tuple[str, ...] = ("column-norm", "standard", "none")
@@ -209,13 +214,18 @@ def valence_direction_kernel(
     offset = np.empty(flat.shape[0])
     accuracy = np.empty(flat.shape[0])
     converged = np.empty(flat.shape[0], dtype=bool)
-    for i, x in enumerate(flat):
-        axis[i], offset[i], unit[i], _, converged[i] = fit_direction(
-            x, y, C=C, scaling=scaling, seed=seed, mismatch=mismatch
-        )
-        accuracy[i] = _cv_accuracy(
-            x, y, C=C, scaling=scaling, seed=seed, mismatch=mismatch, folds=folds
-        )
+    # One fit at a time per process: liblinear draws its coordinate order from one global
+    # generator (reseeded per fit, used with the GIL released), so two fits in two dask threads
+    # would interleave their draws and give different directions from run to run; and one BLAS
+    # thread, so that no other task's change of BLAS' thread count moves the last bits.
+    with _LIBLINEAR, single_threaded_blas():
+        for i, x in enumerate(flat):
+            axis[i], offset[i], unit[i], _, converged[i] = fit_direction(
+                x, y, C=C, scaling=scaling, seed=seed, mismatch=mismatch
+            )
+            accuracy[i] = _cv_accuracy(
+                x, y, C=C, scaling=scaling, seed=seed, mismatch=mismatch, folds=folds
+            )
     return (
         axis.reshape(*batch, d),
         offset.reshape(batch),
