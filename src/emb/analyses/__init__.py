@@ -18,7 +18,8 @@ Examples
 
 from __future__ import annotations
 
-from emb.analyses._analysis import Analysis, Option, Summary, run_analysis, tidy_frame
+from emb.analyses._analysis import Analysis, Option, Summary, tidy_frame
+from emb.analyses._run import run_analysis
 from emb.analyses.ceat import ceat
 from emb.analyses.registry import ANALYSES, get_analysis
 from emb.analyses.sc_weat import sc_weat, sc_weat_lexicon
