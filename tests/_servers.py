@@ -1,0 +1,199 @@
+"""Real servers on the loopback interface for tests: an S3-protocol server and static HTTP servers.
+
+Each server is a child process that binds 127.0.0.1 only, is stopped by its pid when the ``with``
+block (or the fixture) ends, and stops by itself after ``timeout`` seconds or as soon as the
+process that started it is gone, so a crashed or killed test run never leaves one behind.
+
+- :func:`moto_server` — moto's S3 server mode (``pip install "moto[server]"``); yields the
+  endpoint URL and sets nothing globally: pass it to s3fs with :func:`s3_environment`.
+- :func:`http_server` — a read-only static file server over ``root``: ``range_capable=True``
+  is aiohttp's static file handler (answers ``Range`` requests with 206 Partial Content);
+  ``range_capable=False`` is the standard library's ``http.server``, which ignores ``Range`` and
+  always sends the whole file.
+
+Run as a script (``python tests/_servers.py KIND PORT TIMEOUT [ROOT]``) it is the child process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["http_server", "moto_server", "s3_environment"]
+
+HOST = "127.0.0.1"
+DEFAULT_TIMEOUT = 900.0  # seconds a server lives at most
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop the child by its pid: SIGTERM, then SIGKILL after 5 s."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+
+@contextlib.contextmanager
+def _serve(kind: str, *args: str, timeout: float, ready_path: str = "/") -> Iterator[str]:
+    last_error: str = ""
+    for _attempt in range(3):  # a port taken between _free_port and bind: try another
+        port = _free_port()
+        cmd = [sys.executable, str(Path(__file__).resolve()), kind, str(port), str(timeout), *args]
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        url = f"http://{HOST}:{port}"
+        deadline = time.monotonic() + 60
+        up = False
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                with urllib.request.urlopen(url + ready_path, timeout=2):
+                    up = True
+                    break
+            except urllib.error.HTTPError:  # any HTTP answer means it is serving
+                up = True
+                break
+            except OSError:
+                time.sleep(0.1)
+        if up:
+            try:
+                yield url
+            finally:
+                _stop(proc)
+                if proc.stderr is not None:
+                    proc.stderr.close()
+            return
+        _stop(proc)
+        last_error = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+    raise RuntimeError(f"the {kind} server did not start on {HOST}: {last_error}")
+
+
+@contextlib.contextmanager
+def moto_server(*, timeout: float = DEFAULT_TIMEOUT) -> Iterator[str]:
+    """Run moto's S3 server on 127.0.0.1; yields its endpoint URL (``http://127.0.0.1:PORT``)."""
+    with _serve("moto", timeout=timeout, ready_path="/moto-api/") as url:
+        yield url
+
+
+@contextlib.contextmanager
+def http_server(
+    root: str | os.PathLike[str], *, range_capable: bool, timeout: float = DEFAULT_TIMEOUT
+) -> Iterator[str]:
+    """Serve the directory ``root`` read-only on 127.0.0.1; yields the base URL (no trailing /).
+
+    ``range_capable=True``: aiohttp's static files (Range → 206); ``False``: ``http.server``
+    (Range ignored → 200 with the whole file).
+    """
+    kind = "aiohttp" if range_capable else "stdlib"
+    with _serve(kind, os.fspath(root), timeout=timeout) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def s3_environment(endpoint: str) -> Iterator[dict[str, str]]:
+    """Environment for s3fs/botocore against ``endpoint`` (fake credentials), set in
+    ``os.environ`` for the block and returned for child processes."""
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ENDPOINT_URL_S3": endpoint,
+    }
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield dict(os.environ)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def make_bucket(endpoint: str, bucket: str) -> None:
+    """Create ``bucket`` on the S3 server at ``endpoint`` (through s3fs, with fake credentials)."""
+    import s3fs
+
+    fs = s3fs.S3FileSystem(
+        key="testing", secret="testing", endpoint_url=endpoint, skip_instance_cache=True
+    )
+    fs.mkdir(bucket)
+
+
+# -- the child process --------------------------------------------------------------------------
+
+
+def _watchdog(timeout: float) -> None:
+    """Exit after ``timeout`` s, or once the parent process is gone."""
+    import threading
+
+    parent = os.getppid()
+    start = time.monotonic()
+
+    def watch() -> None:
+        while time.monotonic() - start < timeout and os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _run_moto(port: int) -> None:
+    from moto.server import main
+
+    main(["-H", HOST, "-p", str(port)])
+
+
+def _run_aiohttp(port: int, root: str) -> None:
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_static("/", root, show_index=True)
+    web.run_app(app, host=HOST, port=port, print=None, handle_signals=True)
+
+
+def _run_stdlib(port: int, root: str) -> None:
+    import functools
+    import http.server
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format, *args):  # noqa: A002 - the stdlib's signature
+            pass
+
+    handler = functools.partial(Quiet, directory=root)
+    with http.server.ThreadingHTTPServer((HOST, port), handler) as server:
+        server.serve_forever()
+
+
+if __name__ == "__main__":
+    _kind, _port, _timeout, *_rest = sys.argv[1:]
+    _watchdog(float(_timeout))
+    signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
+    if _kind == "moto":
+        _run_moto(int(_port))
+    elif _kind == "aiohttp":
+        _run_aiohttp(int(_port), _rest[0])
+    elif _kind == "stdlib":
+        _run_stdlib(int(_port), _rest[0])
+    else:
+        raise SystemExit(f"unknown server kind {_kind!r}")
