@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -56,33 +57,35 @@ def _serve(kind: str, *args: str, timeout: float, ready_path: str = "/") -> Iter
     for _attempt in range(3):  # a port taken between _free_port and bind: try another
         port = _free_port()
         cmd = [sys.executable, str(Path(__file__).resolve()), kind, str(port), str(timeout), *args]
-        proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        url = f"http://{HOST}:{port}"
-        deadline = time.monotonic() + 60
-        up = False
-        while time.monotonic() < deadline and proc.poll() is None:
-            try:
-                with urllib.request.urlopen(url + ready_path, timeout=2):
-                    up = True
-                    break
-            except urllib.error.HTTPError:  # any HTTP answer means it is serving
-                up = True
-                break
-            except OSError:
-                time.sleep(0.1)
-        if up:
-            try:
-                yield url
-            finally:
-                _stop(proc)
-                if proc.stderr is not None:
-                    proc.stderr.close()
-            return
-        _stop(proc)
-        last_error = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+        # the server's log goes to a file: a pipe nobody reads fills up and blocks the server
+        with tempfile.TemporaryFile() as log:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
+            url = f"http://{HOST}:{port}"
+            if _wait_until_up(proc, url + ready_path):
+                try:
+                    yield url
+                finally:
+                    _stop(proc)
+                return
+            _stop(proc)
+            log.seek(0)
+            last_error = log.read().decode(errors="replace")[-2000:]
     raise RuntimeError(f"the {kind} server did not start on {HOST}: {last_error}")
+
+
+def _wait_until_up(proc: subprocess.Popen, url: str, *, seconds: float = 60) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return True
+        except urllib.error.HTTPError:  # any HTTP answer means it is serving
+            return True
+        except OSError:
+            time.sleep(0.1)
+    return False
 
 
 @contextlib.contextmanager

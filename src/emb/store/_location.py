@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import zarr.storage
+from zarr.core.sync import sync
 
 from emb.errors import StoreError
 
@@ -132,7 +133,13 @@ def check_writable(location: str | os.PathLike[str]) -> None:
 
 
 def store_size(location: str | os.PathLike[str], zstore: Any) -> int | None:
-    """Bytes on disk (or in the object store); None when the backend cannot tell."""
+    """Bytes on disk (or in the object store); None when the backend cannot tell cheaply.
+
+    For fsspec URLs the filesystem is asynchronous (zarr's ``FsspecStore`` makes every
+    filesystem so, wrapping a synchronous one), so its sync methods cannot be called from here
+    ("Loop is not running"): the coroutine runs on zarr's own event loop.  HTTP has no listing
+    to sum over (a server's index pages, one request per directory, for every block): unknown.
+    """
     text = os.fspath(location)
     if not is_url(text):
         path = local_path(text)
@@ -140,9 +147,11 @@ def store_size(location: str | os.PathLike[str], zstore: Any) -> int | None:
             return path.stat().st_size
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
     fs = getattr(zstore, "fs", None)
-    if fs is None:
+    if fs is None or text.split("://", 1)[0].split("::")[-1] in ("http", "https"):
         return None
     try:
-        return int(fs.du(zstore.path))
-    except (OSError, NotImplementedError, AttributeError, TypeError):
+        if getattr(fs, "async_impl", False) and getattr(fs, "asynchronous", False):
+            return int(sync(fs._du(zstore.path, total=True)))
+        return int(fs.du(zstore.path, total=True))
+    except (OSError, NotImplementedError, AttributeError, TypeError, ValueError):
         return None
