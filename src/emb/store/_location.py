@@ -11,6 +11,7 @@ import zarr.storage
 from zarr.core.sync import sync
 
 from emb.errors import StoreError
+from emb.store._remote import is_http, open_url_store
 
 __all__ = ["check_writable", "is_url", "local_path", "open_zarr_store", "store_size"]
 
@@ -35,21 +36,12 @@ def open_zarr_store(
     """Open ``location`` as a zarr store.
 
     ``mode`` is ``"r"`` (read only) or ``"a"`` (read/write, created when missing).  Zip files are
-    read only: write a directory store and share it with :meth:`emb.store.Store.to_zip`.
+    read only: write a directory store and share it with :meth:`emb.store.Store.to_zip`.  URLs
+    (also of a ``.zip``) go through fsspec: see :mod:`emb.store._remote`.
     """
     text = os.fspath(location)
     if is_url(text):
-        if text.endswith(".zip"):
-            raise StoreError(
-                f"cannot open {text!r}: zip files are read from local paths; download it first, "
-                "or share a directory/object-store URL instead"
-            )
-        try:
-            return zarr.storage.FsspecStore.from_url(
-                text, storage_options=storage_options, read_only=(mode == "r")
-            )
-        except (ImportError, ValueError, OSError) as err:
-            raise StoreError(f"cannot open store URL {text!r}: {err}") from err
+        return open_url_store(text, mode=mode, storage_options=storage_options)
     path = local_path(text)
     if path.suffix == ".zip":
         if mode == "r" and path.is_file():
@@ -103,6 +95,8 @@ def check_writable(location: str | os.PathLike[str]) -> None:
     """
     text = os.fspath(location)
     if is_url(text):
+        if is_http(text) or text.rstrip("/").endswith(".zip"):
+            open_url_store(text, mode="a", storage_options=None)  # raises: read-only
         return
     path = local_path(text)
     if path.suffix == ".zip":
@@ -147,7 +141,7 @@ def store_size(location: str | os.PathLike[str], zstore: Any) -> int | None:
             return path.stat().st_size
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
     fs = getattr(zstore, "fs", None)
-    if fs is None or text.split("://", 1)[0].split("::")[-1] in ("http", "https"):
+    if fs is None or is_http(text):
         return None
     try:
         if getattr(fs, "async_impl", False) and getattr(fs, "asynchronous", False):

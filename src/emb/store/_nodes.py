@@ -49,7 +49,8 @@ def child_names(zstore: Any, prefix: str = "") -> list[str]:
     """Names directly under ``prefix`` (objects and sub-prefixes), sorted; temporary files a
     killed write left behind (``*.partial``, see zarr's LocalStore) are not names of anything."""
     names = sync(_collect(_opened(zstore).list_dir(prefix)))
-    return sorted({n for n in names if not n.endswith(".partial")})
+    # an HTTP server's index page names sub-directories with a trailing "/" ("vast/")
+    return sorted({n.rstrip("/") for n in names if not n.endswith(".partial")})
 
 
 def list_prefix(zstore: Any, prefix: str) -> list[str]:
