@@ -73,7 +73,7 @@ def open_zarr_store(
                 f"{path} is a file, not a store: a store is a directory (or a .zip made by 'emb zip')"
             )
         return zarr.storage.LocalStore(path, read_only=True)
-    check_writable(text)
+    check_writable(text, storage_options=storage_options)
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
@@ -81,12 +81,15 @@ def open_zarr_store(
     return zarr.storage.LocalStore(path, read_only=False)
 
 
-def check_writable(location: str | os.PathLike[str]) -> None:
+def check_writable(
+    location: str | os.PathLike[str], *, storage_options: dict[str, Any] | None = None
+) -> None:
     """Refuse, before anything is written, a local store path emb could not write into.
 
     A file (or a path under one), a ``.zip`` (read-only: write a directory and pack it with
     ``emb zip``), or a directory this process may not write into (nor, for a new store, its
-    nearest existing parent).  URLs are not checked here: their backend reports its own errors.
+    nearest existing parent).  A URL is opened for writing, which writes nothing but refuses
+    HTTP, a zip, an unreachable endpoint and a bucket that does not exist.
 
     Raises
     ------
@@ -94,9 +97,8 @@ def check_writable(location: str | os.PathLike[str]) -> None:
         Saying what the path is and what to give instead.
     """
     text = os.fspath(location)
-    if is_url(text):
-        if is_http(text) or text.rstrip("/").endswith(".zip"):
-            open_url_store(text, mode="a", storage_options=None)  # raises: read-only
+    if is_url(text):  # read-only protocols, zips, missing buckets, unreachable endpoints
+        open_url_store(text, mode="a", storage_options=storage_options)
         return
     path = local_path(text)
     if path.suffix == ".zip":

@@ -22,6 +22,7 @@ from typing import Any
 import fsspec
 import fsspec.core
 import zarr.storage
+from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
 from emb.errors import StoreError
@@ -74,9 +75,11 @@ def open_url_store(
     try:
         if is_zip:
             return RemoteZipStore(url.removeprefix("zip::"), storage_options=storage_options)
-        return zarr.storage.FsspecStore.from_url(
+        zstore = zarr.storage.FsspecStore.from_url(
             url, storage_options=storage_options, read_only=(mode == "r")
         )
+    except StoreError:
+        raise
     except ImportError as err:
         extra = _EXTRA.get(protocol(url))
         hint = f"pip install 'emb[{extra}]'" if extra else "install the fsspec backend it names"
@@ -88,6 +91,36 @@ def open_url_store(
         ) from err
     except OSError as err:
         raise StoreError(f"cannot open {url}: {type(err).__name__}: {err}") from err
+    if not is_http(url):  # HTTP was asked above, with the status in words
+        _reach(zstore, url, mode=mode)
+    return zstore
+
+
+#: Object stores whose first path element is a bucket (or container) that must exist.
+_BUCKETED = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
+
+
+def _reach(zstore: zarr.storage.FsspecStore, url: str, *, mode: str) -> None:
+    """Read the store's root metadata once (a missing one is fine: a new store): missing
+    credentials, an unreachable endpoint or a refused request surface here as one StoreError;
+    so does, when writing, a bucket that does not exist."""
+    try:
+        sync(zstore.get("zarr.json", prototype=default_buffer_prototype()))
+        bucket = zstore.path.strip("/").split("/")[0]
+        missing = (
+            mode != "r" and protocol(url) in _BUCKETED and not sync(zstore.fs._exists(bucket))
+        )
+    except Exception as err:  # noqa: BLE001 - backends share no base class but Exception
+        raise StoreError(
+            f"cannot reach {url}: {type(err).__name__}: {err}; check the URL, the credentials "
+            "and the endpoint (for s3://: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws, and "
+            "AWS_ENDPOINT_URL for a server other than AWS)"
+        ) from err
+    if missing:
+        raise StoreError(
+            f"cannot write to {url}: the bucket {bucket!r} does not exist; create it first (e.g. "
+            f"'aws s3 mb {protocol(url)}://{bucket}'), or give a bucket that exists"
+        )
 
 
 class RemoteZipStore(zarr.storage.ZipStore):
@@ -98,7 +131,14 @@ class RemoteZipStore(zarr.storage.ZipStore):
         super().__init__(url, mode="r")
         self.url = url
         self.storage_options = dict(storage_options or {})
-        fsspec.core.url_to_fs(url, **self.storage_options)  # unknown protocol, missing package: now
+        fs, path = fsspec.core.url_to_fs(url, **self.storage_options)  # unknown protocol: now
+        if not is_http(url):  # HTTP was asked before, with the status in words
+            try:
+                found = fs.exists(path)
+            except Exception as err:  # noqa: BLE001 - backends share no base class but Exception
+                raise StoreError(f"cannot reach {url}: {type(err).__name__}: {err}") from err
+            if not found:
+                raise StoreError(f"no zip file at {url}: check the URL")
 
     def _sync_open(self) -> None:
         if self._is_open:

@@ -315,7 +315,10 @@ def open_store(
                 f"metadata was deleted (it holds {', '.join(names[:10])}); 'emb validate {text}' "
                 "says which"
             )
-        raise IncompleteStoreError(f"{text} holds no store yet: nothing extracted; run 'emb extract'")
+        where = "check the URL, or write one there" if is_url(text) else "nothing extracted yet"
+        raise IncompleteStoreError(
+            f"{text} holds no store (no zarr.json there): {where}; run 'emb extract ... --store {text}'"
+        )
     try:
         root = zarr.open_group(zstore, mode="r", zarr_format=3, use_consolidated=False)
     except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError, ValueError, TypeError) as err:

@@ -201,7 +201,7 @@ def check_store(
     read-only directory, a zip, someone else's zarr store or files, a damaged emb store, (with
     ``model``) a store of another model, or (with ``suites``) a suite another process is writing.
     Nothing is created or changed."""
-    check_writable(location)
+    check_writable(location, storage_options=storage_options)
     for name in suites:
         path = lock_path(location, check_group_name(name))
         if path is not None:
@@ -229,7 +229,7 @@ def open_for_writing(
     ------
     StoreError, StoreMismatchError, CorruptStoreError, StoreLockedError
     """
-    check_writable(location)
+    check_writable(location, storage_options=storage_options)
     zstore = open_zarr_store(location, mode="a", storage_options=storage_options)
     with locked(location, None, purpose="create or check the store root", wait_s=ROOT_LOCK_WAIT_S):
         attrs = _root_attrs(zstore, location)
