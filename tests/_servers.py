@@ -28,7 +28,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["http_server", "moto_server", "s3_environment"]
+__all__ = ["http_server", "make_bucket", "moto_server", "s3_env", "s3_environment"]
 
 HOST = "127.0.0.1"
 DEFAULT_TIMEOUT = 900.0  # seconds a server lives at most
@@ -109,11 +109,9 @@ def http_server(
         yield url
 
 
-@contextlib.contextmanager
-def s3_environment(endpoint: str) -> Iterator[dict[str, str]]:
-    """Environment for s3fs/botocore against ``endpoint`` (fake credentials), set in
-    ``os.environ`` for the block and returned for child processes."""
-    env = {
+def s3_env(endpoint: str) -> dict[str, str]:
+    """The environment variables that point s3fs/botocore at ``endpoint`` (fake credentials)."""
+    return {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_SESSION_TOKEN": "testing",
@@ -121,6 +119,13 @@ def s3_environment(endpoint: str) -> Iterator[dict[str, str]]:
         "AWS_ENDPOINT_URL": endpoint,
         "AWS_ENDPOINT_URL_S3": endpoint,
     }
+
+
+@contextlib.contextmanager
+def s3_environment(endpoint: str) -> Iterator[dict[str, str]]:
+    """:func:`s3_env` set in ``os.environ`` for the block; yields the whole environment (for
+    child processes)."""
+    env = s3_env(endpoint)
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)
     try:

@@ -61,13 +61,14 @@ def s3_bucket(moto_endpoint, monkeypatch, request):
     import re
     import uuid
 
-    from tests._servers import make_bucket, s3_environment
+    from tests._servers import make_bucket, s3_env
 
-    with s3_environment(moto_endpoint) as env:
-        for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
-                    "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
-            monkeypatch.setenv(key, env[key])
+    for key, value in s3_env(moto_endpoint).items():
+        monkeypatch.setenv(key, value)
     stem = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:40].strip("-")
     bucket = f"{stem}-{uuid.uuid4().hex[:8]}"
     make_bucket(moto_endpoint, bucket)
-    return f"s3://{bucket}"
+    yield f"s3://{bucket}"
+    import s3fs  # a test that changed the environment must not leave its s3fs instances behind
+
+    s3fs.S3FileSystem.clear_instance_cache()

@@ -412,6 +412,8 @@ def describe(info: StoreInfo) -> str:
         f"model     {described}",
         f"last layer {model.get('last_layer', '-')}",
         f"size      {_human(info.size_bytes)}",
+        f"schema    {info.schema_version if info.schema_version is not None else '-'} (store "
+        f"schema version; this emb reads {', '.join(map(str, dm.READABLE_SCHEMA_VERSIONS))})",
     ]
     for s in info.suites:
         state = "complete" if s.complete else f"INCOMPLETE ({s.blocks_done}/{s.blocks_total} blocks)"
