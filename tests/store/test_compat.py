@@ -2,19 +2,27 @@
 
 ``tests/fixtures/store_v1.zarr.zip`` was written by emb before store schema 2 (see the README
 there); schema 2 stores text as UTF-8 bytes tagged ``_Encoding: utf-8``, which plain xarray
-decodes to ``str`` objects.
+decodes to ``str`` objects.  ``tests/fixtures/store_v2.zarr.zip`` was written by the emb of
+store schema 2 from the same suite and model; every later emb must read both (the rule is in the
+README), and a store of a schema this emb does not know is refused in one line.
 """
 
 from __future__ import annotations
 
+import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import xarray as xr
 import zarr
+from click.testing import CliRunner
 
 import emb
+from emb.cli.main import main
+from emb.errors import StoreError
 from emb.extract.pipeline import extract
 from emb.schemas import datamodel as dm
 from tests.fakes import FakeRunner
@@ -22,6 +30,7 @@ from tests.store.test_pipeline import words_suite
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V1 = FIXTURES / "store_v1.zarr.zip"
+V2 = FIXTURES / "store_v2.zarr.zip"
 WORDS = ["love", "war", "café", "love", "unbelievably"]
 
 
@@ -69,3 +78,47 @@ def test_plain_xarray_reads_ordinary_strings_from_a_new_store(tmp_path):
     # and zarr itself gives the UTF-8 bytes with their encoding named
     arr = zarr.open_group(str(path), mode="r")["s/word"]
     assert arr.attrs["_Encoding"] == "utf-8" and arr[0] == b"w0"
+
+
+def test_v2_store_reads_and_holds_the_v1_vectors():
+    store = emb.open_store(str(V2))
+    assert store.suites == ("mini",) and store.root.attrs["emb_schema_version"] == 2
+    report = store.validate(deep=True)
+    assert report.status == "complete" and not report.notes  # schema 2 has its manifest
+    ds = store.dataset("mini")
+    assert ds.embedding.dtype == np.float16 and ds.embedding.shape == (5, 3, 4, 32)
+    assert list(ds.word.values) == WORDS and all(type(w) is str for w in ds.word.values)
+    assert ds.context.values[2] == "Un café naïve, s'il vous plaît"
+    assert ds.valence.values[4] != ds.valence.values[4]  # null label → NaN
+    # the same suite and the same seeded model as the v1 fixture: the same vectors, bit for bit
+    np.testing.assert_array_equal(ds.embedding.values, emb.open_store(str(V1)).dataset("mini").embedding.values)
+    # and plain xarray reads it with ordinary strings
+    plain = xr.open_zarr(zarr.storage.ZipStore(V2, mode="r"), group="mini")
+    assert list(plain.word.values.astype(str)) == WORDS
+
+
+@pytest.mark.parametrize(("fixture", "version"), [(V1, 1), (V2, 2)])
+def test_info_shows_the_schema_version(fixture, version):
+    text = CliRunner().invoke(main, ["info", str(fixture)])
+    assert text.exit_code == 0 and f"schema    {version} (store schema version" in text.output
+    as_json = CliRunner().invoke(main, ["info", "--json", str(fixture)])
+    assert json.loads(as_json.output)["schema_version"] == version
+
+
+def test_a_newer_schema_is_refused_in_one_line(tmp_path):
+    copy = tmp_path / "future.zarr"
+    with zipfile.ZipFile(V2) as zf:
+        zf.extractall(copy)
+    newer = max(dm.READABLE_SCHEMA_VERSIONS) + 1
+    meta = json.loads((copy / "zarr.json").read_text())
+    meta["attributes"][dm.ATTR_SCHEMA_VERSION] = newer
+    (copy / "zarr.json").write_text(json.dumps(meta))
+    with pytest.raises(StoreError, match=f"store schema version {newer}.*upgrade emb"):
+        emb.open_store(str(copy))
+    for args in (["info", str(copy)], ["analyze", "vast", "--store", str(copy), "--suite", "mini",
+                                       "--out", str(tmp_path / "out")]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 1 and "upgrade emb" in result.output
+        assert len(result.output.strip().splitlines()) == 1 and result.exception.__class__ is SystemExit
+    result = CliRunner().invoke(main, ["validate", str(copy)])
+    assert result.exit_code == 2 and "upgrade emb" in result.output
