@@ -23,6 +23,8 @@ DISTRIBUTION = {"yaml": "pyyaml", "sklearn": "scikit-learn", "huggingface_hub": 
 EXTRACT_ONLY = {"torch", "transformers", "gguf", "safetensors", "accelerate"}
 #: Imports that only the corpus extra provides (compressed and Parquet corpora, the CEAT scan).
 CORPUS_ONLY = {"zstandard", "sentencex", "ahocorasick_rs"}
+#: Imports that only the http extra provides (stores at http(s):// URLs; imported lazily).
+HTTP_ONLY = {"aiohttp"}
 #: Base dependencies that emb never imports by name, and why they are needed all the same.
 USED_WITHOUT_IMPORT = {
     "numcodecs": "zarr's Blosc codec of the store's shards; its version is recorded in the store",
@@ -61,6 +63,8 @@ def test_every_import_is_declared_in_its_group():
                 assert distribution in extras["extract"], (path, module)
             elif module in CORPUS_ONLY:
                 assert distribution in extras["corpus"], (path, module)
+            elif module in HTTP_ONLY:
+                assert distribution in extras["http"] and distribution in extras["test"], (path, module)
             else:
                 assert distribution in base, f"{path.relative_to(REPO)} imports {module}"
 

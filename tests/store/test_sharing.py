@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -200,3 +201,9 @@ def test_s3_without_credentials_unreachable_or_missing_bucket(s3_bucket, monkeyp
     s3fs.S3FileSystem.clear_instance_cache()
     _clean_failure(_cli("info", url), "cannot reach", "NoCredentialsError")
     s3fs.S3FileSystem.clear_instance_cache()
+
+
+def test_http_without_its_extra_names_it(monkeypatch):
+    monkeypatch.setitem(sys.modules, "aiohttp", None)  # as if not installed: import fails
+    with pytest.raises(StoreError, match=r"pip install 'emb\[http\]'"):
+        emb.open_store("http://127.0.0.1:9/toy.zarr")
