@@ -11,7 +11,8 @@ process that started it is gone, so a crashed or killed test run never leaves on
   ``range_capable=False`` is the standard library's ``http.server``, which ignores ``Range`` and
   always sends the whole file.
 
-Run as a script (``python tests/_servers.py KIND PORT TIMEOUT [ROOT]``) it is the child process.
+Run as a script (``python tests/_servers.py KIND PORT TIMEOUT [ROOT LISTING]``) it is the child
+process.
 """
 
 from __future__ import annotations
@@ -97,15 +98,22 @@ def moto_server(*, timeout: float = DEFAULT_TIMEOUT) -> Iterator[str]:
 
 @contextlib.contextmanager
 def http_server(
-    root: str | os.PathLike[str], *, range_capable: bool, timeout: float = DEFAULT_TIMEOUT
+    root: str | os.PathLike[str],
+    *,
+    range_capable: bool,
+    listing: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> Iterator[str]:
     """Serve the directory ``root`` read-only on 127.0.0.1; yields the base URL (no trailing /).
 
-    ``range_capable=True``: aiohttp's static files (Range → 206); ``False``: ``http.server``
-    (Range ignored → 200 with the whole file).
+    ``range_capable=True``: aiohttp's static files (Range → 206), with index pages for
+    directories unless ``listing=False``; ``False``: ``http.server`` (Range ignored → 200 with the
+    whole file; it always lists directories).
     """
+    if not range_capable and not listing:
+        raise ValueError("http.server always lists directories")
     kind = "aiohttp" if range_capable else "stdlib"
-    with _serve(kind, os.fspath(root), timeout=timeout) as url:
+    with _serve(kind, os.fspath(root), "1" if listing else "0", timeout=timeout) as url:
         yield url
 
 
@@ -172,11 +180,11 @@ def _run_moto(port: int) -> None:
     main(["-H", HOST, "-p", str(port)])
 
 
-def _run_aiohttp(port: int, root: str) -> None:
+def _run_aiohttp(port: int, root: str, listing: bool) -> None:
     from aiohttp import web
 
     app = web.Application()
-    app.router.add_static("/", root, show_index=True)
+    app.router.add_static("/", root, show_index=listing)
     web.run_app(app, host=HOST, port=port, print=None, handle_signals=True)
 
 
@@ -200,7 +208,7 @@ if __name__ == "__main__":
     if _kind == "moto":
         _run_moto(int(_port))
     elif _kind == "aiohttp":
-        _run_aiohttp(int(_port), _rest[0])
+        _run_aiohttp(int(_port), _rest[0], _rest[1] == "1")
     elif _kind == "stdlib":
         _run_stdlib(int(_port), _rest[0])
     else:

@@ -207,3 +207,14 @@ def test_http_without_its_extra_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "aiohttp", None)  # as if not installed: import fails
     with pytest.raises(StoreError, match=r"pip install 'emb\[http\]'"):
         emb.open_store("http://127.0.0.1:9/toy.zarr")
+
+
+def test_http_without_directory_listing_refuses_the_directory_and_reads_the_zip(site, tmp_path):
+    pytest.importorskip("aiohttp")
+    root, reference = site
+    with http_server(root, range_capable=True, listing=False) as base:
+        for result in (_cli("info", f"{base}/toy.zarr"), _analyze(f"{base}/toy.zarr", tmp_path)):
+            _clean_failure(result, "does not list its directories", "'emb zip'")
+        result = _analyze(f"{base}/toy.zarr.zip", tmp_path)
+        assert result.exit_code == 0, result.output
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "vast.csv"), reference)

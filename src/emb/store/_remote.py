@@ -10,7 +10,7 @@ central directory lies at its end.  A server that ignores ``Range`` (Python's ``
 sends the whole file instead, which zarr would take for the bytes it asked for (``Stored and
 computed checksum do not match``); such a server is refused when the store is opened, saying why.
 Directory stores also need the server's index pages (``show_index`` / ``autoindex``), which is
-how fsspec lists an HTTP "directory".
+how fsspec lists an HTTP "directory": a server without them is refused too, pointing to the zip.
 """
 
 from __future__ import annotations
@@ -93,7 +93,25 @@ def open_url_store(
         raise StoreError(f"cannot open {url}: {type(err).__name__}: {err}") from err
     if not is_http(url):  # HTTP was asked above, with the status in words
         _reach(zstore, url, mode=mode)
+    elif not sync(_lists(zstore)):
+        raise StoreError(
+            f"cannot read {url}: the server does not list its directories (no index page for "
+            f"{url.rstrip('/')}/), and emb finds a store's suites and objects by listing them; "
+            "turn directory listing on (nginx 'autoindex on', Apache 'Options +Indexes'), or share "
+            "the store's zip ('emb zip') instead"
+        )
     return zstore
+
+
+async def _lists(zstore: zarr.storage.FsspecStore) -> bool:
+    """Whether listing the store's root finds its ``zarr.json`` (an HTTP server's index page;
+    without one a server answers 403 or 404)."""
+    import aiohttp
+
+    try:
+        return any([name.rstrip("/") == "zarr.json" async for name in zstore.list_dir("")])
+    except (aiohttp.ClientError, OSError):
+        return False
 
 
 #: Object stores whose first path element is a bucket (or container) that must exist.
