@@ -93,7 +93,7 @@ def test_v2_store_reads_and_holds_the_v1_vectors():
     # the same suite and the same seeded model as the v1 fixture: the same vectors, bit for bit
     np.testing.assert_array_equal(ds.embedding.values, emb.open_store(str(V1)).dataset("mini").embedding.values)
     # and plain xarray reads it with ordinary strings
-    plain = xr.open_zarr(zarr.storage.ZipStore(V2, mode="r"), group="mini")
+    plain = xr.open_zarr(zarr.storage.ZipStore(V2, mode="r"), group="mini", consolidated=False)
     assert list(plain.word.values.astype(str)) == WORDS
 
 
