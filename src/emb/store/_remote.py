@@ -46,8 +46,9 @@ def is_http(url: str) -> bool:
 
 def open_url_store(
     url: str, *, mode: str, storage_options: dict[str, Any] | None
-) -> zarr.storage.FsspecStore:
-    """A zarr store for the fsspec URL ``url`` (``mode`` ``"r"`` or ``"a"``).
+) -> zarr.storage.FsspecStore | RemoteZipStore:
+    """A zarr store for the fsspec URL ``url`` (``mode`` ``"r"`` or ``"a"``); a ``.zip`` URL gives
+    a :class:`RemoteZipStore`.
 
     Raises
     ------
