@@ -256,7 +256,38 @@ def _fused_kernel(
 
     Per (layer, pooling), the cosines of every lexicon row with every polar row any experiment
     needs are one matrix product; each rating and the tokenization sets read their part of it.
+    The SC-WEATs are computed row by row for every lexicon row and then the targets taken
+    (row-wise reductions: the same numbers as on the targets alone, without two fancy-index
+    copies per polar set). BLAS runs single-threaded inside (a product's last bits depend on
+    the thread count; this holds on a distributed worker too).
     """
+    with stats.single_threaded_blas():
+        return _fused(X, n_lex=n_lex, specs=specs, tok=tok, ddof=ddof)
+
+
+def _as_slice(cols: list[int]) -> slice | np.ndarray:
+    """Column positions as a slice where they are a run (a cheaper copy than a fancy index)."""
+    if cols and cols == list(range(cols[0], cols[0] + len(cols))):
+        return slice(cols[0], cols[0] + len(cols))
+    return np.asarray(cols, dtype=np.intp)
+
+
+def _effect_sizes(
+    cos: np.ndarray, a: slice | np.ndarray, b: slice | np.ndarray, *, ddof: int
+) -> np.ndarray:
+    """SC-WEAT of every row of ``cos`` against the columns ``a`` and ``b``.
+
+    The columns are copied C-contiguous first: numpy's row means over a strided view differ in
+    their last bits from those over a contiguous copy (which the targets-only selection of the
+    first version made), and the results must not change.
+    """
+    return stats.sc_weat_effect_size(np.ascontiguousarray(cos[:, a]),
+                                     np.ascontiguousarray(cos[:, b]), ddof=ddof)
+
+
+def _fused(
+    X: np.ndarray, *, n_lex: int, specs: Sequence[_Spec], tok: _Tokenization | None, ddof: int
+) -> tuple[np.ndarray, np.ndarray]:
     lead = X.shape[:-2]
     flat = X.reshape((-1, *X.shape[-2:]))
     work = _work_dtype(X.dtype)
@@ -266,9 +297,11 @@ def _fused_kernel(
         + [np.zeros(0, dtype=np.intp)]
     )).astype(np.intp)
     where = {int(r): i for i, r in enumerate(polar)}
-
-    def cols(rows: np.ndarray) -> np.ndarray:
-        return np.array([where[int(r)] for r in rows], dtype=np.intp)
+    sets = [(s.a, s.b) for s in specs if s.valid]
+    if tok is not None and tok.valid:
+        sets.append((tok.a, tok.b))
+    columns = [(_as_slice([where[int(r)] for r in a]), _as_slice([where[int(r)] for r in b]))
+               for a, b in sets]
 
     n_sub = tok.subsets.shape[1] if tok is not None else 0
     curves = np.empty((flat.shape[0], len(specs), len(_STATS)))
@@ -280,21 +313,19 @@ def _fused_kernel(
         cos = x[:n_lex] @ unit_polar.T
         cos /= norm[:n_lex, None]
         cos = cos.astype(np.float64, copy=False)
+        k = 0
         for i, spec in enumerate(specs):
             if not spec.valid:
                 curves[j, i] = _empty_stats(())
                 continue
-            ca = cos[np.ix_(spec.targets, cols(spec.a))]
-            cb = cos[np.ix_(spec.targets, cols(spec.b))]
-            es = stats.sc_weat_effect_size(ca, cb, ddof=ddof)
+            es = _effect_sizes(cos, *columns[k], ddof=ddof)[spec.targets]
+            k += 1
             curves[j, i] = _correlate(es, spec.y)
         if tok is not None:
             if not tok.valid:
                 toks[j] = _empty_stats((2, n_sub))
                 continue
-            ca = cos[np.ix_(tok.targets, cols(tok.a))]
-            cb = cos[np.ix_(tok.targets, cols(tok.b))]
-            es = stats.sc_weat_effect_size(ca, cb, ddof=ddof)
+            es = _effect_sizes(cos, *columns[k], ddof=ddof)[tok.targets]
             toks[j] = _correlate(es[tok.subsets], tok.y[tok.subsets])
     return (
         curves.reshape((*lead, len(specs), len(_STATS))),
