@@ -154,9 +154,11 @@ class _PeakRSS:
         self._thread.join()
 
 
-def run_cli(store: Path, out: Path, extra: list[str], cores: int) -> tuple[float, int, int, str]:
-    """Run ``emb analyze vast`` in a subprocess; return (seconds, sampled peak, ru_maxrss, output)."""
-    cmd = [sys.executable, "-c", "from emb.cli.main import main; main()", "analyze", "vast", "--store", str(store),
+def run_cli(store: Path, out: Path, extra: list[str], cores: int,
+            analysis: str = "vast") -> tuple[float, int, int, str]:
+    """Run ``emb analyze ANALYSIS`` in a subprocess; return (seconds, sampled peak, ru_maxrss,
+    output)."""
+    cmd = [sys.executable, "-c", "from emb.cli.main import main; main()", "analyze", analysis, "--store", str(store),
            "--out", str(out), "--quiet", *extra]
     env = dict(os.environ)
     avail = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []

@@ -411,9 +411,11 @@ def _runs(rows: np.ndarray) -> list[slice] | None:
 
 
 def _rows(emb: xr.DataArray, rows: np.ndarray) -> xr.DataArray:
-    """The embedding of ``rows`` (item positions), one dask chunk along item and feature.
+    """The embedding of ``rows`` (item positions), one dask chunk per layer and pooling.
 
-    Contiguous runs of rows are sliced (a fancy index would make dask shuffle every chunk).
+    Contiguous runs of rows are sliced (a fancy index would make dask shuffle every chunk). A
+    task holds the rows of one (lexicon, setting) at one layer and pooling: its memory does not
+    grow with the number of layers, poolings, settings or lexicons in the store.
     """
     runs = _runs(rows)
     if runs is None:
@@ -424,7 +426,7 @@ def _rows(emb: xr.DataArray, rows: np.ndarray) -> xr.DataArray:
         out = xr.concat([emb.isel(item=r) for r in runs], dim="item")
     out = out.reset_coords(drop=True).drop_vars("item", errors="ignore")
     if out.chunks is not None:
-        out = out.chunk({"item": -1, "layer": 1, "feature": -1})
+        out = out.chunk({"item": -1, "layer": 1, "pooling": 1, "feature": -1})
     return out
 
 
