@@ -93,13 +93,13 @@ def _fused_kernel(
 
     Per (layer, pooling), the cosines of every lexicon row with every polar row any experiment
     needs are one matrix product; each rating and the tokenization sets read their part of it.
-    The SC-WEATs are computed row by row for every lexicon row and then the targets taken
-    (row-wise reductions: the same numbers as on the targets alone, without two fancy-index
-    copies per polar set). BLAS runs single-threaded inside (a product's last bits depend on
-    the thread count; this holds on a distributed worker too).
+    The SC-WEATs are computed for every lexicon row and then the targets taken (row-wise
+    reductions over contiguous copies: the same numbers as on the targets alone, without two
+    fancy-index copies per polar set). The product's last bits depend on the BLAS thread count:
+    the CLI computes with one (:func:`emb.analyses.stats.single_threaded_blas`, and on the
+    workers of a ``--scheduler``), as Dask's nanny-started workers do by default.
     """
-    with stats.single_threaded_blas():
-        return _fused(X, n_lex=n_lex, specs=specs, tok=tok, ddof=ddof)
+    return _fused(X, n_lex=n_lex, specs=specs, tok=tok, ddof=ddof)
 
 
 def _as_slice(cols: list[int]) -> slice | np.ndarray:
@@ -175,11 +175,9 @@ def _nullified_kernel(
 ) -> np.ndarray:
     """X (..., rows, d) -> (..., spec, k, stat): VAST after nullifying k = 0..k_max PCs.
 
-    The mean and components are estimated once per leading index from ``X[fit]`` (float64),
-    with one BLAS thread (as :func:`_fused_kernel`).
+    The mean and components are estimated once per leading index from ``X[fit]`` (float64).
     """
-    with stats.single_threaded_blas():
-        return _nullified(X, specs=specs, fit=fit, k_max=k_max, ddof=ddof)
+    return _nullified(X, specs=specs, fit=fit, k_max=k_max, ddof=ddof)
 
 
 def _nullified(

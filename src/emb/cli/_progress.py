@@ -79,6 +79,9 @@ def compute(result: Any, *, scheduler: str | None = None, quiet: bool = False) -
             ) from err
         with Client(scheduler) as client:
             click.echo(f"computing on {client.dashboard_link or scheduler}", err=True)
+            # one BLAS thread on every worker, as locally (Dask's nanny starts workers so; a
+            # worker started otherwise, or threads in this process, may have more)
+            client.run(_one_blas_thread)
             return result.compute()  # the client is the default scheduler inside this block
     # dask runs one task per core; BLAS threads on top only oversubscribe them, and a product
     # computed with a varying number of BLAS threads varies in its last bits from run to run
@@ -90,3 +93,10 @@ def compute(result: Any, *, scheduler: str | None = None, quiet: bool = False) -
             return result.compute()
         with Progress():
             return result.compute()
+
+
+def _one_blas_thread() -> None:
+    """Set every BLAS library loaded in this process to one thread (run on each worker)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
