@@ -133,6 +133,23 @@ def analyze(path: Path, out: Path, *extra: str, name: str = "vast",
     return seconds, _cpu_children() - before, peak
 
 
+def computation(path: Path, repeats: int = 2) -> float:
+    """Best of ``repeats`` seconds of the settings curves' computation alone, in this process
+    (the CLI's threads and one BLAS thread; no start-up, no writing)."""
+    import emb
+    from emb.analyses.stats import single_threaded_blas
+    from emb.analyses.vast import vast
+
+    ds = emb.open_store(path).dataset("vast")
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        with single_threaded_blas():
+            vast(ds, tokenization=False, nullification=False).compute()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
 def open_as_before(path: Path, suite: str = "vast") -> xr.Dataset:
     """``Store.dataset`` as it was: xarray decodes each text coordinate lazily (a Python loop
     over the items), every coordinate goes through xarray's object conversion, and the embedding
@@ -212,17 +229,20 @@ def main() -> None:
             real = Path(args.store)
             read_s, cast_s, raw = floor(real)
             vast_s, vast_cpu, vast_peak = analyze(real, work / "real-vast", cores=args.cores)
-            valence_s, _, _ = analyze(real, work / "real-vast-v", "--ratings", "valence",
+            valence_s, _, _ = analyze(real, work / "real-vast-v", "--rating", "valence",
                                       cores=args.cores)
             valnorm_s, _, _ = analyze(real, work / "real-valnorm", name="valnorm")
             eager, eager_s = eager_vast(real)
+            compute_s = computation(real)
             print(f"{real}: {raw / 2**20:.0f} MiB decompressed")
             print(f"  floor (zarr read + decode, one layer at a time): {read_s:.2f} s; "
                   f"with the cast to float32 {cast_s:.2f} s")
             print(f"  emb analyze vast, settings curves (valence, arousal, dominance): "
                   f"{vast_s:.2f} s = {vast_s / cast_s:.2f}x the floor with the cast "
                   f"({vast_cpu:.1f} CPU s, peak RSS {vast_peak / 2**20:.0f} MiB)")
-            print(f"  emb analyze vast --ratings valence: {valence_s:.2f} s = "
+            print(f"  the same computation alone, in process (no start-up, no writing): "
+                  f"{compute_s:.2f} s = {compute_s / cast_s:.2f}x the floor")
+            print(f"  emb analyze vast --rating valence: {valence_s:.2f} s = "
                   f"{valence_s / cast_s:.2f}x the floor; a plain eager NumPy loop over layers "
                   f"(valence, in process) {eager_s:.2f} s; emb analyze valnorm {valnorm_s:.2f} s")
             del eager
