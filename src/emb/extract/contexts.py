@@ -21,7 +21,6 @@ the 1-based line number, both recorded with every context.
 from __future__ import annotations
 
 import concurrent.futures as cf
-import hashlib
 import heapq
 import multiprocessing
 import os
@@ -36,40 +35,10 @@ import numpy as np
 
 from emb.errors import CorpusError
 from emb.extract.corpus_stream import CorpusFile, Format, corpus_files, iter_blocks
+from emb.extract.reservoir import Reservoirs, candidate_keys
 from emb.extract.stimulus_matching import Matcher, Unit, reference_text, reference_window
 
-__all__ = ["Context", "ContextSample", "sample_contexts"]
-
-_M1 = np.uint64(0xBF58476D1CE4E5B9)
-_M2 = np.uint64(0x94D049BB133111EB)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-
-
-def _mix(z: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser (a bijection of uint64 with full avalanche)."""
-    with np.errstate(over="ignore"):
-        z = (z ^ (z >> np.uint64(30))) * _M1
-        z = (z ^ (z >> np.uint64(27))) * _M2
-        return z ^ (z >> np.uint64(31))
-
-
-def _hash64(*parts: object) -> int:
-    text = "\x1f".join(str(p) for p in parts).encode("utf-8")
-    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little")
-
-
-def candidate_keys(
-    seed: int, stimuli: Sequence[str], file_name: str, stim: np.ndarray, offsets: np.ndarray,
-    ordinals: np.ndarray,
-) -> np.ndarray:
-    """The 64-bit sampling key of each candidate (see the module docstring)."""
-    base = np.asarray([_hash64("emb-ceat", seed, s) for s in stimuli], dtype=np.uint64)
-    fhash = np.uint64(_hash64("file", file_name))
-    with np.errstate(over="ignore"):
-        z = _mix(offsets.astype(np.uint64) ^ fhash)
-        z = _mix(z + (ordinals.astype(np.uint64) + np.uint64(1)) * _GOLDEN)
-        return _mix(z ^ base[stim])
-
+__all__ = ["Context", "ContextSample", "candidate_keys", "sample_contexts"]
 
 class Context(NamedTuple):
     """One sampled context of a stimulus (a named tuple: millions are built at paper scale)."""
@@ -173,37 +142,6 @@ class _Job:
     seed: int
     text_field: str
     id_field: str | None
-
-
-class _Reservoirs:
-    """Per stimulus, the ``n`` smallest (key, file, offset, ordinal) seen so far."""
-
-    def __init__(self, n_stimuli: int, n: int) -> None:
-        self.n = n
-        self.heaps: list[list[tuple]] = [[] for _ in range(n_stimuli)]
-        self.threshold = np.full(n_stimuli, np.iinfo(np.uint64).max, dtype=np.uint64)
-        self.seen = np.zeros(n_stimuli, dtype=np.int64)
-
-    def offer(self, keys, stim, file_index, offsets, ordinals, payload) -> None:  # noqa: ANN001
-        np.add.at(self.seen, stim, 1)
-        chosen = np.flatnonzero(keys <= self.threshold[stim])
-        if not len(chosen):
-            return
-        n = self.n
-        heaps, threshold = self.heaps, self.threshold
-        for i, s, k, o, d in zip(
-            chosen.tolist(), stim[chosen].tolist(), keys[chosen].tolist(),
-            offsets[chosen].tolist(), ordinals[chosen].tolist(), strict=True,
-        ):
-            heap = heaps[s]
-            item = (-k, -file_index, -o, -d, payload(i))
-            if len(heap) < n:
-                heapq.heappush(heap, item)
-                if len(heap) == n:
-                    threshold[s] = -heap[0][0]
-            elif item > heap[0]:
-                heapq.heapreplace(heap, item)
-                threshold[s] = -heap[0][0]
 
 
 def _units(matcher: Matcher, rec, stim, ws, we, text_of):  # noqa: ANN001, ANN202
@@ -339,11 +277,11 @@ def _reporter() -> Callable[[int], None] | None:
 
 
 def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, Any]:
-    """Scan some files; return their partial reservoirs, materialized."""
+    """Scan some files; return their partial reservoirs (columns, see :func:`_offer`)."""
     report = report or _reporter()
     cpu0, wall0 = time.process_time(), time.perf_counter()
     matcher = job.matcher
-    res = _Reservoirs(len(matcher.stimuli), job.n)
+    res = Reservoirs(len(matcher.stimuli), job.n)
     skipped = 0
     scanned = 0
     for file, findex in zip(job.files, job.file_index, strict=True):
@@ -353,34 +291,48 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
         ):
             skipped += block.skipped
             scanned += block.source_bytes
-            rec, stim, ws, we = matcher.occurrences(block.data, block.starts, block.ends)
-            texts: dict[int, str] = {}
-
-            def text_of(r: int, block=block, texts=texts) -> str:
-                if r not in texts:
-                    texts[r] = block.text(r)
-                return texts[r]
-
-            urec, ustim, ordinal, hint = _units(matcher, rec, stim, ws, we, text_of)
-            if not len(urec):
-                continue
-            offsets = block.offsets[urec]
-            keys = candidate_keys(job.seed, matcher.stimuli, file.name, ustim, offsets, ordinal)
-
-            def payload(i: int, block=block, urec=urec, hint=hint, text_of=text_of, file=file) -> tuple:
-                r = int(urec[i])
-                at = int(hint[i])
-                return (text_of(r), int(block.lines[r]), block.ids[r] if block.ids else "",
-                        file.name, at - int(block.starts[r]) if at >= 0 else -1)
-
-            res.offer(keys, ustim, findex, offsets, ordinal, payload)
-    kept: list[list[tuple]] = []
-    for heap in res.heaps:  # materialized after the merge: only the final n
-        heap.sort(reverse=True)  # ascending key
-        kept.append([(-nk, -nf, -no, -nd, entry) for nk, nf, no, nd, entry in heap])
-    return {"kept": kept, "seen": res.seen, "skipped": skipped, "scanned": scanned,
+            _offer(res, job, block, file.name, findex)
+    return {"kept": res.kept(), "seen": res.seen, "skipped": skipped, "scanned": scanned,
             "read": sum(f.size for f in job.files), "cpu": time.process_time() - cpu0,
             "wall": time.perf_counter() - wall0}
+
+
+def _offer(res: Reservoirs, job: _Job, block: Any, file_name: str, findex: int) -> None:
+    """Offer a block's candidate units to the reservoirs.
+
+    Keys are computed for every candidate at once; the payload columns (record text, line, id,
+    the target's byte offset in the text or -1) are built only for the candidates whose key
+    passes their stimulus' threshold, each record's text decoded once.
+    """
+    matcher = job.matcher
+    rec, stim, ws, we = matcher.occurrences(block.data, block.starts, block.ends)
+    texts: dict[int, str] = {}
+
+    def text_of(r: int) -> str:
+        if r not in texts:
+            texts[r] = block.text(r)
+        return texts[r]
+
+    urec, ustim, ordinal, hint = _units(matcher, rec, stim, ws, we, text_of)
+    if not len(urec):
+        return
+    offsets = block.offsets[urec]
+    keys = candidate_keys(job.seed, matcher.stimuli, file_name, ustim, offsets, ordinal)
+    chosen = np.flatnonzero(res.admit(ustim, keys))
+    if not len(chosen):
+        return
+    r = urec[chosen]
+    records, which = np.unique(r, return_inverse=True)
+    record_list = records.tolist()
+    text_col = np.empty(len(records), dtype=object)
+    text_col[:] = [text_of(x) for x in record_list]
+    id_col = np.empty(len(records), dtype=object)
+    id_col[:] = [block.ids[x] for x in record_list] if len(block.ids) else ""
+    at = hint[chosen]
+    at = np.where(at >= 0, at - block.starts[r], -1)
+    res.add(ustim[chosen], (keys[chosen], np.full(len(chosen), findex, dtype=np.int64),
+                            offsets[chosen], ordinal[chosen], text_col[which], block.lines[r],
+                            id_col[which], at))
 
 
 def _groups(files: Sequence[CorpusFile], n: int) -> list[list[int]]:
@@ -393,21 +345,32 @@ def _groups(files: Sequence[CorpusFile], n: int) -> list[list[int]]:
     return [sorted(m) for _, _, m in sorted(bins, key=lambda b: b[1]) if m]
 
 
-def _merge(parts: list[dict[str, Any]], matcher: Matcher, n: int):  # noqa: ANN202
-    """The n smallest keys per stimulus over all partial reservoirs, materialized."""
+def _merge(parts: list[dict[str, Any]], matcher: Matcher, n: int, files: Sequence[CorpusFile]):  # noqa: ANN202
+    """The n smallest (key, file, offset, ordinal) per stimulus over all partial reservoirs,
+    materialized."""
     stimuli = matcher.stimuli
     seen = np.zeros(len(stimuli), dtype=np.int64)
     merged: dict[str, list[Context]] = {}
     for part in parts:
         seen += part["seen"]
+    names = [f.name for f in files]
     for s, word in enumerate(stimuli):
-        rows = [row for part in parts for row in part["kept"][s]]
-        if len(parts) > 1:
-            rows.sort()  # by (key, file, offset, ordinal): unique, so the rest is never compared
+        cols = [part["kept"][s] for part in parts if len(part["kept"][s])]
+        if not cols:
+            merged[word] = []
+            continue
+        if len(cols) > 1:
+            cols = [np.concatenate(c) for c in zip(*cols, strict=True)]
+            order = np.lexsort((cols[3], cols[2], cols[1], cols[0]))[:n]
+            cols = [c[order] for c in cols]
+        else:
+            cols = cols[0]
         out = []
-        for key, _, offset, ordinal, (text, line, ident, fname, at) in rows[:n]:
+        for key, f, offset, ordinal, text, line, ident, at in zip(
+            *(c.tolist() for c in cols), strict=True
+        ):
             context, a, b = _materialize(matcher, s, text, ordinal, at)
-            out.append(Context(word, context, a, b, fname, line, offset, ordinal, ident, key))
+            out.append(Context(word, context, a, b, names[f], line, offset, ordinal, ident, key))
         merged[word] = out
     return merged, {w: int(c) for w, c in zip(stimuli, seen.tolist(), strict=True)}
 
@@ -500,7 +463,7 @@ def sample_contexts(
     if bar is not None:
         bar.close()
     t_merge = time.perf_counter()
-    contexts, seen = _merge(parts, matcher, n)
+    contexts, seen = _merge(parts, matcher, n, files)
     merge_seconds = time.perf_counter() - t_merge
     elapsed = time.perf_counter() - t0
     return ContextSample(
