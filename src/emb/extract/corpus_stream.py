@@ -22,6 +22,7 @@ import gzip
 import hashlib
 import json
 import lzma
+import operator
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -452,7 +453,7 @@ def _lines_hit(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return hit
 
 
-def _json_prefilter_view(chunk: bytes) -> bytes | bytearray:
+def _json_prefilter_view(chunk: bytes) -> bytes:
     """The chunk with the letters and digits of JSON escapes blanked (same length).
 
     ``\\n``, ``\\t``, ``\\r``, ``\\b``, ``\\f`` and ``\\uXXXX`` end in a letter or digit that would
@@ -471,7 +472,8 @@ def _json_prefilter_view(chunk: bytes) -> bytes | bytearray:
     uni = slashes[(nxt == 117) & (slashes + 6 <= len(arr))]
     if len(uni):
         view[(uni[:, None] + np.arange(1, 6)).ravel()] = 32
-    return out
+    del view
+    return bytes(out)  # bytes.translate is several times faster than bytearray.translate
 
 
 def _jsonl_blocks(
@@ -491,31 +493,60 @@ def _jsonl_blocks(
         if prefilter is not None:
             keep &= _lines_hit(prefilter(_json_prefilter_view(chunk)), starts)
         chosen = np.flatnonzero(keep)
-        raw = [chunk[a:b] for a, b in zip(starts[chosen].tolist(), ends[chosen].tolist(), strict=True)]
+        raw = list(map(chunk.__getitem__, map(slice, starts[chosen].tolist(), ends[chosen].tolist())))
         objects = _decode_json(file, raw, lines[chosen])
         try:
-            values = [obj[text_field] for obj in objects]
+            values = list(map(operator.itemgetter(text_field), objects))
         except (KeyError, TypeError, IndexError):
             values = [_checked_text(file, obj, int(line), text_field)
                       for obj, line in zip(objects, lines[chosen].tolist(), strict=True)]
-        kept = [i for i, v in enumerate(values)
-                if type(v) is str and v not in SKIPPED_TEXTS and v and not v.isspace()]
-        if len(kept) != len(values):
+        if _all_texts(values):  # the common case, checked at C speed
+            kept: Sequence[int] = range(len(values))
+            texts = values
+        else:
+            kept = [i for i, v in enumerate(values)
+                    if type(v) is str and v not in SKIPPED_TEXTS and v and not v.isspace()]
             for i, v in enumerate(values):
                 if v is not None and type(v) is not str:
                     raise CorpusError(
                         f"{file.path} line {int(lines[chosen[i]])}: field {text_field!r} is "
                         f"{type(v).__name__}, not a string"
                     )
-        ids = ([str(x) if (x := objects[i].get(id_field)) is not None else "" for i in kept]
-               if id_field else None)
+            texts = [values[i] for i in kept]
         rows = chosen[np.asarray(kept, dtype=np.int64)]
         block = RecordBlock.from_texts(
-            [values[i] for i in kept], starts[rows] + offset, lines[rows], ids,
-            skipped=len(values) - len(kept),
+            texts, starts[rows] + offset, lines[rows], skipped=len(values) - len(kept),
         )
+        if id_field:  # looked up only for the records a caller asks about
+            block.ids = _RecordIds(objects, kept, id_field)
         block.source_bytes = len(chunk)
         yield block
+
+
+def _all_texts(values: list[Any]) -> bool:
+    """Whether every value is a non-blank string other than ``[deleted]``/``[removed]``."""
+    return (
+        (not values or set(map(type, values)) == {str})
+        and SKIPPED_TEXTS.isdisjoint(values)
+        and "" not in values
+        and not any(map(str.isspace, values))
+    )
+
+
+class _RecordIds(Sequence[str]):
+    """The ``id_field`` of a block's records, read from their decoded objects when asked."""
+
+    def __init__(self, objects: list[Any], rows: Sequence[int], id_field: str) -> None:
+        self._objects = objects
+        self._rows = rows
+        self._field = id_field
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+        value = self._objects[self._rows[i]].get(self._field)
+        return "" if value is None else str(value)
 
 
 def _checked_text(file: CorpusFile, obj: Any, line: int, text_field: str) -> Any:

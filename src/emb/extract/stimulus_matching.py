@@ -24,6 +24,7 @@ Context units (:data:`UNITS`):
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import string
 from collections.abc import Sequence
@@ -194,7 +195,9 @@ class Matcher:
         found = self.automaton.find_matches_as_indexes(translated, overlapping=True)
         if not found:
             return np.zeros((0, 3), dtype=np.int64)
-        return np.asarray(found, dtype=np.int64)
+        # from the flat iterator: twice as fast as np.asarray on the list of tuples
+        flat = np.fromiter(itertools.chain.from_iterable(found), dtype=np.int64, count=3 * len(found))
+        return flat.reshape(-1, 3)
 
     def prefilter(self, chunk: bytes) -> np.ndarray:
         """Byte positions in raw lines where a stimulus may occur (a superset of the matches)."""
