@@ -342,7 +342,11 @@ class _Counting:
 def _open_stream(file: CorpusFile, report: Callable[[int], None] | None) -> Any:
     raw = _Counting(open(file.path, "rb"), report)  # noqa: SIM115 - closed by the caller
     if file.compression == "gzip":
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[arg-type]
+        try:  # ISA-L's inflate (the corpus extra): about 3x zlib's speed, same bytes
+            from isal import igzip
+        except ImportError:
+            return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[arg-type]
+        return igzip.IGzipFile(fileobj=raw, mode="rb")  # type: ignore[arg-type]
     if file.compression == "zstd":
         try:
             import zstandard
@@ -376,10 +380,10 @@ def _read_chunks(file: CorpusFile, report: Callable[[int], None] | None) -> Iter
                     f"cannot decompress {file.compression} corpus {file.path} after "
                     f"{offset + len(tail):,} bytes: {exc}"
                 ) from exc
-            except Exception as exc:  # zstandard.ZstdError does not derive from OSError
-                if type(exc).__name__ == "ZstdError":
+            except Exception as exc:  # zstandard's and ISA-L's errors do not derive from OSError
+                if type(exc).__name__ in ("ZstdError", "IsalError"):
                     raise CorpusError(
-                        f"cannot decompress zstandard corpus {file.path} after "
+                        f"cannot decompress {file.compression} corpus {file.path} after "
                         f"{offset + len(tail):,} bytes: {exc}"
                     ) from exc
                 raise
