@@ -172,19 +172,22 @@ def _units(matcher: Matcher, rec, stim, ws, we, text_of):  # noqa: ANN001, ANN20
     if matcher.unit == "document" or not (counts > 1).any():
         return urec, ustim, np.zeros(len(urec), dtype=np.int64), uws
     one = counts == 1
-    rows: list[tuple[int, int, int]] = []
+    rows: list[tuple[int, int, int, int]] = []
+    spans_of: dict[int, list[tuple[int, int]]] = {}  # a record split once for all its stimuli
     for j in np.flatnonzero(~one).tolist():
         r, s = int(urec[j]), int(ustim[j])
-        spans = _sentences(text_of(r))
-        if len(spans) == 1:
-            rows.append((r, s, 0))
+        spans = spans_of.get(r)
+        if spans is None:
+            spans = spans_of[r] = _sentences(text_of(r))
+        if len(spans) == 1:  # one sentence: one unit, its target the first occurrence
+            rows.append((r, s, 0, int(uws[j])))
             continue
         occ = matcher.occurrences_in(text_of(r), s)
-        rows.extend((r, s, k) for k in range(len({_sentence_of(spans, a) for a, _ in occ})))
-    multi = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
+        rows.extend((r, s, k, -1) for k in range(len({_sentence_of(spans, a) for a, _ in occ})))
+    multi = np.asarray(rows, dtype=np.int64).reshape(-1, 4)
     return (np.concatenate([urec[one], multi[:, 0]]), np.concatenate([ustim[one], multi[:, 1]]),
             np.concatenate([np.zeros(int(one.sum()), np.int64), multi[:, 2]]),
-            np.concatenate([uws[one], np.full(len(multi), -1, np.int64)]))
+            np.concatenate([uws[one], multi[:, 3]]))
 
 
 #: Where sentencex may end a sentence: terminal punctuation, line breaks, and list markers such as
