@@ -23,7 +23,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
     Analysis,
@@ -37,6 +36,16 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
+from emb.analyses._ceat_kernels import (
+    _META,
+    ROLES,
+    _boot_kernel,
+    _bootstrap_indices,
+    _convergence_kernel,
+    _meta_kernel,
+    ceat_kernel,
+    sample_indices,
+)
 from emb.analyses._select import item_values, provenance_attrs
 from emb.errors import AnalysisError, MissingStimuliError
 
@@ -45,8 +54,6 @@ if TYPE_CHECKING:
 
 __all__ = ["ANALYSIS", "ceat", "ceat_kernel", "sample_indices"]
 
-ROLES = ("X", "Y", "A", "B")
-_BATCH = 256  # samples per gathered block (≈ 256 × stimuli × features floats)
 
 
 @dataclass(frozen=True)
@@ -123,165 +130,6 @@ def _natural(name: str) -> tuple:
     head = name.rstrip("0123456789")
     tail = name[len(head):]
     return (head, int(tail) if tail else -1)
-
-
-def sample_indices(
-    counts: Sequence[int], n_samples: int, *, rng_seeds: Sequence[Sequence[int]], replace: str
-) -> np.ndarray:
-    """(n_samples, stimuli) context indices: column j draws from ``range(counts[j])``.
-
-    ``replace="auto"``: without replacement when ``counts[j] >= n_samples`` (a seeded permutation),
-    with replacement otherwise (the paper); ``"always"``: with replacement (the authors' code).
-    Each column has its own generator, seeded by ``rng_seeds[j]``.
-    """
-    out = np.empty((n_samples, len(counts)), dtype=np.int64)
-    for j, (n, seed) in enumerate(zip(counts, rng_seeds, strict=True)):
-        rng = np.random.default_rng(list(seed))
-        if replace == "auto" and n >= n_samples:
-            out[:, j] = rng.permutation(n)[:n_samples]
-        else:
-            out[:, j] = rng.integers(n, size=n_samples)
-    return out
-
-
-def _weights(idx: np.ndarray, n_t: int, n_a: int, n_items: int, inv: np.ndarray):
-    """Sparse (samples × items) matrix whose product with the vectors gives each sample's
-    ``w_i = mean_a â_{a,i} − mean_b b̂_{b,i}`` (unit vectors through ``inv`` = 1/‖row‖)."""
-    from scipy import sparse
-
-    a_cols = idx[:, n_t : n_t + n_a]
-    b_cols = idx[:, n_t + n_a :]
-    n = idx.shape[0]
-    cols = np.concatenate([a_cols, b_cols], axis=1)
-    vals = np.concatenate(
-        [inv[a_cols] / a_cols.shape[1], -inv[b_cols] / b_cols.shape[1]], axis=1
-    ).astype(np.float32)
-    indptr = np.arange(0, cols.size + 1, cols.shape[1])
-    return sparse.csr_matrix((vals.ravel(), cols.ravel(), indptr), shape=(n, n_items))
-
-
-def _scores(e: np.ndarray, inv: np.ndarray, idx: np.ndarray, n_t: int, n_a: int) -> np.ndarray:
-    """``s (samples, n_t)``: each sampled target's unit vector dotted with its sample's w_i."""
-    s = np.empty((idx.shape[0], n_t), dtype=np.float64)
-    for lo in range(0, idx.shape[0], _BATCH):
-        block = idx[lo : lo + _BATCH]
-        w = _weights(block, n_t, n_a, e.shape[0], inv) @ e  # (b, d): one pass over gathered rows
-        for t in range(n_t):
-            rows = block[:, t]
-            s[lo : lo + len(block), t] = np.einsum("ij,ij->i", e[rows], w) * inv[rows]
-    return s
-
-
-def ceat_kernel(
-    emb: np.ndarray,
-    *,
-    idx: np.ndarray,
-    n_x: int,
-    n_y: int,
-    n_a: int,
-    ddof: int,
-    variance: str,
-    n_permutations: int = 0,
-    alternative: str = "two-sided",
-    seed: int = 0,
-    threads: int | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``emb (..., item, feature)``, ``idx (N, X+Y+A+B)`` rows into ``item`` → ``es, v, p (..., N)``.
-
-    Per sample i: ``w_i = mean_a â_{a,i} − mean_b b̂_{b,i}`` (one sparse product over the sampled
-    rows); ``s_{t,i} = t̂_{t,i} · w_i``; ``ES_i = (mean_X s − mean_Y s) / std_{X∪Y}(s, ddof)``;
-    ``V_i`` the sampling variance of d (``variance="cohens-d"``) or ``var_{X∪Y}(s, ddof=1)``
-    (``"reference"``); ``p_i`` a Monte-Carlo permutation p of the sample's WEAT
-    (``n_permutations`` re-splits of X∪Y, the same for every sample; NaN when 0). Samples are
-    split over ``threads`` (default: the cores); the result does not depend on it.
-    """
-    import concurrent.futures as cf
-    import os
-
-    n_t = n_x + n_y
-    lead = emb.shape[:-2]
-    n = idx.shape[0]
-    es = np.empty((*lead, n))
-    var = np.empty((*lead, n))
-    p = np.full((*lead, n), np.nan)
-    threads = max(1, min(threads or os.cpu_count() or 1, n // _BATCH or 1))
-    bounds = np.linspace(0, n, threads + 1).astype(int)
-    with stats.single_threaded_blas():
-        for pos in np.ndindex(*lead):
-            e = np.asarray(emb[pos], dtype=np.float32)
-            norms = np.sqrt(np.einsum("ij,ij->i", e, e))
-            inv = (1.0 / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-            if threads == 1:
-                s = _scores(e, inv, idx, n_t, n_a)
-            else:
-                with cf.ThreadPoolExecutor(threads) as pool:
-                    parts = pool.map(
-                        lambda k, e=e, inv=inv: _scores(e, inv, idx[bounds[k]:bounds[k + 1]], n_t, n_a),
-                        range(threads),
-                    )
-                    s = np.concatenate(list(parts))
-            d = stats.weat_effect_size(s[:, :n_x], s[:, n_x:], ddof=ddof)
-            es[pos] = d
-            var[pos] = (np.var(s, axis=-1, ddof=1) if variance == "reference"
-                        else stats.cohens_d_variance(d, n_x, n_y))
-            if n_permutations:
-                res = stats.permutation_test(
-                    s, n_x, alternative=alternative, n_permutations=n_permutations,
-                    exact_limit=0, seed=seed, method="monte-carlo",
-                )
-                p[pos] = res.pvalue
-    return es, var, p
-
-
-def _boot_kernel(
-    emb: np.ndarray, *, idx: np.ndarray, n_rep: int, n_x: int, n_y: int, n_a: int, ddof: int,
-    variance: str, alternative: str,
-) -> np.ndarray:
-    """CES of each bootstrap replicate: ``idx`` holds ``n_rep`` blocks of samples."""
-    es, v, _ = ceat_kernel(emb, idx=idx, n_x=n_x, n_y=n_y, n_a=n_a, ddof=ddof, variance=variance)
-    shape = (*es.shape[:-1], n_rep, es.shape[-1] // n_rep)
-    return stats.dersimonian_laird(
-        es.reshape(shape), v.reshape(shape), alternative=alternative  # type: ignore[arg-type]
-    ).ces
-
-
-def _bootstrap_indices(
-    counts: list[int], offsets: np.ndarray, sizes: dict[str, int], *, n_rep: int, n_samples: int,
-    seed: int, test: str,
-) -> np.ndarray:
-    """Rows of ``n_rep`` replicates × ``n_samples``: each replicate resamples the stimuli of every
-    word set (with replacement), then each drawn stimulus' contexts (with replacement), then draws
-    its samples from those resampled pools."""
-    rng = np.random.default_rng([seed, zlib.crc32(f"bootstrap/{test}".encode())])
-    cols = []
-    start = 0
-    role_cols = []
-    for role in ROLES:
-        role_cols.append(np.arange(start, start + sizes[role]))
-        start += sizes[role]
-    out = np.empty((n_rep, n_samples, start), dtype=np.int64)
-    for b in range(n_rep):
-        cols = np.concatenate([rng.choice(c, size=len(c), replace=True) for c in role_cols])
-        for j, stim in enumerate(cols.tolist()):
-            n = counts[stim]
-            pool = rng.integers(n, size=n)
-            out[b, :, j] = offsets[stim] + pool[rng.integers(n, size=n_samples)]
-    return out.reshape(n_rep * n_samples, start)
-
-
-def _convergence_kernel(es: np.ndarray, v: np.ndarray, *, grid: tuple[int, ...], alternative: str):
-    outs = [stats.dersimonian_laird(es[..., :n], v[..., :n], alternative=alternative)  # type: ignore[arg-type]
-            for n in grid]
-    return (np.stack([o.p for o in outs], axis=-1), np.stack([o.ci_low for o in outs], axis=-1),
-            np.stack([o.ci_high for o in outs], axis=-1), np.stack([o.z for o in outs], axis=-1))
-
-
-def _meta_kernel(es: np.ndarray, v: np.ndarray, *, alternative: str):
-    r = stats.dersimonian_laird(es, v, alternative=alternative)  # type: ignore[arg-type]
-    return r.ces, r.se, r.ci_low, r.ci_high, r.z, r.p, r.tau2, r.q, r.i2
-
-
-_META = ("ces", "se", "ci_low", "ci_high", "z", "p", "tau2", "q", "i2")
 
 
 def _one_test(

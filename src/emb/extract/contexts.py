@@ -408,7 +408,7 @@ def sample_contexts(
     ----------
     corpus : path, glob, or a sequence of them
         Text, JSON Lines or Parquet files, optionally gzip/zstd/xz/bz2-compressed
-        (:func:`emb.extract.corpus_stream.corpus_files`).
+        (:func:`emb.extract.corpus_files.corpus_files`).
     stimuli : sequence of str
         The words (distinct).
     n : int
