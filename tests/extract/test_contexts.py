@@ -222,10 +222,27 @@ def test_reservoir_uniform_end_to_end(tmp_path: Path) -> None:
 def test_one_sentence_shortcut_agrees_with_sentencex(data_dir: Path) -> None:
     """Texts the shortcut calls one sentence are one sentence for sentencex too (shared corpus)."""
     sentencex = pytest.importorskip("sentencex")
-    from emb.extract.contexts import _TERMINATORS
+    from emb.extract.sentences import _TERMINATORS
 
     with gzip.open(data_dir / "corpus" / "sentences.jsonl.gz", "rt", encoding="utf-8") as handle:
         texts = [json.loads(line)["text"] for i, line in enumerate(handle) if i % 7 == 0]
     single = [t for t in texts if not _TERMINATORS.search(t.rstrip(" \t").rstrip(".!?…"))]
     assert len(single) > 10_000
     assert all(len(sentencex.get_sentence_boundaries("en", t)) == 1 for t in single)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=list("ab .!?…。！？\n\r)(\t é’1"), max_size=12), min_size=1, max_size=8))
+def test_vectorised_one_sentence_test_equals_the_string_rule(texts: list[str]) -> None:
+    """one_sentence (bytes of a whole block, NumPy) says True exactly where the body of the text
+    (rstrip " \\t", then ".!?…") holds no terminator, the rule _sentences uses to skip sentencex."""
+    from emb.extract.corpus_stream import RecordBlock
+    from emb.extract.sentences import _CANDIDATES, _sentences, one_sentence
+
+    block = RecordBlock.from_texts(texts, np.arange(len(texts)), np.arange(len(texts)))
+    got = one_sentence(block.data, block.starts, block.ends)
+    want = [not _CANDIDATES.search(t.rstrip(" \t").rstrip(".!?…")) for t in texts]
+    assert got.tolist() == want
+    for t, single in zip(texts, got.tolist(), strict=True):
+        if single:
+            assert _sentences(t) == [(0, len(t))]

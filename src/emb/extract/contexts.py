@@ -24,7 +24,6 @@ import concurrent.futures as cf
 import heapq
 import multiprocessing
 import os
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ import numpy as np
 from emb.errors import CorpusError
 from emb.extract.corpus_stream import CorpusFile, Format, corpus_files, iter_blocks
 from emb.extract.reservoir import Reservoirs, candidate_keys
+from emb.extract.sentences import _sentence_of, _sentences, one_sentence
 from emb.extract.stimulus_matching import Matcher, Unit, reference_text, reference_window
 
 __all__ = ["Context", "ContextSample", "candidate_keys", "sample_contexts"]
@@ -144,13 +144,15 @@ class _Job:
     id_field: str | None
 
 
-def _units(matcher: Matcher, rec, stim, ws, we, text_of):  # noqa: ANN001, ANN202
+def _units(matcher: Matcher, rec, stim, ws, we, text_of, single=None):  # noqa: ANN001, ANN202
     """Candidate units from the occurrences of a block: (record, stimulus, ordinal, hint).
 
     A stimulus occurring once in a record makes one candidate whatever the unit; several
     occurrences make one candidate per record (``document``, ``reference``) or one per sentence
     holding it (``sentence``: the record is split only then). ``hint`` is the byte position (in
     the block) of the candidate's target when it is known without splitting, else -1.
+    ``single`` (per record of the block, :func:`~emb.extract.sentences.one_sentence`) marks the
+    records known to be one sentence without splitting them.
     """
     e = np.zeros(0, dtype=np.int64)
     if not len(rec):
@@ -178,7 +180,9 @@ def _units(matcher: Matcher, rec, stim, ws, we, text_of):  # noqa: ANN001, ANN20
         r, s = int(urec[j]), int(ustim[j])
         spans = spans_of.get(r)
         if spans is None:
-            spans = spans_of[r] = _sentences(text_of(r))
+            spans = spans_of[r] = (
+                [(0, -1)] if single is not None and single[r] else _sentences(text_of(r))
+            )
         if len(spans) == 1:  # one sentence: one unit, its target the first occurrence
             rows.append((r, s, 0, int(uws[j])))
             continue
@@ -190,46 +194,14 @@ def _units(matcher: Matcher, rec, stim, ws, we, text_of):  # noqa: ANN001, ANN20
             np.concatenate([uws[one], multi[:, 3]]))
 
 
-#: Where sentencex may end a sentence: terminal punctuation, line breaks, and list markers such as
-#: "(1)" or "b)". A text with none of them before its final run of ``.!?…`` is one sentence
-#: (checked against sentencex on all 193,889 lines of the shared corpus; tests/extract checks 1/7).
-_TERMINATORS = re.compile(r"[.!?…。！？\n\r]|\(\s*\w{1,4}\s*\)|\w\)")
-_CANDIDATES = re.compile(r"[.!?…。！？\n\r)]")  # one character class: a fast first look
-
-
-def _sentences(text: str) -> list[tuple[int, int]]:
-    """Sentence spans (character offsets) covering ``text``, by sentencex's English rules.
-
-    A text without a terminator before its final ``.!?…`` run is one sentence; sentencex is not
-    called for it (most corpus lines, and the bulk of the time it would take).
-    """
-    body = text.rstrip(" \t").rstrip(".!?…")
-    if not _CANDIDATES.search(body) or not _TERMINATORS.search(body):
-        return [(0, len(text))]
-    try:
-        import sentencex
-    except ImportError as exc:  # pragma: no cover - a declared dependency of the extra
-        raise CorpusError(
-            "the 'sentence' context unit needs the 'sentencex' package; run "
-            "pip install 'emb[corpus]' (or use --unit document)"
-        ) from exc
-    return [(b["start_index"], b["end_index"]) for b in sentencex.get_sentence_boundaries("en", text)]
-
-
-def _sentence_of(spans: list[tuple[int, int]], position: int) -> int:
-    for i, (a, b) in enumerate(spans):
-        if a <= position < b:
-            return i
-    return len(spans)  # not covered by the splitter: a unit of its own
-
-
 def _materialize(
-    matcher: Matcher, stimulus: int, text: str, ordinal: int, hint: int = -1
+    matcher: Matcher, stimulus: int, text: str, ordinal: int, hint: int = -1, single: bool = False
 ) -> tuple[str, int, int]:
     """(context, char_start, char_end) of a candidate unit.
 
     ``hint``: the target's byte offset in ``text`` when the scan knew it (the record's only
-    occurrence, or the first one for ``document``), which spares finding it again.
+    occurrence, or the first one for ``document``), which spares finding it again; ``single``:
+    the text is known to be one sentence (:func:`~emb.extract.sentences.one_sentence`).
     """
     word = matcher.stimuli[stimulus]
     if matcher.unit == "reference":
@@ -241,7 +213,10 @@ def _materialize(
         occ = matcher.occurrences_in(text, stimulus)
     if not occ:  # the scan and this rule disagree: a bug, never the user's input
         raise CorpusError(f"internal error: {word!r} not found again in {text[:200]!r}")
-    spans = _sentences(text) if matcher.unit == "sentence" else [(0, len(text))]
+    if matcher.unit == "sentence" and not single:
+        spans = _sentences(text)
+    else:
+        spans = [(0, len(text))]
     if len(spans) == 1:
         a, b = occ[0]
         lead = len(text) - len(text.lstrip())
@@ -316,7 +291,9 @@ def _offer(res: Reservoirs, job: _Job, block: Any, file_name: str, findex: int) 
             texts[r] = block.text(r)
         return texts[r]
 
-    urec, ustim, ordinal, hint = _units(matcher, rec, stim, ws, we, text_of)
+    single = (one_sentence(block.data, block.starts, block.ends) if matcher.unit == "sentence"
+              else np.zeros(len(block), dtype=bool))
+    urec, ustim, ordinal, hint = _units(matcher, rec, stim, ws, we, text_of, single)
     if not len(urec):
         return
     offsets = block.offsets[urec]
@@ -335,7 +312,7 @@ def _offer(res: Reservoirs, job: _Job, block: Any, file_name: str, findex: int) 
     at = np.where(at >= 0, at - block.starts[r], -1)
     res.add(ustim[chosen], (keys[chosen], np.full(len(chosen), findex, dtype=np.int64),
                             offsets[chosen], ordinal[chosen], text_col[which], block.lines[r],
-                            id_col[which], at))
+                            id_col[which], at, single[r]))
 
 
 def _groups(files: Sequence[CorpusFile], n: int) -> list[list[int]]:
@@ -369,10 +346,10 @@ def _merge(parts: list[dict[str, Any]], matcher: Matcher, n: int, files: Sequenc
         else:
             cols = cols[0]
         out = []
-        for key, f, offset, ordinal, text, line, ident, at in zip(
+        for key, f, offset, ordinal, text, line, ident, at, single in zip(
             *(c.tolist() for c in cols), strict=True
         ):
-            context, a, b = _materialize(matcher, s, text, ordinal, at)
+            context, a, b = _materialize(matcher, s, text, ordinal, at, single)
             out.append(Context(word, context, a, b, names[f], line, offset, ordinal, ident, key))
         merged[word] = out
     return merged, {w: int(c) for w, c in zip(stimuli, seen.tolist(), strict=True)}
