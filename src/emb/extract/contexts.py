@@ -75,8 +75,8 @@ class ContextSample:
     seconds : float
     workers : int
     options : dict
-        Timings: each worker's CPU and wall seconds, and the merge's (materializing the kept
-        contexts, in this process).
+        Timings: each worker's CPU and wall seconds (the scan and building its kept contexts)
+        and the merge's (choosing the n smallest keys over the workers, in this process).
     """
 
     contexts: dict[str, list[Context]]
@@ -270,9 +270,28 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
             skipped += block.skipped
             scanned += block.source_bytes
             _offer(res, job, block, file.name, findex)
-    return {"kept": res.kept(), "seen": res.seen, "skipped": skipped, "scanned": scanned,
+    names = {i: f.name for f, i in zip(job.files, job.file_index, strict=True)}
+    kept = [_contexts(matcher, s, cols, names) for s, cols in enumerate(res.kept())]
+    return {"kept": kept, "seen": res.seen, "skipped": skipped, "scanned": scanned,
             "read": sum(f.size for f in job.files), "cpu": time.process_time() - cpu0,
             "wall": time.perf_counter() - wall0}
+
+
+def _contexts(matcher: Matcher, s: int, cols: tuple[np.ndarray, ...], names: dict[int, str]):  # noqa: ANN202
+    """A worker's kept candidates of stimulus ``s``, materialized where they were found (in
+    parallel over workers): (key, file, offset, ordinal) columns and an object array of
+    :class:`Context`, in ascending order."""
+    if not len(cols):
+        e = np.zeros(0, dtype=np.int64)
+        return (e.astype(np.uint64), e, e, e, np.empty(0, dtype=object))
+    word = matcher.stimuli[s]
+    out = np.empty(len(cols[0]), dtype=object)
+    for i, (key, f, offset, ordinal, text, line, ident, at, single) in enumerate(
+        zip(*(c.tolist() for c in cols), strict=True)
+    ):
+        context, a, b = _materialize(matcher, s, text, ordinal, at, single)
+        out[i] = Context(word, context, a, b, names[f], line, offset, ordinal, ident, key)
+    return (*cols[:4], out)
 
 
 def _offer(res: Reservoirs, job: _Job, block: Any, file_name: str, findex: int) -> None:
@@ -325,33 +344,19 @@ def _groups(files: Sequence[CorpusFile], n: int) -> list[list[int]]:
     return [sorted(m) for _, _, m in sorted(bins, key=lambda b: b[1]) if m]
 
 
-def _merge(parts: list[dict[str, Any]], matcher: Matcher, n: int, files: Sequence[CorpusFile]):  # noqa: ANN202
-    """The n smallest (key, file, offset, ordinal) per stimulus over all partial reservoirs,
-    materialized."""
-    stimuli = matcher.stimuli
+def _merge(parts: list[dict[str, Any]], stimuli: Sequence[str], n: int):  # noqa: ANN202
+    """The n smallest (key, file, offset, ordinal) per stimulus over all partial reservoirs."""
     seen = np.zeros(len(stimuli), dtype=np.int64)
     merged: dict[str, list[Context]] = {}
     for part in parts:
         seen += part["seen"]
-    names = [f.name for f in files]
     for s, word in enumerate(stimuli):
-        cols = [part["kept"][s] for part in parts if len(part["kept"][s])]
-        if not cols:
-            merged[word] = []
-            continue
+        cols = [part["kept"][s] for part in parts if len(part["kept"][s][0])]
         if len(cols) > 1:
-            cols = [np.concatenate(c) for c in zip(*cols, strict=True)]
-            order = np.lexsort((cols[3], cols[2], cols[1], cols[0]))[:n]
-            cols = [c[order] for c in cols]
+            key, file, offset, ordinal, contexts = (np.concatenate(c) for c in zip(*cols, strict=True))
+            merged[word] = contexts[np.lexsort((ordinal, offset, file, key))[:n]].tolist()
         else:
-            cols = cols[0]
-        out = []
-        for key, f, offset, ordinal, text, line, ident, at, single in zip(
-            *(c.tolist() for c in cols), strict=True
-        ):
-            context, a, b = _materialize(matcher, s, text, ordinal, at, single)
-            out.append(Context(word, context, a, b, names[f], line, offset, ordinal, ident, key))
-        merged[word] = out
+            merged[word] = cols[0][4].tolist() if cols else []
     return merged, {w: int(c) for w, c in zip(stimuli, seen.tolist(), strict=True)}
 
 
@@ -443,7 +448,7 @@ def sample_contexts(
     if bar is not None:
         bar.close()
     t_merge = time.perf_counter()
-    contexts, seen = _merge(parts, matcher, n, files)
+    contexts, seen = _merge(parts, matcher.stimuli, n)
     merge_seconds = time.perf_counter() - t_merge
     elapsed = time.perf_counter() - t0
     return ContextSample(
