@@ -9,7 +9,8 @@ each copy its own file. In one run, alternating:
   and with 2 worker processes;
 
 reported as MB/s of decompressed text (the pass includes hashing the files, decompression, matching,
-the reservoirs, sentence splitting and building the kept contexts), the speed-up 1 → 2 workers,
+the reservoirs, sentence splitting and building the kept contexts; the per-core rate counts the
+workers' CPU seconds, which exclude hashing the files and starting the processes), the speed-up 1 → 2 workers,
 and the ratio to the naive pass. The machine's load average is printed: other processes on the
 cores make both slower.
 
@@ -99,8 +100,9 @@ def corpus_benchmark(copies: int, contexts: int, rounds: int) -> None:
                                      max(timing["worker_cpu_seconds"]), timing["merge_seconds"]))
                 print(f"  {workers} worker(s): wall {wall:.1f} s; worker CPU "
                       f"{timing['worker_cpu_seconds']} s, worker wall {timing['worker_wall_seconds']} "
-                      f"s; merge (materializing {sum(len(v) for v in sample.contexts.values()):,} "
-                      f"contexts) {timing['merge_seconds']:.1f} s")
+                      f"s (scan and building the kept contexts); merge (the n smallest keys of "
+                      f"{sum(len(v) for v in sample.contexts.values()):,} contexts) "
+                      f"{timing['merge_seconds']:.2f} s")
             print(f"  round {r + 1}: naive pass CPU {naive_cpu:.1f} s; load average {_load()}")
         best: dict[str, float] = {}
         for name, seconds, n_bytes in rows:

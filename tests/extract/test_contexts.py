@@ -246,3 +246,36 @@ def test_vectorised_one_sentence_test_equals_the_string_rule(texts: list[str]) -
     for t, single in zip(texts, got.tolist(), strict=True):
         if single:
             assert _sentences(t) == [(0, len(t))]
+
+
+_WORDS = st.sampled_from(["love", "Love", "home", "he", "she", "glove", "café", "é", ".", " ", "\n",
+                          '"', "\\", "text", '"text": "x"', "\u2028", "’", "love's"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(_WORDS, max_size=8), st.sampled_from([None, "before", "after"]),
+                          st.booleans(), st.sampled_from([(", ", ": "), (",", ":"), (" , ", " :  ")])),
+                min_size=1, max_size=12))
+def test_hits_reused_from_the_prefilter_equal_a_second_scan(tmp_path_factory, records) -> None:
+    """Records whose text is verbatim in its JSON line reuse the prefilter's hits; the occurrences
+    equal those of a scan of the decoded block (escapes, nested or repeated keys, odd spacing)."""
+    from emb.extract.corpus_stream import iter_blocks
+
+    lines = []
+    for i, (words, nested, ascii_only, seps) in enumerate(records):
+        text = " ".join(words)
+        obj = {"id": i, "text": text}
+        if nested:  # a nested "text" of the same length (other hits), before or after the real one
+            meta = {"meta": {"text": text[::-1], "kind": "text"}}
+            obj = {**meta, **obj, "tail": "text"} if nested == "before" else {**obj, **meta}
+        lines.append(json.dumps(obj, ensure_ascii=ascii_only, separators=seps))
+    path = tmp_path_factory.mktemp("known") / "c.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    matcher = Matcher(["love", "home", "he", "she", "café"], case_sensitive=False, unit="sentence")
+    (file,) = corpus_files([path])
+    for block in iter_blocks(file, prefilter=matcher.scan):
+        assert block.known is not None or not len(block)
+        got = matcher.occurrences(block.data, block.starts, block.ends, block.known)
+        want = matcher.occurrences(block.data, block.starts, block.ends)
+        for a, b in zip(got, want, strict=True):
+            np.testing.assert_array_equal(a, b)

@@ -265,7 +265,7 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
     for file, findex in zip(job.files, job.file_index, strict=True):
         for block in iter_blocks(
             file, text_field=job.text_field, id_field=job.id_field,
-            prefilter=matcher.prefilter, report=report,
+            prefilter=matcher.scan, report=report,
         ):
             skipped += block.skipped
             scanned += block.source_bytes
@@ -302,7 +302,7 @@ def _offer(res: Reservoirs, job: _Job, block: Any, file_name: str, findex: int) 
     passes their stimulus' threshold, each record's text decoded once.
     """
     matcher = job.matcher
-    rec, stim, ws, we = matcher.occurrences(block.data, block.starts, block.ends)
+    rec, stim, ws, we = matcher.occurrences(block.data, block.starts, block.ends, block.known)
     texts: dict[int, str] = {}
 
     def text_of(r: int) -> str:

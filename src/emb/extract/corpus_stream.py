@@ -68,6 +68,9 @@ class RecordBlock:
         Records dropped as ``[deleted]``/``[removed]`` (or empty) in this block.
     source_bytes : int
         Decompressed bytes of the file this block covers (all its lines, kept or not).
+    known : (numpy.ndarray of bool, numpy.ndarray of int64), optional
+        From a prefilter that returned its matcher's hits: which records' hits are already known
+        (their text is verbatim in the line) and those hits (pattern, start, end) in ``data``.
     """
 
     data: bytes
@@ -78,6 +81,7 @@ class RecordBlock:
     ids: list[str] = field(default_factory=list)
     skipped: int = 0
     source_bytes: int = 0
+    known: tuple[np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
         return int(self.starts.shape[0])
@@ -252,8 +256,12 @@ def _jsonl_blocks(
         lines = np.arange(first_line, first_line + n_lines, dtype=np.int64)
         first_line += n_lines
         keep = ends > starts
+        hits = None
         if prefilter is not None:
-            keep &= _lines_hit(prefilter(_json_prefilter_view(chunk)), starts)
+            found = prefilter(_json_prefilter_view(chunk))
+            if found.ndim == 2:  # (pattern, start, end): kept for the verbatim texts below
+                hits, found = found, found[:, 1]
+            keep &= _lines_hit(found, starts)
         chosen = np.flatnonzero(keep)
         raw = list(map(chunk.__getitem__, map(slice, starts[chosen].tolist(), ends[chosen].tolist())))
         objects = _decode_json(file, raw, lines[chosen])
@@ -281,8 +289,73 @@ def _jsonl_blocks(
         )
         if id_field:  # looked up only for the records a caller asks about
             block.ids = _RecordIds(objects, kept, id_field)
+        if hits is not None and len(block):
+            block.known = _known_hits(chunk, hits, starts, ends, rows, block, text_field)
         block.source_bytes = len(chunk)
         yield block
+
+
+def _known_hits(
+    chunk: bytes, hits: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray,
+    rows: np.ndarray, block: RecordBlock, text_field: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The prefilter's hits inside the records whose text is verbatim in their line, moved to the
+    block's coordinates: (known per record, hits (pattern, start, end) of the known records).
+
+    A line's text is verbatim when the line holds no backslash (so the JSON string has no escape
+    and its bytes are the text's UTF-8) and exactly one ``"text_field":`` followed by a string;
+    the string's length must equal the text's. Each such text is delimited by quotes in the line
+    and by separators in the block, both boundaries to the matcher, so the matcher's hits inside
+    it are the same in both.
+    """
+    arr = np.frombuffer(chunk, dtype=np.uint8)
+    n = len(block)
+    known = np.zeros(n, dtype=bool)
+    key = b'"' + text_field.encode("utf-8") + b'"'
+    quotes = np.flatnonzero(arr == 34)
+    cand = quotes[quotes + len(key) + 2 < len(arr)]
+    match = np.ones(len(cand), dtype=bool)
+    for k, byte in enumerate(key):
+        match &= arr[cand + k] == byte
+    opens = cand[match]  # the key's opening quote
+    close = np.searchsorted(quotes, opens + len(key) - 1)  # index of the key's closing quote
+    ok = close + 2 < len(quotes)
+    opens, close = opens[ok], close[ok]
+    v_open, v_close = quotes[close + 1], quotes[close + 2]
+    gap = v_open - (opens + len(key))  # ':' and blanks only
+    ok = (gap >= 1) & (gap <= 8)
+    colons = np.zeros(len(opens), dtype=np.int64)
+    for k in range(8):
+        at = np.minimum(opens + len(key) + k, len(arr) - 1)
+        inside = k < gap
+        byte = arr[at]
+        colons += inside & (byte == 58)
+        ok &= ~inside | (byte == 58) | (byte == 32) | (byte == 9) | (byte == 13) | (byte == 10)
+    ok &= colons == 1
+    opens, v_open, v_close, ok = opens[ok], v_open[ok], v_close[ok], ok[ok]
+    line = np.searchsorted(line_starts, opens, side="right") - 1
+    per_line = np.bincount(line, minlength=len(line_starts))  # '"key": "' per line
+    escaped = _lines_hit(np.flatnonzero(arr == 92), line_starts)
+    record_of_line = np.full(len(line_starts), -1, dtype=np.int64)
+    record_of_line[rows] = np.arange(n)
+    rec = record_of_line[line]
+    ok &= (rec >= 0) & (per_line[line] == 1) & ~escaped[line] & (v_close < line_ends[line])
+    rec, v_open, v_close = rec[ok], v_open[ok], v_close[ok]
+    same = v_close - v_open - 1 == block.ends[rec] - block.starts[rec]
+    rec, v_open = rec[same], v_open[same]
+    known[rec] = True
+    value_start = np.zeros(n, dtype=np.int64)
+    value_start[rec] = v_open + 1
+    # the prefilter's hits inside a known text (its quotes included), shifted into the block
+    h_rec = record_of_line[np.searchsorted(line_starts, hits[:, 1], side="right") - 1]
+    inside = h_rec >= 0
+    inside[inside] = known[h_rec[inside]]
+    h, r = hits[inside], h_rec[inside]
+    v0 = value_start[r]
+    inside = (h[:, 1] >= v0 - 1) & (h[:, 2] <= v0 + block.ends[r] - block.starts[r] + 1)
+    h, r = h[inside], r[inside]
+    shift = block.starts[r] - value_start[r]
+    return known, np.column_stack([h[:, 0], h[:, 1] + shift, h[:, 2] + shift])
 
 
 def _all_texts(values: list[Any]) -> bool:
@@ -416,7 +489,9 @@ def iter_blocks(
         from a record; None: no ids).
     prefilter : callable, optional
         ``prefilter(chunk_bytes) -> positions``: byte positions in a chunk of raw lines where a
-        match may start; only lines holding one are decoded and returned. It must return a superset
+        match may start; only lines holding one are decoded and returned. It may instead return
+        its matcher's hits ``(pattern, start, end)`` (n, 3): the blocks then carry them for the
+        records whose text is verbatim in the line (:attr:`RecordBlock.known`). It must return a superset
         of the real matches (JSON escapes ending in a letter or digit are blanked first, so that
         ``\\nlove`` reads as a boundary before *love*). Ignored for Parquet.
     report : callable, optional

@@ -29,7 +29,7 @@ import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -199,13 +199,41 @@ class Matcher:
         flat = np.fromiter(itertools.chain.from_iterable(found), dtype=np.int64, count=3 * len(found))
         return flat.reshape(-1, 3)
 
+    def scan(self, chunk: bytes) -> np.ndarray:
+        """(pattern, start, end) of every pattern occurrence in a chunk of raw lines: a prefilter
+        (:func:`~emb.extract.corpus_stream.iter_blocks`) whose hits in verbatim texts are reused
+        by :meth:`occurrences`."""
+        return self._raw(chunk)
+
+    def _hits(self, data: bytes, starts: np.ndarray, ends: np.ndarray, known: Any) -> np.ndarray:
+        """The block's raw hits: those already known, and a scan of the other records only."""
+        if known is None:
+            return self._raw(data)
+        mask, hits = known
+        todo = np.flatnonzero(~mask)
+        if not len(todo):
+            return hits
+        if 2 * len(todo) > len(mask):  # most records unknown: scanning them all is cheaper
+            return self._raw(data)
+        a, b = starts[todo], ends[todo]
+        pieces = list(map(data.__getitem__, map(slice, a.tolist(), b.tolist())))
+        lengths = b - a
+        first = np.cumsum(lengths + 1) - lengths  # where each piece starts in the joined bytes
+        found = self._raw(b"\x00" + b"\x00".join(pieces) + b"\x00")
+        if not len(found):
+            return hits
+        j = np.searchsorted(first, found[:, 1] + 1, side="right") - 1
+        shift = a[j] - first[j]
+        moved = np.column_stack([found[:, 0], found[:, 1] + shift, found[:, 2] + shift])
+        return np.concatenate([hits, moved])
+
     def prefilter(self, chunk: bytes) -> np.ndarray:
         """Byte positions in raw lines where a stimulus may occur (a superset of the matches)."""
         raw = self._raw(chunk)
         return raw[:, 1] if len(raw) else np.zeros(0, dtype=np.int64)
 
     def occurrences(
-        self, data: bytes, starts: np.ndarray, ends: np.ndarray
+        self, data: bytes, starts: np.ndarray, ends: np.ndarray, known: Any = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Every occurrence of every stimulus in a block of records.
 
@@ -215,13 +243,16 @@ class Matcher:
             Record texts, each preceded and followed by a non-alphanumeric byte.
         starts, ends : numpy.ndarray of int64
             Record i is ``data[starts[i]:ends[i]]`` (increasing, non-overlapping).
+        known : (numpy.ndarray of bool, numpy.ndarray), optional
+            Records whose raw hits are known (:attr:`RecordBlock.known`, from :meth:`scan` as the
+            prefilter) and those hits: only the other records are scanned.
 
         Returns
         -------
         record, stimulus, byte_start, byte_end : numpy.ndarray of int64
             Sorted by record, stimulus and position; positions index ``data``.
         """
-        raw = self._raw(data)
+        raw = self._hits(data, starts, ends, known)
         plan = self._plan
         empty = np.zeros(0, dtype=np.int64)
         if not len(raw) or not len(starts):
