@@ -44,6 +44,8 @@ BLOCK_BYTES = 8 * 2**20
 # two-byte JSON escapes that end in a letter: blanked before the byte-level prefilter, so that
 # "\nlove" is seen as a word boundary followed by "love" (see RecordBlock)
 _LETTER_ESCAPE_BYTES = np.frombuffer(b"ntrbf", dtype=np.uint8)
+# bytes.translate table: newline 1, quote 2, backslash 3, anything else 0
+_JSON_CODES = bytes(1 if b == 10 else 2 if b == 34 else 3 if b == 92 else 0 for b in range(256))
 
 
 @dataclass(eq=False)
@@ -165,9 +167,10 @@ def _read_chunks(file: CorpusFile, report: Callable[[int], None] | None) -> Iter
         stream.close()
 
 
-def _line_table(chunk: bytes) -> tuple[np.ndarray, np.ndarray]:
+def _line_table(chunk: bytes, newlines: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Start and end (exclusive, before the newline) of every line of a chunk of whole lines."""
-    newlines = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
+    if newlines is None:
+        newlines = np.flatnonzero(np.frombuffer(chunk, dtype=np.uint8) == 10)
     starts = np.empty_like(newlines)
     starts[0:1] = 0
     starts[1:] = newlines[:-1] + 1
@@ -219,7 +222,15 @@ def _lines_hit(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return hit
 
 
-def _json_prefilter_view(chunk: bytes) -> bytes:
+def _json_marks(chunk: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions of the newlines, quotes and backslashes of a chunk, in one pass over its bytes."""
+    codes = np.frombuffer(chunk.translate(_JSON_CODES), dtype=np.uint8)
+    marks = np.flatnonzero(codes)
+    kinds = codes[marks]
+    return marks[kinds == 1], marks[kinds == 2], marks[kinds == 3]
+
+
+def _json_prefilter_view(chunk: bytes, slashes: np.ndarray | None = None) -> bytes:
     """The chunk with the letters and digits of JSON escapes blanked (same length).
 
     ``\\n``, ``\\t``, ``\\r``, ``\\b``, ``\\f`` and ``\\uXXXX`` end in a letter or digit that would
@@ -227,7 +238,7 @@ def _json_prefilter_view(chunk: bytes) -> bytes:
     still finds a superset of the matches.
     """
     arr = np.frombuffer(chunk, dtype=np.uint8)
-    slashes = np.flatnonzero(arr[:-1] == 92)
+    slashes = np.flatnonzero(arr[:-1] == 92) if slashes is None else slashes[slashes < len(arr) - 1]
     if not len(slashes):
         return chunk
     out = bytearray(chunk)
@@ -251,14 +262,15 @@ def _jsonl_blocks(
 ) -> Iterator[RecordBlock]:
     first_line = 1
     for offset, chunk in _read_chunks(file, report):
-        starts, ends = _line_table(chunk)
+        newlines, quotes, slashes = _json_marks(chunk)
+        starts, ends = _line_table(chunk, newlines)
         n_lines = len(starts)
         lines = np.arange(first_line, first_line + n_lines, dtype=np.int64)
         first_line += n_lines
         keep = ends > starts
         hits = None
         if prefilter is not None:
-            found = prefilter(_json_prefilter_view(chunk))
+            found = prefilter(_json_prefilter_view(chunk, slashes))
             if found.ndim == 2:  # (pattern, start, end): kept for the verbatim texts below
                 hits, found = found, found[:, 1]
             keep &= _lines_hit(found, starts)
@@ -290,14 +302,15 @@ def _jsonl_blocks(
         if id_field:  # looked up only for the records a caller asks about
             block.ids = _RecordIds(objects, kept, id_field)
         if hits is not None and len(block):
-            block.known = _known_hits(chunk, hits, starts, ends, rows, block, text_field)
+            block.known = _known_hits(chunk, hits, starts, ends, rows, block, text_field,
+                                      quotes, slashes)
         block.source_bytes = len(chunk)
         yield block
 
 
 def _known_hits(
     chunk: bytes, hits: np.ndarray, line_starts: np.ndarray, line_ends: np.ndarray,
-    rows: np.ndarray, block: RecordBlock, text_field: str,
+    rows: np.ndarray, block: RecordBlock, text_field: str, quotes: np.ndarray, slashes: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The prefilter's hits inside the records whose text is verbatim in their line, moved to the
     block's coordinates: (known per record, hits (pattern, start, end) of the known records).
@@ -312,12 +325,9 @@ def _known_hits(
     n = len(block)
     known = np.zeros(n, dtype=bool)
     key = b'"' + text_field.encode("utf-8") + b'"'
-    quotes = np.flatnonzero(arr == 34)
-    cand = quotes[quotes + len(key) + 2 < len(arr)]
-    match = np.ones(len(cand), dtype=bool)
-    for k, byte in enumerate(key):
-        match &= arr[cand + k] == byte
-    opens = cand[match]  # the key's opening quote
+    opens = quotes[quotes + len(key) + 2 < len(arr)]
+    for k in range(1, len(key)):  # narrowed byte by byte: few quotes open the key
+        opens = opens[arr[opens + k] == key[k]]  # the key's opening quote
     close = np.searchsorted(quotes, opens + len(key) - 1)  # index of the key's closing quote
     ok = close + 2 < len(quotes)
     opens, close = opens[ok], close[ok]
@@ -335,7 +345,7 @@ def _known_hits(
     opens, v_open, v_close, ok = opens[ok], v_open[ok], v_close[ok], ok[ok]
     line = np.searchsorted(line_starts, opens, side="right") - 1
     per_line = np.bincount(line, minlength=len(line_starts))  # '"key": "' per line
-    escaped = _lines_hit(np.flatnonzero(arr == 92), line_starts)
+    escaped = _lines_hit(slashes, line_starts)
     record_of_line = np.full(len(line_starts), -1, dtype=np.int64)
     record_of_line[rows] = np.arange(n)
     rec = record_of_line[line]
