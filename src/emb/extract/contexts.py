@@ -285,11 +285,19 @@ def _contexts(matcher: Matcher, s: int, cols: tuple[np.ndarray, ...], names: dic
         e = np.zeros(0, dtype=np.int64)
         return (e.astype(np.uint64), e, e, e, np.empty(0, dtype=object))
     word = matcher.stimuli[s]
+    width = len(word)
+    fast = matcher.is_fast(s) and matcher.unit != "reference"
+    whole = matcher.unit == "document"
     out = np.empty(len(cols[0]), dtype=object)
     for i, (key, f, offset, ordinal, text, line, ident, at, single) in enumerate(
         zip(*(c.tolist() for c in cols), strict=True)
     ):
-        context, a, b = _materialize(matcher, s, text, ordinal, at, single)
+        if fast and at >= 0 and (single or whole) and text.isascii():
+            # the common case of _materialize inlined: the whole record, its target known
+            lead = len(text) - len(text.lstrip())
+            context, a, b = text.strip(), at - lead, at - lead + width
+        else:
+            context, a, b = _materialize(matcher, s, text, ordinal, at, single)
         out[i] = Context(word, context, a, b, names[f], line, offset, ordinal, ident, key)
     return (*cols[:4], out)
 

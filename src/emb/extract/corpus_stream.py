@@ -225,7 +225,7 @@ def _lines_hit(positions: np.ndarray, starts: np.ndarray) -> np.ndarray:
 def _json_marks(chunk: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Positions of the newlines, quotes and backslashes of a chunk, in one pass over its bytes."""
     codes = np.frombuffer(chunk.translate(_JSON_CODES), dtype=np.uint8)
-    marks = np.flatnonzero(codes)
+    marks = np.flatnonzero(codes != 0)  # a bool mask: numpy's fast nonzero (5x uint8's)
     kinds = codes[marks]
     return marks[kinds == 1], marks[kinds == 2], marks[kinds == 3]
 

@@ -95,7 +95,7 @@ def one_sentence(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
             break
         body -= one + 3 * three
     kind = np.frombuffer(data.translate(_MARKS), dtype=np.uint8)
-    marks = np.flatnonzero(kind)
+    marks = np.flatnonzero(kind != 0)  # a bool mask: numpy's fast nonzero
     wide = marks[(kind[marks] == 2) & (marks + 2 < len(arr))]
     real = np.zeros(len(wide), dtype=bool)
     for seq in _WIDE:
