@@ -70,6 +70,8 @@ class RecordBlock:
         Records dropped as ``[deleted]``/``[removed]`` (or empty) in this block.
     source_bytes : int
         Decompressed bytes of the file this block covers (all its lines, kept or not).
+    texts : sequence of str, optional
+        The records' texts as strings, when they were decoded ones (JSON, Parquet).
     known : (numpy.ndarray of bool, numpy.ndarray of int64), optional
         From a prefilter that returned its matcher's hits: which records' hits are already known
         (their text is verbatim in the line) and those hits (pattern, start, end) in ``data``.
@@ -84,11 +86,14 @@ class RecordBlock:
     skipped: int = 0
     source_bytes: int = 0
     known: tuple[np.ndarray, np.ndarray] | None = None
+    texts: Sequence[str] | None = None
 
     def __len__(self) -> int:
         return int(self.starts.shape[0])
 
     def text(self, i: int) -> str:
+        if self.texts is not None:  # decoded records keep their strings
+            return self.texts[i]
         return self.data[int(self.starts[i]) : int(self.ends[i])].decode("utf-8")
 
     @classmethod
@@ -127,6 +132,7 @@ class RecordBlock:
             lines=np.asarray(lines, dtype=np.int64),
             ids=list(ids) if ids is not None else [""] * n,
             skipped=skipped,
+            texts=list(texts),
         )
 
 
