@@ -30,10 +30,29 @@ import xarray as xr
 import zarr
 
 from emb.errors import EmbError, EmbWarning, StoreError
+from emb.extract._plan import BlockSources, Key, Plan, item_coords
+from emb.extract.shards import (
+    Shard,
+    available_rows,
+    parse_shard,
+    settle,
+    shard_record,
+    window_blocks_of,
+)
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store
 from emb.store._nodes import text_values
+from emb.store.lock import WriterLock
 from emb.store.names import check_group_name
+from emb.store.shards import (
+    COPIES_PENDING,
+    DONE,
+    read_markers,
+    read_record,
+    record_shards,
+    shard_lock_path,
+    shard_windows,
+)
 from emb.store.store import suite_names
 from emb.store.writer import (
     SuiteWriter,
@@ -50,8 +69,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from emb.extract.suites import Suite
 
 __all__ = ["ExtractionSettings", "SuiteReport", "extract", "parse_layers"]
-
-Key = tuple[str, int, int]
 
 #: Blocks computed together: one ``embed`` call sorts their contexts by length, so batches carry
 #: less padding than within one block (at 10,000 "This is WORD." items, sorting block by block fed
@@ -150,6 +167,7 @@ def extract(
     layers: str | Sequence[int] | None = None,
     dry_run: bool = False,
     on_estimate: Callable[[Estimate], object] | None = None,
+    shard: str | Shard | None = None,
 ) -> list[SuiteReport]:
     """Extract every layer's embedding of each suite item's target into ``store``.
 
@@ -190,6 +208,10 @@ def extract(
         Tokenise, estimate the store's size and the time (``on_estimate``), write nothing.
     on_estimate
         Called with the :class:`~emb.extract.estimate.Estimate` before anything is written.
+    shard
+        ``"I/N"``: compute and write only shard I (1-based) of N of each suite's windows (see
+        :mod:`emb.extract.shards`); the worker that finds every block written finishes the
+        suite.  Every worker must be given the same N, suites and settings.
 
     Returns
     -------
@@ -220,12 +242,23 @@ def extract(
         )
     group_names = [check_group_name(group_name) for group_name in group_names]
     pools = _parse_settings(poolings, dtype, storage_dtype, batch_size)
+    shard = parse_shard(shard)
+    if shard is not None and overwrite:
+        raise EmbError(
+            "--overwrite cannot be combined with --shard: every worker would delete what the "
+            "others wrote; replace the suite once without --shard (or delete it), then start the shards"
+        )
     if isinstance(window_blocks, bool) or not isinstance(window_blocks, int) or window_blocks < 1:
         raise EmbError(f"window_blocks must be a positive integer; got {window_blocks!r}")
     store = os.fspath(store)
     # a store path emb cannot or must not write into, or a suite another process is writing,
     # is refused before the model loads
-    check_store(store, storage_options=storage_options, suites=group_names)
+    check_store(store, storage_options=storage_options, suites=group_names if shard is None else ())
+    if shard is not None:  # this shard's lock (local stores): another worker with the same shard
+        for name in group_names:
+            path = shard_lock_path(store, name, shard.label)
+            if path is not None:
+                WriterLock.check_free(path, what=f"{shard.label} of suite {name!r} of store {store}")
 
     if isinstance(model, str | os.PathLike):
         model = os.fspath(model)
@@ -260,7 +293,7 @@ def extract(
         # store holds (another model, another definition under the same name) by reading only.
         suite_bos = [_suite_bos(suite, bos, runner) for suite in suite_list]
         plans = [
-            _Plan.build(runner, suite, bos=b) for suite, b in zip(suite_list, suite_bos, strict=True)
+            Plan.build(runner, suite, bos=b) for suite, b in zip(suite_list, suite_bos, strict=True)
         ]
         for suite, plan, b in zip(suite_list, plans, suite_bos, strict=True):
             _warn_position_zero(runner, suite, plan, b)
@@ -301,6 +334,7 @@ def extract(
                     overwrite=overwrite,
                     progress=progress,
                     block_size=block_size,
+                    shard=shard,
                 )
             )
     return reports
@@ -319,13 +353,13 @@ def _suite_bos(suite: Suite, bos: bool | None, runner: Runner) -> bool | None:
     return None
 
 
-def _first_position(plan: _Plan) -> int:
+def _first_position(plan: Plan) -> int:
     """Items whose target starts at the context's first token."""
     at_zero = np.array([int(np.asarray(e.target)[0]) == 0 for e in plan.encodings], dtype=bool)
     return int(at_zero[plan.item_key].sum()) if at_zero.size else 0
 
 
-def _warn_position_zero(runner: Runner, suite: Suite, plan: _Plan, bos: bool | None) -> None:
+def _warn_position_zero(runner: Runner, suite: Suite, plan: Plan, bos: bool | None) -> None:
     """Warn when targets sit at position 0 of a causal model: their states see nothing but the
     target itself (and act as the attention sink), so e.g. WEAT on words alone measures noise."""
     if not getattr(runner.info, "causal", False):
@@ -413,108 +447,6 @@ def _frozen_gc() -> Iterator[None]:
         gc.unfreeze()
 
 
-# -- planning ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Plan:
-    """Tokenised suite: unique keys, their encodings, and each item's key index."""
-
-    keys: list[Key]
-    encodings: list[Any]
-    item_key: np.ndarray  # (n_items,) index into keys
-    first_item: np.ndarray  # (n_keys,) first item that uses each key
-
-    @classmethod
-    def build(cls, runner: Runner, suite: Suite, *, bos: bool | None) -> _Plan:
-        index: dict[Key, int] = {}
-        keys: list[Key] = []
-        item_key = np.empty(len(suite.items), dtype=np.int64)
-        for i, item in enumerate(suite.items):
-            key = (item.context, int(item.char_start), int(item.char_end))
-            k = index.get(key)
-            if k is None:
-                k = index[key] = len(keys)
-                keys.append(key)
-            item_key[i] = k
-        encodings = runner.encode([k[0] for k in keys], [(k[1], k[2]) for k in keys], bos=bos)
-        first_item = np.full(len(keys), -1, dtype=np.int64)
-        for i in range(len(item_key) - 1, -1, -1):
-            first_item[item_key[i]] = i
-        return cls(keys, encodings, item_key, first_item)
-
-
-@dataclass(frozen=True)
-class _BlockSources:
-    """Where each item of a block gets its vector: computed here (once per key), copied from an
-    earlier row of this suite, from another finished suite, or from its key's first use here."""
-
-    compute_keys: list[int]  # keys whose first use lies in this block, in first-use order
-    first_position: dict[int, int]  # key -> its first position in the block
-    self_rows: list[tuple[int, int]]  # (position, earlier row of this suite)
-    other_rows: dict[str, list[tuple[int, int]]]  # group -> [(position, row there)]
-    later: list[tuple[int, int]]  # (position, position of the key's first use in this block)
-
-    @classmethod
-    def of(cls, plan: _Plan, start: int, stop: int, reuse: Mapping[Key, tuple[str, int]]) -> _BlockSources:
-        keys = plan.item_key[start:stop]
-        firsts = plan.first_item[keys]
-        out = cls([], {}, [], {}, [])
-        for pos, (k, first) in enumerate(zip(keys.tolist(), firsts.tolist(), strict=True)):
-            other = reuse.get(plan.keys[k])
-            if other is not None:
-                out.other_rows.setdefault(other[0], []).append((pos, other[1]))
-            elif first < start:
-                out.self_rows.append((pos, first))
-            elif k in out.first_position:
-                out.later.append((pos, out.first_position[k]))
-            else:
-                out.first_position[k] = pos
-                out.compute_keys.append(k)
-        return out
-
-
-def _coords(suite: Suite, plan: _Plan, layers: Sequence[int], poolings: Sequence[str]) -> xr.Dataset:
-    enc = [plan.encodings[k] for k in plan.item_key]
-    targets = [np.asarray(e.target) for e in enc]
-    n_sub = np.array([t.size for t in targets], dtype=np.int32)
-    width = max(1, int(n_sub.max(initial=1)))
-    sub_ids = np.full((len(enc), width), -1, dtype=np.int32)
-    for i, e in enumerate(enc):
-        ids = np.asarray(e.subtoken_ids, dtype=np.int32)
-        sub_ids[i, : ids.size] = ids
-    columns = suite.columns()
-    item_coords: dict[str, Any] = {
-        "word": ("item", columns.pop("word").astype(object)),
-        "context": ("item", columns.pop("context").astype(object)),
-        "setting": ("item", columns.pop("setting").astype(object)),
-        "stimulus_set": ("item", columns.pop("stimulus_set").astype(object)),
-        "char_start": ("item", columns.pop("char_start").astype(np.int32)),
-        "char_end": ("item", columns.pop("char_end").astype(np.int32)),
-        "n_subtokens": ("item", n_sub),
-        "token_start": ("item", np.array([int(t.min()) for t in targets], dtype=np.int32)),
-        "token_end": ("item", np.array([int(t.max()) + 1 for t in targets], dtype=np.int32)),
-        "n_tokens": ("item", np.array([len(e.input_ids) for e in enc], dtype=np.int32)),
-        "subtoken_ids": (("item", dm.SUBTOKEN_DIM), sub_ids),
-    }
-    windows = [getattr(e, "window", None) for e in enc]
-    if any(w is not None for w in windows):  # contexts cut to the model's positions
-        lengths = [len(c) for c in item_coords["context"][1]]
-        item_coords["cut_start"] = ("item", np.array(
-            [w[0] if w else 0 for w in windows], dtype=np.int32))
-        item_coords["cut_end"] = ("item", np.array(
-            [w[1] if w else n for w, n in zip(windows, lengths, strict=True)], dtype=np.int32))
-    for key, values in columns.items():  # suite labels: str or float64 columns
-        if key in item_coords or key in ("item", "layer", "pooling", "feature"):
-            raise StoreError(f"suite label {key!r} clashes with a store coordinate; rename it")
-        item_coords[key] = ("item", values.astype(object) if values.dtype.kind == "U" else values)
-    coords = {
-        "item": np.arange(len(enc), dtype=np.int64),
-        "layer": np.asarray(layers, dtype=np.int64),
-        "pooling": np.array(list(poolings), dtype=object),
-        **item_coords,
-    }
-    return xr.Dataset(coords=coords)
-
-
 def _suite_attrs(suite: Suite) -> dict[str, Any]:
     settings = sorted({it.setting for it in suite.items})
     sets = sorted({it.stimulus_set for it in suite.items})
@@ -542,26 +474,37 @@ def _installed_versions() -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _reuse_sources(root: zarr.Group, name: str, extraction: Mapping[str, Any]) -> dict[Key, tuple[str, int]]:
-    """Keys already stored by other finished suites with the same extraction settings."""
+def _reuse_sources(
+    root: zarr.Group, name: str, extraction: Mapping[str, Any], *, only: Sequence[str] | None = None
+) -> tuple[dict[Key, tuple[str, int]], tuple[str, ...]]:
+    """Keys already stored by other finished suites with the same extraction settings, and the
+    names of those suites.  ``only``: the suites a sharded extraction's record names (every
+    shard copies from the same ones, whatever finished since)."""
     sources: dict[Key, tuple[str, int]] = {}
-    for other in suite_names(root.store):
+    used: list[str] = []
+    for other in suite_names(root.store) if only is None else only:
         if other == name:
             continue
         try:
             node = zarr.open_group(root.store, path=other, mode="r", use_consolidated=False)
             if not node.attrs.get(dm.ATTR_COMPLETE) or dm.ATTR_EXTRACTION not in node.attrs:
-                continue
+                raise KeyError(other)
             if extraction_differences(node.attrs[dm.ATTR_EXTRACTION], extraction):
-                continue
+                raise KeyError(other)
             contexts = text_values(node["context"][:])
             starts = np.asarray(node["char_start"][:])
             ends = np.asarray(node["char_end"][:])
         except (KeyError, ValueError, TypeError, OSError):
-            continue  # a damaged suite is no source ('emb validate' reports it)
+            if only is None:
+                continue  # a damaged suite is no source ('emb validate' reports it)
+            raise StoreError(
+                f"suite {other!r}, whose vectors the shards of {name!r} copy, is no longer "
+                f"complete in {root.store}; re-extract {name!r} with --overwrite"
+            ) from None
+        used.append(other)
         for row, key in enumerate(zip(contexts.tolist(), starts.tolist(), ends.tolist(), strict=True)):
             sources.setdefault((str(key[0]), int(key[1]), int(key[2])), (other, row))
-    return sources
+    return sources, tuple(used)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -580,7 +523,7 @@ class _Prepared:
 
     @classmethod
     def of(
-        cls, runner: Runner, suite: Suite, plan: _Plan, settings: ExtractionSettings, *,
+        cls, runner: Runner, suite: Suite, plan: Plan, settings: ExtractionSettings, *,
         name: str, window_blocks: int, layers: list[int],
     ) -> _Prepared:
         info = runner.info
@@ -609,7 +552,7 @@ class _Prepared:
             "versions": dict(_installed_versions()),
         }
         return cls(
-            name=name, shape=shape, coords=_coords(suite, plan, layers, settings.poolings),
+            name=name, shape=shape, coords=item_coords(suite, plan, layers, settings.poolings),
             suite_attrs=_suite_attrs(suite), extraction=extraction, window_blocks=window_blocks,
             layers=list(layers), subset=subset, unknown=unknown,
         )
@@ -627,7 +570,7 @@ class _Prepared:
         )
 
 
-def _unknown_targets(suite: Suite, plan: _Plan, unk_id: int | None) -> tuple[str, ...]:
+def _unknown_targets(suite: Suite, plan: Plan, unk_id: int | None) -> tuple[str, ...]:
     """The words of items whose target subtokens are all the unknown token."""
     if unk_id is None:
         return ()
@@ -650,12 +593,13 @@ def _extract_suite(
     location: str,
     *,
     suite: Suite,
-    plan: _Plan,
+    plan: Plan,
     prep: _Prepared,
     settings: ExtractionSettings,
     overwrite: bool,
     progress: bool,
     block_size: int | None,
+    shard: Shard | None = None,
 ) -> SuiteReport:
     t0 = time.perf_counter()
     name, shape = prep.name, prep.shape
@@ -676,28 +620,45 @@ def _extract_suite(
                 overwrite=overwrite,
                 block_size=block_size,
                 executor=pool,
+                shard=shard.label if shard is not None else None,
             )
             ranges = writer.block_ranges()
-            pending = list(range(len(ranges))) if writer.fresh else writer.pending_blocks()
-            if not writer.fresh and writer.group.attrs.get(dm.ATTR_COMPLETE) and not pending:
+            # computed window by window (the stored setting: a resumed run cuts the same windows)
+            per_window = int(writer.extraction.get("window_blocks", 1))
+            all_windows = window_blocks_of(len(ranges), per_window)
+            markers = read_markers(writer.done) if not writer.fresh else np.zeros(len(ranges), np.uint8)
+            truncate = bool(writer.extraction.get("truncate_after_target", False))
+            if (shard is None and not writer.fresh and writer.group.attrs.get(dm.ATTR_COMPLETE)
+                    and (markers == DONE).all()):
                 return SuiteReport(
                     name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
                     blocks_written=0, blocks_total=len(ranges), already_complete=True,
                     seconds=time.perf_counter() - t0, **unknown,
                 )
-            reuse = _reuse_sources(root, name, writer.extraction)
-            # computed window by window (the stored setting: a resumed run cuts the same windows)
-            per_window = int(writer.extraction.get("window_blocks", 1))
-            truncate = bool(writer.extraction.get("truncate_after_target", False))
-            pending_set = set(pending)
+            record = read_record(root.store, name)
+            reuse, reuse_from = _reuse_sources(
+                root, name, writer.extraction, only=record.reuse_from if record else None
+            )
+            mine: Sequence[int] = range(len(all_windows))
+            if shard is not None:
+                record = record_shards(root.store, location, name, shard_record(
+                    plan, ranges, all_windows, shard.count, per_window, reuse_from))
+                mine = shard_windows(record, shard.index)
+            # a shard writer leaves blocks written with copies pending to the settling step
+            pending_set = {
+                b for w in mine for b in all_windows[w]
+                if (markers[b] == 0 if shard is not None else markers[b] != DONE)
+            }
             windows = [
                 (blocks, ranges[blocks[0]][0], ranges[blocks[-1]][1])
-                for w in range(0, len(ranges), per_window)
-                if pending_set.intersection(blocks := list(range(w, min(w + per_window, len(ranges)))))
+                for w in mine
+                if pending_set.intersection(blocks := all_windows[w])
             ]
-            sources = [_BlockSources.of(plan, start, stop, reuse) for _, start, stop in windows]
+            computing = {b for blocks, _, _ in windows for b in blocks}
+            sources = [BlockSources.of(plan, start, stop, reuse) for _, start, stop in windows]
             bar = _progress_bar(
-                progress, total=sum(len(src.compute_keys) for src in sources), desc=name
+                progress, total=sum(len(src.compute_keys) for src in sources),
+                desc=name if shard is None else f"{name} {shard}",
             )
             n_computed = n_copied = 0
             dtype = np.dtype(settings.storage_dtype)
@@ -721,14 +682,20 @@ def _extract_suite(
                 if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
                     values = vectors  # every row computed here, in order: no copy
                 else:
-                    values = np.empty((stop - start, *shape[1:]), dtype=dtype)
+                    values = np.zeros((stop - start, *shape[1:]), dtype=dtype)
                     if vectors is not None:
                         values[[seen[k] for k in compute_keys]] = vectors
+                waiting: set[int] = set()  # blocks with rows another shard has not written yet
                 if self_rows:  # rows of earlier windows: read back once they are written
                     for future in inflight:
                         future.result()
-                    pos, rows = zip(*self_rows, strict=True)
-                    values[list(pos)] = writer.read_rows(rows)
+                    ready, waiting_rows = available_rows(
+                        writer, self_rows, computing=computing, sharded=shard is not None
+                    )
+                    waiting = {(start + pos) // writer.block_size for pos, _ in waiting_rows}
+                    if ready:
+                        pos, rows = zip(*ready, strict=True)
+                        values[list(pos)] = writer.read_rows(rows)
                 for other, pairs in other_rows.items():
                     pos, rows = zip(*pairs, strict=True)
                     values[list(pos)] = read_rows(root[f"{other}/{dm.EMBEDDING}"], rows)
@@ -739,7 +706,8 @@ def _extract_suite(
                     future.result()
                 inflight = [
                     pool.submit(
-                        _store_block, writer, b, values[ranges[b][0] - start : ranges[b][1] - start], name
+                        _store_block, writer, b, values[ranges[b][0] - start : ranges[b][1] - start],
+                        name, COPIES_PENDING if b in waiting else DONE,
                     )
                     for b in blocks
                     if b in pending_set
@@ -748,18 +716,23 @@ def _extract_suite(
                 future.result()
         if bar is not None:
             bar.close()
-        writer.finish()
+        if shard is None:
+            writer.finish()
+        else:  # pending copies filled in where their rows exist; the last one finishes the suite
+            settle(writer, plan, reuse, per_window)
     finally:
         if writer is not None:
             writer.close()
     return SuiteReport(
         name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=n_computed,
-        n_copied=n_copied, blocks_written=len(pending), blocks_total=len(ranges),
+        n_copied=n_copied, blocks_written=len(pending_set), blocks_total=len(ranges),
         already_complete=False, seconds=time.perf_counter() - t0, **unknown,
     )
 
 
-def _store_block(writer: SuiteWriter, index: int, block: np.ndarray, name: str) -> None:
+def _store_block(
+    writer: SuiteWriter, index: int, block: np.ndarray, name: str, marker: int = DONE
+) -> None:
     """Refuse non-finite values, then write the block (on the writer thread).
 
     The runner refuses NaN and infinite hidden states itself, so a non-finite value here is a
@@ -777,7 +750,7 @@ def _store_block(writer: SuiteWriter, index: int, block: np.ndarray, name: str) 
                 "re-run with --storage-dtype float32 (and --overwrite)"
             )
         raise StoreError(f"suite {name!r}: the model returned infinite values in block {index}")
-    writer.write_block(index, block)
+    writer.write_block(index, block, marker=marker)
 
 
 def _all_finite(block: np.ndarray) -> bool:
@@ -798,7 +771,7 @@ def _all_finite(block: np.ndarray) -> bool:
     return int(np.bitwise_and(bits, no_sign).max()) < inf
 
 
-def _bos_added(plan: _Plan, bos_id: int | None) -> bool:
+def _bos_added(plan: Plan, bos_id: int | None) -> bool:
     """Whether the encoded contexts start with the model's BOS token."""
     return bool(
         bos_id is not None

@@ -40,13 +40,15 @@ import zarr.codecs
 import zarr.errors
 from zarr.core.sync import sync as zarr_sync
 
-from emb.errors import CorruptStoreError, EmbWarning, StoreError, StoreMismatchError
+from emb.errors import CorruptStoreError, StoreError, StoreMismatchError
 from emb.schemas import datamodel as dm
 from emb.store._location import check_writable, is_url, local_path, open_zarr_store
 from emb.store._nodes import BadMetadata, child_names, digest, list_prefix, read_bytes, read_json
 from emb.store.lock import WriterLock, lock_path, locked
 from emb.store.manifest import build_manifest, covered
 from emb.store.names import check_group_name
+from emb.store.shards import shard_layout_guard
+from emb.store.shards import writer_lock as _take_lock
 from emb.store.validate import describe_problems, read_done, shard_key, suite_status
 
 __all__ = [
@@ -366,8 +368,10 @@ class SuiteWriter:
         fresh: bool,
         handles: tuple[zarr.Group, zarr.Array, zarr.Array] | Future[Any],
         lock: WriterLock | None = None,
+        shard: str | None = None,
     ) -> None:
         self.location = location
+        self.shard = shard  # "shard-I-of-N" for a shard writer
         self.root = root
         self.name = name
         self.block_size = block_size
@@ -421,10 +425,13 @@ class SuiteWriter:
         overwrite: bool = False,
         block_size: int | None = None,
         executor: Executor | None = None,
+        shard: str | None = None,
     ) -> SuiteWriter:
         """Create the group's layout, or reopen an unfinished group written by the same command.
 
-        Takes the suite's writer lock first (local stores), and keeps it until :meth:`finish` or
+        Takes the suite's writer lock first (local stores; a shard writer, ``shard`` =
+        ``"shard-I-of-N"``, takes its shard's lock and the suite's only while it lays the suite
+        out, see :mod:`emb.store.shards`), and keeps it until :meth:`finish` or
         :meth:`close`.  With an ``executor`` (the single writer thread), a new layout is written
         there, ahead of the blocks submitted after it, while the caller computes the first
         block; checks that can refuse the write always run here, before anything is written.
@@ -447,55 +454,54 @@ class SuiteWriter:
         if block < 1:
             raise StoreError(f"block size must be >= 1; got {block}")
         extraction = {**extraction_attrs, "block_size": block}
-        path = lock_path(location, name)
-        lock = (
-            WriterLock.acquire(
-                path, what=f"suite {name!r} of store {location}", purpose=f"write suite {name!r}"
-            )
-            if path is not None
-            else None
-        )
-        if lock is not None and lock.stale is not None:
-            warnings.warn(
-                f"suite {name!r} of {location}: took over the writer lock left by "
-                f"{lock.stale.describe()}, which is no longer running (killed or crashed); "
-                "resuming what it wrote",
-                EmbWarning,
-                stacklevel=2,
-            )
+        lock = _take_lock(location, name, shard)
         try:
             zstore = root.store
-            action, attrs = plan_group(
-                location, zstore, name=name, suite_attrs=suite_attrs, extraction=extraction,
-                overwrite=overwrite,
-            )
-            if action == "resume":
-                assert attrs is not None
-                stored = dict(attrs[dm.ATTR_EXTRACTION])
-                writer = cls(
-                    location, root, name, block_size=int(stored["block_size"]),
-                    n_items=n_items, extraction=stored, fresh=False,
-                    handles=cls._open_handles(root, name), lock=lock,
-                )
-                writer._drop_partial_files()
-                return writer
-            if action in ("replace", "rewrite"):
-                with _write_errors(f"(delete) the group {name!r} of {location}"):
-                    _delete_group(zstore, name, flags=attrs is not None)
 
-            def layout() -> tuple[zarr.Group, zarr.Array, zarr.Array]:
-                with _write_errors(f"the layout of suite {name!r} into {location}"):
-                    cls._write_layout(
-                        location, root, name, coords, shape, storage_dtype, block, suite_attrs,
-                        extraction,
+            def start(action: str, attrs: Mapping[str, Any] | None, *, background: bool) -> SuiteWriter:
+                if action == "resume":
+                    assert attrs is not None
+                    stored = dict(attrs[dm.ATTR_EXTRACTION])
+                    writer = cls(
+                        location, root, name, block_size=int(stored["block_size"]),
+                        n_items=n_items, extraction=stored, fresh=False,
+                        handles=cls._open_handles(root, name), lock=lock, shard=shard,
                     )
-                return cls._open_handles(root, name)
+                    if shard is None:  # shard writers may be writing beside us: keep their files
+                        writer._drop_partial_files()
+                    return writer
+                if action in ("replace", "rewrite"):
+                    with _write_errors(f"(delete) the group {name!r} of {location}"):
+                        _delete_group(zstore, name, flags=attrs is not None)
 
-            return cls(
-                location, root, name, block_size=block, n_items=n_items, extraction=extraction,
-                fresh=True, handles=executor.submit(layout) if executor is not None else layout(),
-                lock=lock,
-            )
+                def layout() -> tuple[zarr.Group, zarr.Array, zarr.Array]:
+                    with _write_errors(f"the layout of suite {name!r} into {location}"):
+                        cls._write_layout(
+                            location, root, name, coords, shape, storage_dtype, block, suite_attrs,
+                            extraction,
+                        )
+                    return cls._open_handles(root, name)
+
+                return cls(
+                    location, root, name, block_size=block, n_items=n_items, extraction=extraction,
+                    fresh=True, handles=executor.submit(layout) if background and executor else layout(),
+                    lock=lock, shard=shard,
+                )
+
+            def plan() -> tuple[str, dict[str, Any] | None]:
+                return plan_group(
+                    location, zstore, name=name, suite_attrs=suite_attrs, extraction=extraction,
+                    overwrite=overwrite,
+                )
+
+            if shard is None:
+                return start(*plan(), background=True)
+            # shard writers: the layout is written once, by whoever gets its guard first
+            with shard_layout_guard(zstore, location, name) as guarded:
+                action, attrs = plan()
+                if action != "resume" and not guarded:  # written by another worker meanwhile
+                    action, attrs = plan()
+                return start(action, attrs, background=False)
         except BaseException:
             if lock is not None:
                 lock.release()
@@ -610,9 +616,10 @@ class SuiteWriter:
         done = read_done(self.done)
         return [i for i in range(len(self.block_ranges())) if not done[i]]
 
-    def write_block(self, index: int, values: np.ndarray) -> None:
-        """Write block ``index`` (one shard), then its done-marker; the shard is read back and
-        hashed for the manifest."""
+    def write_block(self, index: int, values: np.ndarray, *, marker: int = 1) -> None:
+        """Write block ``index`` (one shard), then its done-marker (``marker``: 1 done, 2 rows
+        copied from other shards still pending, see :mod:`emb.store.shards`); the shard is read
+        back and hashed for the manifest."""
         start, stop = self.block_ranges()[index]
         if values.shape != (stop - start, *self.array.shape[1:]):
             raise StoreError(
@@ -625,7 +632,7 @@ class SuiteWriter:
             raw = read_bytes(self.root.store, key)
             if raw is not None:
                 self._digests[covered(self.name, key) or key] = (len(raw), digest(raw))
-            self.done[index] = 1
+            self.done[index] = marker
 
     def read_rows(self, rows: Sequence[int]) -> np.ndarray:
         """Rows already written (for vectors reused by later items)."""

@@ -1,0 +1,127 @@
+"""The plan of a suite's extraction, a function of its items and the tokenizer alone.
+
+Items are keyed by (context, char span): each distinct key is tokenised once (:class:`Plan`);
+:class:`BlockSources` says, for a window of items, which keys are computed there and which rows
+are copied (from an earlier row of the suite, from another finished suite, or from the key's
+first use in the window); :func:`item_coords` lays out the suite's item coordinates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import xarray as xr
+
+from emb.errors import StoreError
+from emb.schemas import datamodel as dm
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emb.extract.model import Runner
+    from emb.extract.suites import Suite
+
+__all__ = ["BlockSources", "Key", "Plan", "item_coords"]
+
+Key = tuple[str, int, int]
+
+@dataclass(frozen=True)
+class Plan:
+    """Tokenised suite: unique keys, their encodings, and each item's key index."""
+
+    keys: list[Key]
+    encodings: list[Any]
+    item_key: np.ndarray  # (n_items,) index into keys
+    first_item: np.ndarray  # (n_keys,) first item that uses each key
+
+    @classmethod
+    def build(cls, runner: Runner, suite: Suite, *, bos: bool | None) -> Plan:
+        index: dict[Key, int] = {}
+        keys: list[Key] = []
+        item_key = np.empty(len(suite.items), dtype=np.int64)
+        for i, item in enumerate(suite.items):
+            key = (item.context, int(item.char_start), int(item.char_end))
+            k = index.get(key)
+            if k is None:
+                k = index[key] = len(keys)
+                keys.append(key)
+            item_key[i] = k
+        encodings = runner.encode([k[0] for k in keys], [(k[1], k[2]) for k in keys], bos=bos)
+        first_item = np.full(len(keys), -1, dtype=np.int64)
+        for i in range(len(item_key) - 1, -1, -1):
+            first_item[item_key[i]] = i
+        return cls(keys, encodings, item_key, first_item)
+
+
+@dataclass(frozen=True)
+class BlockSources:
+    """Where each item of a block gets its vector: computed here (once per key), copied from an
+    earlier row of this suite, from another finished suite, or from its key's first use here."""
+
+    compute_keys: list[int]  # keys whose first use lies in this block, in first-use order
+    first_position: dict[int, int]  # key -> its first position in the block
+    self_rows: list[tuple[int, int]]  # (position, earlier row of this suite)
+    other_rows: dict[str, list[tuple[int, int]]]  # group -> [(position, row there)]
+    later: list[tuple[int, int]]  # (position, position of the key's first use in this block)
+
+    @classmethod
+    def of(cls, plan: Plan, start: int, stop: int, reuse: Mapping[Key, tuple[str, int]]) -> BlockSources:
+        keys = plan.item_key[start:stop]
+        firsts = plan.first_item[keys]
+        out = cls([], {}, [], {}, [])
+        for pos, (k, first) in enumerate(zip(keys.tolist(), firsts.tolist(), strict=True)):
+            other = reuse.get(plan.keys[k])
+            if other is not None:
+                out.other_rows.setdefault(other[0], []).append((pos, other[1]))
+            elif first < start:
+                out.self_rows.append((pos, first))
+            elif k in out.first_position:
+                out.later.append((pos, out.first_position[k]))
+            else:
+                out.first_position[k] = pos
+                out.compute_keys.append(k)
+        return out
+
+
+def item_coords(suite: Suite, plan: Plan, layers: Sequence[int], poolings: Sequence[str]) -> xr.Dataset:
+    enc = [plan.encodings[k] for k in plan.item_key]
+    targets = [np.asarray(e.target) for e in enc]
+    n_sub = np.array([t.size for t in targets], dtype=np.int32)
+    width = max(1, int(n_sub.max(initial=1)))
+    sub_ids = np.full((len(enc), width), -1, dtype=np.int32)
+    for i, e in enumerate(enc):
+        ids = np.asarray(e.subtoken_ids, dtype=np.int32)
+        sub_ids[i, : ids.size] = ids
+    columns = suite.columns()
+    item_coords: dict[str, Any] = {
+        "word": ("item", columns.pop("word").astype(object)),
+        "context": ("item", columns.pop("context").astype(object)),
+        "setting": ("item", columns.pop("setting").astype(object)),
+        "stimulus_set": ("item", columns.pop("stimulus_set").astype(object)),
+        "char_start": ("item", columns.pop("char_start").astype(np.int32)),
+        "char_end": ("item", columns.pop("char_end").astype(np.int32)),
+        "n_subtokens": ("item", n_sub),
+        "token_start": ("item", np.array([int(t.min()) for t in targets], dtype=np.int32)),
+        "token_end": ("item", np.array([int(t.max()) + 1 for t in targets], dtype=np.int32)),
+        "n_tokens": ("item", np.array([len(e.input_ids) for e in enc], dtype=np.int32)),
+        "subtoken_ids": (("item", dm.SUBTOKEN_DIM), sub_ids),
+    }
+    windows = [getattr(e, "window", None) for e in enc]
+    if any(w is not None for w in windows):  # contexts cut to the model's positions
+        lengths = [len(c) for c in item_coords["context"][1]]
+        item_coords["cut_start"] = ("item", np.array(
+            [w[0] if w else 0 for w in windows], dtype=np.int32))
+        item_coords["cut_end"] = ("item", np.array(
+            [w[1] if w else n for w, n in zip(windows, lengths, strict=True)], dtype=np.int32))
+    for key, values in columns.items():  # suite labels: str or float64 columns
+        if key in item_coords or key in ("item", "layer", "pooling", "feature"):
+            raise StoreError(f"suite label {key!r} clashes with a store coordinate; rename it")
+        item_coords[key] = ("item", values.astype(object) if values.dtype.kind == "U" else values)
+    coords = {
+        "item": np.arange(len(enc), dtype=np.int64),
+        "layer": np.asarray(layers, dtype=np.int64),
+        "pooling": np.array(list(poolings), dtype=object),
+        **item_coords,
+    }
+    return xr.Dataset(coords=coords)

@@ -1,0 +1,399 @@
+"""Cooperating shard writers of one suite: the shard record, layout guard, progress, locks.
+
+``emb extract --shard I/N`` runs N workers on one suite (see :mod:`emb.extract.shards` for the
+plan).  What they share in the store, and how they stay out of each other's way:
+
+- **The layout** (coordinates, empty ``embedding``, done-markers) is written once, by the first
+  worker to get there.  On a local store under the suite's lock (:mod:`emb.store.lock`, held only
+  for the layout); on object storage under a *layout claim*, the object
+  ``<store>/.emb-lock.<suite>.layout`` created with a conditional write (``If-None-Match: *``,
+  which AWS S3, MinIO and moto honour: exactly one creator wins) and deleted once the layout is
+  whole.  The others wait for the group's ``skeleton_written`` attribute, then resume it.
+- **The shard record** ``<suite>/_progress/shards.json`` (the shard count, each shard's windows
+  and blocks, and the finished suites whose rows are reused), created once the same way; a worker
+  started with another shard count is refused.
+- **Blocks**: each worker writes only the blocks of its own windows (one object per shard of the
+  zarr array, then its one-byte marker): no two workers write the same object, except when one
+  shard is run twice at once, and then both write the same bytes.
+- **Markers**: ``DONE`` (1); ``COPIES_PENDING`` (2): written, but rows copied from another
+  shard's window are still zero; 0: not written.  Readers count only ``DONE``.
+- **Finishing**: a worker that finds every block written fills in the pending copies, writes the
+  manifest and marks the suite complete.  Every step writes what any other worker would write,
+  so two workers finishing at once agree.
+- **Locks** (local stores): a shard writer holds ``.emb-lock.<suite>.shard-I-of-N``; a writer of
+  the whole suite (no ``--shard``) holds ``.emb-lock.<suite>`` and refuses while a shard lock is
+  held.  Object storage has no locks; see the README ("One writer at a time").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+import uuid
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import zarr.storage
+from zarr.core.sync import sync as zarr_sync
+
+from emb.errors import EmbWarning, StoreError, StoreLockedError
+from emb.schemas import datamodel as dm
+from emb.store._location import is_url, local_path
+from emb.store._nodes import BadMetadata, read_bytes, read_json
+from emb.store.lock import WriterLock, lock_path, locked
+
+__all__ = [
+    "COPIES_PENDING",
+    "DONE",
+    "LAYOUT_WAIT_S",
+    "ShardProgress",
+    "ShardRecord",
+    "check_no_shard_writers",
+    "create_once",
+    "layout_claim",
+    "read_markers",
+    "read_record",
+    "record_shards",
+    "shard_lock_path",
+    "shard_layout_guard",
+    "shard_progress",
+    "shard_windows",
+    "writer_lock",
+]
+
+DONE = 1
+COPIES_PENDING = 2
+RECORD_KEY = f"{dm.PROGRESS_GROUP}/shards.json"
+#: How long a worker waits for another worker's layout (a 4-million-item CEAT layout writes its
+#: coordinates in about a minute) before it refuses, naming the claim.
+LAYOUT_WAIT_S = 900.0
+_POLL_S = 0.2
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShardRecord:
+    """The plan the shard workers of a suite share (``<suite>/_progress/shards.json``)."""
+
+    count: int
+    window_blocks: int
+    windows: tuple[tuple[int, int], ...]  # per shard: [first window, stop window)
+    blocks: tuple[tuple[int, int], ...]  # per shard: [first block, stop block)
+    reuse_from: tuple[str, ...] = ()  # finished suites whose rows are copied
+    created_by: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {
+                "version": 1,
+                "count": self.count,
+                "window_blocks": self.window_blocks,
+                "windows": [list(w) for w in self.windows],
+                "blocks": [list(b) for b in self.blocks],
+                "reuse_from": list(self.reuse_from),
+                "created_by": self.created_by,
+            },
+            separators=(",", ":"),
+        ).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> ShardRecord:
+        data = json.loads(raw.decode("utf-8"))
+        return cls(
+            count=int(data["count"]),
+            window_blocks=int(data["window_blocks"]),
+            windows=tuple((int(a), int(b)) for a, b in data["windows"]),
+            blocks=tuple((int(a), int(b)) for a, b in data["blocks"]),
+            reuse_from=tuple(str(n) for n in data.get("reuse_from", ())),
+            created_by=dict(data.get("created_by") or {}),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ShardProgress:
+    """One shard's blocks: done, written with copies pending, total."""
+
+    index: int
+    count: int
+    blocks_done: int
+    blocks_pending_copies: int
+    blocks_total: int
+
+    @property
+    def complete(self) -> bool:
+        return self.blocks_done == self.blocks_total
+
+    def describe(self) -> str:
+        state = "done" if self.complete else f"{self.blocks_done}/{self.blocks_total} blocks"
+        if self.blocks_pending_copies:
+            state += f" (+{self.blocks_pending_copies} waiting for rows of other shards)"
+        return f"shard {self.index}/{self.count}: {state}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shard": f"{self.index}/{self.count}", "blocks_done": self.blocks_done,
+            "blocks_pending_copies": self.blocks_pending_copies, "blocks_total": self.blocks_total,
+        }
+
+
+def _me() -> dict[str, Any]:
+    return {
+        "host": socket.gethostname(), "pid": os.getpid(),
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+# -- create once ----------------------------------------------------------------------------------
+def create_once(zstore: Any, key: str, data: bytes) -> bool:
+    """Create object ``key`` holding ``data`` unless it exists; True when this call created it.
+
+    Atomic where the backend allows it: a hard link of a complete temporary file on local disks
+    (``link`` fails when the name exists), a conditional PUT (``If-None-Match: *``) through
+    fsspec's ``mode="create"`` on S3 (s3fs) and fsspec's memory file system.  On a backend that
+    has neither, an existence check then a write (two writers starting in the same instant can
+    both "create"; see the README).
+    """
+    if isinstance(zstore, zarr.storage.LocalStore):
+        path = Path(zstore.root) / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
+        tmp.write_bytes(data)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink(missing_ok=True)
+        return True
+    fs = getattr(zstore, "fs", None)
+    if fs is not None:
+        path = f"{zstore.path.rstrip('/')}/{key}"
+        try:
+            if getattr(fs, "async_impl", False):
+                zarr_sync(fs._pipe_file(path, data, mode="create"))
+            else:
+                fs.pipe_file(path, data, mode="create")
+        except FileExistsError:
+            return False
+        except (TypeError, NotImplementedError):
+            pass  # a backend without mode="create": check, then write
+        else:
+            return True
+    if read_bytes(zstore, key) is not None:
+        return False
+    zarr_sync(zstore.set(key, _buffer(data)))
+    return True
+
+
+def _buffer(data: bytes) -> Any:
+    from zarr.core.buffer import default_buffer_prototype
+
+    return default_buffer_prototype().buffer.from_bytes(data)
+
+
+def _delete(zstore: Any, key: str) -> None:
+    with contextlib.suppress(OSError, FileNotFoundError):
+        zarr_sync(zstore.delete(key))
+
+
+# -- the shard record -------------------------------------------------------------------------------
+def read_record(zstore: Any, name: str) -> ShardRecord | None:
+    """The suite's shard record, or None (never sharded, or a record that does not parse)."""
+    raw = read_bytes(zstore, f"{name}/{RECORD_KEY}")
+    if raw is None:
+        return None
+    try:
+        return ShardRecord.from_json(raw)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def record_shards(zstore: Any, location: str, name: str, record: ShardRecord) -> ShardRecord:
+    """Create the suite's shard record, or check this worker's plan against the one there.
+
+    Raises
+    ------
+    StoreMismatchError
+        The suite is being extracted with another shard count (or, impossibly for the same
+        suite and settings, another plan).
+    """
+    from emb.errors import StoreMismatchError
+
+    stamped = ShardRecord(
+        count=record.count, window_blocks=record.window_blocks, windows=record.windows,
+        blocks=record.blocks, reuse_from=record.reuse_from, created_by=_me(),
+    )
+    if create_once(zstore, f"{name}/{RECORD_KEY}", stamped.to_json()):
+        return stamped
+    found = read_record(zstore, name)
+    if found is None:
+        raise StoreError(
+            f"the shard record of suite {name!r} in {location} ({name}/{RECORD_KEY}) cannot be "
+            "read; re-extract the suite with --overwrite (without --shard)"
+        )
+    if found.count != record.count:
+        raise StoreMismatchError(
+            f"suite {name!r} in {location} is being extracted in {found.count} shards, this run "
+            f"asks for {record.count}: give --shard I/{found.count} (or run without --shard to "
+            "finish every shard in one process)"
+        )
+    if found != record:
+        raise StoreMismatchError(
+            f"suite {name!r} in {location} was planned into other shards (windows "
+            f"{list(found.windows)[:4]}…, reusing {list(found.reuse_from)}); this run plans "
+            f"{list(record.windows)[:4]}…, reusing {list(record.reuse_from)}: the store changed "
+            "under the workers; re-extract the suite with --overwrite"
+        )
+    return found
+
+
+def read_markers(done: Any) -> np.ndarray:
+    """The raw done-markers (0, ``DONE``, ``COPIES_PENDING``); one that cannot be decoded is 0."""
+    try:
+        return np.asarray(done[:], dtype=np.uint8)
+    except Exception:  # noqa: BLE001 - a torn marker write: one block at a time
+        out = np.zeros(done.shape[0], dtype=np.uint8)
+        for i in range(done.shape[0]):
+            with contextlib.suppress(Exception):
+                out[i] = int(done[i])
+        return out
+
+
+def shard_progress(record: ShardRecord, markers: np.ndarray) -> list[ShardProgress]:
+    """Each shard's progress from the suite's raw done-markers."""
+    out = []
+    for i, (first, stop) in enumerate(record.blocks):
+        part = np.asarray(markers[first:stop])
+        out.append(
+            ShardProgress(
+                index=i + 1, count=record.count, blocks_done=int((part == DONE).sum()),
+                blocks_pending_copies=int((part == COPIES_PENDING).sum()),
+                blocks_total=int(stop - first),
+            )
+        )
+    return out
+
+
+# -- locks and the layout guard ------------------------------------------------------------------------
+def shard_lock_path(location: str, name: str, label: str) -> Path | None:
+    """The lock file of one shard of suite ``name`` (``label`` = ``shard-I-of-N``) of a local store."""
+    if is_url(location):
+        return None
+    return local_path(location) / f"{dm.LOCK_PREFIX}.{name}.{label}"
+
+
+def check_no_shard_writers(location: str, name: str) -> None:
+    """Refuse (a whole-suite writer) while any shard writer of suite ``name`` holds its lock."""
+    if is_url(location):
+        return
+    base = local_path(location)
+    for path in sorted(base.glob(f"{dm.LOCK_PREFIX}.{name}.shard-*")):
+        WriterLock.check_free(path, what=f"suite {name!r} of store {location} ({path.name})")
+
+
+@contextlib.contextmanager
+def layout_claim(zstore: Any, location: str, name: str, *, is_laid_out: Any) -> Iterator[bool]:
+    """Guard the layout of suite ``name`` on object storage: yields True when this worker must
+    write it (it holds the claim), False when another worker wrote it meanwhile.
+
+    ``is_laid_out()`` says whether the group's layout is whole.  Waits up to
+    :data:`LAYOUT_WAIT_S` for a claim held by another worker.
+
+    Raises
+    ------
+    StoreLockedError
+        The claim is still held after the wait (its worker may have died: the message names the
+        claim object to delete).
+    """
+    key = f"{dm.LOCK_PREFIX}.{name}.layout"
+    start = time.monotonic()
+    while True:
+        if is_laid_out():
+            yield False
+            return
+        if create_once(zstore, key, json.dumps(_me()).encode("utf-8")):
+            break
+        if time.monotonic() - start > LAYOUT_WAIT_S:
+            raw = read_bytes(zstore, key) or b"{}"
+            raise StoreLockedError(
+                f"the layout of suite {name!r} in {location} was claimed by another worker "
+                f"({raw.decode('utf-8', 'replace')[:200]}) and is still not written after "
+                f"{LAYOUT_WAIT_S:.0f} s; if that worker is dead, delete {location.rstrip('/')}/"
+                f"{key} and re-run"
+            )
+        time.sleep(_POLL_S)
+    try:
+        yield not is_laid_out()  # written between our check and our claim: resume it
+    finally:
+        _delete(zstore, key)
+
+
+def writer_lock(location: str, name: str, shard: str | None) -> WriterLock | None:
+    """The lock a writer of suite ``name`` holds while it writes (None on object storage): the
+    suite's lock for a whole-suite writer (refused while shard writers hold theirs), the shard's
+    lock (``shard`` = ``shard-I-of-N``) for a shard writer.
+
+    Raises
+    ------
+    StoreLockedError
+        Another live process holds it, or (whole-suite writer) holds a shard lock of the suite.
+    """
+    what = f"suite {name!r} of store {location}"
+    if shard is None:
+        path = lock_path(location, name)
+        purpose = f"write suite {name!r}"
+    else:
+        path = shard_lock_path(location, name, shard)
+        what += f" ({shard})"
+        purpose = f"write {shard} of suite {name!r}"
+    if path is None:
+        return None
+    lock = WriterLock.acquire(path, what=what, purpose=purpose)
+    try:
+        if shard is None:
+            check_no_shard_writers(location, name)
+    except BaseException:
+        lock.release()
+        raise
+    if lock.stale is not None:
+        warnings.warn(
+            f"{what}: took over the writer lock left by {lock.stale.describe()}, which is no "
+            "longer running (killed or crashed); resuming what it wrote",
+            EmbWarning,
+            stacklevel=3,
+        )
+    return lock
+
+
+@contextlib.contextmanager
+def shard_layout_guard(zstore: Any, location: str, name: str) -> Iterator[bool]:
+    """Held by a shard writer while it decides whether to write the suite's layout and writes
+    it: the suite's lock on a local store (yields True), the layout claim on object storage
+    (yields whether this worker holds it; see :func:`layout_claim`)."""
+    if not is_url(location):
+        with locked(location, name, purpose=f"lay out suite {name!r}", wait_s=LAYOUT_WAIT_S):
+            yield True
+        return
+
+    def laid_out() -> bool:
+        try:
+            meta = read_json(zstore, f"{name}/zarr.json")
+        except BadMetadata:
+            return False
+        return bool(((meta or {}).get("attributes") or {}).get(dm.ATTR_SKELETON))
+
+    with layout_claim(zstore, location, name, is_laid_out=laid_out) as mine:
+        yield mine
+
+
+def shard_windows(record: ShardRecord, index: int) -> Sequence[int]:
+    """The windows of shard ``index`` (1-based)."""
+    first, stop = record.windows[index - 1]
+    return range(first, stop)
