@@ -203,7 +203,12 @@ def _coverage_lines(suites: list[Any]) -> list[str]:
 @click.option("--storage-dtype", type=click.Choice(["float16", "float32"]), default=None,
               help="Stored vector dtype (default float16; see README for the precision impact).")
 @click.option("--batch-size", type=int, default=None, help="Items per forward batch (default 64).")
-@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default=None, help="Default auto.")
+@click.option("--device", default=None,
+              help="auto (default), cpu, cuda, or cuda:K for GPU K (0-based).")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Compute and write only shard I of N (1-based) of each suite; run N workers "
+                   "(e.g. a SLURM array or one per GPU) with the same command and N. The last "
+                   "one to finish completes the suite; a killed shard resumes when re-run.")
 @click.option("--bos/--no-bos", default=None,
               help="Force / suppress a BOS token (default: the tokenizer's own behaviour).")
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
@@ -230,6 +235,7 @@ def extract(
     storage_dtype: str | None,
     batch_size: int | None,
     device: str | None,
+    shard: str | None,
     bos: bool | None,
     revision: str | None,
     trust_remote_code: bool,
@@ -287,6 +293,7 @@ def extract(
             layers=layers,
             dry_run=dry_run,
             on_estimate=lambda estimate: click.echo(estimate.line(), err=not dry_run),
+            shard=shard,
             **kwargs,
         )
     if dry_run:

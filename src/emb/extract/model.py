@@ -527,4 +527,9 @@ def parse_device(device: str) -> torch.device:
         ) from error
     if parsed.type == "cuda" and not torch.cuda.is_available():
         raise ModelError(f"device {device!r} requested but CUDA is not available; use 'cpu'")
+    if parsed.type == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
+        raise ModelError(
+            f"device {device!r} does not exist: this machine has {torch.cuda.device_count()} CUDA "
+            f"device(s), cuda:0..cuda:{torch.cuda.device_count() - 1} (CUDA_VISIBLE_DEVICES may hide some)"
+        )
     return parsed

@@ -31,6 +31,7 @@ import zarr
 
 from emb.errors import EmbError, EmbWarning, StoreError
 from emb.extract._plan import BlockSources, Key, Plan, item_coords
+from emb.extract.devices import check_device
 from emb.extract.shards import (
     Shard,
     available_rows,
@@ -187,7 +188,7 @@ def extract(
         Model compute dtype; dtype of the stored vectors (float16 halves the size; see
         :data:`FLOAT16_NOTE`).
     batch_size, device, bos
-        Batching, ``auto``/``cpu``/``cuda``, BOS policy (None = the tokenizer's own behaviour).
+        Batching, ``auto``/``cpu``/``cuda``/``cuda:K`` (GPU K), BOS policy (None = the tokenizer's own behaviour).
     revision, trust_remote_code
         Hub revision; whether a model that ships its own Python code may run it (see
         :func:`emb.extract.loading.load_model`; recorded in the store).
@@ -243,6 +244,7 @@ def extract(
     group_names = [check_group_name(group_name) for group_name in group_names]
     pools = _parse_settings(poolings, dtype, storage_dtype, batch_size)
     shard = parse_shard(shard)
+    device = check_device(device)
     if shard is not None and overwrite:
         raise EmbError(
             "--overwrite cannot be combined with --shard: every worker would delete what the "

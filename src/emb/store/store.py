@@ -22,12 +22,14 @@ from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
 from emb.store._nodes import BadMetadata, child_names, read_json, text_values
 from emb.store.names import is_group_name
+from emb.store.shards import ShardProgress
 from emb.store.validate import (
     Status,
     ValidationReport,
     describe_problems,
     read_done,
     store_error,
+    suite_shards,
     suite_status,
     validate_zarr,
 )
@@ -56,9 +58,10 @@ class SuiteInfo:
     complete: bool
     content_hash: str
     generator: str | None
+    shards: tuple[ShardProgress, ...] = ()  # a suite extracted with --shard, while incomplete
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "shards": [s.to_dict() for s in self.shards]}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -412,6 +415,7 @@ def _suite_info(name: str, group: zarr.Group) -> SuiteInfo:
         complete=bool(group.attrs.get(dm.ATTR_COMPLETE, False)),
         content_hash=str(suite.get("content_hash", "")),
         generator=suite.get("generator"),
+        shards=() if group.attrs.get(dm.ATTR_COMPLETE) else suite_shards(group.store, name),
     )
 
 
@@ -446,6 +450,8 @@ def describe(info: StoreInfo) -> str:
             f"({','.join(s.poolings)}) × {s.n_features} ({s.storage_dtype}); settings "
             f"{','.join(s.settings)}; {state}{per_item}"
         )
+        for shard in s.shards:
+            lines.append(f"          {shard.describe()}")
     if not info.suites and info.status != "corrupt":
         lines.append("suite     none yet")
     for problem in info.problems if info.status == "corrupt" else ():

@@ -29,8 +29,17 @@ from emb.store._location import is_url, local_path, open_zarr_store
 from emb.store._nodes import BadMetadata, child_names, object_sizes, read_json
 from emb.store.manifest import check_manifest
 from emb.store.names import is_group_name
+from emb.store.shards import ShardProgress, read_markers, read_record, shard_progress
 
-__all__ = ["Status", "ValidationReport", "read_done", "shard_key", "suite_status", "validate_store"]
+__all__ = [
+    "Status",
+    "ValidationReport",
+    "read_done",
+    "shard_key",
+    "suite_shards",
+    "suite_status",
+    "validate_store",
+]
 
 Status = Literal["complete", "incomplete", "corrupt"]
 
@@ -44,6 +53,8 @@ class ValidationReport:
     problems: tuple[str, ...] = ()
     suites: dict[str, Status] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: per sharded suite: each shard's progress (see :mod:`emb.store.shards`)
+    shards: dict[str, tuple[ShardProgress, ...]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -60,6 +71,7 @@ class ValidationReport:
             "problems": list(self.problems),
             "suites": dict(self.suites),
             "notes": list(self.notes),
+            "shards": {k: [s.to_dict() for s in v] for k, v in self.shards.items()},
         }
 
 
@@ -95,6 +107,7 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
     problems: list[str] = []
     notes: list[str] = []
     statuses: dict[str, Status] = {}
+    shards: dict[str, tuple[ShardProgress, ...]] = {}
     names = [n for n in child_names(zstore, "") if is_group_name(n)]
     try:
         root = read_json(zstore, "zarr.json")
@@ -177,6 +190,8 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
             notes.append(f"{name}: a zarr node emb did not write; ignored")
             continue
         statuses[name] = _validate_suite(zstore, name, group_attrs, problems, notes, deep=deep)
+        if statuses[name] == "incomplete" and (progress := suite_shards(zstore, name)):
+            shards[name] = progress
     if not statuses:
         return ValidationReport(
             status="incomplete",
@@ -190,7 +205,8 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
     else:
         status = "complete"
     return ValidationReport(
-        status=status, problems=tuple(problems), suites=statuses, notes=tuple(notes)
+        status=status, problems=tuple(problems), suites=statuses, notes=tuple(notes),
+        shards=shards,
     )
 
 
@@ -318,11 +334,28 @@ def _validate_suite(
                 problems.append(f"{name}: block {b} holds non-finite values")
                 return "corrupt"
     if not complete:
-        problems.append(
-            f"{name}: incomplete, {done} of {total} blocks written; re-run the same 'emb extract'"
+        shards = suite_shards(zstore, name, arrays[f"{dm.PROGRESS_GROUP}/done"])
+        per_shard = (
+            "; " + ", ".join(s.describe() for s in shards if not s.complete)
+            + "; re-run the unfinished shards ('emb extract … --shard I/N')"
+            if shards else "; re-run the same 'emb extract'"
         )
+        problems.append(f"{name}: incomplete, {done} of {total} blocks written{per_shard}")
         return "incomplete"
     return "complete"
+
+
+def suite_shards(zstore: Any, name: str, done: Any = None) -> tuple[ShardProgress, ...]:
+    """Each shard's progress for a suite extracted with ``--shard`` (empty otherwise)."""
+    record = read_record(zstore, name)
+    if record is None:
+        return ()
+    if done is None:
+        try:
+            done = zarr.open_array(zstore, path=f"{name}/{dm.PROGRESS_GROUP}/done", mode="r")
+        except Exception:  # noqa: BLE001 - a damaged suite: validation says why
+            return ()
+    return tuple(shard_progress(record, read_markers(done)))
 
 
 def _manifest(zstore: Any, name: str) -> dict[str, Any] | None:
