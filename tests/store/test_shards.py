@@ -1,0 +1,392 @@
+"""Sharded extraction (``emb extract --shard I/N``): the plan, cooperating workers in any order,
+per-shard progress, refusals, a killed shard resumed, and three workers on a real S3-protocol
+server (moto's server mode on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import emb
+from emb.cli.main import main
+from emb.errors import EmbError, StoreLockedError, StoreMismatchError
+from emb.extract.devices import check_device
+from emb.extract.pipeline import extract
+from emb.extract.shards import Shard, parse_shard, partition
+from emb.store._location import open_zarr_store
+from emb.store.lock import WriterLock, lock_path
+from emb.store.shards import read_record, shard_lock_path
+from emb.store.validate import suite_shards
+from tests.fakes import FakeRunner
+from tests.store.test_pipeline import item, make_suite
+
+REPO = Path(__file__).resolve().parents[2]
+BLOCK, WINDOW = 8, 2  # 8 items a block, 2 blocks a window
+
+
+class BatchRunner(FakeRunner):
+    """Vectors that depend on the batch they were computed in (as padded GPU batches can, in
+    their last bits): a row computed in another window than a single process computes it in, or
+    recomputed instead of copied, differs."""
+
+    def embed(self, encodings, **kw):
+        out = super().embed(encodings, **kw)
+        return (out.astype(np.float32) + np.float32(0.01 * len(encodings))).astype(out.dtype)
+
+
+def repeat_suite(n: int = 200, distinct: int = 37, name: str = "s"):
+    """Words repeating every ``distinct`` items: most items copy a row of an earlier window."""
+    items = []
+    for i in range(n):
+        w = f"w{i % distinct}"
+        setting = "bleached" if i % 3 else "alone"
+        ctx = f"This is {w}." if setting == "bleached" else w
+        items.append(item(ctx, w, setting=setting, valence=float(i % 9 + 1), lexicon="toy"))
+    return make_suite(items, name=name)
+
+
+def snapshot(location: str, name: str = "s") -> dict[str, tuple[str, tuple, bytes]]:
+    """Every array of the suite (embedding and coordinates) as dtype, shape and raw bytes."""
+    root = zarr.open_group(open_zarr_store(location), mode="r", use_consolidated=False)
+    out = {}
+    for key, arr in root[name].arrays():
+        values = np.asarray(arr[:])
+        raw = values.tobytes() if values.dtype != object else json.dumps(
+            [v.decode() if isinstance(v, bytes) else str(v) for v in values.ravel()]).encode()
+        out[key] = (str(values.dtype), values.shape, raw)
+    return out
+
+
+def one_process(tmp_path: Path, suite=None) -> dict:
+    path = str(tmp_path / "one.zarr")
+    extract(BatchRunner(), suite or repeat_suite(), path, progress=False, block_size=BLOCK,
+            window_blocks=WINDOW)
+    return snapshot(path)
+
+
+# -- the plan ---------------------------------------------------------------------------------------
+def test_shard_spec_is_checked():
+    assert parse_shard("2/8") == Shard(2, 8) and str(Shard(2, 8)) == "2/8"
+    assert parse_shard(" 1 / 1 ") == Shard(1, 1) and parse_shard(None) is None
+    assert Shard(3, 4).label == "shard-3-of-4"
+    for bad in ("0/3", "4/3", "1/0", "a/b", "3", "1/2/3", "-1/2"):
+        with pytest.raises(EmbError, match="I/N|does not exist"):
+            parse_shard(bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(1, 1000), max_size=60), st.integers(1, 12))
+def test_partition_is_contiguous_complete_and_balanced(costs, count):
+    runs = partition(costs, count)
+    assert len(runs) == count and runs[0][0] == 0 and runs[-1][1] == len(costs)
+    for (a, b), (c, _) in zip(runs, runs[1:], strict=False):
+        assert a <= b == c  # contiguous, in order, nothing twice
+    total = sum(costs)
+    for a, b in runs:  # no run costs more than its share plus one window
+        assert sum(costs[a:b]) < total / count + max(costs, default=0) + 1e-9
+    assert partition(costs, count) == runs  # a pure function: every worker cuts the same
+
+
+def test_device_spec_is_checked():
+    assert check_device("CUDA:1") == "cuda:1" and check_device("auto") == "auto"
+    for bad in ("gpu", "cuda:x", "cuda:-1", "cpu:0", "cuda:1:2", ""):
+        with pytest.raises(EmbError, match="unknown device"):
+            check_device(bad)
+    result = CliRunner().invoke(main, ["extract", "--model", "m", "--suite", "weat", "--store",
+                                       "x.zarr", "--device", "gpu1"])
+    assert result.exit_code != 0 and "unknown device 'gpu1'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_cuda_index_is_checked_against_the_devices_found(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from emb.errors import ModelError
+    from emb.extract.model import _parse_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ModelError, match="CUDA is not available"):
+        _parse_device("cuda:0")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ModelError, match=r"cuda:7' does not exist: this machine has 2 CUDA device\(s\), cuda:0..cuda:1"):
+        _parse_device("cuda:7")
+    assert str(_parse_device("cuda:1")) == "cuda:1"
+
+
+# -- cooperating workers ----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("count", "order"),
+    [(1, [1]), (2, [2, 1]), (3, [3, 1, 2]), (3, [1, 2, 3]), (5, [4, 2, 5, 1, 3]), (40, None)],
+)
+def test_shards_in_any_order_give_the_single_process_store(tmp_path, count, order):
+    want = one_process(tmp_path)
+    path = str(tmp_path / "sharded.zarr")
+    order = order or list(np.random.default_rng(0).permutation(np.arange(1, count + 1)))
+    ran: set[int] = set()
+    for index in order:
+        (report,) = extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
+                            window_blocks=WINDOW, shard=f"{index}/{count}")
+        ran.add(int(index))
+        # complete exactly when every shard with blocks has run (with 40 shards, 27 are empty)
+        record = read_record(open_zarr_store(path), "s")
+        working = {i + 1 for i, (a, b) in enumerate(record.blocks) if b > a}
+        want_status = "complete" if working <= ran else "incomplete"
+        assert emb.open_store(path).validate().status == want_status
+        assert not report.already_complete
+    assert len(working) == min(count, 13)
+    assert snapshot(path) == want
+    assert emb.open_store(path).validate(deep=True).status == "complete"
+    record = read_record(open_zarr_store(path), "s")
+    assert record.count == count and record.windows[0][0] == 0
+    assert record.windows[-1][1] == 13 and record.blocks[-1][1] == 25  # ceil(25 blocks / 2)
+    assert not list(Path(path).glob(".emb-lock*"))  # every lock released and removed
+
+
+def test_a_shard_that_copies_from_another_finished_suite(tmp_path):
+    """Rows reused from a finished suite: every shard copies from the suites the record names."""
+    other = repeat_suite(60, name="first")
+    want_dir = tmp_path / "w"
+    want_dir.mkdir()
+    want = str(want_dir / "one.zarr")
+    extract(BatchRunner(), other, want, progress=False, block_size=BLOCK, window_blocks=WINDOW)
+    extract(BatchRunner(), repeat_suite(), want, progress=False, block_size=BLOCK, window_blocks=WINDOW)
+    path = str(tmp_path / "sharded.zarr")
+    extract(BatchRunner(), other, path, progress=False, block_size=BLOCK, window_blocks=WINDOW)
+    for index in (2, 3, 1):
+        extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
+                window_blocks=WINDOW, shard=f"{index}/3")
+    assert read_record(open_zarr_store(path), "s").reuse_from == ("first",)
+    assert snapshot(path) == snapshot(want)
+
+
+def test_info_and_validate_show_each_shards_progress(tmp_path):
+    path = str(tmp_path / "s.zarr")
+    extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
+            window_blocks=WINDOW, shard="1/3")
+    progress = suite_shards(open_zarr_store(path), "s")
+    assert [p.index for p in progress] == [1, 2, 3]
+    assert progress[0].complete and progress[1].blocks_done == progress[2].blocks_done == 0
+    assert sum(p.blocks_total for p in progress) == 25
+    runner = CliRunner()
+    info = runner.invoke(main, ["info", path])
+    assert info.exit_code == 0, info.output
+    assert "shard 1/3: done" in info.output and f"shard 2/3: 0/{progress[1].blocks_total} blocks" in info.output
+    as_json = json.loads(runner.invoke(main, ["info", path, "--json"]).output)
+    assert as_json["suites"][0]["shards"][0] == {
+        "shard": "1/3", "blocks_done": progress[0].blocks_total, "blocks_pending_copies": 0,
+        "blocks_total": progress[0].blocks_total,
+    }
+    checked = runner.invoke(main, ["validate", path])
+    assert checked.exit_code == 1
+    assert "shard 2/3: 0/" in checked.output and "--shard I/N" in checked.output
+    assert "shard 1/3" not in checked.output  # finished shards are not listed as problems
+    # shard 3 alone: its blocks copy rows of shard 2's windows, which are not written yet
+    extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
+            window_blocks=WINDOW, shard="3/3")
+    info = runner.invoke(main, ["info", path]).output
+    assert "waiting for rows of other shards" in info and "shard 2/3: 0/" in info
+    extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
+            window_blocks=WINDOW, shard="2/3")
+    assert runner.invoke(main, ["validate", path, "--deep"]).exit_code == 0
+    assert "shard" not in runner.invoke(main, ["info", path]).output
+
+
+def test_refusals(tmp_path):
+    path = str(tmp_path / "s.zarr")
+    kw = {"progress": False, "block_size": BLOCK, "window_blocks": WINDOW}
+    extract(BatchRunner(), repeat_suite(), path, shard="1/3", **kw)
+    with pytest.raises(StoreMismatchError, match=r"in 3 shards, this run asks for 4: give --shard I/3"):
+        extract(BatchRunner(), repeat_suite(), path, shard="1/4", **kw)
+    with pytest.raises(EmbError, match="--overwrite cannot be combined with --shard"):
+        extract(BatchRunner(), repeat_suite(), path, shard="2/3", overwrite=True, **kw)
+    # a live worker of shard 2 holds its lock: a second one and a whole-suite writer are refused
+    held = WriterLock.acquire(shard_lock_path(path, "s", "shard-2-of-3"), what="t", purpose="test")
+    try:
+        with pytest.raises(StoreLockedError, match=r"shard-2-of-3.*pid"):
+            extract(BatchRunner(), repeat_suite(), path, shard="2/3", **kw)
+        with pytest.raises(StoreLockedError, match="shard-2-of-3"):
+            extract(BatchRunner(), repeat_suite(), path, **kw)
+        # another shard is not held up
+        extract(BatchRunner(), repeat_suite(), path, shard="3/3", **kw)
+    finally:
+        held.release()
+    # a whole-suite writer finishes what the shards left (bitwise the same)
+    extract(BatchRunner(), repeat_suite(), path, **kw)
+    assert snapshot(path) == one_process(tmp_path)
+    assert not Path(lock_path(path, "s")).exists()
+
+
+# -- killed and resumed, locally and on S3 ----------------------------------------------------------
+_WORKER = textwrap.dedent(
+    """
+    import sys, time
+    sys.path[:0] = [{src!r}, {repo!r}]
+    from emb.extract.pipeline import extract
+    from tests.store.test_shards import BLOCK, WINDOW, BatchRunner, repeat_suite
+
+    class Slow(BatchRunner):
+        def embed(self, encodings, **kw):
+            time.sleep({delay})
+            return super().embed(encodings, **kw)
+
+    (r,) = extract(Slow(), repeat_suite({n}), {store!r}, progress=False, block_size=BLOCK,
+                   window_blocks=WINDOW, shard={shard!r})
+    print("DONE", r.blocks_written, flush=True)
+    """
+)
+
+
+def _worker(store: str, shard: str, *, n: int, delay: float, env: dict | None = None):
+    script = _WORKER.format(src=str(REPO / "src"), repo=str(REPO), store=store, shard=shard,
+                            n=n, delay=delay)
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=env)
+
+
+def _kill_mid_way_and_resume(store: str, want: dict, *, n: int, env: dict | None = None) -> None:
+    """Three workers; shard 2 is SIGKILLed once it has written a block; the others end; the
+    suite is incomplete; shard 2 re-run finishes it; bitwise the single-process store."""
+    # shard 2 sleeps 1 s before each window, so the kill lands before its last window
+    workers = {i: _worker(store, f"{i}/3", n=n, delay=1.0 if i == 2 else 0.1, env=env)
+               for i in (1, 2, 3)}
+    deadline = time.monotonic() + 300
+    killed = False
+    while time.monotonic() < deadline and not killed:
+        try:
+            progress = suite_shards(open_zarr_store(store), "s")
+        except Exception:  # noqa: BLE001 - the store may not exist yet
+            progress = ()
+        if progress and progress[1].blocks_done + progress[1].blocks_pending_copies >= 1:
+            os.kill(workers[2].pid, signal.SIGKILL)
+            killed = True
+        time.sleep(0.1)
+    if not killed:
+        for w in workers.values():
+            w.kill()
+        outputs = {i: w.communicate(timeout=30)[0] for i, w in workers.items()}
+        pytest.fail(f"shard 2 never wrote a block; the workers said {outputs}")
+    outputs = {i: w.communicate(timeout=300)[0] for i, w in workers.items()}
+    assert workers[2].returncode == -signal.SIGKILL
+    for i in (1, 3):
+        assert workers[i].returncode == 0 and "DONE" in outputs[i], outputs[i]
+    interrupted = suite_shards(open_zarr_store(store), "s")
+    assert interrupted[0].complete and not interrupted[1].complete
+    assert emb.open_store(store).validate().status == "incomplete"
+    resumed = _worker(store, "2/3", n=n, delay=0.0, env=env)
+    out = resumed.communicate(timeout=300)[0]
+    assert resumed.returncode == 0 and "DONE" in out, out
+    report = emb.open_store(store).validate(deep=True)
+    assert report.status == "complete", report
+    assert snapshot(store) == want
+    manifest = zarr.open_group(open_zarr_store(store), mode="r", use_consolidated=False)[
+        "s/_progress"].attrs["manifest"]
+    n_blocks = -(-n // BLOCK)
+    assert sum(k.startswith("embedding/c/") for k in manifest["objects"]) == n_blocks
+
+
+@pytest.mark.slow
+def test_killed_shard_resumes_locally(tmp_path):
+    n = 160
+    want = one_process(tmp_path, repeat_suite(n))
+    _kill_mid_way_and_resume(str(tmp_path / "s.zarr"), want, n=n)
+    assert not list((tmp_path / "s.zarr").glob(".emb-lock*"))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    """moto's S3 server on 127.0.0.1, stopped by its pid at the end (and by ``timeout`` after
+    10 minutes whatever happens)."""
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto.server")
+    port = _free_port()
+    proc = subprocess.Popen(
+        ["timeout", "600", sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"moto's S3 server did not start on port {port}")
+            time.sleep(0.1)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def s3_env(s3_endpoint, monkeypatch):
+    """Credentials and endpoint the usual way (AWS_* variables), and a fresh bucket."""
+    import s3fs
+
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+           "AWS_ENDPOINT_URL": s3_endpoint, "AWS_DEFAULT_REGION": "us-east-1"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    bucket = f"emb-{time.monotonic_ns()}"
+    s3fs.S3FileSystem(skip_instance_cache=True).mkdir(bucket)
+    return {**os.environ, **env}, bucket
+
+
+@pytest.mark.slow
+def test_three_workers_on_s3_one_killed_and_resumed(tmp_path, s3_env):
+    env, bucket = s3_env
+    n = 160
+    want = one_process(tmp_path, repeat_suite(n))
+    store = f"s3://{bucket}/sharded.zarr"
+    _kill_mid_way_and_resume(store, want, n=n, env=env)
+    # the store names no credentials or endpoint; info and validate work over S3
+    import s3fs
+
+    fs = s3fs.S3FileSystem(skip_instance_cache=True)
+    text = b"".join(fs.cat(p) for p in fs.find(f"{bucket}/sharded.zarr") if p.endswith(".json"))
+    assert b"testing" not in text and env["AWS_ENDPOINT_URL"].encode() not in text
+    runner = CliRunner()
+    info = runner.invoke(main, ["info", store])
+    assert info.exit_code == 0 and "status    complete" in info.output, info.output
+    assert "size      unknown" not in info.output
+    assert runner.invoke(main, ["validate", store, "--deep"]).exit_code == 0
+    assert not [p for p in fs.find(bucket) if ".emb-lock" in p]  # the layout claim is gone
+
+
+def test_layout_is_claimed_once_on_s3(s3_env):
+    """Conditional writes: of 8 creators of one object, exactly one wins (moto and s3fs honour
+    If-None-Match), which is what guards the layout on object storage."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from emb.store.shards import create_once
+
+    _, bucket = s3_env
+    zstore = open_zarr_store(f"s3://{bucket}/claims.zarr", mode="a")
+    with ThreadPoolExecutor(8) as pool:
+        won = list(pool.map(lambda i: create_once(zstore, "x/claim", str(i).encode()), range(8)))
+    assert sum(won) == 1
