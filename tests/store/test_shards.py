@@ -390,3 +390,34 @@ def test_layout_is_claimed_once_on_s3(s3_env):
     with ThreadPoolExecutor(8) as pool:
         won = list(pool.map(lambda i: create_once(zstore, "x/claim", str(i).encode()), range(8)))
     assert sum(won) == 1
+
+
+@pytest.mark.slow
+def test_cli_shards_of_a_real_model_on_s3_equal_a_local_run(tmp_path, s3_env, monkeypatch):
+    """``emb extract --shard`` with a (tiny, random) GPT-2 into S3, two workers one after the
+    other, against ``emb extract`` into a local directory: the same bytes."""
+    from tests import models
+
+    # 64 items a block: WEAT's 1284 items are 21 blocks in 3 windows, so both shards work
+    monkeypatch.setattr("emb.store.writer.block_size_for", lambda *args: 64)
+    env, bucket = s3_env
+    model = str(models.tiny_gpt2(tmp_path / "gpt2"))
+    local = str(tmp_path / "local.zarr")
+    remote = f"s3://{bucket}/gpt2.zarr"
+    common = ["extract", "--model", model, "--suite", "weat", "--quiet", "--batch-size", "16"]
+
+    def cli(*args: str, code: int = 0) -> str:
+        result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+        assert result.exit_code == code, result.output
+        return result.output
+
+    cli(*common, "--store", local)
+    out = cli(*common, "--store", remote, "--shard", "2/2")
+    # WEAT repeats words across tests: shard 2's blocks copy rows shard 1 has not written yet
+    assert "shard 1/2: 0/16 blocks" in out and "status    incomplete" in out
+    assert "shard 2/2: 0/5 blocks (+5 waiting for rows of other shards)" in out
+    assert "shard 1/2: 0/" in cli("validate", remote, code=1)
+    out = cli(*common, "--store", remote, "--shard", "1/2", "--device", "cpu")
+    assert "status    complete" in out
+    assert cli("validate", remote, "--deep").startswith(f"{remote}: complete")
+    assert snapshot(remote, "weat") == snapshot(local, "weat")
