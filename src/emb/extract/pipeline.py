@@ -14,9 +14,7 @@ therefore its vectors are bitwise those of an uninterrupted run.
 from __future__ import annotations
 
 import contextlib
-import functools
 import gc
-import importlib.metadata
 import os
 import time
 import warnings
@@ -26,11 +24,11 @@ from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import xarray as xr
 import zarr
 
 from emb.errors import EmbError, EmbWarning, StoreError
-from emb.extract._plan import BlockSources, Key, Plan, item_coords
+from emb.extract._plan import BlockSources, Key, Plan
+from emb.extract._prepared import Prepared, first_position
 from emb.extract.devices import check_device
 from emb.extract.shards import (
     Shard,
@@ -77,14 +75,6 @@ __all__ = ["ExtractionSettings", "SuiteReport", "extract", "parse_layers"]
 #: <= 16 MiB.  Stored in the suite's extraction attributes, so a resumed run cuts the same windows
 #: (stores written before this setting existed resume with windows of one block).
 WINDOW_BLOCKS = 8
-
-#: What storing in float16 costs, recorded in the store's attributes.
-FLOAT16_NOTE = (
-    "float16 storage keeps 11 significant bits: each value has relative error <= 2**-11 "
-    "(4.9e-4); cosine similarities between stored vectors change by < 1e-3 and correlations "
-    "built on them by far less. Values beyond ±65504 would overflow and are refused."
-)
-
 
 @dataclass(frozen=True, kw_only=True)
 class ExtractionSettings:
@@ -186,7 +176,7 @@ def extract(
         Subtoken poolings to store, a subset of ``first, last, mean, max``.
     dtype, storage_dtype
         Model compute dtype; dtype of the stored vectors (float16 halves the size; see
-        :data:`FLOAT16_NOTE`).
+        :data:`emb.extract._prepared.FLOAT16_NOTE`).
     batch_size, device, bos
         Batching, ``auto``/``cpu``/``cuda``/``cuda:K`` (GPU K), BOS policy (None = the tokenizer's own behaviour).
     revision, trust_remote_code
@@ -300,7 +290,7 @@ def extract(
         for suite, plan, b in zip(suite_list, plans, suite_bos, strict=True):
             _warn_position_zero(runner, suite, plan, b)
         prepared = [
-            _Prepared.of(runner, suite, plan, replace(settings, bos=b), name=name,
+            Prepared.of(runner, suite, plan, replace(settings, bos=b), name=name,
                          window_blocks=window_blocks, layers=chosen)
             for suite, plan, name, b in zip(suite_list, plans, group_names, suite_bos, strict=True)
         ]
@@ -355,18 +345,12 @@ def _suite_bos(suite: Suite, bos: bool | None, runner: Runner) -> bool | None:
     return None
 
 
-def _first_position(plan: Plan) -> int:
-    """Items whose target starts at the context's first token."""
-    at_zero = np.array([int(np.asarray(e.target)[0]) == 0 for e in plan.encodings], dtype=bool)
-    return int(at_zero[plan.item_key].sum()) if at_zero.size else 0
-
-
 def _warn_position_zero(runner: Runner, suite: Suite, plan: Plan, bos: bool | None) -> None:
     """Warn when targets sit at position 0 of a causal model: their states see nothing but the
     target itself (and act as the attention sink), so e.g. WEAT on words alone measures noise."""
     if not getattr(runner.info, "causal", False):
         return
-    n = _first_position(plan)
+    n = first_position(plan)
     if not n:
         return
     token = getattr(runner.info, "bos_token", None)
@@ -414,7 +398,7 @@ def parse_layers(spec: str | Sequence[int] | None, n_blocks: int) -> list[int]:
 
 def _check_groups(
     store: str,
-    prepared: Sequence[_Prepared],
+    prepared: Sequence[Prepared],
     *,
     overwrite: bool,
     storage_options: dict[str, Any] | None,
@@ -447,33 +431,6 @@ def _frozen_gc() -> Iterator[None]:
         yield
     finally:
         gc.unfreeze()
-
-
-def _suite_attrs(suite: Suite) -> dict[str, Any]:
-    settings = sorted({it.setting for it in suite.items})
-    sets = sorted({it.stimulus_set for it in suite.items})
-    return {
-        "name": suite.name,
-        "description": getattr(suite, "description", "") or "",
-        "generator": suite.generator,
-        "parameters": dict(suite.parameters or {}),
-        "content_hash": suite.content_hash(),
-        "n_items": len(suite.items),
-        "settings": settings,
-        "stimulus_sets": sets,
-    }
-
-
-@functools.cache
-def _installed_versions() -> tuple[tuple[str, str], ...]:
-    """Versions of the libraries that shape the vectors (looked up once per process: ~9 ms)."""
-    out = []
-    for pkg in ("emb", "torch", "transformers", "tokenizers", "zarr", "numcodecs", "xarray", "numpy", "dask"):
-        try:
-            out.append((pkg, importlib.metadata.version(pkg)))
-        except importlib.metadata.PackageNotFoundError:
-            out.append((pkg, "not installed"))
-    return tuple(out)
 
 
 def _reuse_sources(
@@ -509,85 +466,6 @@ def _reuse_sources(
     return sources, tuple(used)
 
 
-@dataclass(frozen=True, kw_only=True)
-class _Prepared:
-    """Everything a suite's group is written from, computed before the store is touched."""
-
-    name: str
-    shape: tuple[int, int, int, int]
-    coords: xr.Dataset
-    suite_attrs: dict[str, Any]
-    extraction: dict[str, Any]
-    window_blocks: int
-    layers: list[int]  # the stored layers, 0..L
-    subset: bool  # fewer than all: the forward pass stops after the highest
-    unknown: tuple[str, ...]  # words of targets made of nothing but the unknown token
-
-    @classmethod
-    def of(
-        cls, runner: Runner, suite: Suite, plan: Plan, settings: ExtractionSettings, *,
-        name: str, window_blocks: int, layers: list[int],
-    ) -> _Prepared:
-        info = runner.info
-        n_layers = int(info.n_layers) + 1
-        subset = layers != list(range(n_layers))
-        shape = (len(suite.items), len(layers), len(settings.poolings), int(info.hidden_size))
-        unknown = _unknown_targets(suite, plan, getattr(info, "unk_token_id", None))
-        extraction = {
-            **settings.to_dict(),
-            "bos_token_added": _bos_added(plan, getattr(info, "bos_token_id", None)),
-            "layer_semantics": getattr(info, "layer_semantics", None) or (
-                f"layer 0 = embedding output; layers 1..{n_layers - 1} = the {n_layers - 1} blocks' "
-                f"hidden states as the model returns them; the last is {info.last_layer}"
-            ),
-            "precision_note": FLOAT16_NOTE if settings.storage_dtype == "float16" else "float32 storage",
-            "window_blocks": window_blocks,
-            # only a subset is recorded (an identity setting); the layer coordinate lists them always
-            **({"layers": list(layers), "forward_stops_after_block": max(layers)} if subset else {}),
-            "contexts_cut": sum(getattr(e, "window", None) is not None for e in plan.encodings),
-            # a causal model's contexts are fed up to the target's last subtoken (see Runner.embed)
-            "truncate_after_target": bool(getattr(info, "causal", False)),
-            # targets at the first token of a causal model's context (see _warn_position_zero)
-            "targets_at_position_0": _first_position(plan) if getattr(info, "causal", False) else 0,
-            "bos_policy": (suite.parameters or {}).get("bos") or "tokenizer",
-            "unknown_targets": {"n_items": len(unknown), "words": sorted(set(unknown))[:50]},
-            "versions": dict(_installed_versions()),
-        }
-        return cls(
-            name=name, shape=shape, coords=item_coords(suite, plan, layers, settings.poolings),
-            suite_attrs=_suite_attrs(suite), extraction=extraction, window_blocks=window_blocks,
-            layers=list(layers), subset=subset, unknown=unknown,
-        )
-
-    def unknown_message(self, runner: Runner) -> str:
-        words = sorted(set(self.unknown))
-        shown = ", ".join(repr(w if len(w) <= 30 else w[:29] + "…") for w in words[:10])
-        return (
-            f"suite {self.name!r}: {len(self.unknown)} of {self.shape[0]} targets tokenize to "
-            f"nothing but the unknown token with {getattr(runner.info, 'tokenizer', 'the tokenizer')} "
-            f"({len(words)} distinct "
-            f"words: {shown}{', …' if len(words) > 10 else ''}); they all get the vector of that "
-            "token in context, not of the word. Recorded in the suite's extraction attributes "
-            "(unknown_targets); drop these words or use a model whose vocabulary covers them"
-        )
-
-
-def _unknown_targets(suite: Suite, plan: Plan, unk_id: int | None) -> tuple[str, ...]:
-    """The words of items whose target subtokens are all the unknown token."""
-    if unk_id is None:
-        return ()
-    unknown_keys = {
-        k for k, enc in enumerate(plan.encodings)
-        if len(enc.subtoken_ids) and bool(np.all(np.asarray(enc.subtoken_ids) == unk_id))
-    }
-    if not unknown_keys:
-        return ()
-    return tuple(
-        str(item.word) for item, k in zip(suite.items, plan.item_key.tolist(), strict=True)
-        if k in unknown_keys
-    )
-
-
 # -- running ----------------------------------------------------------------------------------------
 def _extract_suite(
     runner: Runner,
@@ -596,7 +474,7 @@ def _extract_suite(
     *,
     suite: Suite,
     plan: Plan,
-    prep: _Prepared,
+    prep: Prepared,
     settings: ExtractionSettings,
     overwrite: bool,
     progress: bool,
@@ -771,15 +649,6 @@ def _all_finite(block: np.ndarray) -> bool:
     else:
         return bool(np.isfinite(block).all())
     return int(np.bitwise_and(bits, no_sign).max()) < inf
-
-
-def _bos_added(plan: Plan, bos_id: int | None) -> bool:
-    """Whether the encoded contexts start with the model's BOS token."""
-    return bool(
-        bos_id is not None
-        and plan.encodings
-        and all(len(e.input_ids) and int(e.input_ids[0]) == bos_id for e in plan.encodings)
-    )
 
 
 def _progress_bar(enabled: bool, *, total: int, desc: str) -> Any:

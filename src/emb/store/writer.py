@@ -42,6 +42,7 @@ from zarr.core.sync import sync as zarr_sync
 
 from emb.errors import CorruptStoreError, StoreError, StoreMismatchError
 from emb.schemas import datamodel as dm
+from emb.store._layout import block_size_for, compressor, coord_layout, read_rows
 from emb.store._location import check_writable, is_url, local_path, open_zarr_store
 from emb.store._nodes import BadMetadata, child_names, digest, list_prefix, read_bytes, read_json
 from emb.store.lock import WriterLock, lock_path, locked
@@ -73,32 +74,7 @@ EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos", "layers
 #: refreshing the consolidated metadata) before it refuses.
 ROOT_LOCK_WAIT_S = 120.0
 
-_TARGET_SHARD_BYTES = 16 * 2**20
 _LOCAL_SOURCES = ("local", "gguf")
-
-
-def block_size_for(n_layers: int, n_poolings: int, n_features: int, itemsize: int) -> int:
-    """Items per shard: a power of two in [16, 512] keeping a shard at most 16 MiB.
-
-    Small enough that writing the last block (which nothing overlaps) is quick and a block of
-    float32 activations stays small in memory; large enough that an analysis reading one layer
-    of 50,000 items touches only ~100 inner chunks.
-    """
-    per_item = n_layers * n_poolings * n_features * itemsize
-    size = 512
-    while size > 16 and size * per_item > _TARGET_SHARD_BYTES:
-        size //= 2
-    return size
-
-
-def _compressor() -> zarr.codecs.BloscCodec:
-    # Blosc-LZ4, no shuffle, clevel 1.  Most of what compresses is repetition: a word of one
-    # subtoken has first = last = mean = max, and an inner chunk holds a layer's four poolings
-    # side by side, so LZ4 stores three of them as back-references.  Measured on MiniLM-L6 VAST
-    # vectors (Warriner + corpus, 39% multi-subtoken words): ratio 1.82 at 6.3 GB/s encode and
-    # 15 GB/s decode.  Bit-shuffle scatters those repeats: 1.57 at 1.8 / 3.7 GB/s (it gains 9%
-    # only on vectors with nothing repeated); zstd 2.0-2.3 at 0.2-0.7 GB/s encode.
-    return zarr.codecs.BloscCodec(cname="lz4", clevel=1, shuffle="noshuffle")
 
 
 def model_differences(stored: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
@@ -527,7 +503,7 @@ class SuiteWriter:
         arrays: list[dict[str, Any]] = []
         data = []
         for key, var in coords.coords.items():
-            dtype, values, attributes = _coord_layout(var.values)
+            dtype, values, attributes = coord_layout(var.values)
             arrays.append(
                 {  # the coordinates, laid out as xarray's to_zarr writes them
                     "name": f"{name}/{key}",
@@ -546,7 +522,7 @@ class SuiteWriter:
                 "dtype": storage_dtype,
                 "chunks": (block, 1, n_poolings, n_features),
                 "shards": (block, n_layers, n_poolings, n_features),
-                "compressors": _compressor(),
+                "compressors": compressor(),
                 "fill_value": np.nan,
                 "dimension_names": dm.DIMS,
                 "attributes": {
@@ -599,7 +575,7 @@ class SuiteWriter:
 
         with warnings.catch_warnings():
             # zarr-python flags variable_length_bytes as not yet in a zarr v3 specification
-            # document; see _coord_layout for why the text is stored so
+            # document; see _layout.coord_layout for why the text is stored so
             warnings.simplefilter("ignore", zarr.errors.UnstableSpecificationWarning)
             zarr_sync(write_all())
         group = zarr.open_group(root.store, path=name, mode="a", zarr_format=3, use_consolidated=False)
@@ -670,36 +646,6 @@ class SuiteWriter:
             if key.endswith(".partial"):
                 with contextlib.suppress(OSError):
                     (local_path(self.location) / key).unlink()
-
-
-def _coord_layout(values: np.ndarray) -> tuple[Any, np.ndarray, dict[str, Any]]:
-    """(zarr dtype, values to write, attributes) of one coordinate.
-
-    Text is stored as UTF-8 bytes (``variable_length_bytes``) with the netCDF/CF attribute
-    ``_Encoding: utf-8``: plain ``xr.open_zarr`` decodes that to an object array of ``str``,
-    which ``astype(str)``, ``==``, pandas and netCDF all take.  Zarr's ``string`` type (store
-    schema 1) reads back as numpy 2's StringDType, which does not (``astype(str)`` raises), and
-    fixed-width ``<U`` would pad every context to the longest one (4 bytes a character).
-    """
-    values = np.asarray(values)
-    if values.dtype.kind in "OUT":
-        encoded = np.empty(values.shape, dtype=object)
-        for index, value in np.ndenumerate(values):
-            encoded[index] = (value if isinstance(value, str) else str(value)).encode("utf-8")
-        return zarr.dtype.VariableLengthBytes(), encoded, {"_Encoding": "utf-8"}  # type: ignore[attr-defined]
-    return values.dtype, values, {}
-
-
-def read_rows(array: zarr.Array, rows: Sequence[int]) -> np.ndarray:
-    """``array[rows]`` along the first axis for any row order (zarr wants sorted indices)."""
-    idx = np.asarray(rows, dtype=np.int64)
-    if idx.size == 0:
-        return np.empty((0, *array.shape[1:]), dtype=array.dtype)
-    order = np.argsort(idx, kind="stable")
-    values = array.get_orthogonal_selection((idx[order],))
-    out = np.empty_like(values)
-    out[order] = values
-    return out
 
 
 def consolidate(root: zarr.Group, location: str | None = None) -> None:
