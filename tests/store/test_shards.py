@@ -137,6 +137,7 @@ def test_shards_in_any_order_give_the_single_process_store(tmp_path, count, orde
     path = str(tmp_path / "sharded.zarr")
     order = order or list(np.random.default_rng(0).permutation(np.arange(1, count + 1)))
     ran: set[int] = set()
+    was_complete = False
     for index in order:
         (report,) = extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
                             window_blocks=WINDOW, shard=f"{index}/{count}")
@@ -146,10 +147,17 @@ def test_shards_in_any_order_give_the_single_process_store(tmp_path, count, orde
         working = {i + 1 for i, (a, b) in enumerate(record.blocks) if b > a}
         want_status = "complete" if working <= ran else "incomplete"
         assert emb.open_store(path).validate().status == want_status
-        assert not report.already_complete
+        assert report.already_complete == was_complete  # an empty shard run after the last one
+        was_complete = want_status == "complete"
     assert len(working) == min(count, 13)
     assert snapshot(path) == want
     assert emb.open_store(path).validate(deep=True).status == "complete"
+    # a worker re-run on the finished suite finds it complete and changes nothing
+    before = {str(p): p.stat().st_mtime_ns for p in Path(path).rglob("*") if p.is_file()}
+    (again,) = extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
+                       window_blocks=WINDOW, shard=f"{order[0]}/{count}")
+    assert again.already_complete and again.blocks_written == 0
+    assert {str(p): p.stat().st_mtime_ns for p in Path(path).rglob("*") if p.is_file()} == before
     record = read_record(open_zarr_store(path), "s")
     assert record.count == count and record.windows[0][0] == 0
     assert record.windows[-1][1] == 13 and record.blocks[-1][1] == 25  # ceil(25 blocks / 2)

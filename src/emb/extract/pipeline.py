@@ -508,8 +508,7 @@ def _extract_suite(
             all_windows = window_blocks_of(len(ranges), per_window)
             markers = read_markers(writer.done) if not writer.fresh else np.zeros(len(ranges), np.uint8)
             truncate = bool(writer.extraction.get("truncate_after_target", False))
-            if (shard is None and not writer.fresh and writer.group.attrs.get(dm.ATTR_COMPLETE)
-                    and (markers == DONE).all()):
+            if not writer.fresh and writer.group.attrs.get(dm.ATTR_COMPLETE) and (markers == DONE).all():
                 return SuiteReport(
                     name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
                     blocks_written=0, blocks_total=len(ranges), already_complete=True,
