@@ -75,6 +75,10 @@ def main() -> None:
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--loop-n", type=int, default=None, help="items for the loop (default: all)")
     parser.add_argument("--repeat", type=int, default=3, help="alternating runs of forward-only and emb extract")
+    parser.add_argument("--shards", type=int, default=0,
+                        help="also write the suite as N shards (--shard I/N), one after another "
+                             "into one store: their sum against one emb extract is the cost of "
+                             "sharding, the slowest one the wall time of N devices in parallel")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -133,6 +137,22 @@ def main() -> None:
                 times.append(time.perf_counter() - t0)
         t_forward, t_e2e = float(np.median(t_fw)), float(np.median(t_ee))
 
+        # 2b. the same suite as N shards into one store (a worker per device would run them at once)
+        t_shards: list[float] = []
+        for index in range(1, args.shards + 1):
+            sync()
+            t0 = time.perf_counter()
+            extract(runner, suite, str(tmp_path / "sharded.zarr"), batch_size=args.batch_size,
+                    progress=False, shard=f"{index}/{args.shards}")
+            sync()
+            t_shards.append(time.perf_counter() - t0)
+        if t_shards:
+            import zarr
+
+            one = zarr.open_group(str(tmp_path / "bench0.zarr"), mode="r")["bench/embedding"][:]
+            sharded = zarr.open_group(str(tmp_path / "sharded.zarr"), mode="r")["bench/embedding"][:]
+            same = np.array_equal(one.view(np.uint16), sharded.view(np.uint16))
+
         # 3. one sentence at a time, the way a notebook would do it: tokenise, run, take every
         #    layer's hidden states as numpy, find the target's tokens from the offsets, pool
         loop_items = items[: args.loop_n or len(items)]
@@ -160,6 +180,11 @@ def main() -> None:
     print(f"ratio end-to-end / forward-only = {t_e2e / t_forward:.3f} (medians), "
           f"{min(t_ee) / min(t_fw):.3f} (minima)  [target <= 1.15]")
     print(f"ratio loop / end-to-end         = {t_loop / t_e2e:.1f}  [target >= 8]")
+    if t_shards:
+        print(f"{len(t_shards)} shards, in turn {sum(t_shards):8.2f} s  ({sum(t_shards) / t_e2e:.3f} x one emb extract); "
+              f"slowest shard {max(t_shards):.2f} s ({max(t_shards) / t_e2e:.3f} x: the wall time on "
+              f"{len(t_shards)} devices); shards {', '.join(f'{s:.2f}' for s in t_shards)} s; "
+              f"embedding bitwise equal to one process: {same}")
 
 
 if __name__ == "__main__":

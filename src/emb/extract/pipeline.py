@@ -9,6 +9,10 @@ settings are copied from there.  Blocks are written by a background thread while
 is computed; each block's done-marker follows its shard.  An interrupted run resumes with the
 windows that still have unwritten blocks, recomputing each such window whole, so its batches and
 therefore its vectors are bitwise those of an uninterrupted run.
+
+With ``shard="I/N"`` a worker computes only its shard of the windows (:mod:`emb.extract.shards`,
+coordinated through the store by :mod:`emb.store.shards`); the worker that writes the last block
+completes the suite, bitwise what one process writes.
 """
 
 from __future__ import annotations
