@@ -97,8 +97,19 @@ def test_partition_is_contiguous_complete_and_balanced(costs, count):
         assert a <= b == c  # contiguous, in order, nothing twice
     total = sum(costs)
     for a, b in runs:  # no run costs more than its share plus one window
-        assert sum(costs[a:b]) < total / count + max(costs, default=0) + 1e-9
+        assert sum(costs[a:b]) <= total / count + max(costs, default=0) + 1e-9
+    if len(costs) >= count:  # each cut is the boundary nearest its target
+        cumulative = np.concatenate([[0], np.cumsum(costs)])
+        for i, (a, _) in enumerate(runs[1:], start=1):
+            assert abs(cumulative[a] - total * i / count) <= np.abs(cumulative - total * i / count).min() + 1e-9
     assert partition(costs, count) == runs  # a pure function: every worker cuts the same
+
+
+def test_two_windows_of_nearly_equal_cost_go_to_two_shards():
+    assert partition([100, 101], 2) == [(0, 1), (1, 2)]  # found by benchmarks/extract.py --shards 2
+    assert partition([101, 100], 2) == [(0, 1), (1, 2)]
+    assert partition([1, 1, 1, 1], 4) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert partition([5], 3) == [(0, 0), (0, 1), (1, 1)]  # one window: one shard, two empty
 
 
 def test_device_spec_is_checked():
@@ -422,9 +433,10 @@ def test_cli_shards_of_a_real_model_on_s3_equal_a_local_run(tmp_path, s3_env, mo
     cli(*common, "--store", local)
     out = cli(*common, "--store", remote, "--shard", "2/2")
     # WEAT repeats words across tests: shard 2's blocks copy rows shard 1 has not written yet
-    assert "shard 1/2: 0/16 blocks" in out and "status    incomplete" in out
-    assert "shard 2/2: 0/5 blocks (+5 waiting for rows of other shards)" in out
-    assert "shard 1/2: 0/" in cli("validate", remote, code=1)
+    # (3 windows of 8, 8 and 5 blocks: 8 for shard 1, 13 for shard 2)
+    assert "shard 1/2: 0/8 blocks" in out and "status    incomplete" in out
+    assert "shard 2/2: 10/13 blocks (+3 waiting for rows of other shards)" in out
+    assert "shard 1/2: 0/8 blocks" in cli("validate", remote, code=1)
     out = cli(*common, "--store", remote, "--shard", "1/2", "--device", "cpu")
     assert "status    complete" in out
     assert cli("validate", remote, "--deep").startswith(f"{remote}: complete")

@@ -127,18 +127,22 @@ def window_costs(
 def partition(costs: Sequence[int], count: int) -> list[tuple[int, int]]:
     """Cut windows ``0..len(costs)-1`` into ``count`` contiguous runs of about equal cost.
 
-    Run ``i`` (0-based) is ``[cut[i], cut[i+1])`` where ``cut[i]`` is the first window whose
-    cumulative cost before it reaches ``i/count`` of the total (integer arithmetic: every worker
-    cuts the same).  Runs may be empty when there are fewer windows than shards.
+    Run ``i`` (0-based) is ``[cut[i], cut[i+1])`` where ``cut[i]`` is the window boundary whose
+    cumulative cost is nearest to ``i/count`` of the total (the lower one on a tie; integer
+    arithmetic: every worker cuts the same).  So no run costs more than its share plus one
+    window, and two windows of nearly equal cost go to two shards.  Runs are empty only when
+    there are fewer windows than shards.
     """
     if count < 1:
         raise EmbError(f"a shard count must be >= 1; got {count}")
-    cumulative = np.concatenate([[0], np.cumsum(np.asarray(costs, dtype=np.int64))])
-    total = int(cumulative[-1])
+    scaled = np.concatenate([[0], np.cumsum(np.asarray(costs, dtype=np.int64))]) * count
+    total = int(scaled[-1]) // count
     cuts = [0]
     for i in range(1, count):
-        # first j with cumulative[j] * count >= total * i
-        j = int(np.searchsorted(cumulative * count, total * i, side="left"))
+        target = total * i  # in units of cost / count
+        j = int(np.searchsorted(scaled, target, side="left"))  # first boundary at or past it
+        if j > 0 and (j == len(scaled) or target - int(scaled[j - 1]) <= int(scaled[j]) - target):
+            j -= 1  # the boundary before it is as near or nearer
         cuts.append(min(max(j, cuts[-1]), len(costs)))
     cuts.append(len(costs))
     return [(cuts[i], cuts[i + 1]) for i in range(count)]
