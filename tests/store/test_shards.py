@@ -126,16 +126,16 @@ def test_device_spec_is_checked():
 def test_cuda_index_is_checked_against_the_devices_found(monkeypatch):
     torch = pytest.importorskip("torch")
     from emb.errors import ModelError
-    from emb.extract.model import _parse_device
+    from emb.extract.model import parse_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ModelError, match="CUDA is not available"):
-        _parse_device("cuda:0")
+        parse_device("cuda:0")
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     with pytest.raises(ModelError, match=r"cuda:7' does not exist: this machine has 2 CUDA device\(s\), cuda:0..cuda:1"):
-        _parse_device("cuda:7")
-    assert str(_parse_device("cuda:1")) == "cuda:1"
+        parse_device("cuda:7")
+    assert str(parse_device("cuda:1")) == "cuda:1"
 
 
 # -- cooperating workers ----------------------------------------------------------------------------
