@@ -161,10 +161,9 @@ def shard_record(
     starts = [ranges[blocks[0]][0] for blocks in windows]
     n_tokens = [len(enc.input_ids) for enc in plan.encodings]
     cuts = partition(window_costs(plan.first_item, n_tokens, starts, len(plan.item_key)), count)
-    blocks = tuple(
-        (windows[a][0], windows[b - 1][-1] + 1) if b > a else ((windows[a][0],) * 2 if a < len(windows) else (len(ranges),) * 2)
-        for a, b in cuts
-    )
+    # block boundaries of each run: window a's first block (or the end, past the last window)
+    first_block = [blocks[0] for blocks in windows] + [len(ranges)]
+    blocks = tuple((first_block[a], first_block[b]) for a, b in cuts)
     return ShardRecord(
         count=count, window_blocks=window_blocks, windows=tuple(cuts), blocks=blocks,
         reuse_from=tuple(reuse_from),
