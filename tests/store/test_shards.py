@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -325,55 +324,11 @@ def test_killed_shard_resumes_locally(tmp_path):
     assert not list((tmp_path / "s.zarr").glob(".emb-lock*"))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    """moto's S3 server on 127.0.0.1, stopped by its pid at the end (and by ``timeout`` after
-    10 minutes whatever happens)."""
-    pytest.importorskip("s3fs")
-    pytest.importorskip("moto.server")
-    port = _free_port()
-    proc = subprocess.Popen(
-        ["timeout", "600", sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"moto's S3 server did not start on port {port}")
-            time.sleep(0.1)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-
-
 @pytest.fixture
-def s3_env(s3_endpoint, monkeypatch):
-    """Credentials and endpoint the usual way (AWS_* variables), and a fresh bucket."""
-    import s3fs
-
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-           "AWS_ENDPOINT_URL": s3_endpoint, "AWS_DEFAULT_REGION": "us-east-1"}
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    bucket = f"emb-{time.monotonic_ns()}"
-    s3fs.S3FileSystem(skip_instance_cache=True).mkdir(bucket)
-    return {**os.environ, **env}, bucket
+def s3_env(s3_bucket):
+    """The session's moto server (tests/conftest.py): the environment for child processes
+    (credentials and endpoint the usual way, AWS_* variables) and a fresh bucket's name."""
+    return dict(os.environ), s3_bucket.removeprefix("s3://")
 
 
 @pytest.mark.slow
