@@ -29,9 +29,9 @@ from emb.errors import (
 )
 from emb.extract.pipeline import extract
 from emb.extract.suites import Suite
+from emb.store._write_checks import model_differences
 from emb.store.lock import WriterLock, lock_path
 from emb.store.names import check_group_name
-from emb.store.writer import model_differences
 from tests.fakes import FakeInfo, FakeRunner
 from tests.store.test_pipeline import _snapshot, words_suite
 

@@ -45,6 +45,7 @@ from emb.extract.shards import (
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store
 from emb.store._nodes import text_values
+from emb.store._write_checks import check_store, extraction_differences, open_for_writing
 from emb.store.lock import WriterLock
 from emb.store.names import check_group_name
 from emb.store.shards import (
@@ -57,14 +58,7 @@ from emb.store.shards import (
     shard_windows,
 )
 from emb.store.store import suite_names
-from emb.store.writer import (
-    SuiteWriter,
-    check_store,
-    extraction_differences,
-    open_for_writing,
-    plan_group,
-    read_rows,
-)
+from emb.store.writer import SuiteWriter, plan_group, read_rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.extract.estimate import Estimate

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from emb.store._write_checks import open_for_writing
 from emb.store.store import (
     Store,
     StoreInfo,
@@ -10,7 +11,7 @@ from emb.store.store import (
     describe,
     open_store,
 )
-from emb.store.writer import SuiteWriter, block_size_for, open_for_writing
+from emb.store.writer import SuiteWriter, block_size_for
 
 __all__ = [
     "Store",

@@ -1,0 +1,224 @@
+"""May a run write here? The store's root, its model and a suite's extraction settings checked
+before anything is written: someone else's data, a damaged store, another model, or other settings
+are refused (reading only), and a new store's root is created under the root lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import zarr
+
+from emb.errors import CorruptStoreError, StoreError, StoreMismatchError
+from emb.schemas import datamodel as dm
+from emb.store._location import check_writable, is_url, local_path, open_zarr_store
+from emb.store._nodes import BadMetadata, child_names, read_json
+from emb.store.lock import WriterLock, lock_path, locked
+from emb.store.names import check_group_name
+
+__all__ = [
+    "EXTRACTION_IDENTITY_KEYS",
+    "MODEL_IDENTITY_KEYS",
+    "ROOT_LOCK_WAIT_S",
+    "check_same",
+    "check_store",
+    "extraction_differences",
+    "model_differences",
+    "open_for_writing",
+    "root_attrs",
+]
+
+#: Model attributes that must match to write into an existing store, when the two models' sources
+#: say nothing better: local directories and gguf files are the same model when their weight
+#: fingerprints are equal (whatever the path), hub models when their id and revision are.
+MODEL_IDENTITY_KEYS = ("model_id", "revision", "fingerprint")
+#: Extraction settings that must match to resume a suite or reuse its vectors.
+EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos", "layers")
+#: How long a writer waits for another writer's short root update (creating the store,
+#: refreshing the consolidated metadata) before it refuses.
+ROOT_LOCK_WAIT_S = 120.0
+
+_LOCAL_SOURCES = ("local", "gguf")
+
+
+def model_differences(stored: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
+    """How the model of a store and the model of a run differ (empty: the same model).
+
+    Local directories and gguf files are identified by their weight fingerprint alone (the same
+    directory written with a trailing ``/``, or a copy, is the same model); hub models by id and
+    resolved revision; anything else by id, revision and fingerprint.
+    """
+    sources = (stored.get("source"), run.get("source"))
+    if all(source in _LOCAL_SOURCES for source in sources):
+        keys: tuple[str, ...] = ("fingerprint",)
+    elif sources == ("hub", "hub"):
+        keys = ("model_id", "revision")
+    else:
+        keys = MODEL_IDENTITY_KEYS
+    return [
+        f"{key}: store has {_plain_value(stored.get(key))!r}, this run has "
+        f"{_plain_value(run.get(key))!r}"
+        for key in keys
+        if stored.get(key) != run.get(key)
+    ]
+
+
+def _plain_value(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def root_attrs(zstore: Any, location: str) -> dict[str, Any] | None:
+    """The attributes of an emb store's root; None where there is no store yet (a missing or
+    empty directory, or the bare root a first run killed at once leaves behind).
+
+    Raises
+    ------
+    StoreError
+        Anything else: a zarr store (or a directory of files) that is not an emb store.
+    CorruptStoreError
+        An emb store whose root metadata is damaged or missing.
+    """
+    names = [n for n in child_names(zstore, "") if not n.startswith(dm.LOCK_PREFIX)]
+    try:
+        root = read_json(zstore, "zarr.json")
+    except BadMetadata as err:
+        raise CorruptStoreError(
+            f"{location}: the store's root metadata is damaged ({err}); 'emb validate "
+            f"{location}' reports the store; write into a new store"
+        ) from err
+    if root is None:
+        if not names:
+            return None
+        if ".zgroup" in names or ".zarray" in names:
+            raise StoreError(
+                f"--store {location} is a zarr v2 store, not an emb store: emb does not write "
+                "into someone else's data; give a new path"
+            )
+        raise StoreError(
+            f"--store {location} is a directory holding other files ({', '.join(names[:5])}"
+            f"{', …' if len(names) > 5 else ''}) and no emb store (a store whose root zarr.json "
+            "was deleted looks the same: 'emb validate' says which); emb does not write into "
+            "someone else's data: give a new or empty directory"
+        )
+    attrs = root.get("attributes") or {}
+    if root.get("zarr_format") != 3 or root.get("node_type") != "group":
+        raise StoreError(
+            f"--store {location} is a zarr {root.get('node_type', 'node')} that is not an emb "
+            "store; give a new path"
+        )
+    if dm.ATTR_SCHEMA_VERSION not in attrs:
+        if attrs or [n for n in names if n != "zarr.json"]:
+            raise StoreError(
+                f"--store {location} is a zarr group emb did not write (attributes "
+                f"{sorted(attrs)[:5]}, members {[n for n in names if n != 'zarr.json'][:5]}); emb "
+                "does not write into someone else's data: give a new path"
+            )
+        return None
+    version = attrs.get(dm.ATTR_SCHEMA_VERSION)
+    if version not in dm.READABLE_SCHEMA_VERSIONS:
+        raise StoreMismatchError(
+            f"{location} has store schema version {version!r}, this emb reads and writes "
+            f"{list(dm.READABLE_SCHEMA_VERSIONS)}; upgrade emb, or write into a new store"
+        )
+    return dict(attrs)
+
+
+def _check_model(location: str, attrs: Mapping[str, Any], model: Mapping[str, Any]) -> None:
+    existing = attrs.get(dm.ATTR_MODEL)
+    if not existing:
+        return
+    diffs = model_differences(existing, model)
+    if diffs:
+        raise StoreMismatchError(
+            f"{location} holds embeddings of another model ({'; '.join(diffs)}); "
+            "write this model into a new store (one store per model)"
+        )
+
+
+def check_store(
+    location: str, *, model: Mapping[str, Any] | None = None,
+    storage_options: dict[str, Any] | None = None, suites: Sequence[str] = (),
+) -> None:
+    """Refuse, reading only, a location emb must not write into: a file or a path under one, a
+    read-only directory, a zip, someone else's zarr store or files, a damaged emb store, (with
+    ``model``) a store of another model, or (with ``suites``) a suite another process is writing.
+    Nothing is created or changed."""
+    check_writable(location, storage_options=storage_options)
+    for name in suites:
+        path = lock_path(location, check_group_name(name))
+        if path is not None:
+            WriterLock.check_free(path, what=f"suite {name!r} of store {location}")
+    if not is_url(location) and not local_path(location).exists():
+        return
+    try:
+        zstore = open_zarr_store(location, mode="r", storage_options=storage_options)
+    except StoreError:
+        if is_url(location):
+            return  # nothing there yet (or the backend says why when writing)
+        raise
+    attrs = root_attrs(zstore, location)
+    if attrs is not None and model is not None:
+        _check_model(location, attrs, model)
+
+
+def open_for_writing(
+    location: str, *, model: Mapping[str, Any], storage_options: dict[str, Any] | None = None
+) -> tuple[Any, zarr.Group]:
+    """Open (or create) a store for ``model``; refuse one written by another model, someone
+    else's zarr store or files, and a location emb cannot write into.
+
+    Raises
+    ------
+    StoreError, StoreMismatchError, CorruptStoreError, StoreLockedError
+    """
+    check_writable(location, storage_options=storage_options)
+    zstore = open_zarr_store(location, mode="a", storage_options=storage_options)
+    with locked(location, None, purpose="create or check the store root", wait_s=ROOT_LOCK_WAIT_S):
+        attrs = root_attrs(zstore, location)
+        if attrs is None:
+            # a kill between creating the root and writing its attributes leaves a bare root,
+            # which the next run adopts
+            zarr.open_group(zstore, mode="a", zarr_format=3, use_consolidated=False).update_attributes(
+                {dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION, dm.ATTR_MODEL: dict(model)}
+            )
+        else:
+            _check_model(location, attrs, model)
+    root = zarr.open_group(zstore, mode="r+", zarr_format=3, use_consolidated=False)
+    return zstore, root
+
+
+def check_same(
+    location: str,
+    name: str,
+    attrs: Mapping[str, Any],
+    suite_attrs: Mapping[str, Any],
+    extraction: Mapping[str, Any],
+) -> None:
+    old_suite = attrs.get(dm.ATTR_SUITE, {})
+    if old_suite.get("content_hash") != suite_attrs.get("content_hash"):
+        raise StoreMismatchError(
+            f"suite {name!r} in {location} was written from another definition (content hash "
+            f"{str(old_suite.get('content_hash'))[:12]}…, this run {str(suite_attrs.get('content_hash'))[:12]}…); "
+            "use --name to write it as another suite, or --overwrite to replace it"
+        )
+    diffs = extraction_differences(attrs.get(dm.ATTR_EXTRACTION, {}), extraction)
+    if diffs:
+        raise StoreMismatchError(
+            f"suite {name!r} in {location} was extracted with other settings ({'; '.join(diffs)}); "
+            "use --name to write it as another suite, or --overwrite to replace it"
+        )
+
+
+def extraction_differences(stored: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
+    """The identity settings (dtype, storage dtype, poolings, BOS) on which two extractions differ."""
+    return [
+        f"{k}: store {stored.get(k)!r} vs run {run.get(k)!r}"
+        for k in EXTRACTION_IDENTITY_KEYS
+        if _norm(stored.get(k)) != _norm(run.get(k))
+    ]
+
+
+def _norm(value: Any) -> Any:
+    return list(value) if isinstance(value, (tuple, list)) else value
