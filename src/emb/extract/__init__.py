@@ -10,7 +10,8 @@ from typing import Any
 
 from emb.extract.corpus import Corpus, load_corpus
 from emb.extract.lexicon import Lexicon, load_lexicon
-from emb.extract.pipeline import ExtractionSettings, SuiteReport, extract
+from emb.extract.pipeline import extract
+from emb.extract.settings import ExtractionSettings, SuiteReport
 from emb.extract.suites import (
     BUILTIN_SUITES,
     Item,

@@ -15,7 +15,7 @@ from emb.extract._plan import Plan, item_coords
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.extract.model import Runner
-    from emb.extract.pipeline import ExtractionSettings
+    from emb.extract.settings import ExtractionSettings
     from emb.extract.suites import Suite
 
 __all__ = ["FLOAT16_NOTE", "Prepared", "bos_added", "first_position", "suite_attrs", "unknown_targets"]

@@ -24,7 +24,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -34,6 +34,7 @@ from emb.errors import EmbError, EmbWarning, StoreError
 from emb.extract._plan import BlockSources, Key, Plan
 from emb.extract._prepared import Prepared, first_position
 from emb.extract.devices import check_device
+from emb.extract.settings import ExtractionSettings, SuiteReport, parse_layers, parse_settings
 from emb.extract.shards import (
     Shard,
     available_rows,
@@ -65,7 +66,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from emb.extract.model import Runner
     from emb.extract.suites import Suite
 
-__all__ = ["ExtractionSettings", "SuiteReport", "extract", "parse_layers"]
+__all__ = ["extract"]
 
 #: Blocks computed together: one ``embed`` call sorts their contexts by length, so batches carry
 #: less padding than within one block (at 10,000 "This is WORD." items, sorting block by block fed
@@ -73,66 +74,6 @@ __all__ = ["ExtractionSettings", "SuiteReport", "extract", "parse_layers"]
 #: <= 16 MiB.  Stored in the suite's extraction attributes, so a resumed run cuts the same windows
 #: (stores written before this setting existed resume with windows of one block).
 WINDOW_BLOCKS = 8
-
-@dataclass(frozen=True, kw_only=True)
-class ExtractionSettings:
-    """How embeddings were computed and stored (written to each suite's attributes)."""
-
-    poolings: tuple[str, ...] = dm.POOLINGS
-    dtype: str = "float32"
-    storage_dtype: str = "float16"
-    batch_size: int = 64
-    device: str = "auto"
-    bos: bool | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["poolings"] = list(self.poolings)
-        return d
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> ExtractionSettings:
-        fields = {k: d[k] for k in ("dtype", "storage_dtype", "batch_size", "device", "bos") if k in d}
-        return cls(poolings=tuple(d.get("poolings", dm.POOLINGS)), **fields)
-
-
-@dataclass(frozen=True, kw_only=True)
-class SuiteReport:
-    """What one suite's extraction did."""
-
-    name: str
-    n_items: int
-    n_unique: int
-    n_computed: int
-    n_copied: int
-    blocks_written: int
-    blocks_total: int
-    already_complete: bool
-    seconds: float
-    n_unknown_targets: int = 0
-    unknown_examples: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def _parse_settings(
-    poolings: Sequence[str], dtype: str, storage_dtype: str, batch_size: int
-) -> tuple[str, ...]:
-    pools = tuple(poolings)
-    bad = [p for p in pools if p not in dm.POOLINGS]
-    if bad or not pools or len(set(pools)) != len(pools):
-        raise EmbError(
-            f"poolings must be distinct names among {list(dm.POOLINGS)}; got {list(pools)}"
-        )
-    if dtype not in ("float32", "float16", "bfloat16"):
-        raise EmbError(f"dtype must be float32, float16 or bfloat16; got {dtype!r}")
-    if storage_dtype not in ("float16", "float32"):
-        raise EmbError(f"storage dtype must be float16 or float32; got {storage_dtype!r}")
-    if batch_size < 1:
-        raise EmbError(f"batch size must be >= 1; got {batch_size}")
-    return pools
-
 
 def extract(
     model: str | os.PathLike[str] | Runner,
@@ -230,7 +171,7 @@ def extract(
             f"{[str(n) for n in group_names]} for {len(suite_list)} suites"
         )
     group_names = [check_group_name(group_name) for group_name in group_names]
-    pools = _parse_settings(poolings, dtype, storage_dtype, batch_size)
+    pools = parse_settings(poolings, dtype, storage_dtype, batch_size)
     shard = parse_shard(shard)
     device = check_device(device)
     if shard is not None and overwrite:
@@ -364,34 +305,6 @@ def _warn_position_zero(runner: Runner, suite: Suite, plan: Plan, bos: bool | No
         EmbWarning,
         stacklevel=3,
     )
-
-
-def parse_layers(spec: str | Sequence[int] | None, n_blocks: int) -> list[int]:
-    """The stored layers (0..L, increasing) from ``"all"``, ``"0,6,-1"`` or a list of ints.
-
-    Raises
-    ------
-    EmbError
-        A layer outside -(L+1)..L, or a value that is not an integer.
-    """
-    if spec is None or (isinstance(spec, str) and spec.strip().lower() in ("", "all")):
-        return list(range(n_blocks + 1))
-    raw = spec.split(",") if isinstance(spec, str) else list(spec)
-    out = set()
-    for value in raw:
-        try:
-            layer = int(str(value).strip())
-        except ValueError:
-            raise EmbError(f"layers must be 'all' or integers like '0,6,-1'; got {value!r}") from None
-        if not -(n_blocks + 1) <= layer <= n_blocks:
-            raise EmbError(
-                f"layer {layer} does not exist: the model has layers 0..{n_blocks} "
-                f"(or -1..-{n_blocks + 1} from the top)"
-            )
-        out.add(layer % (n_blocks + 1))
-    if not out:
-        raise EmbError("no layers given; pass 'all' or a list such as '0,6,-1'")
-    return sorted(out)
 
 
 def _check_groups(
