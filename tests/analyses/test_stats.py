@@ -428,3 +428,16 @@ def test_single_threaded_blas_real_library_smoke():
     pytest.importorskip("threadpoolctl")
     with stats.single_threaded_blas():
         np.testing.assert_allclose(np.ones((3, 4)) @ np.ones((4, 2)), np.full((3, 2), 4.0))
+
+
+def test_single_threaded_blas_finds_numpys_blas_and_sets_one_thread():
+    """threadpoolctl before 3.5 does not see the OpenBLAS of numpy 2's wheels (scipy-openblas
+    symbols), and the limit then silently does nothing: the declared floor must see it."""
+    from threadpoolctl import ThreadpoolController
+
+    np.ones((3, 4)) @ np.ones((4, 2))  # numpy's BLAS is loaded
+    assert stats._blas._blas_controllers(), "no BLAS library found by threadpoolctl"
+    with stats.single_threaded_blas():
+        counts = [lib.get_num_threads() for lib in
+                  ThreadpoolController().select(user_api="blas").lib_controllers]
+        assert counts and all(n == 1 for n in counts)
