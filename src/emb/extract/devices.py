@@ -1,7 +1,7 @@
 """Which device extraction runs on: ``auto``, ``cpu``, ``cuda`` or ``cuda:K`` (GPU K, 0-based).
 
 The value is checked here, without torch, before anything is loaded; whether CUDA is there and
-GPU K exists is checked when the model loads (:func:`emb.extract.model.load_model`), which
+GPU K exists is checked when the model loads (:func:`emb.extract.loading.load_model`), which
 refuses with the number of GPUs it found.  One process per GPU: ``--device cuda:K`` (or
 ``CUDA_VISIBLE_DEVICES=K`` with ``--device cuda``) with ``--shard K+1/N`` runs N GPUs of one node
 on one store (see the README).
