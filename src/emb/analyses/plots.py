@@ -17,6 +17,7 @@ dependency for a handful of line plots.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -190,7 +191,9 @@ def tokenization_curves(
             for pooling in poolings:
                 sub = fg.sel(da, model=model, setting=setting, pooling=pooling, token_set=token_set)
                 vals = fg.values(sub.transpose(..., "layer")).reshape(-1, len(layers))
-                with np.errstate(all="ignore"), _quiet():
+                with np.errstate(all="ignore"), warnings.catch_warnings(
+                    action="ignore", category=RuntimeWarning  # 'mean of empty slice'
+                ):
                     curves.append(np.nanmean(vals, axis=0))
                     bands.append((np.nanmin(vals, axis=0), np.nanmax(vals, axis=0)))
             x, xlabel = fg.depth_axis(layers, np.isfinite(curves[0]), relative_depth)
@@ -221,20 +224,6 @@ def tokenization_curves(
     fig.suptitle((title or "Singly (solid) vs multiply (dashed) tokenized words"
                   + (f" — {lexicon}" if lexicon else "")) + tag)
     return fig
-
-
-class _quiet:
-    """Silence numpy's 'mean of empty slice' RuntimeWarnings inside a block."""
-
-    def __enter__(self) -> None:
-        import warnings
-
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc: object) -> None:
-        self._ctx.__exit__(*exc)
 
 
 # -- nullification -----------------------------------------------------------------------------------

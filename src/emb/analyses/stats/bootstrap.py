@@ -8,6 +8,7 @@ only re-weights them (multinomial counts per set), so no vector is touched again
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -121,20 +122,9 @@ def weat_bootstrap(
             d[:, sl] = (mx - my) / np.sqrt(ss / denom)
     d[~np.isfinite(d)] = np.nan
     q = 100.0 * np.array([(1.0 - confidence) / 2.0, (1.0 + confidence) / 2.0])
-    with np.errstate(invalid="ignore"), _no_all_nan_warning():
+    # a batch entry with no valid replicate is NaN, without numpy's 'All-NaN slice' warning
+    with np.errstate(invalid="ignore"), warnings.catch_warnings(
+        action="ignore", category=RuntimeWarning
+    ):
         low, high = np.nanpercentile(d, q, axis=-1)
     return low.reshape(batch)[()], high.reshape(batch)[()]
-
-
-class _no_all_nan_warning:
-    """Silence numpy's 'All-NaN slice' warning (a batch entry with no valid replicate → NaN)."""
-
-    def __enter__(self) -> None:
-        import warnings
-
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
-        warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc: object) -> None:
-        self._ctx.__exit__(*exc)
