@@ -3,15 +3,17 @@
 Every message that shows a value a user typed or a list of names the data holds goes through
 :func:`plain` / :func:`names`; every lookup of a name (tests, lexicons, settings, poolings, groups,
 suites, analyses) that fails says what exists and, when one is close, :func:`did_you_mean`.
+Names are listed in natural order (:func:`natural_key`: WEAT2 before WEAT10).
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["did_you_mean", "names", "plain", "unknown_names"]
+__all__ = ["did_you_mean", "names", "natural_key", "plain", "unknown_names"]
 
 
 def plain(value: Any) -> Any:
@@ -90,3 +92,10 @@ def unknown_names(kind: str, wanted: Iterable[Any], present: Iterable[Any], wher
     else:
         hint = ""
     return f"{kind} {names(wanted)} not in {where}, which has {names(present)}.{hint}"
+
+
+def natural_key(name: str) -> tuple[str, int, str]:
+    """Sort key putting ``C2`` before ``C10``: (text before the first number, the number, the rest);
+    a name without a number sorts as (name, -1, "")."""
+    m = re.match(r"^(.*?)(\d+)(.*)$", name)
+    return (m.group(1), int(m.group(2)), m.group(3)) if m else (name, -1, "")

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ import numpy as np
 import xarray as xr
 import yaml
 
-from emb._text import did_you_mean, names, plain, unknown_names
+from emb._text import did_you_mean, names, natural_key, plain, unknown_names
 from emb.analyses._select import item_values, label_mask, truthy, unique_in_order
 from emb.errors import AnalysisError
 
@@ -247,11 +246,6 @@ def split_tests(tests: Any) -> tuple[list[str] | None, list[dict[str, Any]]]:
     return names_, definitions
 
 
-def _natural_key(name: str) -> tuple[str, int, str]:
-    m = re.match(r"^(.*?)(\d+)(.*)$", name)
-    return (m.group(1), int(m.group(2)), m.group(3)) if m else (name, -1, "")
-
-
 def custom_test(
     x: Sequence[str] | None,
     y: Sequence[str] | None,
@@ -292,7 +286,7 @@ def suite_tests(
                 "or labels), or your own x/y/a/b word lists"
             )
     test_col = item_values(ds, "test").astype(str)
-    present = sorted({t for t in test_col if t}, key=_natural_key)
+    present = sorted({t for t in test_col if t}, key=natural_key)
     if tests is None:
         names = present
     else:

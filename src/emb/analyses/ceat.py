@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._text import natural_key
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
     Analysis,
@@ -105,7 +106,7 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None) -> list[_Test]:
             defs.setdefault(t, {role: [] for role in ROLES})[r].append(str(s))
             groups.setdefault(t, {})[r] = g or r
     order = list((_suite_parameters(ds).get("tests") or {}).keys())
-    present = sorted(defs, key=lambda t: (order.index(t) if t in order else len(order), _natural(t)))
+    present = sorted(defs, key=lambda t: (order.index(t) if t in order else len(order), natural_key(t)))
     if wanted is None:
         names = present
     else:
@@ -124,12 +125,6 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None) -> list[_Test]:
             raise MissingStimuliError(f"test {name!r} has no {empty} stimuli in this suite")
         out.append(_Test(name, roles, {r: groups[name].get(r, r) for r in ROLES}))
     return out
-
-
-def _natural(name: str) -> tuple:
-    head = name.rstrip("0123456789")
-    tail = name[len(head):]
-    return (head, int(tail) if tail else -1)
 
 
 def _one_test(
