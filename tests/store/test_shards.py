@@ -232,6 +232,93 @@ def test_refusals(tmp_path):
     assert not Path(lock_path(path, "s")).exists()
 
 
+def test_a_layout_being_written_is_waited_for_not_called_damaged(tmp_path):
+    """The check that reads before any lock is taken meets a group whose arrays are there and
+    whose zarr.json is not yet: another worker is laying it out under the suite's lock (CI once
+    caught a shard worker refusing the store as damaged at that moment).  A shard writer waits
+    for that worker's layout and goes on; a whole-suite writer is told who holds the lock; the
+    same group with nobody writing it is damaged, for both."""
+    import threading
+
+    from emb.errors import CorruptStoreError
+    from emb.schemas import datamodel as dm
+    from emb.store.writer import check_group
+
+    path = str(tmp_path / "one.zarr")
+    extract(BatchRunner(), repeat_suite(40), path, progress=False, block_size=BLOCK,
+            window_blocks=WINDOW)
+    meta_file = Path(path) / "s" / "zarr.json"
+    attrs = json.loads(meta_file.read_text())["attributes"]
+    zstore = open_zarr_store(path, mode="r")
+
+    def check(shard):
+        check_group(path, zstore, name="s", suite_attrs=attrs[dm.ATTR_SUITE],
+                    extraction=attrs[dm.ATTR_EXTRACTION], overwrite=False, shard=shard)
+
+    saved = meta_file.read_bytes()
+    meta_file.unlink()
+    holding = threading.Event()
+
+    def other_worker_lays_out():
+        with WriterLock.acquire(lock_path(path, "s"), what="suite", purpose="lay out suite 's'"):
+            holding.set()
+            time.sleep(1.5)
+            meta_file.write_bytes(saved)  # its layout is whole, then it lets go
+
+    worker = threading.Thread(target=other_worker_lays_out)
+    worker.start()
+    holding.wait()
+    with pytest.raises(StoreLockedError, match="is being written by another emb process"):
+        check(None)
+    start = time.monotonic()
+    check("shard-1-of-2")  # waited, then found a whole layout to resume
+    waited = time.monotonic() - start
+    worker.join()
+    assert waited > 0.5, waited
+    check(None)
+
+    meta_file.unlink()  # nobody writing: damaged is damaged
+    for shard in (None, "shard-1-of-2"):
+        with pytest.raises(CorruptStoreError, match="missing but data is there"):
+            check(shard)
+
+
+@pytest.mark.parametrize("other", ["same model", "bare root", "another model"])
+def test_a_root_created_by_another_worker_meanwhile_is_taken(tmp_path, monkeypatch, other):
+    """Object storage has no root lock: a worker sees no root, another worker creates it, then
+    zarr's create refuses (ContainsGroupError; CI once showed it as a traceback from a shard
+    worker on S3).  The root the other worker wrote is taken and checked like any other."""
+    from emb.schemas import datamodel as dm
+    from emb.store import _write_checks
+
+    path = str(tmp_path / "race.zarr")
+    model = FakeRunner().info.to_dict()
+    other_model = {**model, "model_id": "someone/else"}
+    real_open = zarr.open_group
+    calls = []
+
+    def open_group(store, *, mode="a", **kw):
+        if mode == "a" and not calls:  # the other worker wins the race between look and create
+            calls.append(mode)
+            group = real_open(store, mode="w", zarr_format=3, use_consolidated=False)
+            if other != "bare root":
+                group.update_attributes({
+                    dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION,
+                    dm.ATTR_MODEL: other_model if other == "another model" else model,
+                })
+            raise zarr.errors.ContainsGroupError("A group exists in store at path ''.")
+        return real_open(store, mode=mode, **kw)
+
+    monkeypatch.setattr(_write_checks.zarr, "open_group", open_group)
+    if other == "another model":
+        with pytest.raises(StoreMismatchError, match="another model"):
+            _write_checks.open_for_writing(path, model=model)
+        return
+    _, root = _write_checks.open_for_writing(path, model=model)
+    assert calls and root.attrs[dm.ATTR_MODEL]["model_id"] == model["model_id"]
+    assert root.attrs[dm.ATTR_SCHEMA_VERSION] == dm.STORE_SCHEMA_VERSION
+
+
 # -- killed and resumed, locally and on S3 ----------------------------------------------------------
 _WORKER = textwrap.dedent(
     """

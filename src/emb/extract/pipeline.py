@@ -59,7 +59,7 @@ from emb.store.shards import (
     shard_windows,
 )
 from emb.store.store import suite_names
-from emb.store.writer import SuiteWriter, plan_group, read_rows
+from emb.store.writer import SuiteWriter, check_group, read_rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.extract.estimate import Estimate
@@ -234,7 +234,10 @@ def extract(
             for suite, plan, name, b in zip(suite_list, plans, group_names, suite_bos, strict=True)
         ]
         check_store(store, model=info, storage_options=storage_options)
-        _check_groups(store, prepared, overwrite=overwrite, storage_options=storage_options)
+        _check_groups(
+            store, prepared, overwrite=overwrite, storage_options=storage_options,
+            shard=shard.label if shard is not None else None,
+        )
         for prep in prepared:
             if prep.unknown:
                 warnings.warn(prep.unknown_message(runner), EmbWarning, stacklevel=2)
@@ -313,8 +316,10 @@ def _check_groups(
     *,
     overwrite: bool,
     storage_options: dict[str, Any] | None,
+    shard: str | None,
 ) -> None:
-    """Refuse, reading only, a group this run could not resume or must not replace."""
+    """Refuse, reading only, a group this run could not resume or must not replace (``shard``:
+    this run writes that shard, ``shard-I-of-N``, beside other workers)."""
     if not is_url(store) and not local_path(store).is_dir():
         return
     try:
@@ -322,9 +327,9 @@ def _check_groups(
     except StoreError:
         return  # nothing there yet
     for prep in prepared:
-        plan_group(
+        check_group(
             store, zstore, name=prep.name, suite_attrs=prep.suite_attrs,
-            extraction=prep.extraction, overwrite=overwrite,
+            extraction=prep.extraction, overwrite=overwrite, shard=shard,
         )
 
 

@@ -180,7 +180,15 @@ def open_for_writing(
         if attrs is None:
             # a kill between creating the root and writing its attributes leaves a bare root,
             # which the next run adopts
-            zarr.open_group(zstore, mode="a", zarr_format=3, use_consolidated=False).update_attributes(
+            try:
+                group = zarr.open_group(zstore, mode="a", zarr_format=3, use_consolidated=False)
+            except zarr.errors.ContainsGroupError:
+                # object storage has no root lock: another worker (a shard beside us) created
+                # the root between zarr's look and its create; take the root it wrote
+                group = zarr.open_group(zstore, mode="r+", zarr_format=3, use_consolidated=False)
+                attrs = root_attrs(zstore, location)
+        if attrs is None:
+            group.update_attributes(
                 {dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION, dm.ATTR_MODEL: dict(model)}
             )
         else:

@@ -46,16 +46,17 @@ from emb.store._layout import block_size_for, compressor, coord_layout, read_row
 from emb.store._location import is_url, local_path
 from emb.store._nodes import BadMetadata, digest, list_prefix, read_bytes, read_json
 from emb.store._write_checks import ROOT_LOCK_WAIT_S, check_same
-from emb.store.lock import WriterLock, locked
+from emb.store.lock import WriterLock, lock_path, locked
 from emb.store.manifest import build_manifest, covered
 from emb.store.names import check_group_name
-from emb.store.shards import shard_layout_guard
+from emb.store.shards import LAYOUT_WAIT_S, shard_layout_guard
 from emb.store.shards import writer_lock as _take_lock
 from emb.store.validate import describe_problems, read_done, shard_key, suite_status
 
 __all__ = [
     "SuiteWriter",
     "block_size_for",
+    "check_group",
     "plan_group",
     "read_rows",
 ]
@@ -163,6 +164,57 @@ def plan_group(
     # a run's layout write was interrupted: rewritten when it was this very suite
     check_same(location, name, attrs, suite_attrs, extraction)
     return "rewrite", attrs
+
+
+def check_group(
+    location: str,
+    zstore: Any,
+    *,
+    name: str,
+    suite_attrs: Mapping[str, Any],
+    extraction: Mapping[str, Any],
+    overwrite: bool,
+    shard: str | None = None,
+) -> None:
+    """:func:`plan_group`'s refusals, read before any lock is taken, so that a run refuses before
+    it writes anything.
+
+    A group that reads as damaged may be a layout another writer is writing at this moment (its
+    arrays are there, its ``zarr.json`` not yet).  On a local store it is read again once that
+    writer lets go of the suite's lock: a whole-suite writer (``shard`` None) is refused at once
+    while the lock is held (:class:`StoreLockedError` names the holder, instead of a misleading
+    "damaged"); a shard writer waits for the other worker's layout, as its own layout guard
+    would.  On object storage a shard writer leaves the question to the check it repeats under
+    its layout claim.
+
+    Raises
+    ------
+    StoreMismatchError, CorruptStoreError
+        As :func:`plan_group`.
+    StoreLockedError
+        (whole-suite writer, local store) Another process holds the suite's lock.
+    """
+
+    def plan() -> None:
+        plan_group(
+            location, zstore, name=name, suite_attrs=suite_attrs, extraction=extraction,
+            overwrite=overwrite,
+        )
+
+    try:
+        plan()
+    except CorruptStoreError:
+        path = lock_path(location, name)
+        if path is None:
+            if shard is not None:
+                return
+            raise
+        if shard is None:
+            WriterLock.check_free(path, what=f"suite {name!r} of store {location}")
+        else:
+            with locked(location, name, purpose=f"check suite {name!r}", wait_s=LAYOUT_WAIT_S):
+                pass
+        plan()
 
 
 class SuiteWriter:
