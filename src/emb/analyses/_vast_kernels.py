@@ -206,11 +206,13 @@ def _runs(rows: np.ndarray) -> list[slice] | None:
 
 
 def _rows(emb: xr.DataArray, rows: np.ndarray) -> xr.DataArray:
-    """The embedding of ``rows`` (item positions), one dask chunk per layer and pooling.
+    """The embedding of ``rows`` (item positions), one dask chunk per layer.
 
     Contiguous runs of rows are sliced (a fancy index would make dask shuffle every chunk). A
-    task holds the rows of one (lexicon, setting) at one layer and pooling: its memory does not
-    grow with the number of layers, poolings, settings or lexicons in the store.
+    task holds the rows of one (lexicon, setting) at one layer, every pooling (the store's
+    chunks hold a layer's poolings together: one task per pooling made four times the slicing
+    and scheduling for the same bytes): its memory does not grow with the number of layers,
+    settings or lexicons in the store.
     """
     runs = _runs(rows)
     if runs is None:
@@ -221,7 +223,7 @@ def _rows(emb: xr.DataArray, rows: np.ndarray) -> xr.DataArray:
         out = xr.concat([emb.isel(item=r) for r in runs], dim="item")
     out = out.reset_coords(drop=True).drop_vars("item", errors="ignore")
     if out.chunks is not None:
-        out = out.chunk({"item": -1, "layer": 1, "pooling": 1, "feature": -1})
+        out = out.chunk({"item": -1, "layer": 1, "pooling": -1, "feature": -1})
     return out
 
 

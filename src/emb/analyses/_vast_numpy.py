@@ -112,14 +112,26 @@ def _as_slice(cols: list[int]) -> slice | np.ndarray:
 def _effect_sizes(
     cos: np.ndarray, a: slice | np.ndarray, b: slice | np.ndarray, *, ddof: int
 ) -> np.ndarray:
-    """SC-WEAT of every row of ``cos`` against the columns ``a`` and ``b``.
-
-    The columns are copied C-contiguous first: numpy's row means over a strided view differ in
-    their last bits from those over a contiguous copy (which the targets-only selection of the
-    first version made), and the results must not change.
+    """SC-WEAT of every row of ``cos`` against the columns ``a`` and ``b``: the number of
+    :func:`emb.analyses.stats.sc_weat_effect_size` (checked against it to 1e-12 in the tests),
+    in two passes over the columns without concatenating them: the row sums give both means,
+    and the squared deviations from the pooled mean (``einsum``, no squared temporary) the
+    standard deviation.
     """
-    return stats.sc_weat_effect_size(np.ascontiguousarray(cos[:, a]),
-                                     np.ascontiguousarray(cos[:, b]), ddof=ddof)
+    ca, cb = cos[:, a], cos[:, b]
+    na, nb = ca.shape[1], cb.shape[1]
+    n = na + nb
+    if n - ddof <= 0:
+        raise AnalysisError(
+            f"a standard deviation with ddof={ddof} needs more than {ddof} values; got {n}: "
+            "use more words or a smaller ddof"
+        )
+    sa, sb = ca.sum(axis=1), cb.sum(axis=1)
+    pooled = ((sa + sb) / n)[:, None]
+    da, db = ca - pooled, cb - pooled
+    ss = np.einsum("ij,ij->i", da, da) + np.einsum("ij,ij->i", db, db)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (sa / na - sb / nb) / np.sqrt(ss / (n - ddof))
 
 
 def _fused(
