@@ -193,6 +193,48 @@ def test_the_sample_does_not_depend_on_the_workers(tmp_path: Path) -> None:
     assert _flat(other) != _flat(one)
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 12), st.integers(0, 2**32 - 1), st.integers(2, 4))
+def test_bounds_shared_between_workers_leave_out_only_what_the_merge_drops(
+    n_stimuli: int, n: int, seed: int, workers: int
+) -> None:
+    """Workers that lower their reservoirs' thresholds to the others' (as local workers do
+    through shared memory, at any moment) keep every candidate of the n smallest of the union,
+    and never more candidates than without the bounds."""
+    from emb.extract.reservoir import Reservoirs, below
+
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(n, 8 * n + 2))
+    keys = rng.choice(2**62, size=(n_stimuli, size), replace=False).astype(np.uint64)
+    owner = rng.integers(0, workers, size=size)
+    table = np.full((workers, n_stimuli), np.iinfo(np.uint64).max, dtype=np.uint64)
+    plain = [Reservoirs(n_stimuli, n) for _ in range(workers)]
+    bounded = [Reservoirs(n_stimuli, n) for _ in range(workers)]
+    for j in rng.permutation(size):  # one candidate per stimulus at a time, in a random order
+        w = owner[j]
+        stim = np.arange(n_stimuli)
+        cols = (keys[:, j], np.full(n_stimuli, w), np.full(n_stimuli, j), np.zeros(n_stimuli, int))
+        plain[w].add(stim, cols)
+        ok = bounded[w].admit(stim, keys[:, j])
+        bounded[w].add(stim[ok], tuple(c[ok] for c in cols))
+        if rng.random() < 0.3:  # publish and read the others' at random moments
+            table[w] = bounded[w].threshold
+            bounded[w].bound(table.min(axis=0))
+    kept_plain = [r.kept() for r in plain]
+    kept_bounded = []
+    for w in rng.permutation(workers):  # each worker finishes and prunes in turn
+        cols = bounded[w].kept()
+        table[w] = bounded[w].threshold
+        kept_bounded.append(below(cols, table.min(axis=0)))
+    for s in range(n_stimuli):
+        want = np.sort(keys[s])[:n]
+        for kept in (kept_plain, kept_bounded):
+            union = np.sort(np.concatenate([k[s][0] for k in kept if len(k[s])]))
+            assert np.array_equal(union[:n], want)
+        counts = [sum(len(k[s][0]) for k in kept if len(k[s])) for kept in (kept_bounded, kept_plain)]
+        assert counts[0] <= counts[1]
+
+
 def test_reservoir_is_uniform() -> None:
     """Over 600 seeds, each of 30 candidates is kept in a sample of 6 about equally often."""
     m, k, seeds = 30, 6, 600

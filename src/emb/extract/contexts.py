@@ -34,7 +34,7 @@ import numpy as np
 
 from emb.errors import CorpusError
 from emb.extract.corpus_stream import CorpusFile, Format, corpus_files, iter_blocks
-from emb.extract.reservoir import Reservoirs, candidate_keys
+from emb.extract.reservoir import Reservoirs, below, candidate_keys
 from emb.extract.sentences import _sentence_of, _sentences, one_sentence
 from emb.extract.stimulus_matching import Matcher, Unit, reference_text, reference_window
 
@@ -235,23 +235,41 @@ def _materialize(
     return sentence.strip(), a - lo - lead, b - lo - lead
 
 
-_PROGRESS: Any = None  # a worker's shared counters (multiprocessing.Array), set by _init_worker
+_PROGRESS: Any = None  # a worker's shared counters and thresholds, set by _init_worker
 
 
-def _init_worker(counters: Any, slot_queue: Any) -> None:
+def _init_worker(counters: Any, slot_queue: Any, thresholds: Any = None) -> None:
     global _PROGRESS
-    _PROGRESS = (counters, slot_queue.get())
+    _PROGRESS = (counters, slot_queue.get(), thresholds)
 
 
 def _reporter() -> Callable[[int], None] | None:
     if _PROGRESS is None:
         return None
-    counters, slot = _PROGRESS
+    counters, slot, _ = _PROGRESS
 
     def report(n: int) -> None:
         counters[slot] += n
 
     return report
+
+
+def _shared_bound(n_stimuli: int) -> Callable[[np.ndarray], np.ndarray] | None:
+    """In a local worker process: publish this worker's reservoir thresholds and return the
+    smallest of every worker's, per stimulus (see :meth:`Reservoirs.bound`): candidates above
+    it are neither buffered nor turned into contexts, which the merge would drop.  The sample
+    does not depend on when the others published (a bound only ever leaves out what the merge
+    drops); what it saves does: two workers build about the contexts one builds."""
+    if _PROGRESS is None or _PROGRESS[2] is None:
+        return None
+    _, slot, shared = _PROGRESS
+    table = np.frombuffer(shared, dtype=np.uint64).reshape(-1, n_stimuli)
+
+    def exchange(own: np.ndarray) -> np.ndarray:
+        table[slot] = own
+        return table.min(axis=0)
+
+    return exchange
 
 
 def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, Any]:
@@ -260,6 +278,7 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
     cpu0, wall0 = time.process_time(), time.perf_counter()
     matcher = job.matcher
     res = Reservoirs(len(matcher.stimuli), job.n)
+    exchange = _shared_bound(len(matcher.stimuli))
     skipped = 0
     scanned = 0
     for file, findex in zip(job.files, job.file_index, strict=True):
@@ -270,36 +289,46 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
             skipped += block.skipped
             scanned += block.source_bytes
             _offer(res, job, block, file.name, findex)
-    names = {i: f.name for f, i in zip(job.files, job.file_index, strict=True)}
-    kept = [_contexts(matcher, s, cols, names) for s, cols in enumerate(res.kept())]
+            if exchange is not None:
+                res.bound(exchange(res.threshold))
+    candidates = res.kept()
+    if exchange is not None:  # the final thresholds, published before the contexts are built
+        candidates = below(candidates, exchange(res.threshold))
+    kept = [_contexts(matcher, s, cols) for s, cols in enumerate(candidates)]
     return {"kept": kept, "seen": res.seen, "skipped": skipped, "scanned": scanned,
             "read": sum(f.size for f in job.files), "cpu": time.process_time() - cpu0,
             "wall": time.perf_counter() - wall0}
 
 
-def _contexts(matcher: Matcher, s: int, cols: tuple[np.ndarray, ...], names: dict[int, str]):  # noqa: ANN202
+def _contexts(matcher: Matcher, s: int, cols: tuple[np.ndarray, ...]):  # noqa: ANN202
     """A worker's kept candidates of stimulus ``s``, materialized where they were found (in
-    parallel over workers): (key, file, offset, ordinal) columns and an object array of
-    :class:`Context`, in ascending order."""
+    parallel over workers): (key, file, offset, ordinal) columns and the context columns (text,
+    char_start, char_end, line, record id), in ascending order.  Columns, not
+    :class:`Context` objects: they travel back from a worker process about ten times faster
+    (measured: a million named tuples took seconds to pickle and unpickle), and the merge
+    builds the objects of the kept ones only."""
     if not len(cols):
         e = np.zeros(0, dtype=np.int64)
-        return (e.astype(np.uint64), e, e, e, np.empty(0, dtype=object))
+        none = np.empty(0, dtype=object)
+        return (e.astype(np.uint64), e, e, e, none, e, e, e, none)
     word = matcher.stimuli[s]
     width = len(word)
     fast = matcher.is_fast(s) and matcher.unit != "reference"
     whole = matcher.unit == "document"
-    out = np.empty(len(cols[0]), dtype=object)
-    for i, (key, f, offset, ordinal, text, line, ident, at, single) in enumerate(
-        zip(*(c.tolist() for c in cols), strict=True)
+    m = len(cols[0])
+    texts = np.empty(m, dtype=object)
+    starts = np.empty(m, dtype=np.int64)
+    ends = np.empty(m, dtype=np.int64)
+    for i, (text, ordinal, at, single) in enumerate(
+        zip(*(c.tolist() for c in (cols[4], cols[3], cols[7], cols[8])), strict=True)
     ):
         if fast and at >= 0 and (single or whole) and text.isascii():
             # the common case of _materialize inlined: the whole record, its target known
             lead = len(text) - len(text.lstrip())
-            context, a, b = text.strip(), at - lead, at - lead + width
+            texts[i], starts[i], ends[i] = text.strip(), at - lead, at - lead + width
         else:
-            context, a, b = _materialize(matcher, s, text, ordinal, at, single)
-        out[i] = Context(word, context, a, b, names[f], line, offset, ordinal, ident, key)
-    return (*cols[:4], out)
+            texts[i], starts[i], ends[i] = _materialize(matcher, s, text, ordinal, at, single)
+    return (*cols[:4], texts, starts, ends, np.asarray(cols[5], dtype=np.int64), cols[6])
 
 
 def _offer(res: Reservoirs, job: _Job, block: Any, file_name: str, findex: int) -> None:
@@ -352,19 +381,32 @@ def _groups(files: Sequence[CorpusFile], n: int) -> list[list[int]]:
     return [sorted(m) for _, _, m in sorted(bins, key=lambda b: b[1]) if m]
 
 
-def _merge(parts: list[dict[str, Any]], stimuli: Sequence[str], n: int):  # noqa: ANN202
-    """The n smallest (key, file, offset, ordinal) per stimulus over all partial reservoirs."""
+def _merge(parts: list[dict[str, Any]], stimuli: Sequence[str], n: int, names: Sequence[str]):  # noqa: ANN202
+    """The n smallest (key, file, offset, ordinal) per stimulus over all partial reservoirs, as
+    :class:`Context` objects (``names``: the file names by file index)."""
     seen = np.zeros(len(stimuli), dtype=np.int64)
     merged: dict[str, list[Context]] = {}
     for part in parts:
         seen += part["seen"]
     for s, word in enumerate(stimuli):
         cols = [part["kept"][s] for part in parts if len(part["kept"][s][0])]
+        if not cols:
+            merged[word] = []
+            continue
         if len(cols) > 1:
-            key, file, offset, ordinal, contexts = (np.concatenate(c) for c in zip(*cols, strict=True))
-            merged[word] = contexts[np.lexsort((ordinal, offset, file, key))[:n]].tolist()
+            cols = [np.concatenate(c) for c in zip(*cols, strict=True)]
+            key, file, offset, ordinal = cols[:4]
+            order = np.lexsort((ordinal, offset, file, key))[:n]
+            cols = [c[order] for c in cols]
         else:
-            merged[word] = cols[0][4].tolist() if cols else []
+            cols = list(cols[0])
+        key, file, offset, ordinal, text, start, end, line, ident = (c.tolist() for c in cols)
+        merged[word] = [
+            Context(word, t, a, b, names[f], li, o, k, i, ky)
+            for ky, f, o, k, t, a, b, li, i in zip(
+                key, file, offset, ordinal, text, start, end, line, ident, strict=True
+            )
+        ]
     return merged, {w: int(c) for w, c in zip(stimuli, seen.tolist(), strict=True)}
 
 
@@ -456,7 +498,7 @@ def sample_contexts(
     if bar is not None:
         bar.close()
     t_merge = time.perf_counter()
-    contexts, seen = _merge(parts, matcher.stimuli, n)
+    contexts, seen = _merge(parts, matcher.stimuli, n, [f.name for f in files])
     merge_seconds = time.perf_counter() - t_merge
     elapsed = time.perf_counter() - t0
     return ContextSample(
@@ -474,12 +516,15 @@ def sample_contexts(
 def _run_local(jobs: list[_Job], bar: Any) -> list[dict[str, Any]]:
     context = multiprocessing.get_context("spawn")
     counters = context.Array("q", len(jobs), lock=False)
+    n_stimuli = len(jobs[0].matcher.stimuli)
+    thresholds = context.Array("Q", len(jobs) * n_stimuli, lock=False)
+    np.frombuffer(thresholds, dtype=np.uint64)[:] = np.iinfo(np.uint64).max
     slots = context.Queue()
     for i in range(len(jobs)):
         slots.put(i)
     with cf.ProcessPoolExecutor(
         max_workers=len(jobs), mp_context=context, initializer=_init_worker,
-        initargs=(counters, slots),
+        initargs=(counters, slots, thresholds),
     ) as pool:
         futures = [pool.submit(_scan, job) for job in jobs]
         done_bytes = 0

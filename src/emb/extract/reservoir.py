@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["Reservoirs", "candidate_keys"]
+__all__ = ["Reservoirs", "below", "candidate_keys"]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -126,6 +126,23 @@ class Reservoirs:
             self.threshold[s] = cols[0][-1]
         return cols
 
+    def bound(self, limit: np.ndarray) -> None:
+        """Lower the thresholds to ``limit`` (per stimulus): the thresholds of other workers'
+        reservoirs over other files.  Exact: a candidate whose key is above another reservoir's
+        threshold has ``n`` smaller keys there, so it is not among the ``n`` smallest of the
+        union and the merge would drop it anyway."""
+        np.minimum(self.threshold, limit, out=self.threshold)
+
     def kept(self) -> list[tuple[np.ndarray, ...]]:
         """Per stimulus, its kept candidates' columns in ascending (key, file, offset, ordinal)."""
         return [self._cut(s) for s in range(len(self._chunks))]
+
+
+def below(kept: list[tuple[np.ndarray, ...]], limit: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """``kept`` (see :meth:`Reservoirs.kept`) without the candidates whose key is above their
+    stimulus' ``limit`` (see :meth:`Reservoirs.bound`)."""
+    return [
+        tuple(c[: int(np.searchsorted(cols[0], limit[s], side="right"))] for c in cols)
+        if len(cols) else cols
+        for s, cols in enumerate(kept)
+    ]
