@@ -196,3 +196,41 @@ def test_similarity_with_one_setting(stores: dict[str, Path], tmp_path: Path) ->
     code, out = _run("similarity", "--store", stores["a"], "--out", tmp_path, "--no-plots",
                      "--similarity", stores["pairs"], "--setting", "bleached", "--setting", "alone")
     assert code == 2 and "one --setting" in out
+
+
+def test_warnings_print_as_one_line_without_code() -> None:
+    """Every command's warnings are ``warning: …`` lines: emb's own as they are (every time),
+    others with their category; never Python's ``file:line: Category`` and the line of code."""
+    import click
+
+    from emb.cli._errors import EmbGroup
+    from emb.errors import EmbWarning
+
+    @click.group(cls=EmbGroup)
+    def group() -> None:
+        pass
+
+    @group.command()
+    def warn() -> None:
+        for _ in range(2):
+            warnings.warn("3 words left out", EmbWarning, stacklevel=1)
+        warnings.warn("mean of empty slice", RuntimeWarning, stacklevel=1)
+
+    result = CliRunner().invoke(group, ["warn"])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.output.splitlines() if line]
+    assert lines == ["warning: 3 words left out", "warning: 3 words left out",
+                     "warning: mean of empty slice (RuntimeWarning)"], lines
+    assert "test_analyze.py" not in result.output and "warnings.warn" not in result.output
+
+
+def test_the_analyses_own_warnings_are_emb_warnings() -> None:
+    """What the analyses warn about (words left out, groups without names) is an EmbWarning,
+    so the CLI prints it as one line every time it happens."""
+    import ast
+
+    for module in ("_run", "_ibd_design"):
+        source = (Path(__file__).parents[2] / "src" / "emb" / "analyses" / f"{module}.py").read_text()
+        calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
+                 and ast.unparse(n.func) == "warnings.warn"]
+        assert calls and all(ast.unparse(c.args[1]) == "EmbWarning" for c in calls), module

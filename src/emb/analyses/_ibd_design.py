@@ -19,7 +19,7 @@ import numpy as np
 import xarray as xr
 
 from emb.analyses._select import item_values, settings_present, unique_in_order
-from emb.errors import AnalysisError
+from emb.errors import AnalysisError, EmbWarning
 
 __all__ = ["DEFAULT_GROUPS", "Design", "METHODS", "design"]
 
@@ -128,7 +128,7 @@ def design(
             f"groups with no name in the store are left out of every comparison: {empty} "
             f"(names missing: {sum(len(total[g]) for g in empty)})"
         )
-        warnings.warn(message, UserWarning, stacklevel=3)
+        warnings.warn(message, EmbWarning, stacklevel=3)
         notes.append(message)
     live = [g for g in total if names[g]]
     validation = params.get("validation") or {}

@@ -18,7 +18,7 @@ import xarray as xr
 from emb.analyses._analysis import Analysis
 from emb.analyses._select import plain_strings, vectors_coverage
 from emb.analyses.registry import get_analysis
-from emb.errors import AnalysisError
+from emb.errors import AnalysisError, EmbWarning
 
 __all__ = ["run_analysis"]
 
@@ -82,7 +82,7 @@ def run_analysis(
     results = []
     for model, ds in datasets.items():
         if note := vectors_coverage(ds):  # a static store without some of its suite's words
-            warnings.warn(f"{model}: {note}", UserWarning, stacklevel=2)
+            warnings.warn(f"{model}: {note}", EmbWarning, stacklevel=2)
         kwargs = {**options, **dict((per_model or {}).get(model, {}))}
         kwargs = {k: plain_strings(v) if isinstance(v, xr.Dataset) else v for k, v in kwargs.items()}
         results.append(analysis.function(plain_strings(ds), **kwargs))

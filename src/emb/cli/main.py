@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
-import warnings
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -281,21 +279,20 @@ def extract(
         kwargs["poolings"] = tuple(p.strip() for p in poolings.split(",") if p.strip())
     if trust_remote_code:
         kwargs["trust_remote_code"] = True
-    with _echo_warnings():
-        reports = run_extract(
-            runner if runner is not None else model,
-            suites,
-            store,
-            bos=bos,
-            names=list(group_names) if group_names else None,
-            overwrite=overwrite,
-            progress=not quiet,
-            layers=layers,
-            dry_run=dry_run,
-            on_estimate=lambda estimate: click.echo(estimate.line(), err=not dry_run),
-            shard=shard,
-            **kwargs,
-        )
+    reports = run_extract(
+        runner if runner is not None else model,
+        suites,
+        store,
+        bos=bos,
+        names=list(group_names) if group_names else None,
+        overwrite=overwrite,
+        progress=not quiet,
+        layers=layers,
+        dry_run=dry_run,
+        on_estimate=lambda estimate: click.echo(estimate.line(), err=not dry_run),
+        shard=shard,
+        **kwargs,
+    )
     if dry_run:
         return
     for r in reports:
@@ -308,25 +305,6 @@ def extract(
                 f"{r.seconds:.1f} s"
             )
     click.echo(describe(open_store(store).info()))
-
-
-@contextlib.contextmanager
-def _echo_warnings() -> Iterator[None]:
-    """Print emb's warnings (e.g. targets at position 0 of a causal model) as one line each."""
-    from emb.errors import EmbWarning
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("always", EmbWarning)
-        shown = warnings.showwarning
-
-        def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
-            if issubclass(category, EmbWarning):
-                click.echo(f"warning: {message}", err=True)
-            else:
-                shown(message, category, *args, **kwargs)
-
-        warnings.showwarning = show
-        yield
 
 
 def _quiet_transformers() -> None:
