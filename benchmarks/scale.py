@@ -133,9 +133,10 @@ def analyze(path: Path, out: Path, *extra: str, name: str = "vast",
     return seconds, _cpu_children() - before, peak
 
 
-def computation(path: Path, repeats: int = 2) -> float:
+def computation(path: Path, repeats: int = 2, **options: object) -> float:
     """Best of ``repeats`` seconds of the settings curves' computation alone, in this process
-    (the CLI's threads and one BLAS thread; no start-up, no writing)."""
+    (the CLI's threads and one BLAS thread; no start-up, no writing); ``options`` go to
+    :func:`emb.analyses.vast.vast` (e.g. ``ratings="valence"``)."""
     import emb
     from emb.analyses.stats import single_threaded_blas
     from emb.analyses.vast import vast
@@ -145,7 +146,7 @@ def computation(path: Path, repeats: int = 2) -> float:
     for _ in range(repeats):
         t0 = time.perf_counter()
         with single_threaded_blas():
-            vast(ds, tokenization=False, nullification=False).compute()
+            vast(ds, tokenization=False, nullification=False, **options).compute()
         times.append(time.perf_counter() - t0)
     return min(times)
 
@@ -234,6 +235,7 @@ def main() -> None:
             valnorm_s, _, _ = analyze(real, work / "real-valnorm", name="valnorm")
             eager, eager_s = eager_vast(real)
             compute_s = computation(real)
+            valence_compute_s = computation(real, ratings="valence")
             print(f"{real}: {raw / 2**20:.0f} MiB decompressed")
             print(f"  floor (zarr read + decode, one layer at a time): {read_s:.2f} s; "
                   f"with the cast to float32 {cast_s:.2f} s")
@@ -245,6 +247,8 @@ def main() -> None:
             print(f"  emb analyze vast --rating valence: {valence_s:.2f} s = "
                   f"{valence_s / cast_s:.2f}x the floor; a plain eager NumPy loop over layers "
                   f"(valence, in process) {eager_s:.2f} s; emb analyze valnorm {valnorm_s:.2f} s")
+            print(f"  like with like, in process: vast's valence curves {valence_compute_s:.2f} s, "
+                  f"the eager loop {eager_s:.2f} s ({eager_s / valence_compute_s:.2f}x)")
             del eager
 
         rows = []
