@@ -321,3 +321,26 @@ def test_hits_reused_from_the_prefilter_equal_a_second_scan(tmp_path_factory, re
         want = matcher.occurrences(block.data, block.starts, block.ends)
         for a, b in zip(got, want, strict=True):
             np.testing.assert_array_equal(a, b)
+
+
+def test_contexts_read_as_a_list_of_context(tmp_path: Path) -> None:
+    """The merged contexts are columns that read as a sequence of Context: by index (negative
+    too), slice and iteration alike, equal to the list of them, and picklable."""
+    import pickle
+
+    from emb.extract.contexts import Context, Contexts
+
+    files = _corpus(tmp_path)
+    for workers in (1, 2):
+        sample = sample_contexts(files, ["love", "home"], n=7, seed=5, workers=workers)
+        seq = sample.contexts["love"]
+        assert isinstance(seq, Contexts) and 0 < len(seq) <= 7
+        as_list = list(seq)
+        assert all(type(c) is Context for c in as_list)
+        assert [seq[i] for i in range(len(seq))] == as_list == seq
+        assert seq[-1] == as_list[-1] and seq[1:3] == as_list[1:3]
+        assert [c.key for c in seq] == sorted(c.key for c in seq)
+        assert all(c.text[c.char_start:c.char_end].lower() == "love" for c in seq)
+        assert pickle.loads(pickle.dumps(seq)) == as_list
+        with pytest.raises(IndexError):
+            seq[len(seq)]
