@@ -437,3 +437,26 @@ def test_result_independent_of_chunking(toy: xr.Dataset, toy_result: xr.Dataset)
                    {"item": 256, "layer": -1, "pooling": -1}):  # one chunk per shard
         lazy = toy.assign(embedding=toy["embedding"].chunk(chunks))
         xr.testing.assert_allclose(vast(lazy, **kwargs).compute(), toy_result, rtol=1e-12, atol=1e-12)
+
+
+def test_kernel_effect_sizes_equal_the_stats_function() -> None:
+    """The kernel's two-pass SC-WEATs (no concatenated copy) equal
+    stats.sc_weat_effect_size on the same cosines, for slices and index columns, anisotropic
+    cosines (0.95 ± 0.005), ddof 0 and 1; zero spread gives NaN; too few columns an error."""
+    from emb.analyses import stats
+    from emb.analyses._vast_numpy import _effect_sizes
+    from emb.errors import AnalysisError
+
+    rng = np.random.default_rng(7)
+    for shift, scale in ((0.0, 1.0), (0.5, 0.1), (0.95, 0.005)):
+        cos = shift + scale * rng.normal(size=(300, 60))
+        for a, b in ((slice(0, 25), slice(25, 50)), (np.arange(0, 60, 2), np.arange(1, 60, 2)),
+                     (slice(50, 60), np.array([0, 3, 7]))):
+            for ddof in (0, 1):
+                want = stats.sc_weat_effect_size(cos[:, a], cos[:, b], ddof=ddof)
+                np.testing.assert_allclose(_effect_sizes(cos, a, b, ddof=ddof), want,
+                                           rtol=1e-12, atol=1e-12)
+    flat = np.ones((2, 4))
+    assert np.isnan(_effect_sizes(flat, slice(0, 2), slice(2, 4), ddof=1)).all()
+    with pytest.raises(AnalysisError, match="ddof"):
+        _effect_sizes(flat, slice(0, 1), slice(1, 1), ddof=1)
