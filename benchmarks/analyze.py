@@ -66,8 +66,6 @@ def _items(n_words: int, seed: int) -> pd.DataFrame:
 
 def build_store(path: Path, *, n_words: int, n_layers: int, d: int, seed: int = 0) -> tuple[Path, float]:
     """Write the synthetic store with emb's writer; return its path and the seconds taken."""
-    from emb.store import SuiteWriter, open_for_writing
-
     t0 = time.perf_counter()
     items = _items(n_words, seed)
     n = len(items)
@@ -91,34 +89,47 @@ def build_store(path: Path, *, n_words: int, n_layers: int, d: int, seed: int = 
             "pooling": np.array(POOLINGS, dtype=object),
         }
     )
-    model = {"model_id": "synthetic/gpt2-shaped", "revision": "0", "fingerprint": "bench",
-             "architecture": "GPT2LMHeadModel", "n_layers": n_layers - 1, "hidden_size": d,
+    write_vast(path, items, coords, d=d, model_id="synthetic/gpt2-shaped",
+               architecture="GPT2LMHeadModel", tag="bench", seed=seed, rogue=True)
+    return path, time.perf_counter() - t0
+
+
+def write_vast(path: Path, items: pd.DataFrame, coords: xr.Dataset, *, d: int, model_id: str,
+               architecture: str, tag: str, seed: int = 0, rogue: bool = False) -> None:
+    """Write a synthetic ``vast`` suite with emb's own writer: ``items`` (word, setting,
+    stimulus_set, valence, …), ``coords`` (their labels, ``layer`` and ``pooling``), ``d``
+    features of planted geometry: a valence direction whose strength peaks in the middle layers,
+    a common offset, and (``rogue``) two high-variance features in the top layer.  Shared by this
+    benchmark and ``benchmarks/scale.py``."""
+    from emb.store import SuiteWriter, open_for_writing
+
+    n, n_layers = len(items), coords.sizes["layer"]
+    model = {"model_id": model_id, "revision": "0", "fingerprint": tag,
+             "architecture": architecture, "n_layers": n_layers - 1, "hidden_size": d,
              "last_layer": n_layers - 1}
     _, root = open_for_writing(str(path), model=model)
     writer = SuiteWriter.open(
         str(path), root, name="vast", coords=coords, shape=(n, n_layers, len(POOLINGS), d),
         storage_dtype="float16",
-        suite_attrs={"name": "vast", "generator": "vast", "content_hash": f"bench-{n}",
+        suite_attrs={"name": "vast", "generator": "vast", "content_hash": f"{tag}-{n}",
                      "n_items": n, "settings": list(SETTINGS)},
         extraction_attrs={"dtype": "float32", "storage_dtype": "float16",
                           "poolings": list(POOLINGS), "bos": False},
     )
-    # planted geometry: a valence direction whose strength peaks in the middle layers, a common
-    # offset, and two high-variance "rogue" features in the top layer
     rng = np.random.default_rng(seed + 1)
     val = np.nan_to_num((items.valence.to_numpy() - 5) / 4)
-    polar = np.where(items.stimulus_set == "pleasant", 1.0, np.where(items.stimulus_set == "unpleasant", -1.0, 0.0))
+    polar = np.where(items.stimulus_set == "pleasant", 1.0,
+                     np.where(items.stimulus_set == "unpleasant", -1.0, 0.0))
     strength = np.sin(np.linspace(0.3, np.pi - 0.3, n_layers))
     for index, (start, stop) in enumerate(writer.block_ranges()):
-        m = stop - start
-        block = rng.standard_normal((m, n_layers, len(POOLINGS), d), dtype=np.float32)
+        block = rng.standard_normal((stop - start, n_layers, len(POOLINGS), d), dtype=np.float32)
         sig = (val[start:stop] + 2 * polar[start:stop])[:, None] * strength[None, :]
         block[:, :, :, 5] += 1.5 * sig[:, :, None]
         block[:, :, :, 7] += 3.0
-        block[:, -1, :, :2] *= 30.0
+        if rogue:
+            block[:, -1, :, :2] *= 30.0
         writer.write_block(index, block.astype(np.float16))
     writer.finish()
-    return path, time.perf_counter() - t0
 
 
 class _PeakRSS:

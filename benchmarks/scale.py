@@ -41,7 +41,7 @@ import pandas as pd
 import xarray as xr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from analyze import POOLINGS, SETTINGS, _items, eager_vast, run_cli  # noqa: E402
+from analyze import POOLINGS, _items, eager_vast, run_cli, write_vast  # noqa: E402
 
 N_LAYERS, D = 7, 384
 
@@ -55,8 +55,6 @@ def build_store(path: Path, *, n_lexicons: int, n_words: int, n_layers: int = N_
                 d: int = D, seed: int = 0) -> Path:
     """A synthetic ``vast`` store of ``n_lexicons`` lexicons of ``n_words`` words, with a planted
     valence direction (as ``benchmarks/analyze.py``), written with emb's writer."""
-    from emb.store import SuiteWriter, open_for_writing
-
     frames = []
     for k in range(n_lexicons):
         items = _items(n_words, seed + k)
@@ -65,7 +63,6 @@ def build_store(path: Path, *, n_lexicons: int, n_words: int, n_layers: int = N_
                          zip(items.word, items.stimulus_set, strict=True)]
         frames.append(items)
     items = pd.concat(frames, ignore_index=True)
-    n = len(items)
     text = {c: ("item", items[c].to_numpy().astype(str).astype(object))
             for c in ("word", "setting", "stimulus_set", "lexicon")}
     coords = xr.Dataset(coords={
@@ -75,30 +72,8 @@ def build_store(path: Path, *, n_lexicons: int, n_words: int, n_layers: int = N_
         "layer": np.arange(n_layers),
         "pooling": np.array(POOLINGS, dtype=object),
     })
-    model = {"model_id": "synthetic/minilm-shaped", "revision": "0", "fingerprint": "scale",
-             "architecture": "BertModel", "n_layers": n_layers - 1, "hidden_size": d,
-             "last_layer": n_layers - 1}
-    _, root = open_for_writing(str(path), model=model)
-    writer = SuiteWriter.open(
-        str(path), root, name="vast", coords=coords, shape=(n, n_layers, len(POOLINGS), d),
-        storage_dtype="float16",
-        suite_attrs={"name": "vast", "generator": "vast", "content_hash": f"scale-{n}",
-                     "n_items": n, "settings": list(SETTINGS)},
-        extraction_attrs={"dtype": "float32", "storage_dtype": "float16",
-                          "poolings": list(POOLINGS), "bos": False},
-    )
-    rng = np.random.default_rng(seed + 1)
-    val = np.nan_to_num((items.valence.to_numpy() - 5) / 4)
-    polar = np.where(items.stimulus_set == "pleasant", 1.0,
-                     np.where(items.stimulus_set == "unpleasant", -1.0, 0.0))
-    strength = np.sin(np.linspace(0.3, np.pi - 0.3, n_layers))
-    for index, (start, stop) in enumerate(writer.block_ranges()):
-        block = rng.standard_normal((stop - start, n_layers, len(POOLINGS), d), dtype=np.float32)
-        sig = (val[start:stop] + 2 * polar[start:stop])[:, None] * strength[None, :]
-        block[:, :, :, 5] += 1.5 * sig[:, :, None]
-        block[:, :, :, 7] += 3.0
-        writer.write_block(index, block.astype(np.float16))
-    writer.finish()
+    write_vast(path, items, coords, d=d, model_id="synthetic/minilm-shaped",
+               architecture="BertModel", tag="scale", seed=seed)
     return path
 
 
