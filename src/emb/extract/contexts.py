@@ -34,7 +34,7 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 
 from emb.errors import CorpusError
-from emb.extract.corpus_stream import CorpusFile, Format, corpus_files, iter_blocks
+from emb.extract.corpus_stream import CorpusFile, Format, corpus_files, iter_blocks, record_ids
 from emb.extract.reservoir import Reservoirs, below, candidate_keys
 from emb.extract.sentences import _sentence_of, _sentences, one_sentence
 from emb.extract.stimulus_matching import Matcher, Unit, reference_text, reference_window
@@ -225,18 +225,18 @@ def _units(matcher: Matcher, rec, stim, ws, we, text_of, single=None):  # noqa: 
         return urec[keep], ustim[keep], z, z - 1
     if matcher.unit == "document" or not (counts > 1).any():
         return urec, ustim, np.zeros(len(urec), dtype=np.int64), uws
-    one = counts == 1
+    # one occurrence, or several in a record known to be one sentence: one unit, its target the
+    # first occurrence
+    one = (counts == 1) | (single[urec] if single is not None else False)
     rows: list[tuple[int, int, int, int]] = []
     spans_of: dict[int, list[tuple[int, int]]] = {}  # a record split once for all its stimuli
-    for j in np.flatnonzero(~one).tolist():
-        r, s = int(urec[j]), int(ustim[j])
+    many = ~one
+    for r, s, w in zip(urec[many].tolist(), ustim[many].tolist(), uws[many].tolist(), strict=True):
         spans = spans_of.get(r)
         if spans is None:
-            spans = spans_of[r] = (
-                [(0, -1)] if single is not None and single[r] else _sentences(text_of(r))
-            )
-        if len(spans) == 1:  # one sentence: one unit, its target the first occurrence
-            rows.append((r, s, 0, int(uws[j])))
+            spans = spans_of[r] = _sentences(text_of(r))
+        if len(spans) == 1:  # one sentence after all
+            rows.append((r, s, 0, w))
             continue
         occ = matcher.occurrences_in(text_of(r), s)
         rows.extend((r, s, k, -1) for k in range(len({_sentence_of(spans, a) for a, _ in occ})))
@@ -364,27 +364,41 @@ def _contexts(matcher: Matcher, s: int, cols: tuple[np.ndarray, ...]):  # noqa: 
     char_start, char_end, line, record id), in ascending order.  Columns, not
     :class:`Context` objects: they travel back from a worker process several times faster
     (measured: 400,000 named tuples took 1.4 s to pickle and 2.4 s to unpickle), and
-    :class:`Contexts` builds each object only when it is read."""
+    :class:`Contexts` builds each object only when it is read.
+
+    The common case is taken for all such candidates at once: a one-word stimulus whose target
+    is known (``at``) in a whole unit (a one-sentence record, or any record as a ``document``)
+    that is ASCII without outer whitespace (its context is the record, its offsets ``at``).
+    """
     if not len(cols):
         return _contexts_columns_empty()
     word = matcher.stimuli[s]
     width = len(word)
-    fast = matcher.is_fast(s) and matcher.unit != "reference"
-    whole = matcher.unit == "document"
-    m = len(cols[0])
-    texts = np.empty(m, dtype=object)
-    starts = np.empty(m, dtype=np.int64)
-    ends = np.empty(m, dtype=np.int64)
-    for i, (text, ordinal, at, single) in enumerate(
-        zip(*(c.tolist() for c in (cols[4], cols[3], cols[7], cols[8])), strict=True)
+    at, form = cols[7], cols[8]
+    if matcher.is_fast(s) and matcher.unit != "reference":
+        whole = _SINGLE if matcher.unit == "sentence" else 0
+        quick = (at >= 0) & ((form & (_PLAIN | whole)) == (_PLAIN | whole))
+    else:
+        quick = np.zeros(len(at), dtype=bool)
+    texts = cols[4].copy()
+    starts = at.copy()
+    ends = at + width
+    slow = np.flatnonzero(~quick)
+    for i, text, ordinal, a, single in zip(
+        slow.tolist(), *(c[slow].tolist() for c in (cols[4], cols[3], at, form & _SINGLE)),
+        strict=True,
     ):
-        if fast and at >= 0 and (single or whole) and text.isascii():
-            # the common case of _materialize inlined: the whole record, its target known
-            lead = len(text) - len(text.lstrip())
-            texts[i], starts[i], ends[i] = text.strip(), at - lead, at - lead + width
-        else:
-            texts[i], starts[i], ends[i] = _materialize(matcher, s, text, ordinal, at, single)
+        texts[i], starts[i], ends[i] = _materialize(matcher, s, text, ordinal, a, bool(single))
     return (*cols[:4], texts, starts, ends, np.asarray(cols[5], dtype=np.int64), cols[6])
+
+
+#: bits of a candidate's ``form``: its record is one sentence (``sentence`` unit); its record is
+#: ASCII without leading or trailing whitespace (character offsets are byte offsets, the record
+#: is its own stripped text)
+_SINGLE, _PLAIN = 1, 2
+#: bytes that str.strip() removes from an ASCII text
+_OUTER_SPACE = np.zeros(256, dtype=bool)
+_OUTER_SPACE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
 
 
 def _offer(res: Reservoirs, job: _Job, block: Any, file_name: str, findex: int) -> None:
@@ -398,10 +412,13 @@ def _offer(res: Reservoirs, job: _Job, block: Any, file_name: str, findex: int) 
     rec, stim, ws, we = matcher.occurrences(block.data, block.starts, block.ends, block.known)
     texts: dict[int, str] = {}
 
-    def text_of(r: int) -> str:
+    def decoded(r: int) -> str:
         if r not in texts:
             texts[r] = block.text(r)
         return texts[r]
+
+    # decoded records keep their strings; a text file's are decoded once, when first asked
+    text_of = block.texts.__getitem__ if block.texts is not None else decoded
 
     single = (one_sentence(block.data, block.starts, block.ends) if matcher.unit == "sentence"
               else np.zeros(len(block), dtype=bool))
@@ -418,13 +435,17 @@ def _offer(res: Reservoirs, job: _Job, block: Any, file_name: str, findex: int) 
     record_list = records.tolist()
     text_col = np.empty(len(records), dtype=object)
     text_col[:] = [text_of(x) for x in record_list]
+    data = np.frombuffer(block.data, dtype=np.uint8)
+    plain = ~(_OUTER_SPACE[data[block.starts[records]]] | _OUTER_SPACE[data[block.ends[records] - 1]])
+    plain &= np.fromiter(map(str.isascii, text_col), dtype=bool, count=len(records))  # O(1) each
+    form = single[r].astype(np.int8) | np.where(plain[which], np.int8(_PLAIN), np.int8(0))
     id_col = np.empty(len(records), dtype=object)
-    id_col[:] = [block.ids[x] for x in record_list] if len(block.ids) else ""
+    id_col[:] = record_ids(block, record_list)
     at = hint[chosen]
     at = np.where(at >= 0, at - block.starts[r], -1)
     res.add(ustim[chosen], (keys[chosen], np.full(len(chosen), findex, dtype=np.int64),
                             offsets[chosen], ordinal[chosen], text_col[which], block.lines[r],
-                            id_col[which], at, single[r]))
+                            id_col[which], at, form))
 
 
 def _groups(files: Sequence[CorpusFile], n: int) -> list[list[int]]:

@@ -100,6 +100,8 @@ def one_sentence(data: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarra
     real = np.zeros(len(wide), dtype=bool)
     for seq in _WIDE:
         real |= (arr[wide] == seq[0]) & (arr[wide + 1] == seq[1]) & (arr[wide + 2] == seq[2])
-    marks = np.union1d(marks[kind[marks] == 1], wide[real])
+    marks = marks[kind[marks] == 1]
+    if real.any():  # rare: merge in the wide terminators (both sorted; no sort of the whole)
+        marks = np.sort(np.concatenate([marks, wide[real]]))
     count = np.searchsorted(marks, body) - np.searchsorted(marks, starts)
     return count == 0
