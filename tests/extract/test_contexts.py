@@ -344,3 +344,91 @@ def test_contexts_read_as_a_list_of_context(tmp_path: Path) -> None:
         assert pickle.loads(pickle.dumps(seq)) == as_list
         with pytest.raises(IndexError):
             seq[len(seq)]
+
+
+_PARTS = st.sampled_from(["love", "Love", "he", "He", "café", "CAFÉ", " ", "  ", "\t", ".", "!", "?",
+                          "é", "’", "Dr.", "x", "\u00a0", "\u3000", "\n", "(a)", "1", "lovely"])
+
+
+def _reference_units(text: str, word: str, unit: str) -> list[tuple[str, int, int]]:
+    """By brute force: (context, char_start, char_end) of every unit of ``text`` holding
+    ``word`` (regex whole-word occurrences, sentencex's spans, the first occurrence per unit)."""
+    import sentencex
+
+    occ = [(m.start(), m.end()) for m in whole_word_pattern(word).finditer(text)]
+    if not occ:
+        return []
+    spans = ([(0, len(text))] if unit == "document" else
+             [(b["start_index"], b["end_index"]) for b in sentencex.get_sentence_boundaries("en", text)])
+    first: dict[tuple[int, int], tuple[int, int]] = {}
+    for a, b in occ:
+        span = next(((lo, hi) for lo, hi in spans if lo <= a < hi), (a, b))
+        first.setdefault(span, (a, b))
+    out = []
+    for (lo, hi), (a, b) in first.items():
+        piece = text[lo:hi]
+        lead = len(piece) - len(piece.lstrip())
+        out.append((piece.strip(), a - lo - lead, b - lo - lead))
+    return out
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.lists(_PARTS, min_size=1, max_size=14), st.booleans()),
+                min_size=1, max_size=10),
+       st.sampled_from(["sentence", "document"]))
+def test_kept_contexts_equal_a_brute_force_split(tmp_path_factory, records, unit) -> None:
+    """With n above every count, the sample holds exactly the units a brute-force pass finds:
+    the regex's whole-word occurrences, sentencex's sentences, each unit stripped with its
+    target's offsets (ASCII or not, outer whitespace or not, one sentence or several, JSON
+    escapes or verbatim text)."""
+    words = ["love", "he", "café"]
+    lines, texts = [], []
+    for i, (parts, ascii_only) in enumerate(records):
+        text = "".join(parts)
+        if not text.strip():
+            continue
+        texts.append(text)
+        lines.append(json.dumps({"id": i, "text": text}, ensure_ascii=ascii_only))
+    if not lines:
+        return
+    path = tmp_path_factory.mktemp("units") / "c.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    sample = sample_contexts(path, words, n=10_000, unit=unit, workers=1)
+    for word in words:
+        want = sorted(u for t in texts for u in _reference_units(t, word, unit))
+        got = sorted((c.text, c.char_start, c.char_end) for c in sample.contexts.get(word, []))
+        assert got == want, word
+        assert all(t[a:b].lower() == word.lower() for t, a, b in got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(
+    st.text(max_size=20),
+    st.one_of(st.none(), st.integers(-10**30, 10**30), st.text(max_size=5), st.booleans(),
+              st.floats(allow_nan=False, allow_infinity=False), st.just("absent")),
+    st.dictionaries(st.sampled_from(["a", "t", "i", "meta"]),
+                    st.recursive(st.none() | st.integers() | st.text(max_size=4),
+                                 lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3)),
+                    max_size=3),
+    st.booleans()), min_size=1, max_size=8))
+def test_fast_json_reading_equals_the_standard_library(tmp_path_factory, rows) -> None:
+    """The JSON lines' texts and ids as msgspec reads them (two fields only) are those of
+    ``json.loads``: any id type or none, other fields of any shape (named like msgspec's
+    internal fields too), escapes or not."""
+    from emb.extract.corpus_stream import iter_blocks, record_ids
+
+    lines, want = [], []
+    for text, ident, extra, ascii_only in rows:
+        obj = {**extra, "text": text}
+        if ident != "absent":
+            obj["id"] = ident
+        lines.append(json.dumps(obj, ensure_ascii=ascii_only))
+        if text.strip() and text not in ("[deleted]", "[removed]"):
+            want.append((text, "" if ident in (None, "absent") else str(json.loads(json.dumps(ident)))))
+    path = tmp_path_factory.mktemp("json") / "c.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (file,) = corpus_files([path])
+    got = []
+    for block in iter_blocks(file):
+        got += list(zip(block.texts, record_ids(block, list(range(len(block)))), strict=True))
+    assert got == want
