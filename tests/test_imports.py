@@ -21,3 +21,13 @@ def test_analyses_do_not_import_extract():
     code = ("import sys, emb.analyses; bad = [m for m in sys.modules if m.startswith('emb.extract')]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_cli_and_the_analyses_import_without_sklearn_scipy_stats_or_matplotlib():
+    """Every ``emb`` command imports the CLI and the analyses' registry: scikit-learn (with
+    scipy.stats, half a second) is imported when a valence direction is fitted, matplotlib when
+    a figure is drawn, scipy.stats never by the analyses' own statistics."""
+    code = ("import sys, emb.cli.main, emb.analyses; "
+            "heavy = [m for m in ('sklearn', 'scipy.stats', 'matplotlib') if m in sys.modules]; "
+            "assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -256,6 +256,38 @@ def test_spearman_matches_scipy_with_ties_and_batch():
     assert ranks.ci_high == pytest.approx(np.tanh(np.arctanh(rho) + half), rel=1e-9)
 
 
+@settings(max_examples=300, deadline=None)
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=7),
+                  elements=st.sampled_from([0.0, -0.0, 1.0, 2.5, -3.0, np.inf, -np.inf, np.nan])))
+def test_average_ranks_equal_scipy_rankdata(a):
+    """The ranks behind Spearman's rho are scipy.stats.rankdata's (average ties, NaN omitted):
+    ties, signed zeros, infinities, NaN anywhere, batches."""
+    from emb.analyses.stats.correlation import _rank
+
+    want = scipy.stats.rankdata(a, axis=-1, nan_policy="omit")
+    np.testing.assert_array_equal(_rank(a), want)
+
+
+def test_normal_and_t_tails_equal_scipy_stats():
+    """meta_pvalue's normal tails and the t-test's p are scipy.stats' (computed with the
+    scipy.special functions scipy.stats calls)."""
+    z = np.array([-40.0, -8.0, -1.96, -0.1, 0.0, 0.3, 1.96, 9.0, 38.0, np.inf, np.nan])
+    np.testing.assert_array_equal(stats.meta_pvalue(z, "greater"), scipy.stats.norm.sf(z))
+    np.testing.assert_array_equal(stats.meta_pvalue(z, "less"), scipy.stats.norm.cdf(z))
+    np.testing.assert_array_equal(stats.meta_pvalue(z, "two-sided"),
+                                  np.minimum(1.0, 2 * scipy.stats.norm.sf(np.abs(z))))
+    from emb.analyses.stats.meta import Z95
+
+    assert Z95 == scipy.stats.norm.ppf(0.975)
+    rng = np.random.default_rng(3)
+    a, b = rng.normal(size=(4, 9)), rng.normal(0.5, 2.0, size=(4, 13))
+    for kind, equal_var in (("student", True), ("welch", False)):
+        ref = scipy.stats.ttest_ind(a, b, axis=-1, equal_var=equal_var)
+        got = stats.t_test(a, b, kind=kind)
+        np.testing.assert_allclose(got.statistic, ref.statistic, rtol=1e-13)
+        np.testing.assert_allclose(got.pvalue, ref.pvalue, rtol=1e-12)
+
+
 def test_correlations_drop_incomplete_pairs_and_use_axis():
     rng = np.random.default_rng(2)
     x = rng.normal(size=(10, 2))

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
-from scipy import stats as _stats
 
 __all__ = ["layer_heatmap", "profile", "scatter_2d"]
 
@@ -51,7 +50,9 @@ def _ci(z: np.ndarray) -> tuple[float, float]:
     z = z[np.isfinite(z)]
     if z.size < 2:
         return float(np.mean(z)) if z.size else np.nan, np.nan
-    half = _stats.t.ppf(0.975, z.size - 1) * z.std(ddof=1) / np.sqrt(z.size)
+    from scipy import special  # the t quantile scipy.stats.t.ppf computes, without scipy.stats
+
+    half = special.stdtrit(z.size - 1, 0.975) * z.std(ddof=1) / np.sqrt(z.size)
     return float(z.mean()), float(half)
 
 

@@ -20,24 +20,23 @@ language models in an intersectional context. *AIES 2023*, §4.1 and §4.3.
 
 from __future__ import annotations
 
+import functools
 import threading
 import warnings
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.model_selection import StratifiedKFold
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import StandardScaler, normalize
-from sklearn.svm import LinearSVC
 
 from emb.analyses.stats._blas import single_threaded_blas
 from emb.errors import AnalysisError
 
+if TYPE_CHECKING:
+    from sklearn.pipeline import Pipeline
+    from sklearn.svm import LinearSVC
+
 __all__ = [
     "SCALINGS",
-    "ColumnNorm",
+    "ColumnNorm",  # noqa: F822 - defined when first asked for (__getattr__ below)
     "Scaling",
     "direction_pipeline",
     "fit_direction",
@@ -54,29 +53,50 @@ SCALINGS: tuple[str, ...] = ("column-norm", "standard", "none")
 MAX_ITER = 20_000
 
 
-class ColumnNorm(TransformerMixin, BaseEstimator):
-    """Divide each feature by its L2 norm over the vectors seen in ``fit``.
+# scikit-learn (half a second to import, scipy.stats with it) is imported when a direction is
+# fitted, not with this module: every ``emb analyze`` run imports the registry, hence this module.
+# ColumnNorm is built then and is this module's attribute from then on (PEP 562), so that it
+# pickles and imports (``from emb.analyses.stats.subspace import ColumnNorm``) like any class.
+def __getattr__(name: str) -> Any:
+    if name == "ColumnNorm":
+        return _column_norm()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-    ``ColumnNorm().fit_transform(X)`` equals :func:`sklearn.preprocessing.normalize(X, axis=0)
-    <sklearn.preprocessing.normalize>` (a zero column stays zero); unlike that function, the
-    fitted norms are then applied unchanged to new vectors.
-    """
 
-    def fit(self, X: Any, y: Any = None) -> ColumnNorm:
-        X = np.asarray(X, dtype=np.float64)
-        norms = np.sqrt(np.einsum("ij,ij->j", X, X))
-        self.scale_ = np.where(norms > 0, norms, 1.0)
-        self.n_features_in_ = X.shape[1]
-        return self
+@functools.cache
+def _column_norm() -> type:
+    from sklearn.base import BaseEstimator, TransformerMixin
 
-    def transform(self, X: Any) -> np.ndarray:
-        return np.asarray(X, dtype=np.float64) / self.scale_
+    class ColumnNorm(TransformerMixin, BaseEstimator):
+        """Divide each feature by its L2 norm over the vectors seen in ``fit``.
+
+        ``ColumnNorm().fit_transform(X)`` equals :func:`sklearn.preprocessing.normalize(X,
+        axis=0) <sklearn.preprocessing.normalize>` (a zero column stays zero); unlike that
+        function, the fitted norms are then applied unchanged to new vectors.
+        """
+
+        def fit(self, X: Any, y: Any = None) -> ColumnNorm:
+            X = np.asarray(X, dtype=np.float64)
+            norms = np.sqrt(np.einsum("ij,ij->j", X, X))
+            self.scale_ = np.where(norms > 0, norms, 1.0)
+            self.n_features_in_ = X.shape[1]
+            return self
+
+        def transform(self, X: Any) -> np.ndarray:
+            return np.asarray(X, dtype=np.float64) / self.scale_
+
+    ColumnNorm.__module__ = __name__
+    ColumnNorm.__qualname__ = "ColumnNorm"
+    globals()["ColumnNorm"] = ColumnNorm
+    return ColumnNorm
 
 
 def _scaler(scaling: str) -> Any:
     if scaling == "column-norm":
-        return ColumnNorm()
+        return _column_norm()()
     if scaling == "standard":
+        from sklearn.preprocessing import StandardScaler
+
         return StandardScaler()
     if scaling == "none":
         return "passthrough"
@@ -85,6 +105,8 @@ def _scaler(scaling: str) -> Any:
 
 def _svc(C: float, seed: int) -> LinearSVC:
     """liblinear's dual coordinate descent (LinearSVC's classic default, the authors'), seeded."""
+    from sklearn.svm import LinearSVC
+
     return LinearSVC(C=float(C), dual=True, random_state=int(seed), max_iter=MAX_ITER)
 
 
@@ -98,12 +120,16 @@ def direction_pipeline(*, C: float = 5.0, scaling: Scaling = "column-norm", seed
     """
     if not C > 0:
         raise AnalysisError(f"C must be positive; got {C!r}")
+    from sklearn.pipeline import Pipeline
+
     return Pipeline([("scale", _scaler(scaling)), ("svc", _svc(C, seed))])
 
 
 def _linear_map(scaler: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
     """(per-feature factor, per-feature shift) of a fitted scaler: ``x' = x·factor − shift``."""
-    if isinstance(scaler, ColumnNorm):
+    from sklearn.preprocessing import StandardScaler
+
+    if isinstance(scaler, _column_norm()):
         return 1.0 / scaler.scale_, np.zeros(d)
     if isinstance(scaler, StandardScaler):
         return 1.0 / scaler.scale_, scaler.mean_ / scaler.scale_
@@ -158,6 +184,9 @@ def fit_direction(
         raise AnalysisError(f"X must be (n, d) with one label per row; got {X.shape} and {y.shape}")
     if set(np.unique(y).tolist()) != {0, 1}:
         raise AnalysisError("the training vectors need both classes (pleasant = 1, unpleasant = 0)")
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.preprocessing import normalize
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         if mismatch:
@@ -183,6 +212,8 @@ def _cv_accuracy(
     on the other folds (the scaler fitted within the folds)."""
     if folds < 2:
         return float("nan")
+    from sklearn.model_selection import StratifiedKFold
+
     splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=int(seed))
     correct = 0
     for train, test in splitter.split(X, y):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
-from scipy import stats as _stats
+from scipy import special
 
 from emb.errors import AnalysisError
 
@@ -87,7 +87,7 @@ def t_test(a: Any, b: Any, *, axis: int = -1, kind: TTestKind = "student") -> TT
             ua, ub = va / na, vb / nb
             t = diff / np.sqrt(ua + ub)
             df = (ua + ub) ** 2 / (ua**2 / (na - 1) + ub**2 / (nb - 1))
-        p = 2 * _stats.t.sf(np.abs(t), df)
+        p = 2 * special.stdtr(df, -np.abs(t))  # scipy.stats.t.sf(|t|, df)
     return TTest(statistic=t, df=df, pvalue=p)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from emb.errors import SuiteError
+from emb.extract._documents import parse_json
 from emb.extract.suites._common import sha256
 
 __all__ = [
@@ -94,19 +94,10 @@ def _parse_examples(value: str, where: str) -> tuple[str, ...]:
     if not value:
         return ()
     if value.startswith("["):
-        try:
-            parsed = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise SuiteError(
-                f"{where}: examples must be a JSON list of sentences, e.g. "
-                f'["a sociable occasion"]; it does not parse ({exc.msg} at column {exc.colno})'
-            ) from None
-        except (RecursionError, ValueError):  # nested too deeply; an integer of 4,300+ digits
-            raise SuiteError(
-                f"{where}: examples must be a flat JSON list of sentences, e.g. "
-                '["a sociable occasion"]; this one is nested too deeply or holds a number too long '
-                "to read"
-            ) from None
+        parsed = parse_json(
+            value, error=SuiteError,
+            where=f'{where}: the examples (a JSON list of sentences, e.g. ["a sociable occasion"])',
+        )
         if not isinstance(parsed, list) or not all(isinstance(s, str) for s in parsed):
             raise SuiteError(f"{where}: examples must be a JSON list of strings, got {value[:80]!r}")
         return tuple(s.strip() for s in parsed if s.strip())
@@ -204,15 +195,7 @@ def read_generated_examples(path: str | Path) -> dict[tuple[str, str], tuple[str
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SuiteError(f"examples file {path} line {number} is not JSON: {exc.msg}") from None
-        except (RecursionError, ValueError):  # nested too deeply; an integer of 4,300+ digits
-            raise SuiteError(
-                f"examples file {path} line {number} is nested too deeply or holds a number too "
-                "long to read; each line is one flat JSON object"
-            ) from None
+        entry = parse_json(line, where=f"examples file {path} line {number}", error=SuiteError)
         examples = entry.get("examples") if isinstance(entry, dict) else None
         if (
             not isinstance(entry, dict)
@@ -362,16 +345,12 @@ def read_populations(path: str | Path) -> tuple[Population, ...]:
     path = Path(path)
     if path.suffix.lower() == ".json":
         try:
-            doc = json.loads(path.read_text(encoding="utf-8-sig"))
+            text = path.read_text(encoding="utf-8-sig")
         except FileNotFoundError:
             raise SuiteError(f"groups file {path} does not exist") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise SuiteError(f"groups file {path} is not readable JSON: {exc}") from exc
-        except (RecursionError, ValueError):  # nested too deeply; an integer of 4,300+ digits
-            raise SuiteError(
-                f"groups file {path} is nested too deeply or holds a number too long to read; "
-                "give a list of {group, word, kind} objects"
-            ) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise SuiteError(f"cannot read groups file {path}: {exc}") from exc
+        doc = parse_json(text, where=f"groups file {path}", error=SuiteError)
         rows = doc.get("rows") if isinstance(doc, dict) else doc
         return population_rows(rows, f"groups file {path}")
     frame = _read_csv(path, "groups file")
