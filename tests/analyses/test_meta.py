@@ -89,3 +89,30 @@ def test_properties(values: list[float], scale: float, alternative: str) -> None
     np.testing.assert_allclose(dersimonian_laird(es[perm], v[perm]).ces, r.ces, atol=1e-12)
     flipped = dersimonian_laird(-es, v)
     np.testing.assert_allclose(flipped.ces, -dersimonian_laird(es, v).ces, atol=1e-12)
+
+
+def test_a_p_below_float_range_is_a_floor_with_its_exact_log10() -> None:
+    """CEAT's z over 10,000 samples reaches the hundreds: 2 Φ(−|z|) underflows to 0. The p is
+    written as the smallest normal double (never 0) and log10_p holds its exact order, checked
+    against mpmath at 50 digits; an infinite z keeps p = 0 and log10_p = −inf."""
+    import mpmath
+
+    from emb.analyses.stats import P_FLOOR, meta_log10_pvalue, meta_pvalue
+
+    z = np.array([0.0, 1.96, -3.0, 37.0, 38.5, 40.0, -400.0, 1e4, np.inf, np.nan])
+    mpmath.mp.dps = 50
+    for alternative in ("two-sided", "greater", "less"):
+        p = meta_pvalue(z, alternative)
+        logp = meta_log10_pvalue(z, alternative)
+        for zi, pi, li in zip(z[:-2], p[:-2], logp[:-2], strict=True):
+            tail = mpmath.ncdf(-abs(zi)) * 2 if alternative == "two-sided" else (
+                mpmath.ncdf(-zi) if alternative == "greater" else mpmath.ncdf(zi))
+            exact = float(mpmath.log10(min(tail, mpmath.mpf(1))))
+            assert li == pytest.approx(exact, rel=1e-12, abs=1e-14), (alternative, zi)
+            assert pi > 0 and (pi == P_FLOOR or pi == pytest.approx(10**exact, rel=1e-12))
+        assert np.isnan(p[-1]) and np.isnan(logp[-1])
+    assert meta_pvalue(np.array([np.inf]), "two-sided")[0] == 0.0
+    assert meta_log10_pvalue(np.array([np.inf]), "two-sided")[0] == -np.inf
+    r = dersimonian_laird(np.full(10_000, 1.5) + np.linspace(-0.01, 0.01, 10_000),
+                          np.full(10_000, 0.04))
+    assert r.p == P_FLOOR and r.log10_p < -5000

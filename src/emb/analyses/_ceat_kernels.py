@@ -175,7 +175,7 @@ def _convergence_kernel(es: np.ndarray, v: np.ndarray, *, grid: tuple[int, ...],
 
 def _meta_kernel(es: np.ndarray, v: np.ndarray, *, alternative: str):
     r = stats.dersimonian_laird(es, v, alternative=alternative)  # type: ignore[arg-type]
-    return r.ces, r.se, r.ci_low, r.ci_high, r.z, r.p, r.tau2, r.q, r.i2
+    return r.ces, r.se, r.ci_low, r.ci_high, r.z, r.p, r.log10_p, r.tau2, r.q, r.i2
 
 
-_META = ("ces", "se", "ci_low", "ci_high", "z", "p", "tau2", "q", "i2")
+_META = ("ces", "se", "ci_low", "ci_high", "z", "p", "log10_p", "tau2", "q", "i2")

@@ -162,8 +162,9 @@ def _one_test(
     )
     out = xr.Dataset({"es": es, "v": v, "p_sample": p_sample.astype(np.float32)})
     meta = xr.apply_ufunc(
-        _meta_kernel, es, v, input_core_dims=[["sample"], ["sample"]], output_core_dims=[[]] * 9,
-        kwargs={"alternative": alternative}, dask="parallelized", output_dtypes=[np.float64] * 9,
+        _meta_kernel, es, v, input_core_dims=[["sample"], ["sample"]],
+        output_core_dims=[[]] * len(_META), kwargs={"alternative": alternative},
+        dask="parallelized", output_dtypes=[np.float64] * len(_META),
     )
     for name, value in zip(_META, meta, strict=True):
         out[name] = value
@@ -364,7 +365,8 @@ def ceat(
         "es": "effect size of each sample (Cohen's d)", "v": "variance V_i of each sample's d",
         "p_sample": f"each sample's permutation p ({alternative}, {n_permutations} re-splits)",
         "ces": "combined effect size (DerSimonian-Laird)", "se": "standard error of the CES",
-        "p": f"p of z ({alternative})", "tau2": "between-sample variance (DL, truncated at 0)",
+        "p": f"p of z ({alternative}; below float range written as 2.2e-308)",
+        "log10_p": "log10 of p, exact below float range", "tau2": "between-sample variance (DL, truncated at 0)",
         "q": "Cochran's Q", "i2": "I^2 (fraction)",
         "boot_ci_low": "2.5% bootstrap quantile of the CES (stimuli and contexts resampled)",
         "boot_ci_high": "97.5% bootstrap quantile of the CES (stimuli and contexts resampled)",
@@ -400,7 +402,8 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     main = main.merge(extra.to_dataframe().reset_index(), how="left")
     main = integer_columns(main, ("layer", "n_samples", "n_x", "n_y", "n_a", "n_b"))
     main = front(main, ("model", "test", "layer", "pooling", "ces", "se", "ci_low", "ci_high",
-                        "z", "p", "tau2", "q", "i2", "n_samples", "boot_ci_low", "boot_ci_high"))
+                        "z", "p", "log10_p", "tau2", "q", "i2", "n_samples", "boot_ci_low",
+                        "boot_ci_high"))
     contexts = result[["n_contexts", "n_seen", "with_replacement"]].to_dataframe().reset_index()
     contexts = integer_columns(contexts, ("n_contexts", "n_seen"))
     conv = tidy_frame(result, ["conv_p", "conv_ci_low", "conv_ci_high"]).rename(
@@ -444,7 +447,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                       f"{top.get('a_group')}/{top.get('b_group')}",
             "layer": int(top["layer"]), "ces": float(top["ces"]),
             "95% CI": f"[{top['ci_low']:.2f}, {top['ci_high']:.2f}]",
-            "p": format_p(float(top["p"])).removeprefix("p "),
+            "p": format_p(float(top["p"]), log10_p=float(top["log10_p"])).removeprefix("p "),
             "bootstrap 95% CI": (f"[{top['boot_ci_low']:.2f}, {top['boot_ci_high']:.2f}]"
                                  if np.isfinite(top.get("boot_ci_low", np.nan)) else "—"),
             "tau2": float(top["tau2"]),
@@ -457,7 +460,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         f"two-sided). The N = {n:,} samples resample one finite set of contexts, so the "
         "meta-analytic SE and CI shrink like 1/sqrt(N) for any N and p with them; the bootstrap "
         f"CI ({result.attrs.get('n_bootstrap')} replicates resampling stimuli and each stimulus' "
-        "contexts) does not (figure convergence).",
+        "contexts) does not (figure convergence). A p below 2.2e-308 is written as 2.2e-308 "
+        "and its exact order is in log10_p.",
         f"V_i: {result.attrs.get('variance')}; sampling: {result.attrs.get('sampling')}.",
         f"Largest |CES| over all {len(frame)} cells (exploratory, not a test): {best['test']} "
         f"CES = {best['ces']:.2f} at layer {best['layer']}, {best['pooling']} pooling"

@@ -36,6 +36,7 @@ from emb.analyses.stats.meta import (
     MetaResult,
     cohens_d_variance,
     dersimonian_laird,
+    meta_log10_pvalue,
     meta_pvalue,
 )
 from emb.analyses.stats.multitest import (
@@ -79,6 +80,7 @@ __all__ = [
     "dersimonian_laird",
     "holm",
     "log10_pvalue",
+    "meta_log10_pvalue",
     "meta_pvalue",
     "normalize",
     "pearson",

@@ -11,9 +11,10 @@ from typing import Literal
 import numpy as np
 from scipy import special
 
+from emb.analyses.stats.correlation import P_FLOOR
 from emb.errors import AnalysisError
 
-__all__ = ["MetaResult", "cohens_d_variance", "dersimonian_laird", "meta_pvalue"]
+__all__ = ["MetaResult", "cohens_d_variance", "dersimonian_laird", "meta_log10_pvalue", "meta_pvalue"]
 
 #: Two-sided 95 % normal quantile.
 Z95 = float(special.ndtri(0.975))
@@ -29,7 +30,8 @@ class MetaResult:
     se : ``sqrt(1 / Σ v*_i)``
     ci_low, ci_high : ``ces ∓ 1.96 se``
     z : ``ces / se``
-    p : p-value of ``z`` (see :func:`meta_pvalue`)
+    p : p-value of ``z`` (see :func:`meta_pvalue`; below float range, ``P_FLOOR``, never 0)
+    log10_p : log10 of that p-value, exact far below float range (see :func:`meta_log10_pvalue`)
     tau2 : between-sample variance, truncated at 0
     q : Cochran's Q
     i2 : ``max(0, (Q − (N−1)) / Q)`` (a fraction, not a percentage)
@@ -43,6 +45,7 @@ class MetaResult:
     ci_high: np.ndarray
     z: np.ndarray
     p: np.ndarray
+    log10_p: np.ndarray
     tau2: np.ndarray
     q: np.ndarray
     i2: np.ndarray
@@ -59,18 +62,44 @@ def cohens_d_variance(d: np.ndarray, n1: int, n2: int) -> np.ndarray:
     return (n1 + n2) / (n1 * n2) + d**2 / (2.0 * (n1 + n2))
 
 
+def _check_alternative(alternative: str) -> None:
+    if alternative not in ("two-sided", "greater", "less"):
+        raise AnalysisError(
+            f"alternative must be 'two-sided', 'greater' or 'less'; got {alternative!r}"
+        )
+
+
 def meta_pvalue(z: np.ndarray, alternative: Literal["two-sided", "greater", "less"]) -> np.ndarray:
     """p of a standard-normal ``z``: ``2(1 − Φ(|z|))``, ``1 − Φ(z)`` or ``Φ(z)`` (via the
     survival function ``Φ(−z)``, accurate far in the tail; :mod:`scipy.special`'s ``ndtr``, which
-    ``scipy.stats.norm`` calls, without importing :mod:`scipy.stats`)."""
+    ``scipy.stats.norm`` calls, without importing :mod:`scipy.stats`).
+
+    A p below the smallest normal double (``|z|`` above about 37.5: a CEAT over thousands of
+    samples gets there easily) is :data:`~emb.analyses.stats.P_FLOOR`, never 0; its exact order
+    is :func:`meta_log10_pvalue`. An infinite ``z`` (zero standard error) keeps its p of 0.
+    """
+    _check_alternative(alternative)
     z = np.asarray(z, dtype=np.float64)
     if alternative == "two-sided":
-        return np.minimum(1.0, 2.0 * special.ndtr(-np.abs(z)))
-    if alternative == "greater":
-        return special.ndtr(-z)
-    if alternative == "less":
-        return special.ndtr(z)
-    raise AnalysisError(f"alternative must be 'two-sided', 'greater' or 'less'; got {alternative!r}")
+        p = np.minimum(1.0, 2.0 * special.ndtr(-np.abs(z)))
+    else:
+        p = special.ndtr(-z if alternative == "greater" else z)
+    with np.errstate(invalid="ignore"):
+        return np.where((p < P_FLOOR) & np.isfinite(z), P_FLOOR, p)
+
+
+def meta_log10_pvalue(
+    z: np.ndarray, alternative: Literal["two-sided", "greater", "less"]
+) -> np.ndarray:
+    """log10 of :func:`meta_pvalue`'s p, exact where p is far below float range (from
+    ``log Φ``, :func:`scipy.special.log_ndtr`): ``-inf`` for an infinite ``z``, NaN for NaN."""
+    _check_alternative(alternative)
+    z = np.asarray(z, dtype=np.float64)
+    if alternative == "two-sided":
+        ln = np.minimum(0.0, np.log(2.0) + special.log_ndtr(-np.abs(z)))
+    else:
+        ln = special.log_ndtr(-z if alternative == "greater" else z)
+    return ln / np.log(10.0)
 
 
 def dersimonian_laird(
@@ -135,5 +164,5 @@ def dersimonian_laird(
         i2 = np.where(q > 0, np.maximum(0.0, (q - (n - 1)) / q), 0.0)
     return MetaResult(
         ces=ces, se=se, ci_low=ces - Z95 * se, ci_high=ces + Z95 * se, z=z,
-        p=meta_pvalue(z, alternative), tau2=tau2, q=q, i2=i2, n=n, fixed=fixed,
+        p=meta_pvalue(z, alternative), log10_p=meta_log10_pvalue(z, alternative), tau2=tau2, q=q, i2=i2, n=n, fixed=fixed,
     )
