@@ -22,7 +22,7 @@ DISTRIBUTION = {"yaml": "pyyaml", "sklearn": "scikit-learn", "huggingface_hub": 
 #: Imports that only the extract extra provides (the model runner; imported lazily).
 EXTRACT_ONLY = {"torch", "transformers", "gguf", "safetensors", "accelerate"}
 #: Imports that only the corpus extra provides (compressed and Parquet corpora, the CEAT scan).
-CORPUS_ONLY = {"zstandard", "sentencex", "ahocorasick_rs", "isal"}
+CORPUS_ONLY = {"zstandard", "sentencex", "ahocorasick_rs", "isal", "msgspec"}
 #: Imports that only the http extra provides (stores at http(s):// URLs; imported lazily).
 HTTP_ONLY = {"aiohttp"}
 #: Base dependencies that emb never imports by name, and why they are needed all the same.
