@@ -159,11 +159,9 @@ def heat_table(result: xr.Dataset) -> Figure:
 
 def _minus_log10_p(z: np.ndarray, alternative: str) -> np.ndarray:
     """-log10 p from z without underflow (p below 1e-300 still has a finite height)."""
-    from scipy.stats import norm
+    from emb.analyses.stats import meta_log10_pvalue
 
-    if alternative == "two-sided":
-        return -(norm.logsf(np.abs(z)) + math.log(2)) / math.log(10)
-    return -(norm.logsf(z if alternative == "greater" else -z)) / math.log(10)
+    return -meta_log10_pvalue(z, alternative)  # type: ignore[arg-type]
 
 
 def convergence(result: xr.Dataset, *, model: Any = None) -> Figure:
