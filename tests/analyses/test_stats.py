@@ -270,12 +270,18 @@ def test_average_ranks_equal_scipy_rankdata(a):
 
 def test_normal_and_t_tails_equal_scipy_stats():
     """meta_pvalue's normal tails and the t-test's p are scipy.stats' (computed with the
-    scipy.special functions scipy.stats calls)."""
+    scipy.special functions scipy.stats calls), bit for bit; where scipy's underflows to 0 for a
+    finite z, meta_pvalue gives the floor P_FLOOR (its exact order: test_meta)."""
     z = np.array([-40.0, -8.0, -1.96, -0.1, 0.0, 0.3, 1.96, 9.0, 38.0, np.inf, np.nan])
-    np.testing.assert_array_equal(stats.meta_pvalue(z, "greater"), scipy.stats.norm.sf(z))
-    np.testing.assert_array_equal(stats.meta_pvalue(z, "less"), scipy.stats.norm.cdf(z))
+
+    def floored(p):
+        return np.where((p < stats.P_FLOOR) & np.isfinite(z), stats.P_FLOOR, p)
+
+    np.testing.assert_array_equal(stats.meta_pvalue(z, "greater"), floored(scipy.stats.norm.sf(z)))
+    np.testing.assert_array_equal(stats.meta_pvalue(z, "less"), floored(scipy.stats.norm.cdf(z)))
     np.testing.assert_array_equal(stats.meta_pvalue(z, "two-sided"),
-                                  np.minimum(1.0, 2 * scipy.stats.norm.sf(np.abs(z))))
+                                  floored(np.minimum(1.0, 2 * scipy.stats.norm.sf(np.abs(z)))))
+    assert stats.meta_pvalue(z, "greater")[8] == stats.P_FLOOR  # 38 sigma: below float range
     from emb.analyses.stats.meta import Z95
 
     assert Z95 == scipy.stats.norm.ppf(0.975)
