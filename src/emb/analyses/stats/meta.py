@@ -14,7 +14,13 @@ from scipy import special
 from emb.analyses.stats.correlation import P_FLOOR
 from emb.errors import AnalysisError
 
-__all__ = ["MetaResult", "cohens_d_variance", "dersimonian_laird", "meta_log10_pvalue", "meta_pvalue"]
+__all__ = [
+    "MetaResult",
+    "cohens_d_variance",
+    "dersimonian_laird",
+    "meta_log10_pvalue",
+    "meta_pvalue",
+]
 
 #: Two-sided 95 % normal quantile.
 Z95 = float(special.ndtri(0.975))
@@ -164,5 +170,6 @@ def dersimonian_laird(
         i2 = np.where(q > 0, np.maximum(0.0, (q - (n - 1)) / q), 0.0)
     return MetaResult(
         ces=ces, se=se, ci_low=ces - Z95 * se, ci_high=ces + Z95 * se, z=z,
-        p=meta_pvalue(z, alternative), log10_p=meta_log10_pvalue(z, alternative), tau2=tau2, q=q, i2=i2, n=n, fixed=fixed,
+        p=meta_pvalue(z, alternative), log10_p=meta_log10_pvalue(z, alternative),
+        tau2=tau2, q=q, i2=i2, n=n, fixed=fixed,
     )

@@ -20,7 +20,6 @@ language models in an intersectional context. *AIES 2023*, §4.1 and §4.3.
 
 from __future__ import annotations
 
-import functools
 import threading
 import warnings
 from typing import TYPE_CHECKING, Any, Literal
@@ -63,8 +62,18 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@functools.cache
+_DEFINING = threading.Lock()
+
+
 def _column_norm() -> type:
+    """The ColumnNorm class, defined once (under a lock: two threads must not each define one,
+    or ``isinstance`` would tell one's scalers from the other's)."""
+    with _DEFINING:
+        built = globals().get("ColumnNorm")
+        return built if built is not None else _define_column_norm()
+
+
+def _define_column_norm() -> type:
     from sklearn.base import BaseEstimator, TransformerMixin
 
     class ColumnNorm(TransformerMixin, BaseEstimator):
