@@ -439,10 +439,41 @@ def test_result_independent_of_chunking(toy: xr.Dataset, toy_result: xr.Dataset)
         xr.testing.assert_allclose(vast(lazy, **kwargs).compute(), toy_result, rtol=1e-12, atol=1e-12)
 
 
+def test_result_independent_of_the_kernel_tiles(
+    toy: xr.Dataset, toy_result: xr.Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kernel computes a block's cosines tile by tile (in cache); tiles of 7 rows (the last
+    one partial) give the numbers of whole blocks."""
+    from emb.analyses import _vast_numpy
+
+    monkeypatch.setattr(_vast_numpy, "_TILE", 7)
+    xr.testing.assert_allclose(vast(toy, k_max=4, n_subsets=3).compute(), toy_result,
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_zero_vectors_are_counted_across_tiles(
+    toy: xr.Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Zero vectors in two tiles of the lexicon rows and one polar word: one error naming all
+    three, not a number computed from them."""
+    from emb.analyses import _vast_numpy
+
+    monkeypatch.setattr(_vast_numpy, "_TILE", 7)
+    items = _items(toy)
+    here = items[items.setting == "bleached"]
+    rows = [int(here.index[here.stimulus_set == "lexicon"][i]) for i in (2, 40)]
+    rows.append(int(here.index[here.stimulus_set == "pleasant"][3]))
+    values = toy["embedding"].values.copy()
+    values[rows, 1] = 0.0
+    broken = toy.assign(embedding=(toy["embedding"].dims, values))
+    with pytest.raises(AnalysisError, match="^3 embedding vectors have zero or non-finite length"):
+        vast(broken, settings="bleached", tokenization=False, nullification=False).compute()
+
+
 def test_kernel_effect_sizes_equal_the_stats_function() -> None:
-    """The kernel's two-pass SC-WEATs (no concatenated copy) equal
-    stats.sc_weat_effect_size on the same cosines, for slices and index columns, anisotropic
-    cosines (0.95 ± 0.005), ddof 0 and 1; zero spread gives NaN; too few columns an error."""
+    """The kernel's two-pass SC-WEATs (A's columns, then B's, in one block) equal
+    stats.sc_weat_effect_size on the same cosines, for sets of any sizes, anisotropic cosines
+    (0.95 ± 0.005), ddof 0 and 1; zero spread gives NaN; too few columns an error."""
     from emb.analyses import stats
     from emb.analyses._vast_numpy import _effect_sizes
     from emb.errors import AnalysisError
@@ -450,13 +481,15 @@ def test_kernel_effect_sizes_equal_the_stats_function() -> None:
     rng = np.random.default_rng(7)
     for shift, scale in ((0.0, 1.0), (0.5, 0.1), (0.95, 0.005)):
         cos = shift + scale * rng.normal(size=(300, 60))
-        for a, b in ((slice(0, 25), slice(25, 50)), (np.arange(0, 60, 2), np.arange(1, 60, 2)),
-                     (slice(50, 60), np.array([0, 3, 7]))):
+        for n_a, n_b in ((25, 25), (30, 30), (10, 3), (1, 1)):
+            block = cos[:, 5:5 + n_a + n_b]  # a view with a row stride, as the kernel's
             for ddof in (0, 1):
-                want = stats.sc_weat_effect_size(cos[:, a], cos[:, b], ddof=ddof)
-                np.testing.assert_allclose(_effect_sizes(cos, a, b, ddof=ddof), want,
+                if n_a + n_b - ddof <= 0:
+                    continue
+                want = stats.sc_weat_effect_size(block[:, :n_a], block[:, n_a:], ddof=ddof)
+                np.testing.assert_allclose(_effect_sizes(block, n_a, ddof=ddof), want,
                                            rtol=1e-12, atol=1e-12)
     flat = np.ones((2, 4))
-    assert np.isnan(_effect_sizes(flat, slice(0, 2), slice(2, 4), ddof=1)).all()
+    assert np.isnan(_effect_sizes(flat, 2, ddof=1)).all()
     with pytest.raises(AnalysisError, match="ddof"):
-        _effect_sizes(flat, slice(0, 1), slice(1, 1), ddof=1)
+        _effect_sizes(flat[:, :1], 1, ddof=1)

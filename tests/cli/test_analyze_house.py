@@ -136,3 +136,29 @@ def test_progress_off_a_terminal_prints_a_few_lines() -> None:
     lines = stream.getvalue().splitlines()
     assert 2 <= len(lines) <= 5, lines
     assert lines[-1].startswith("computing: 100%")
+
+
+def test_the_suite_is_opened_with_the_analysis_chunk_size(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI opens the suite with the chunk size the analysis declares (vast: large chunks,
+    fewer reads), and with the store's default for the others."""
+    from emb.store.store import Store
+
+    seen: dict[str, object] = {}
+    opened = Store.dataset
+
+    def spy(self: Store, name: str, **kwargs: object):
+        seen[name] = kwargs.get("chunk_bytes")
+        return opened(self, name, **kwargs)
+
+    monkeypatch.setattr(Store, "dataset", spy)
+    assert ANALYSES["vast"].chunk_bytes and ANALYSES["vast"].chunk_bytes >= 2**20
+    code, out = _invoke("analyze", "vast", "--store", store, "--out", tmp_path / "v", "--quiet",
+                        "--no-plots", "--no-tokenization", "--no-nullification")
+    assert code == 0, out
+    assert seen["vast"] == ANALYSES["vast"].chunk_bytes
+    code, out = _invoke("analyze", "weat", "--store", store, "--out", tmp_path / "w", "--quiet",
+                        "--no-plots", "--n-permutations", "99")
+    assert code == 0, out
+    assert seen["weat"] is None

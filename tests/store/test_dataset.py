@@ -47,3 +47,29 @@ def test_embedding_is_lazy_and_its_coordinates_are_not_dask(tmp_path):
     for name, coord in ds["embedding"].coords.items():
         assert coord.chunks is None, name
     np.testing.assert_array_equal(ds["embedding"].values, source["embedding"].values)
+
+
+def test_chunk_bytes_makes_larger_chunks_of_whole_shards(tmp_path):
+    """chunk_bytes: dask chunks of whole shards of about that many bytes (per layer with
+    chunks="layer"), the same values; the default stays one shard per chunk; a bad value is a
+    clear error."""
+    import pytest
+
+    from emb.errors import StoreError
+
+    source = vast_dataset(n_words=400, n_layers=3, d=8)
+    path = write_store(tmp_path / "s.zarr", {"vast": source})
+    store = emb.open_store(path)
+    block = int(store.root["vast"].attrs["extraction"].get("block_size", 1024))
+    default = store.dataset("vast")
+    item_bytes = source["embedding"].dtype.itemsize * source.sizes["pooling"] * source.sizes["feature"]
+    assert set(default["embedding"].chunksizes["item"][:-1]) == {block}
+    for shards in (1, 3):
+        ds = store.dataset("vast", chunk_bytes=shards * block * item_bytes + item_bytes)
+        assert set(ds["embedding"].chunksizes["item"][:-1]) == {shards * block}
+        np.testing.assert_array_equal(ds["embedding"].values, source["embedding"].values)
+    whole = store.dataset("vast", chunks="shard", chunk_bytes=10**12)
+    assert whole["embedding"].chunksizes["item"] == (source.sizes["item"],)
+    for bad in (0, -5, 1.5, True, "64MiB"):
+        with pytest.raises(StoreError, match="chunk_bytes must be a positive integer"):
+            store.dataset("vast", chunk_bytes=bad)

@@ -268,6 +268,10 @@ class Analysis:
         ``exports``).
     word_tables : tuple of str
         Names of the tables with one row per word (large: written as Parquet by default).
+    chunk_bytes : int, optional
+        The dask chunk size along items (decompressed bytes, whole shards) the CLI opens the
+        suite with (:meth:`emb.store.Store.dataset`); ``None``: one shard per chunk. An analysis
+        that reads every item in contiguous runs declares larger chunks: fewer, larger reads.
     """
 
     name: str
@@ -281,6 +285,7 @@ class Analysis:
     summary: Callable[[xr.Dataset, Mapping[str, pd.DataFrame]], Summary] = field(repr=False)
     extra_files: Callable[[xr.Dataset], Mapping[str, bytes]] | None = field(default=None, repr=False)
     word_tables: tuple[str, ...] = ()
+    chunk_bytes: int | None = None
 
     def __post_init__(self) -> None:
         params = self.parameters()

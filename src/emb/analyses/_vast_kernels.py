@@ -56,7 +56,7 @@ def _lexicons_present(ds: xr.Dataset) -> list[str]:
         raise AnalysisError(
             "the Dataset has no items with stimulus_set 'lexicon': it is not a 'vast' suite"
         )
-    names = item_values(ds, "lexicon").astype(str)[mask]
+    names = item_values(ds, "lexicon")[mask].astype(str)
     return [n for n in dict.fromkeys(names) if n]
 
 
@@ -126,7 +126,7 @@ def _block(ds: xr.Dataset, lexicon: str, setting: str, ratings: Sequence[str]) -
     pos_a = np.asarray(polar_selection(indexed, "pleasant", polar_setting, lexicon, True)[_ROW])
     pos_b = np.asarray(polar_selection(indexed, "unpleasant", polar_setting, lexicon, True)[_ROW])
     rows = np.concatenate([lex_pos, pos_a, pos_b])
-    words = item_values(ds, "word").astype(str)[rows]
+    words = np.asarray(item_values(ds, "word"))[rows].astype(str)
     values: dict[str, np.ndarray] = {}
     poles: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
     for rating in ratings:

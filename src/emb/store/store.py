@@ -6,6 +6,7 @@ plain xarray reads (``xr.open_zarr(path, group="vast")``).  See :mod:`emb.schema
 
 from __future__ import annotations
 
+import math
 import os
 import zipfile
 from dataclasses import asdict, dataclass
@@ -137,6 +138,7 @@ class Store:
         *,
         allow_incomplete: bool = False,
         chunks: Literal["layer", "shard", "inner"] = "layer",
+        chunk_bytes: int | None = None,
     ) -> xr.Dataset:
         """The suite ``name`` as a lazy Dataset.
 
@@ -146,6 +148,12 @@ class Store:
         of ``"shard"`` and fewer reads than ``"inner"``), ``"shard"`` all layers and poolings,
         ``"inner"`` one layer × one pooling (the zarr inner chunk).  A later layer/pooling
         selection reads only the inner chunks it needs.
+
+        A dask chunk holds whole shards: one (or more, to stay within ``MAX_ITEM_CHUNKS`` chunks)
+        by default, or about ``chunk_bytes`` (decompressed) each.  Larger chunks make fewer,
+        larger reads for an analysis that reads contiguous runs of items (a slice of a chunk
+        reads only that slice; ``vast`` reads every item, layer by layer); a fancy index of
+        scattered items reads every chunk it touches whole, so keep the default for those.
 
         A complete suite is first checked against its manifest (object sizes: a missing or
         truncated shard would otherwise read as NaN).
@@ -161,6 +169,10 @@ class Store:
         """
         if chunks not in ("layer", "shard", "inner"):
             raise StoreError(f"chunks must be 'layer', 'shard' or 'inner'; got {chunks!r}")
+        if chunk_bytes is not None and (
+            not isinstance(chunk_bytes, int) or isinstance(chunk_bytes, bool) or chunk_bytes < 1
+        ):
+            raise StoreError(f"chunk_bytes must be a positive integer or None; got {chunk_bytes!r}")
         name = str(name) if isinstance(name, str) else name
         group = self._group(name)
         status, problems, _ = suite_status(self.zstore, name)
@@ -182,12 +194,19 @@ class Store:
         ds = ds.assign_coords(_coordinates(group, ds))
         # whole shards per dask chunk, at most MAX_ITEM_CHUNKS of them: a paper-scale CEAT group
         # (4 million items, 128 per shard) would otherwise make 406,250 dask chunks per read
-        per_chunk = block * max(1, -(-ds.sizes["item"] // (block * MAX_ITEM_CHUNKS)))
-        spec = {"item": per_chunk, "layer": -1, "pooling": -1, "feature": -1}
+        shards = max(1, -(-ds.sizes["item"] // (block * MAX_ITEM_CHUNKS)))
+        spec = {"item": -1, "layer": -1, "pooling": -1, "feature": -1}
         if chunks == "layer":
             spec["layer"] = 1
         elif chunks == "inner":
             spec |= {"layer": 1, "pooling": 1}
+        if chunk_bytes is not None:
+            var = ds.variables[dm.EMBEDDING]
+            item_bytes = var.dtype.itemsize * math.prod(
+                1 if spec[d] == 1 else var.sizes[d] for d in var.dims if d != "item"
+            )
+            shards = max(shards, chunk_bytes // max(1, block * item_bytes))
+        spec["item"] = block * shards
         # lazy: wraps the zarr array in dask (the variable only: chunking the DataArray would also
         # wrap and hash every coordinate, ~1.5 µs per item)
         ds[dm.EMBEDDING] = ds[dm.EMBEDDING].variable.chunk(spec)

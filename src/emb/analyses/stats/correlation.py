@@ -176,11 +176,17 @@ def pearson(x: Any, y: Any, *, axis: int = -1) -> Correlation:
     return _finish(r, n, p)
 
 
-def _rank(a: np.ndarray) -> np.ndarray:
+def average_ranks(a: Any) -> np.ndarray:
     """Average ranks (1-based, ties share their mean rank) along the last axis; NaN stays NaN
     and is left out of the others' ranks: :func:`scipy.stats.rankdata` with
     ``method="average"``, ``nan_policy="omit"`` (checked against it in the tests), without
-    importing :mod:`scipy.stats` (half a second of every command's start-up)."""
+    importing :mod:`scipy.stats` (half a second of every command's start-up).
+
+    Examples
+    --------
+    >>> average_ranks([3.0, 1.0, 3.0, np.nan]).tolist()
+    [2.5, 1.0, 2.5, nan]
+    """
     a = np.asarray(a, dtype=np.float64)
     flat = a.reshape(-1, a.shape[-1]) if a.ndim else a.reshape(1, 1)
     n = flat.shape[-1]
@@ -199,7 +205,7 @@ def _rank(a: np.ndarray) -> np.ndarray:
     return ranks.reshape(a.shape)
 
 
-def spearman(x: Any, y: Any, *, axis: int = -1) -> Correlation:
+def spearman(x: Any, y: Any, *, axis: int = -1, y_ranks: Any = None) -> Correlation:
     """Spearman's ρ with a two-sided p-value and a Fisher-z 95 % CI, vectorised over batches.
 
     Parameters
@@ -207,6 +213,10 @@ def spearman(x: Any, y: Any, *, axis: int = -1) -> Correlation:
     x, y : array_like
         Paired samples along ``axis``; incomplete pairs (NaN) are left out first.
     axis : int, default -1
+    y_ranks : array_like, optional
+        ``average_ranks(y)`` along ``axis``, computed once for a ``y`` without NaN that many
+        calls share (e.g. the ratings of one lexicon against every layer's effect sizes). It
+        is used for the batches where no pair is left out; ``y`` is ranked again where one is.
 
     Returns
     -------
@@ -230,7 +240,14 @@ def spearman(x: Any, y: Any, *, axis: int = -1) -> Correlation:
     1.0
     """
     x, y, mask = _paired(x, y, axis)
-    r, n = _pearson_r(_rank(x), _rank(y), mask)
+    if y_ranks is None:
+        ry = average_ranks(y)
+    else:
+        ry = np.broadcast_to(np.moveaxis(np.asarray(y_ranks, dtype=np.float64), axis, -1), y.shape)
+        complete = mask.all(axis=-1, keepdims=True)
+        if not complete.all():
+            ry = np.where(complete, ry, average_ranks(y))
+    r, n = _pearson_r(average_ranks(x), ry, mask)
     df = n - 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
         t = r * np.sqrt(df / ((1.0 - r) * (1.0 + r)))
