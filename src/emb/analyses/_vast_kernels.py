@@ -106,6 +106,8 @@ class _Block:
 
 
 _ROW = "_vast_row"
+#: The item dimension of a block's rows after its lexicon's (polar words) in the kernel's input.
+_REST = "_vast_rest"
 
 
 def _block(ds: xr.Dataset, lexicon: str, setting: str, ratings: Sequence[str]) -> _Block:
@@ -297,8 +299,9 @@ def _single_pass(
             )
             c, t = xr.apply_ufunc(
                 _fused_kernel,
-                _rows(emb, block.rows),
-                input_core_dims=[["item", "feature"]],
+                _rows(emb, block.rows[: block.n_lex]),
+                _rows(emb, block.rows[block.n_lex :]).rename(item=_REST),
+                input_core_dims=[["item", "feature"], [_REST, "feature"]],
                 output_core_dims=[["rating", "stat"], ["token_set", "subset", "stat"]],
                 dask="parallelized",
                 output_dtypes=[np.float64, np.float64],

@@ -96,10 +96,13 @@ class _Tokenization:
 
 
 def _fused_kernel(
-    X: np.ndarray, *, n_lex: int, specs: Sequence[_Spec], tok: _Tokenization | None, ddof: int
+    X: np.ndarray, P: np.ndarray, *, n_lex: int, specs: Sequence[_Spec],
+    tok: _Tokenization | None, ddof: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """One pass over a block of one (lexicon, setting): X (..., rows, d) with the lexicon rows
-    first -> curves (..., spec, stat) and tokenization (..., token_set, subset, stat).
+    """One pass over a block of one (lexicon, setting): its ``n_lex`` lexicon rows X (...,
+    n_lex, d) and its other rows P (..., rows, d), block row ``n_lex + i`` being P's row ``i``
+    (two inputs: the lexicon rows, one run of the store, are not copied into one array with
+    the polar rows) -> curves (..., spec, stat) and tokenization (..., token_set, subset, stat).
 
     Per (layer, pooling) and tile of ``_TILE`` lexicon rows, the cosines of every row with
     every polar row any experiment needs are one matrix product (each polar row once), copied
@@ -111,7 +114,7 @@ def _fused_kernel(
     the CLI computes with one (:func:`emb.analyses.stats.single_threaded_blas`, and on the
     workers of a ``--scheduler``), as Dask's nanny-started workers do by default.
     """
-    return _fused(X, n_lex=n_lex, specs=specs, tok=tok, ddof=ddof)
+    return _fused(X, P, n_lex=n_lex, specs=specs, tok=tok, ddof=ddof)
 
 
 def _effect_sizes(cos: np.ndarray, n_a: int, *, ddof: int) -> np.ndarray:
@@ -144,10 +147,14 @@ _TILE = 2048
 
 
 def _fused(
-    X: np.ndarray, *, n_lex: int, specs: Sequence[_Spec], tok: _Tokenization | None, ddof: int
+    X: np.ndarray, P: np.ndarray, *, n_lex: int, specs: Sequence[_Spec],
+    tok: _Tokenization | None, ddof: int,
 ) -> tuple[np.ndarray, np.ndarray]:
+    if X.shape[-2] != n_lex:
+        raise AnalysisError(f"the kernel got {X.shape[-2]} lexicon rows, expected {n_lex}")
     lead = X.shape[:-2]
     flat = X.reshape((-1, *X.shape[-2:]))
+    flat_rest = P.reshape((-1, *P.shape[-2:]))
     work = _work_dtype(X.dtype)
     sets = [(s.a, s.b) for s in specs if s.valid]
     if tok is not None and tok.valid:
@@ -161,12 +168,14 @@ def _fused(
     curves = np.empty((flat.shape[0], len(specs), len(_STATS)))
     toks = np.empty((flat.shape[0], 2, n_sub, len(_STATS)))
     es = np.empty((len(sets), n_lex))
+    in_lex = polar < n_lex  # polar is sorted: the lexicon's rows (other ratings' poles) first
     for j, block in enumerate(flat):
-        # every row's length is checked (as before), the polar rows' and the rest below the
-        # lexicon rows' here, the lexicon rows' tile by tile
-        rest = np.asarray(block[n_lex:], dtype=work)
+        # every row's length is checked: the rows after the lexicon's here, the lexicon's tile
+        # by tile
+        rest = np.asarray(flat_rest[j], dtype=work)
         bad = _bad_norms(_row_norms(rest))
-        x_polar = np.asarray(block[polar], dtype=work)
+        x_polar = np.concatenate([np.asarray(block[polar[in_lex]], dtype=work),
+                                  rest[polar[~in_lex] - n_lex]])
         with np.errstate(invalid="ignore", divide="ignore"):
             unit_polar = (x_polar / _row_norms(x_polar)[:, None]).T.copy()
         for start in range(0, n_lex, _TILE):
