@@ -150,7 +150,7 @@ def computation(path: Path, repeats: int = 2, **options: object) -> float:
     from emb.analyses.stats import single_threaded_blas
     from emb.analyses.vast import vast
 
-    ds = emb.open_store(path).dataset("vast", chunk_bytes=ANALYSES["vast"].chunk_bytes)
+    ds = emb.open_store(path).dataset("vast", chunk_by=ANALYSES["vast"].chunk_by)
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()

@@ -16,6 +16,7 @@ import pytest
 import xarray as xr
 
 import emb
+from emb.analyses import ANALYSES
 from emb.analyses.ceat import ceat
 from emb.analyses.stats import single_threaded_blas
 from emb.analyses.vast import vast
@@ -99,7 +100,8 @@ def test_vast_and_ceat_on_workers_with_a_quarter_of_the_store(big_store) -> None
     limit = size // 4
     assert size > 1.9e9  # 2.0 GB
     store = emb.open_store(path)
-    lazy_vast = vast(store.dataset("vast"), tokenization=False, nullification=False)
+    by = ANALYSES["vast"].chunk_by  # opened as the CLI opens it
+    lazy_vast = vast(store.dataset("vast", chunk_by=by), tokenization=False, nullification=False)
     lazy_ceat = ceat(store.dataset("ceat"), n_samples=200, n_bootstrap=20, n_permutations=50)
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   memory_limit=limit, dashboard_address=None) as cluster, \
@@ -118,7 +120,7 @@ def test_vast_and_ceat_on_workers_with_a_quarter_of_the_store(big_store) -> None
     # the same bits as the local threads (one pooling of vast: the tasks of each are independent)
     # with one BLAS thread, as the CLI computes and as Dask's nanny starts its workers
     with single_threaded_blas():
-        local_vast = vast(store.dataset("vast"), tokenization=False, nullification=False,
+        local_vast = vast(store.dataset("vast", chunk_by=by), tokenization=False, nullification=False,
                           poolings="last").compute(scheduler="threads")
         local_ceat = lazy_ceat.compute(scheduler="threads")
     xr.testing.assert_equal(on_workers[0].sel(pooling=["last"]), local_vast)  # values, bit for bit

@@ -141,24 +141,24 @@ def test_progress_off_a_terminal_prints_a_few_lines() -> None:
 def test_the_suite_is_opened_with_the_analysis_chunk_size(
     store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The CLI opens the suite with the chunk size the analysis declares (vast: large chunks,
-    fewer reads), and with the store's default for the others."""
+    """The CLI opens the suite with the chunks the analysis declares (vast: chunks that follow
+    its (lexicon, setting) runs, one read per run), and with the store's default for others."""
     from emb.store.store import Store
 
     seen: dict[str, object] = {}
     opened = Store.dataset
 
     def spy(self: Store, name: str, **kwargs: object):
-        seen[name] = kwargs.get("chunk_bytes")
+        seen[name] = kwargs.get("chunk_by")
         return opened(self, name, **kwargs)
 
     monkeypatch.setattr(Store, "dataset", spy)
-    assert ANALYSES["vast"].chunk_bytes and ANALYSES["vast"].chunk_bytes >= 2**20
+    assert ANALYSES["vast"].chunk_by == ("lexicon", "setting", "stimulus_set")
     code, out = _invoke("analyze", "vast", "--store", store, "--out", tmp_path / "v", "--quiet",
                         "--no-plots", "--no-tokenization", "--no-nullification")
     assert code == 0, out
-    assert seen["vast"] == ANALYSES["vast"].chunk_bytes
+    assert seen["vast"] == ANALYSES["vast"].chunk_by
     code, out = _invoke("analyze", "weat", "--store", store, "--out", tmp_path / "w", "--quiet",
                         "--no-plots", "--n-permutations", "99")
     assert code == 0, out
-    assert seen["weat"] is None
+    assert seen["weat"] == ()

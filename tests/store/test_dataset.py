@@ -49,27 +49,39 @@ def test_embedding_is_lazy_and_its_coordinates_are_not_dask(tmp_path):
     np.testing.assert_array_equal(ds["embedding"].values, source["embedding"].values)
 
 
-def test_chunk_bytes_makes_larger_chunks_of_whole_shards(tmp_path):
-    """chunk_bytes: dask chunks of whole shards of about that many bytes (per layer with
-    chunks="layer"), the same values; the default stays one shard per chunk; a bad value is a
-    clear error."""
+def test_chunk_by_makes_chunks_follow_label_runs(tmp_path, monkeypatch):
+    """chunk_by: a chunk ends wherever a label changes and holds a whole run up to
+    RUN_CHUNK_BYTES (longer runs cut at shard boundaries); the same values; labels the suite
+    lacks are ignored; the default stays one shard per chunk; a bad value is a clear error."""
+    import itertools
+
     import pytest
 
     from emb.errors import StoreError
+    from emb.store import store as store_module
 
-    source = vast_dataset(n_words=400, n_layers=3, d=8)
+    source = vast_dataset(n_words=1200, n_layers=2, d=8)
     path = write_store(tmp_path / "s.zarr", {"vast": source})
     store = emb.open_store(path)
     block = int(store.root["vast"].attrs["extraction"].get("block_size", 1024))
-    default = store.dataset("vast")
-    item_bytes = source["embedding"].dtype.itemsize * source.sizes["pooling"] * source.sizes["feature"]
-    assert set(default["embedding"].chunksizes["item"][:-1]) == {block}
-    for shards in (1, 3):
-        ds = store.dataset("vast", chunk_bytes=shards * block * item_bytes + item_bytes)
-        assert set(ds["embedding"].chunksizes["item"][:-1]) == {shards * block}
-        np.testing.assert_array_equal(ds["embedding"].values, source["embedding"].values)
-    whole = store.dataset("vast", chunks="shard", chunk_bytes=10**12)
-    assert whole["embedding"].chunksizes["item"] == (source.sizes["item"],)
-    for bad in (0, -5, 1.5, True, "64MiB"):
-        with pytest.raises(StoreError, match="chunk_bytes must be a positive integer"):
-            store.dataset("vast", chunk_bytes=bad)
+    assert set(store.dataset("vast")["embedding"].chunksizes["item"][:-1]) == {block}
+    labels = ("lexicon", "setting", "stimulus_set")
+    key = [tuple(str(source[n].values[i]) for n in labels) for i in range(source.sizes["item"])]
+    runs = [len(list(group)) for _, group in itertools.groupby(key)]
+    assert len(runs) == 12 and max(runs) == 1200  # 4 settings x (lexicon, pleasant, unpleasant)
+    assert block < 1200
+    ds = store.dataset("vast", chunk_by=[*labels, "absent"])
+    assert ds["embedding"].chunksizes["item"] == tuple(runs)
+    np.testing.assert_array_equal(ds["embedding"].values, source["embedding"].values)
+    # a run longer than the most bytes of a chunk (here: one shard) is cut where shards end
+    monkeypatch.setattr(store_module, "RUN_CHUNK_BYTES", 1)
+    cut = store.dataset("vast", chunk_by=labels)["embedding"].chunksizes["item"]
+    assert sum(cut) == source.sizes["item"] and max(cut) == block and len(cut) > len(runs)
+    run_ends = set(np.cumsum(runs).tolist())
+    assert run_ends <= set(np.cumsum(cut).tolist())
+    assert all(e in run_ends or e % block == 0 for e in np.cumsum(cut).tolist())
+    assert store.dataset("vast", chunk_by=["absent"])["embedding"].chunksizes == (
+        store.dataset("vast")["embedding"].chunksizes)
+    for bad in ("setting", [1, 2]):
+        with pytest.raises(StoreError, match="chunk_by must be a sequence of label names"):
+            store.dataset("vast", chunk_by=bad)

@@ -268,10 +268,11 @@ class Analysis:
         ``exports``).
     word_tables : tuple of str
         Names of the tables with one row per word (large: written as Parquet by default).
-    chunk_bytes : int, optional
-        The dask chunk size along items (decompressed bytes, whole shards) the CLI opens the
-        suite with (:meth:`emb.store.Store.dataset`); ``None``: one shard per chunk. An analysis
-        that reads every item in contiguous runs declares larger chunks: fewer, larger reads.
+    chunk_by : tuple of str
+        Per-item labels whose runs the CLI makes the suite's dask chunks follow
+        (:meth:`emb.store.Store.dataset`): an analysis that reads each run whole (``vast``: one
+        lexicon's words in one setting) then reads it in one zarr call. Empty: one shard per
+        chunk.
     """
 
     name: str
@@ -285,7 +286,7 @@ class Analysis:
     summary: Callable[[xr.Dataset, Mapping[str, pd.DataFrame]], Summary] = field(repr=False)
     extra_files: Callable[[xr.Dataset], Mapping[str, bytes]] | None = field(default=None, repr=False)
     word_tables: tuple[str, ...] = ()
-    chunk_bytes: int | None = None
+    chunk_by: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         params = self.parameters()

@@ -460,9 +460,8 @@ ANALYSIS = Analysis(
     tables=_tables,
     figures=_figures,
     summary=_summary,
-    # every item is read, one (lexicon, setting) run at a time: a task reads its rows of a layer
-    # in one zarr call instead of one per shard (measured 10-15 % faster end to end on the
-    # MiniLM store: benchmarks/scale.py --store)
-    chunk_bytes=64 * 2**20,
+    # a task reads one (lexicon, setting)'s words of a layer: in one zarr call instead of one
+    # per shard (benchmarks/scale.py --store)
+    chunk_by=("lexicon", "setting", "stimulus_set"),
 )
 

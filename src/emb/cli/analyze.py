@@ -203,7 +203,7 @@ def _open(specs: Sequence[str], analysis: Any, suite: str | None) -> tuple[list[
                 f"'emb extract --model {store.model.get('model_id') or 'MODEL'} --suite "
                 f"{analysis.suite if group == analysis.suite else 'FILE'} --store {_split_label(spec)[1]}'"
             )
-    datasets = {n: s.dataset(group, chunks="layer", chunk_bytes=analysis.chunk_bytes)
+    datasets = {n: s.dataset(group, chunks="layer", chunk_by=analysis.chunk_by)
                 for n, s in zip(names, opened, strict=True)}
     per_model: dict[str, dict[str, Any]] = {}
     for name, store in zip(names, opened, strict=True):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import zipfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -40,6 +41,8 @@ __all__ = ["Store", "StoreInfo", "SuiteInfo", "ValidationReport", "open_store", 
 
 #: Most dask chunks along ``item`` that :meth:`Store.dataset` makes (each a whole number of shards).
 MAX_ITEM_CHUNKS = 1024
+#: Most decompressed bytes of a dask chunk that follows label runs (``Store.dataset(chunk_by=)``).
+RUN_CHUNK_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,7 +141,7 @@ class Store:
         *,
         allow_incomplete: bool = False,
         chunks: Literal["layer", "shard", "inner"] = "layer",
-        chunk_bytes: int | None = None,
+        chunk_by: Sequence[str] = (),
     ) -> xr.Dataset:
         """The suite ``name`` as a lazy Dataset.
 
@@ -149,11 +152,13 @@ class Store:
         ``"inner"`` one layer × one pooling (the zarr inner chunk).  A later layer/pooling
         selection reads only the inner chunks it needs.
 
-        A dask chunk holds whole shards: one (or more, to stay within ``MAX_ITEM_CHUNKS`` chunks)
-        by default, or about ``chunk_bytes`` (decompressed) each.  Larger chunks make fewer,
-        larger reads for an analysis that reads contiguous runs of items (a slice of a chunk
-        reads only that slice; ``vast`` reads every item, layer by layer); a fancy index of
-        scattered items reads every chunk it touches whole, so keep the default for those.
+        A dask chunk holds whole shards: one (or more, to stay within ``MAX_ITEM_CHUNKS`` chunks).
+        ``chunk_by`` names per-item labels (e.g. ``("lexicon", "setting", "stimulus_set")``)
+        whose runs the chunks follow instead: a chunk ends wherever one of them changes and
+        holds a whole run of up to ``RUN_CHUNK_BYTES`` (decompressed; longer runs are cut at
+        whole shards). An analysis that reads each run whole then reads it in one zarr call,
+        and no chunk is shared by two runs (a shared chunk is read whole and held until both
+        are done). Labels the suite lacks are ignored.
 
         A complete suite is first checked against its manifest (object sizes: a missing or
         truncated shard would otherwise read as NaN).
@@ -169,10 +174,8 @@ class Store:
         """
         if chunks not in ("layer", "shard", "inner"):
             raise StoreError(f"chunks must be 'layer', 'shard' or 'inner'; got {chunks!r}")
-        if chunk_bytes is not None and (
-            not isinstance(chunk_bytes, int) or isinstance(chunk_bytes, bool) or chunk_bytes < 1
-        ):
-            raise StoreError(f"chunk_bytes must be a positive integer or None; got {chunk_bytes!r}")
+        if isinstance(chunk_by, str) or not all(isinstance(n, str) for n in chunk_by):
+            raise StoreError(f"chunk_by must be a sequence of label names; got {chunk_by!r}")
         name = str(name) if isinstance(name, str) else name
         group = self._group(name)
         status, problems, _ = suite_status(self.zstore, name)
@@ -200,13 +203,10 @@ class Store:
             spec["layer"] = 1
         elif chunks == "inner":
             spec |= {"layer": 1, "pooling": 1}
-        if chunk_bytes is not None:
-            var = ds.variables[dm.EMBEDDING]
-            item_bytes = var.dtype.itemsize * math.prod(
-                1 if spec[d] == 1 else var.sizes[d] for d in var.dims if d != "item"
-            )
-            shards = max(shards, chunk_bytes // max(1, block * item_bytes))
         spec["item"] = block * shards
+        runs = _run_chunks(ds, chunk_by, spec, block) if chunk_by else None
+        if runs is not None:
+            spec["item"] = runs
         # lazy: wraps the zarr array in dask (the variable only: chunking the DataArray would also
         # wrap and hash every coordinate, ~1.5 µs per item)
         ds[dm.EMBEDDING] = ds[dm.EMBEDDING].variable.chunk(spec)
@@ -376,6 +376,36 @@ def _has_children(zstore: Any) -> bool:
 
 
 # -- helpers --------------------------------------------------------------------------------------
+def _run_chunks(
+    ds: xr.Dataset, labels: Sequence[str], spec: dict[str, Any], block: int
+) -> tuple[int, ...] | None:
+    """Item chunk sizes that end wherever one of ``labels`` changes, each at most
+    ``RUN_CHUNK_BYTES`` (longer runs cut at whole shards); None when no label is present."""
+    present = [n for n in labels if n in ds.variables and ds.variables[n].dims == ("item",)]
+    n = ds.sizes["item"]
+    if not present or n == 0:
+        return None
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for name in present:
+        values = np.asarray(ds.variables[name].values)
+        change[1:] |= values[1:] != values[:-1]
+    var = ds.variables[dm.EMBEDDING]
+    item_bytes = var.dtype.itemsize * math.prod(
+        1 if spec[d] == 1 else var.sizes[d] for d in var.dims if d != "item"
+    )
+    most = block * max(1, RUN_CHUNK_BYTES // max(1, block * item_bytes))
+    bounds = [*np.flatnonzero(change).tolist(), n]
+    sizes: list[int] = []
+    for start, stop in zip(bounds[:-1], bounds[1:], strict=True):
+        while stop - start > most:
+            cut = (start // block + most // block) * block  # a shard boundary
+            sizes.append(cut - start)
+            start = cut
+        sizes.append(stop - start)
+    return tuple(sizes)
+
+
 def _coordinates(group: zarr.Group, ds: xr.Dataset) -> dict[str, xr.Variable]:
     """Every coordinate of ``ds`` in memory, text as ``str`` objects.
 
