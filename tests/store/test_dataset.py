@@ -82,6 +82,10 @@ def test_chunk_by_makes_chunks_follow_label_runs(tmp_path, monkeypatch):
     assert all(e in run_ends or e % block == 0 for e in np.cumsum(cut).tolist())
     assert store.dataset("vast", chunk_by=["absent"])["embedding"].chunksizes == (
         store.dataset("vast")["embedding"].chunksizes)
+    # a label that changes at nearly every item makes no runs: the default chunks stay
+    monkeypatch.setattr(store_module, "MAX_ITEM_CHUNKS", 100)
+    assert store.dataset("vast", chunk_by=["word"])["embedding"].chunksizes == (
+        store.dataset("vast")["embedding"].chunksizes)
     for bad in ("setting", [1, 2]):
         with pytest.raises(StoreError, match="chunk_by must be a sequence of label names"):
             store.dataset("vast", chunk_by=bad)

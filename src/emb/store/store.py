@@ -158,7 +158,8 @@ class Store:
         holds a whole run of up to ``RUN_CHUNK_BYTES`` (decompressed; longer runs are cut at
         whole shards). An analysis that reads each run whole then reads it in one zarr call,
         and no chunk is shared by two runs (a shared chunk is read whole and held until both
-        are done). Labels the suite lacks are ignored.
+        are done). Labels the suite lacks are ignored; runs that would make more than
+        ``MAX_ITEM_CHUNKS`` chunks keep the default chunks.
 
         A complete suite is first checked against its manifest (object sizes: a missing or
         truncated shard would otherwise read as NaN).
@@ -380,7 +381,9 @@ def _run_chunks(
     ds: xr.Dataset, labels: Sequence[str], spec: dict[str, Any], block: int
 ) -> tuple[int, ...] | None:
     """Item chunk sizes that end wherever one of ``labels`` changes, each at most
-    ``RUN_CHUNK_BYTES`` (longer runs cut at whole shards); None when no label is present."""
+    ``RUN_CHUNK_BYTES`` (longer runs cut at whole shards); None when no label is present, or
+    when the runs would make more than ``MAX_ITEM_CHUNKS`` chunks (a label that changes that
+    often makes no runs worth following: the default chunks are kept)."""
     present = [n for n in labels if n in ds.variables and ds.variables[n].dims == ("item",)]
     n = ds.sizes["item"]
     if not present or n == 0:
@@ -403,6 +406,8 @@ def _run_chunks(
             sizes.append(cut - start)
             start = cut
         sizes.append(stop - start)
+        if len(sizes) > MAX_ITEM_CHUNKS:
+            return None
     return tuple(sizes)
 
 
