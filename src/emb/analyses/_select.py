@@ -267,7 +267,7 @@ def select_words(
             f" so all {len(words)} words are missing: {names(words, limit=10)}; "
             f"{_extract_hint(ds, setting)}"
         )
-    item_words = item_values(ds, "word").astype(str)[positions]
+    item_words = np.asarray(item_values(ds, "word"))[positions].astype(str)
     wanted = np.isin(item_words, words)
     positions, item_words = positions[wanted], item_words[wanted]
     index = pd.Index(item_words)

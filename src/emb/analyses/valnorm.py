@@ -81,7 +81,9 @@ def polar_selection(
     Shared by :func:`valnorm` and :func:`emb.analyses.vast.vast`, so both pick the same polar
     words (raises :class:`~emb.errors.MissingStimuliError` when the suite has none).
     """
-    words = unique_in_order(item_values(ds, "word").astype(str)[label_mask(ds, stimulus_set=pole)])
+    words = unique_in_order(
+        np.asarray(item_values(ds, "word"))[label_mask(ds, stimulus_set=pole)].astype(str)
+    )
     if not words:
         raise MissingStimuliError(
             f"this Dataset has no {pole!r} polar words (stimulus_set={pole!r}); "
@@ -103,8 +105,11 @@ def rated_poles(
     Shared by :func:`valnorm` and :func:`emb.analyses.vast.vast`."""
     label = f"polar_{ratings}"
     if label in ds.variables:
-        values = np.char.lower(item_values(ds, label).astype(str))
-        high, low = mask & (values == "high"), mask & (values == "low")
+        pos = np.flatnonzero(mask)  # only the masked items' labels are lower-cased
+        values = np.char.lower(np.asarray(item_values(ds, label))[pos].astype(str))
+        high, low = np.zeros_like(mask), np.zeros_like(mask)
+        high[pos[values == "high"]] = True
+        low[pos[values == "low"]] = True
         if high.any() and low.any():
             return high, low
     rating = item_values(ds, ratings).astype(np.float64)
