@@ -225,7 +225,10 @@ def _rows(emb: xr.DataArray, rows: np.ndarray) -> xr.DataArray:
         out = xr.concat([emb.isel(item=r) for r in runs], dim="item")
     out = out.reset_coords(drop=True).drop_vars("item", errors="ignore")
     if out.chunks is not None:
-        out = out.chunk({"item": -1, "layer": 1, "pooling": -1, "feature": -1})
+        want = {"item": -1, "layer": 1, "pooling": -1, "feature": -1}
+        have = dict(zip(out.dims, out.chunks, strict=True))
+        if any(len(have[d]) > 1 for d in ("item", "pooling", "feature")) or max(have["layer"]) > 1:
+            out = out.chunk(want)  # (a run read as one chunk, Store.dataset(chunk_by=), is not)
     return out
 
 
