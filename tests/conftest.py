@@ -69,6 +69,11 @@ def s3_bucket(moto_endpoint, monkeypatch, request):
     bucket = f"{stem}-{uuid.uuid4().hex[:8]}"
     make_bucket(moto_endpoint, bucket)
     yield f"s3://{bucket}"
+    import gc
+
     import s3fs  # a test that changed the environment must not leave its s3fs instances behind
 
     s3fs.S3FileSystem.clear_instance_cache()
+    # and their aiohttp sessions are closed now, while the event loops they were made on still
+    # run (s3fs closes a session when its file system is collected), not at interpreter exit
+    gc.collect()
