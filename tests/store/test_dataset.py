@@ -82,10 +82,20 @@ def test_chunk_by_makes_chunks_follow_label_runs(tmp_path, monkeypatch):
     assert all(e in run_ends or e % block == 0 for e in np.cumsum(cut).tolist())
     assert store.dataset("vast", chunk_by=["absent"])["embedding"].chunksizes == (
         store.dataset("vast")["embedding"].chunksizes)
+    # a label missing (NaN, None) on a run of items is one run, not one per item
+    group = xr.Dataset(
+        {"embedding": (("item", "layer", "pooling", "feature"), np.zeros((9, 1, 1, 2), "f2"))},
+        coords={"group": ("item", np.array([1.0, 1.0, np.nan, np.nan, np.nan, 2.0, 2.0, np.nan,
+                                            np.nan])),
+                "name": ("item", np.array(["a", "a", None, None, None, "b", "b", None, None],
+                                          dtype=object))})
+    spec = {"item": -1, "layer": 1, "pooling": -1, "feature": -1}
+    for label in ("group", "name"):
+        assert store_module._run_chunks(group, [label], spec, block=4) == (2, 3, 2, 2)
     # a label that changes at nearly every item makes no runs: the default chunks stay
     monkeypatch.setattr(store_module, "MAX_ITEM_CHUNKS", 100)
     assert store.dataset("vast", chunk_by=["word"])["embedding"].chunksizes == (
         store.dataset("vast")["embedding"].chunksizes)
-    for bad in ("setting", [1, 2]):
+    for bad in ("setting", [1, 2], 5):
         with pytest.raises(StoreError, match="chunk_by must be a sequence of label names"):
             store.dataset("vast", chunk_by=bad)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import math
 import os
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 import zarr
 import zarr.errors
@@ -175,7 +176,9 @@ class Store:
         """
         if chunks not in ("layer", "shard", "inner"):
             raise StoreError(f"chunks must be 'layer', 'shard' or 'inner'; got {chunks!r}")
-        if isinstance(chunk_by, str) or not all(isinstance(n, str) for n in chunk_by):
+        if isinstance(chunk_by, str) or not isinstance(chunk_by, Iterable) or not all(
+            isinstance(n, str) for n in chunk_by
+        ):
             raise StoreError(f"chunk_by must be a sequence of label names; got {chunk_by!r}")
         name = str(name) if isinstance(name, str) else name
         group = self._group(name)
@@ -391,8 +394,8 @@ def _run_chunks(
     change = np.zeros(n, dtype=bool)
     change[0] = True
     for name in present:
-        values = np.asarray(ds.variables[name].values)
-        change[1:] |= values[1:] != values[:-1]
+        codes = pd.factorize(np.asarray(ds.variables[name].values).ravel())[0]  # NaN == NaN
+        change[1:] |= codes[1:] != codes[:-1]
     var = ds.variables[dm.EMBEDDING]
     item_bytes = var.dtype.itemsize * math.prod(
         1 if spec[d] == 1 else var.sizes[d] for d in var.dims if d != "item"
