@@ -94,7 +94,9 @@ def vast(
         The ``vast`` suite group of a store (``emb.open_store(path).dataset("vast")``):
         ``embedding(item, layer, pooling, feature)`` with item labels ``word``, ``setting``,
         ``stimulus_set`` (``lexicon``/``pleasant``/``unpleasant``), ``lexicon``, ``valence``
-        (and ``arousal``, ``dominance``, ``n_subtokens``).
+        (and ``arousal``, ``dominance``, ``n_subtokens``). Opened with
+        ``chunk_by=ANALYSIS.chunk_by``, as the CLI opens it, each (lexicon, setting) is read in
+        one zarr call per layer: faster, the same numbers.
     lexicon : str or sequence of str, optional
         Lexicons to use (default: every lexicon in the suite).
     settings : str or sequence of str, optional
@@ -185,7 +187,8 @@ def vast(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("vast")  # doctest: +SKIP
+    >>> ds = emb.open_store("gpt2.zarr").dataset(  # doctest: +SKIP
+    ...     "vast", chunk_by=ANALYSIS.chunk_by)  # one read per (lexicon, setting), as the CLI
     >>> res = vast(ds, lexicon="bellezza", tokenization=False).compute()  # doctest: +SKIP
     >>> res.r.sel(rating="valence", setting="bleached", pooling="last")  # doctest: +SKIP
     """
