@@ -157,16 +157,11 @@ def heat_table(result: xr.Dataset) -> Figure:
     return fig
 
 
-def _minus_log10_p(z: np.ndarray, alternative: str) -> np.ndarray:
-    """-log10 p from z without underflow (p below 1e-300 still has a finite height)."""
-    from emb.analyses.stats import meta_log10_pvalue
-
-    return -meta_log10_pvalue(z, alternative)  # type: ignore[arg-type]
-
-
 def convergence(result: xr.Dataset, *, model: Any = None) -> Figure:
     """Left: half-width of the meta-analytic 95 % CI by N (solid) and of the bootstrap CI by
     samples per replicate (dashed); right: the meta-analytic p by N. Declared cell, all tests."""
+    from emb.analyses.stats import meta_log10_pvalue
+
     cell = _cell(result, model)
     fig = Figure(figsize=(7.0, 3.2), layout="constrained")
     left, right = fig.subplots(1, 2)
@@ -182,10 +177,11 @@ def convergence(result: xr.Dataset, *, model: Any = None) -> Figure:
             bhalf = (np.asarray(cur["conv_boot_ci_high"].values)
                      - np.asarray(cur["conv_boot_ci_low"].values)) / 2
             left.plot(bgrid, bhalf, color=colors[k], lw=1.0, ls="--", marker="s", ms=2)
-        right.plot(grid, np.maximum(_minus_log10_p(np.asarray(cur["conv_z"].values, dtype=float),
-                                                   str(result.attrs.get("alternative", "two-sided"))),
-                                    1e-2),
-                   color=colors[k], lw=1.2, marker="o", ms=2.5)
+        # -log10 p from z without underflow (a p below float range still has a finite height)
+        minus_log10_p = -meta_log10_pvalue(np.asarray(cur["conv_z"].values, dtype=float),
+                                           str(result.attrs.get("alternative", "two-sided")))
+        right.plot(grid, np.maximum(minus_log10_p, 1e-2), color=colors[k], lw=1.2, marker="o",
+                   ms=2.5)
     left.set_xscale("log")
     left.set_yscale("log")
     left.set_xlabel("N (samples; dashed: samples per bootstrap replicate)", fontsize=8)

@@ -392,8 +392,7 @@ class _RecordIds(Sequence[str]):
         return len(self._rows)
 
     def __getitem__(self, i: int) -> str:  # type: ignore[override]
-        value = self._id_of(self._objects[self._rows[i]])
-        return "" if value is None else str(value)
+        return self.take([i])[0]
 
     def take(self, records: list[int]) -> list[str]:
         """The ids of several records (positions in the block) at once."""
