@@ -319,6 +319,32 @@ def test_a_root_created_by_another_worker_meanwhile_is_taken(tmp_path, monkeypat
     assert root.attrs[dm.ATTR_SCHEMA_VERSION] == dm.STORE_SCHEMA_VERSION
 
 
+def test_a_root_recreated_bare_by_another_worker_gets_its_attributes_back(tmp_path, monkeypatch):
+    """Object storage again: a worker that saw no root creates it bare after ours had its
+    attributes, and we read the root in between. The root we return (and the store) has the
+    model and schema again, not a root a later layout write finds without its model."""
+    from emb.schemas import datamodel as dm
+    from emb.store import _write_checks
+
+    path = str(tmp_path / "race.zarr")
+    model = FakeRunner().info.to_dict()
+    real_open = zarr.open_group
+    late = []
+
+    def open_group(store, *, mode="a", **kw):
+        if mode == "r+" and not late:  # the other worker's create lands just before our read
+            late.append(mode)
+            real_open(store, mode="w", zarr_format=3, use_consolidated=False)
+        return real_open(store, mode=mode, **kw)
+
+    monkeypatch.setattr(_write_checks.zarr, "open_group", open_group)
+    _, root = _write_checks.open_for_writing(path, model=model)
+    assert late and root.attrs[dm.ATTR_MODEL]["model_id"] == model["model_id"]
+    stored = real_open(path, mode="r", zarr_format=3, use_consolidated=False).attrs
+    assert stored[dm.ATTR_MODEL] == dict(root.attrs[dm.ATTR_MODEL])
+    assert stored[dm.ATTR_SCHEMA_VERSION] == dm.STORE_SCHEMA_VERSION
+
+
 # -- killed and resumed, locally and on S3 ----------------------------------------------------------
 _WORKER = textwrap.dedent(
     """

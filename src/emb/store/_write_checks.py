@@ -194,6 +194,13 @@ def open_for_writing(
         else:
             _check_model(location, attrs, model)
     root = zarr.open_group(zstore, mode="r+", zarr_format=3, use_consolidated=False)
+    if dm.ATTR_MODEL not in root.attrs:
+        # object storage: a shard beside us that saw no root a moment before we wrote ours
+        # re-created it bare (its attributes follow; CI once caught a worker reading it in
+        # between). The model is checked or ours: the same attributes are written again.
+        root.update_attributes(
+            {dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION, dm.ATTR_MODEL: dict(model)}
+        )
     return zstore, root
 
 
