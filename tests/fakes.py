@@ -65,7 +65,7 @@ class FakeRunner:
     info: FakeInfo = field(default_factory=FakeInfo)
     calls: list[int] = field(default_factory=list)
 
-    def encode(self, contexts, spans, *, bos=None):
+    def encode(self, contexts, spans, *, bos=None, bos_token_id=None):
         out, bad = [], []
         for i, (ctx, (s, e)) in enumerate(zip(contexts, spans, strict=True)):
             toks = list(_TOKEN.finditer(ctx))

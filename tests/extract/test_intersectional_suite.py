@@ -185,6 +185,59 @@ def test_run_bos_overrides_the_suite_and_stores_do_not_mix_bos(gpt2_runner, suit
     assert len(caught) == 1 and "bos=False" in caught[0]
 
 
+def test_a_chosen_bos_token_is_put_first_recorded_and_never_mixed(gpt2_runner, suite, tmp_path):
+    """--bos-token: the token put first in every suite (implies --bos), recorded as an identity
+    setting: resuming or reusing vectors with another token is refused, and nothing is written for
+    a token outside the vocabulary or with --no-bos (static vectors: test_static)."""
+    from emb.errors import EmbError, ModelError, StoreMismatchError
+
+    store = tmp_path / "t.zarr"
+    weat = build_suite("weat", select=["WEAT1"])
+    # "Ċ": a newline, as GPT-2's vocabulary writes it
+    assert _extract(gpt2_runner, [_small(suite, bos=None), weat], store, bos_token="Ċ") == []
+    opened = emb.open_store(str(store))
+    for name in ("intersectional", "weat"):
+        ds = opened.dataset(name)
+        extraction = ds.attrs["extraction"]
+        assert extraction["bos"] is True and extraction["bos_token"] == "Ċ"
+        assert extraction["bos_token_added"] is True and extraction["targets_at_position_0"] == 0
+        assert (ds.token_start.values == ds.token_start.values.min()).any()
+        assert int(ds.token_start.values.min()) == 1
+    # the same words with GPT-2's own BOS: other vectors, kept apart
+    _extract(gpt2_runner, [weat], tmp_path / "d.zarr", bos=True)
+    default = emb.open_store(str(tmp_path / "d.zarr")).dataset("weat")
+    chosen = opened.dataset("weat")
+    assert default.attrs["extraction"]["bos_token"] is None
+    assert default.attrs["extraction"]["bos_token_added"] is True
+    assert not np.allclose(default.embedding.values, chosen.embedding.values)
+    with pytest.raises(StoreMismatchError, match="bos_token"):
+        _extract(gpt2_runner, [weat], store, bos=True)
+    with pytest.raises(StoreMismatchError, match="bos_token"):
+        _extract(gpt2_runner, [weat], tmp_path / "d.zarr", bos_token="<|endoftext|>")
+    for kwargs, error, match in (
+        ({"bos_token": "<|im_start|>"}, ModelError, "not one token of the vocabulary"),
+        ({"bos_token": "Ċ", "bos": False}, EmbError, "give one of them"),
+        ({"bos_token": ""}, EmbError, "must be a token"),
+    ):
+        with pytest.raises(error, match=match):
+            _extract(gpt2_runner, [weat], tmp_path / "never.zarr", **kwargs)
+        assert not (tmp_path / "never.zarr").exists()
+
+
+def test_cli_bos_token(tiny_gpt2_dir, tmp_path):
+    store = tmp_path / "w.zarr"
+    args = ["extract", "-m", str(tiny_gpt2_dir), "-s", "weat", "--select", "WEAT1", "--store",
+            str(store), "-q"]
+    bad = CliRunner().invoke(main, [*args, "--bos-token", "<|im_start|>"])
+    assert bad.exit_code == 1 and "Traceback" not in bad.output and not store.exists()
+    assert "not one token of the vocabulary" in bad.output and "<|endoftext|>" in bad.output
+    result = CliRunner().invoke(main, [*args, "--bos-token", "<|endoftext|>"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "warning:" not in result.output  # no target at position 0 any more
+    extraction = emb.open_store(str(store)).dataset("weat").attrs["extraction"]
+    assert (extraction["bos"], extraction["bos_token"]) == (True, "<|endoftext|>")
+
+
 def test_bidirectional_model_keeps_its_tokenizer(bert_runner, suite, tmp_path):
     caught = _extract(bert_runner, [_small(suite)], tmp_path / "b.zarr")
     assert caught == []

@@ -346,3 +346,19 @@ def test_causal_models_are_fed_up_to_the_target_only(request, runner_name, causa
     else:  # a bidirectional model sees them: cutting would change the vectors
         assert np.abs(cut - whole).max() > 1e-2
         np.testing.assert_array_equal(runner.embed(encodings, batch_size=64), whole)
+
+
+def test_a_chosen_bos_token_is_looked_up_in_the_vocabulary(gpt2_runner, llama_runner):
+    assert gpt2_runner.token_id("<|endoftext|>") == 50256
+    assert llama_runner.token_id("</s>") == 2
+    for bad in ("<|im_start|>", "", "love you"):  # not one token of GPT-2's vocabulary
+        with pytest.raises(ModelError, match="not one token of the vocabulary .* special tokens"):
+            gpt2_runner.token_id(bad)
+    context, span = ["I love you."], [(2, 6)]
+    plain = gpt2_runner.encode(context, span)[0]
+    chosen = gpt2_runner.encode(context, span, bos=True, bos_token_id=198)[0]
+    assert chosen.input_ids.tolist() == [198, *plain.input_ids.tolist()]
+    assert chosen.target.tolist() == [plain.target[0] + 1]
+    default = gpt2_runner.encode(context, span, bos=True)[0]
+    first, second = gpt2_runner.embed([default, chosen], poolings=("first",))
+    assert np.abs(first[1:] - second[1:]).max() > 1e-4  # another first token, other states

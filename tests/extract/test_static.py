@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 import emb
-from emb.errors import ModelError
+from emb.errors import EmbError, ModelError
 from emb.extract.pipeline import extract
 from emb.extract.static import detect_format, is_vectors_file, load_vectors, read_vectors
 from emb.extract.suites import Item, Suite, build_suite
@@ -291,3 +291,12 @@ def test_built_in_suite_on_static_vectors(tmp_path: Path, w2v: Path) -> None:
     ds = emb.open_store(str(tmp_path / "w.zarr")).dataset("weat")
     assert ds.sizes["item"] == len(suite.items)  # WEAT5 is fully covered: nothing left out
     assert ds.attrs["suite"]["parameters"]["vectors"]["n_missing"] == 0
+
+
+def test_a_bos_token_for_static_vectors_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "v.txt"
+    path.write_text("2 2\nlove 1 0\nhate 0 1\n")
+    suite = Suite(name="a", items=(Item(context="love", word="love", char_start=0, char_end=4),))
+    with pytest.raises(EmbError, match="static word vectors, which have no tokens"):
+        extract(str(path), suite, str(tmp_path / "s.zarr"), progress=False, bos_token="</s>")
+    assert not (tmp_path / "s.zarr").exists()

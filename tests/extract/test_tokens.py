@@ -223,3 +223,40 @@ def test_bos_false_keeps_a_literal_bos_in_the_text():
     # the text itself starts with the BOS string: real offsets, not a special token added
     ids, _ = apply_bos([1, 5], [(0, 3), (4, 5)], [0, 0], bos=False, bos_token_id=1)
     assert ids.tolist() == [1, 5]
+
+
+def test_a_chosen_bos_token_is_prepended_or_replaces_the_tokenizers(tokenizers):
+    """--bos-token: prepended where the tokenizer adds no special token (GPT-2), put in place of
+    the BOS token the tokenizer adds (Llama), kept where the tokenizer already starts with it,
+    refused where the tokenizer starts with a special token that is not a BOS ([CLS])."""
+    text = "I love you."
+
+    def encode(name, chosen, bos=True):
+        tokenizer = tokenizers[name]
+        encoding = tokenizer(text, return_offsets_mapping=True, return_special_tokens_mask=True)
+        return encoding["input_ids"], apply_bos(
+            encoding["input_ids"], encoding["offset_mapping"], encoding["special_tokens_mask"],
+            bos=bos, bos_token_id=tokenizer.bos_token_id, chosen_id=chosen,
+        )
+
+    plain, (ids, offsets) = encode("gpt2", 198)  # "\n" is one token of GPT-2's vocabulary
+    assert ids.tolist() == [198, *plain] and offsets[0].tolist() == [0, 0]
+    assert locate_subtokens(offsets, 2, 6, text=text).tolist() == [2]
+    plain, (ids, offsets) = encode("llama", 2)  # Llama adds <s> (1); </s> (2) in its place
+    assert plain[0] == 1 and ids.tolist() == [2, *plain[1:]]
+    assert locate_subtokens(offsets, 2, 6, text=text).tolist() == locate_subtokens(
+        tokenizers["llama"](text, return_offsets_mapping=True)["offset_mapping"], 2, 6
+    ).tolist()
+    plain, (ids, _) = encode("llama", 1)  # the tokenizer's own BOS chosen: unchanged
+    assert ids.tolist() == plain
+    with pytest.raises(ModelError, match="special token of its own .* not a BOS token"):
+        encode("minilm", 100)
+    for bos in (None, False):
+        with pytest.raises(ValueError, match="needs bos=True"):
+            encode("gpt2", 198, bos=bos)
+
+
+def test_a_chosen_bos_token_keeps_a_literal_bos_in_the_text():
+    # the text starts with the chosen token's string: real offsets, so the token is still put first
+    ids, spans = apply_bos([9, 5], [(0, 3), (4, 5)], [0, 0], bos=True, bos_token_id=1, chosen_id=9)
+    assert ids.tolist() == [9, 9, 5] and spans[1].tolist() == [0, 3]

@@ -148,7 +148,7 @@ def test_other_model_and_other_definition_are_refused(tmp_path):
 
 def test_target_not_found_writes_nothing(tmp_path):
     class Picky(FakeRunner):
-        def encode(self, contexts, spans, *, bos=None):
+        def encode(self, contexts, spans, *, bos=None, bos_token_id=None):
             bad = [(i, c) for i, c in enumerate(contexts) if "zzz" in c]
             if bad:
                 raise TargetNotFoundError(f"targets not found: {bad}")

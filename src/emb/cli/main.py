@@ -209,6 +209,10 @@ def _coverage_lines(suites: list[Any]) -> list[str]:
                    "one to finish completes the suite; a killed shard resumes when re-run.")
 @click.option("--bos/--no-bos", default=None,
               help="Force / suppress a BOS token (default: the tokenizer's own behaviour).")
+@click.option("--bos-token", default=None, metavar="TOKEN",
+              help="Put TOKEN first instead of the tokenizer's BOS token (implies --bos), e.g. "
+                   "'<|endoftext|>' for a model whose BOS token is a chat marker such as "
+                   "'<|im_start|>'; one token of the vocabulary, as the tokenizer writes it.")
 @click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
 @click.option("--trust-remote-code", is_flag=True,
               help="Let a model that ships its own Python code run it (read that code first; "
@@ -235,6 +239,7 @@ def extract(
     device: str | None,
     shard: str | None,
     bos: bool | None,
+    bos_token: str | None,
     revision: str | None,
     trust_remote_code: bool,
     overwrite: bool,
@@ -284,6 +289,7 @@ def extract(
         suites,
         store,
         bos=bos,
+        bos_token=bos_token,
         names=list(group_names) if group_names else None,
         overwrite=overwrite,
         progress=not quiet,

@@ -36,7 +36,9 @@ class Plan:
     first_item: np.ndarray  # (n_keys,) first item that uses each key
 
     @classmethod
-    def build(cls, runner: Runner, suite: Suite, *, bos: bool | None) -> Plan:
+    def build(
+        cls, runner: Runner, suite: Suite, *, bos: bool | None, bos_token_id: int | None = None
+    ) -> Plan:
         index: dict[Key, int] = {}
         keys: list[Key] = []
         item_key = np.empty(len(suite.items), dtype=np.int64)
@@ -47,7 +49,9 @@ class Plan:
                 k = index[key] = len(keys)
                 keys.append(key)
             item_key[i] = k
-        encodings = runner.encode([k[0] for k in keys], [(k[1], k[2]) for k in keys], bos=bos)
+        encodings = runner.encode(
+            [k[0] for k in keys], [(k[1], k[2]) for k in keys], bos=bos, bos_token_id=bos_token_id
+        )
         first_item = np.full(len(keys), -1, dtype=np.int64)
         for i in range(len(item_key) - 1, -1, -1):
             first_item[item_key[i]] = i

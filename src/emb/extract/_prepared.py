@@ -85,9 +85,13 @@ class Prepared:
         subset = layers != list(range(n_layers))
         shape = (len(suite.items), len(layers), len(settings.poolings), int(info.hidden_size))
         unknown = unknown_targets(suite, plan, getattr(info, "unk_token_id", None))
+        bos_id = (
+            runner.token_id(settings.bos_token) if settings.bos_token is not None  # type: ignore[attr-defined]
+            else getattr(info, "bos_token_id", None)
+        )
         extraction = {
             **settings.to_dict(),
-            "bos_token_added": bos_added(plan, getattr(info, "bos_token_id", None)),
+            "bos_token_added": bos_added(plan, bos_id),
             "layer_semantics": getattr(info, "layer_semantics", None) or (
                 f"layer 0 = embedding output; layers 1..{n_layers - 1} = the {n_layers - 1} blocks' "
                 f"hidden states as the model returns them; the last is {info.last_layer}"
@@ -141,7 +145,8 @@ def unknown_targets(suite: Suite, plan: Plan, unk_id: int | None) -> tuple[str, 
 
 
 def bos_added(plan: Plan, bos_id: int | None) -> bool:
-    """Whether the encoded contexts start with the model's BOS token."""
+    """Whether the encoded contexts start with the BOS token ``bos_id`` (the tokenizer's, or the
+    one chosen with ``--bos-token``)."""
     return bool(
         bos_id is not None
         and plan.encodings

@@ -213,6 +213,7 @@ class Runner:
         spans: Sequence[tuple[int, int]],
         *,
         bos: bool | None = None,
+        bos_token_id: int | None = None,
     ) -> list[Encoding]:
         """Tokenize contexts and find each target's subtokens.
 
@@ -225,6 +226,9 @@ class Runner:
             None: the tokenizer's own special tokens; True: make the BOS token the first token
             (prepended when the tokenizer does not add it); False: drop a BOS token the tokenizer
             added.  See :func:`emb.extract.tokens.apply_bos`.
+        bos_token_id : int, optional
+            With ``bos=True``: the token to put first instead of the tokenizer's BOS token
+            (:meth:`token_id` of ``--bos-token``).
 
         Returns
         -------
@@ -236,7 +240,8 @@ class Runner:
             Listing every item whose span overlaps no token: ``(index, context, span)``; the
             same tuples are in the exception's ``failures`` attribute.
         ModelError
-            ``bos=True`` with a tokenizer that has no BOS token.
+            ``bos=True`` with a tokenizer that has no BOS token; ``bos_token_id`` with a tokenizer
+            that starts every sequence with a special token that is not its BOS (``[CLS]``).
 
         Notes
         -----
@@ -272,6 +277,7 @@ class Runner:
                     batch["special_tokens_mask"][index],
                     bos=bos,
                     bos_token_id=self.tokenizer.bos_token_id,
+                    chosen_id=bos_token_id,
                     tokenizer_name=name,
                 )
             try:
@@ -297,11 +303,14 @@ class Runner:
         limit = _max_positions(self.model.config)
         too_long = [i for i, enc in enumerate(encodings) if limit and enc.n_tokens > limit]
         for i in too_long:  # cut around the target, never dropped
-            encodings[i] = self._cut(contexts[i], spans[i], encodings[i], int(limit), bos=bos)
+            encodings[i] = self._cut(
+                contexts[i], spans[i], encodings[i], int(limit), bos=bos, bos_token_id=bos_token_id
+            )
         return encodings
 
     def _cut(
-        self, context: str, span: tuple[int, int], enc: Encoding, limit: int, *, bos: bool | None
+        self, context: str, span: tuple[int, int], enc: Encoding, limit: int, *,
+        bos: bool | None, bos_token_id: int | None,
     ) -> Encoding:
         """The encoding of the longest window of ``context`` around its target that fits."""
         offsets = self.tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)[
@@ -317,12 +326,33 @@ class Runner:
             lo = max(0, min(first - (budget - (last - first + 1)) // 2, len(offsets) - budget))
             hi = min(len(offsets), lo + budget)
             a, b = offsets[lo][0], offsets[hi - 1][1]
-            (cut,) = self.encode([context[a:b]], [(span[0] - a, span[1] - a)], bos=bos)
+            (cut,) = self.encode(
+                [context[a:b]], [(span[0] - a, span[1] - a)], bos=bos, bos_token_id=bos_token_id
+            )
             if cut.n_tokens <= limit:
                 return Encoding(input_ids=cut.input_ids, target=cut.target, window=(a, b))
         raise ModelError(
             f"cannot fit the target {context[span[0]:span[1]]!r} with its context into the "
             f"{limit} positions of {self.info.model_id} ({enc.n_tokens} tokens)"
+        )
+
+    def token_id(self, token: str) -> int:
+        """The vocabulary id of one token written as the tokenizer writes it, e.g.
+        ``"<|endoftext|>"`` (``--bos-token``).
+
+        Raises
+        ------
+        ModelError
+            ``token`` is not one token of the tokenizer's vocabulary.
+        """
+        vocab = self.tokenizer.get_vocab()
+        if isinstance(token, str) and token in vocab:
+            return int(vocab[token])
+        specials = list(dict.fromkeys(self.tokenizer.all_special_tokens))
+        raise ModelError(
+            f"--bos-token {token!r} is not one token of the vocabulary of {self.info.tokenizer}; "
+            f"its special tokens are {specials[:12]}{' …' if len(specials) > 12 else ''}: give "
+            "one of them, or a token of the vocabulary written as the tokenizer writes it"
         )
 
     def embed(

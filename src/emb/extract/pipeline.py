@@ -86,6 +86,7 @@ def extract(
     batch_size: int = 64,
     device: str = "auto",
     bos: bool | None = None,
+    bos_token: str | None = None,
     revision: str | None = None,
     trust_remote_code: bool = False,
     names: Sequence[str] | None = None,
@@ -118,6 +119,10 @@ def extract(
         :data:`emb.extract._prepared.FLOAT16_NOTE`).
     batch_size, device, bos
         Batching, ``auto``/``cpu``/``cuda``/``cuda:K`` (GPU K), BOS policy (None = the tokenizer's own behaviour).
+    bos_token
+        A token of the vocabulary to put first instead of the tokenizer's BOS token, e.g.
+        ``"<|endoftext|>"`` for a model whose BOS token is a chat marker; implies ``bos=True``
+        (``bos=False`` with it is refused) and is recorded as an identity setting.
     revision, trust_remote_code
         Hub revision; whether a model that ships its own Python code may run it (see
         :func:`emb.extract.loading.load_model`; recorded in the store).
@@ -181,6 +186,7 @@ def extract(
         )
     if isinstance(window_blocks, bool) or not isinstance(window_blocks, int) or window_blocks < 1:
         raise EmbError(f"window_blocks must be a positive integer; got {window_blocks!r}")
+    bos = _bos_with_token(bos, bos_token)
     store = os.fspath(store)
     # a store path emb cannot or must not write into, or a suite another process is writing,
     # is refused before the model loads
@@ -207,7 +213,13 @@ def extract(
     else:
         runner = model
     if hasattr(runner, "cover"):  # static vectors: missing words checked, one pooling "static"
+        if bos_token is not None:
+            raise EmbError(
+                f"--bos-token {bos_token!r} was given for static word vectors, which have no "
+                "tokens and no context; drop --bos-token"
+            )
         suite_list, pools = runner.cover(suite_list), tuple(runner.poolings)
+    bos_id = runner.token_id(bos_token) if bos_token is not None else None
     info = runner.info.to_dict()
     settings = ExtractionSettings(
         poolings=pools,
@@ -216,6 +228,7 @@ def extract(
         batch_size=batch_size,
         device=str(info.get("device", device)),
         bos=bos,
+        bos_token=bos_token,
     )
     chosen = parse_layers(layers, int(runner.info.n_layers))
     with _frozen_gc():
@@ -224,7 +237,8 @@ def extract(
         # store holds (another model, another definition under the same name) by reading only.
         suite_bos = [_suite_bos(suite, bos, runner) for suite in suite_list]
         plans = [
-            Plan.build(runner, suite, bos=b) for suite, b in zip(suite_list, suite_bos, strict=True)
+            Plan.build(runner, suite, bos=b, bos_token_id=bos_id)
+            for suite, b in zip(suite_list, suite_bos, strict=True)
         ]
         for suite, plan, b in zip(suite_list, plans, suite_bos, strict=True):
             _warn_position_zero(runner, suite, plan, b)
@@ -274,6 +288,26 @@ def extract(
     return reports
 
 
+def _bos_with_token(bos: bool | None, bos_token: str | None) -> bool | None:
+    """The run's BOS policy: a chosen ``bos_token`` implies ``bos=True``.
+
+    Raises
+    ------
+    EmbError
+        ``bos_token`` is not a non-empty string, or comes with ``bos=False``.
+    """
+    if bos_token is None:
+        return bos
+    if not isinstance(bos_token, str) or not bos_token:
+        raise EmbError(f"--bos-token must be a token of the model's vocabulary; got {bos_token!r}")
+    if bos is False:
+        raise EmbError(
+            f"--bos-token {bos_token!r} asks for that token first and --no-bos for no BOS token; "
+            "give one of them"
+        )
+    return True
+
+
 def _suite_bos(suite: Suite, bos: bool | None, runner: Runner) -> bool | None:
     """The BOS policy of one suite: the run's ``bos`` when given (``--bos``/``--no-bos``), else
     the suite's own request (``parameters["bos"] == "causal"``: the BOS token before every item
@@ -297,9 +331,11 @@ def _warn_position_zero(runner: Runner, suite: Suite, plan: Plan, bos: bool | No
         return
     token = getattr(runner.info, "bos_token", None)
     fix = (
-        f"--bos prepends the tokenizer's BOS token {token!r}, which moves them to position 1"
+        f"--bos prepends the tokenizer's BOS token {token!r}, which moves them to position 1 "
+        "(--bos-token TOKEN puts another token of the vocabulary first)"
         if getattr(runner.info, "bos_token_id", None) is not None
-        else "this tokenizer has no BOS token: put some context before the targets"
+        else "this tokenizer has no BOS token: --bos-token TOKEN puts a token of its vocabulary "
+        "first (e.g. its end-of-text token), or put some context before the targets"
     )
     warnings.warn(
         f"suite {suite.name!r}: {n} of {len(suite.items)} targets sit at position 0 of causal "

@@ -25,6 +25,7 @@ class ExtractionSettings:
     batch_size: int = 64
     device: str = "auto"
     bos: bool | None = None
+    bos_token: str | None = None  # put first instead of the tokenizer's BOS (--bos-token)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -33,7 +34,7 @@ class ExtractionSettings:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ExtractionSettings:
-        fields = {k: d[k] for k in ("dtype", "storage_dtype", "batch_size", "device", "bos") if k in d}
+        fields = {k: d[k] for k in ("dtype", "storage_dtype", "batch_size", "device", "bos", "bos_token") if k in d}
         return cls(poolings=tuple(d.get("poolings", dm.POOLINGS)), **fields)
 
 

@@ -287,8 +287,10 @@ class StaticRunner:
         spans: Sequence[tuple[int, int]],
         *,
         bos: bool | None = None,
+        bos_token_id: int | None = None,
     ) -> list[StaticEncoding]:
-        """Each target's vocabulary row (the word covered by :meth:`cover`, else the span's text).
+        """Each target's vocabulary row (the word covered by :meth:`cover`, else the span's text);
+        static vectors have no context, so ``bos`` and ``bos_token_id`` change nothing.
 
         Raises
         ------

@@ -119,6 +119,7 @@ def apply_bos(
     *,
     bos: bool | None,
     bos_token_id: int | None,
+    chosen_id: int | None = None,
     tokenizer_name: str = "the tokenizer",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Apply the BOS-token policy to one tokenized context.
@@ -140,6 +141,10 @@ def apply_bos(
         tokenizer added (a ``[CLS]`` that is not the BOS token is kept).
     bos_token_id : int or None
         The tokenizer's BOS token id.
+    chosen_id : int, optional
+        A token to put first instead of the tokenizer's BOS token (``--bos-token``; only with
+        ``bos=True``): a BOS token the tokenizer added is replaced by it, and it is prepended where
+        the tokenizer added no special token.
     tokenizer_name : str
         Used in error messages.
 
@@ -150,12 +155,18 @@ def apply_bos(
     Raises
     ------
     ModelError
-        ``bos=True`` for a tokenizer that has no BOS token and adds no leading special token.
+        ``bos=True`` for a tokenizer that has no BOS token and adds no leading special token;
+        ``chosen_id`` for a tokenizer that starts every sequence with a special token of its own
+        that is not its BOS token (``[CLS]``).
+    ValueError
+        ``chosen_id`` without ``bos=True``.
     """
     ids = np.asarray(input_ids, dtype=np.int64).reshape(-1)
     spans = _as_offsets(offsets)
     if len(spans) != len(ids):
         raise ValueError(f"{len(ids)} input ids but {len(spans)} offsets")
+    if chosen_id is not None and bos is not True:
+        raise ValueError(f"a chosen BOS token needs bos=True; got bos={bos!r}")
     if bos is None:
         return ids, spans
     # a token the tokenizer added has zero-width offsets (and is flagged in the special mask);
@@ -164,6 +175,18 @@ def apply_bos(
     if first_is_special and special_mask is not None:
         first_is_special = bool(np.asarray(special_mask).reshape(-1)[0])
     starts_with_bos = first_is_special and bos_token_id is not None and ids[0] == bos_token_id
+    if bos is True and chosen_id is not None:
+        if first_is_special and ids[0] == chosen_id:
+            return ids, spans
+        if starts_with_bos:
+            return np.concatenate([[chosen_id], ids[1:]]).astype(np.int64), spans
+        if first_is_special:
+            raise ModelError(
+                f"{tokenizer_name} starts every sequence with a special token of its own (id "
+                f"{int(ids[0])}) that is not a BOS token; a chosen BOS token is for tokenizers "
+                "that start with their BOS token or with no special token: drop --bos-token"
+            )
+        return _prepend(chosen_id, ids, spans)
     if bos is True:
         if starts_with_bos:
             return ids, spans
@@ -174,12 +197,17 @@ def apply_bos(
                 f"bos=True, but {tokenizer_name} has no BOS token and adds no leading special "
                 "token; use bos=None (the tokenizer's own behaviour) or bos=False"
             )
-        return (
-            np.concatenate([[bos_token_id], ids]).astype(np.int64),
-            np.concatenate([np.zeros((1, 2), dtype=np.int64), spans]),
-        )
+        return _prepend(bos_token_id, ids, spans)
     if bos is False:
         if starts_with_bos:
             return ids[1:], spans[1:]
         return ids, spans
     raise ValueError(f"bos must be None, True or False; got {bos!r}")
+
+
+def _prepend(token_id: int, ids: np.ndarray, spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``token_id`` put before ``ids``, with zero-width offsets ``(0, 0)``."""
+    return (
+        np.concatenate([[token_id], ids]).astype(np.int64),
+        np.concatenate([np.zeros((1, 2), dtype=np.int64), spans]),
+    )

@@ -35,7 +35,7 @@ __all__ = [
 #: fingerprints are equal (whatever the path), hub models when their id and revision are.
 MODEL_IDENTITY_KEYS = ("model_id", "revision", "fingerprint")
 #: Extraction settings that must match to resume a suite or reuse its vectors.
-EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos", "layers")
+EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos", "bos_token", "layers")
 #: How long a writer waits for another writer's short root update (creating the store,
 #: refreshing the consolidated metadata) before it refuses.
 ROOT_LOCK_WAIT_S = 120.0
@@ -227,7 +227,8 @@ def check_same(
 
 
 def extraction_differences(stored: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
-    """The identity settings (dtype, storage dtype, poolings, BOS) on which two extractions differ."""
+    """The identity settings (dtype, storage dtype, poolings, BOS policy and token, layers) on which
+    two extractions differ; a key a store does not record (written before it existed) is None."""
     return [
         f"{k}: store {stored.get(k)!r} vs run {run.get(k)!r}"
         for k in EXTRACTION_IDENTITY_KEYS
