@@ -263,6 +263,28 @@ def test_eibd_own_threshold_and_reference_mode() -> None:
     assert "african_male" not in comps["mexican_female"]  # the authors' Latina-column bug
     assert "african_male" in json.loads(default.attrs["ibd_comparisons"])["mexican_female"]
     assert comps["african_female"] == json.loads(default.attrs["ibd_comparisons"])["african_female"]
+    # ... in their IBD block only: their EIBD block reads all five Latina columns
+    eibd_comps = json.loads(ref.attrs["eibd_comparisons"])
+    assert eibd_comps == json.loads(default.attrs["ibd_comparisons"])
+    assert eibd_comps["mexican_female"] == ["african_female", "african_male", "european_female",
+                                            "european_male", "mexican_male"]
+    mf = {"group": "mexican_female"}
+    pairs = [f"mexican_female|{o}" for o in eibd_comps["mexican_female"]]
+    top = ref.score.sel(pair=pairs).max("pair")
+    low = ref.constituent_score.sel(mf)
+    for method, high in (("ibd", ref.ibd_score.sel(mf)), ("eibd", top)):
+        t = ref.threshold.sel({**mf, "detector": method})
+        lower = -np.inf if method == "ibd" else low
+        expected = (lower <= t) & (t < high)
+        np.testing.assert_array_equal(ref.detected.sel({**mf, "detector": method}).values,
+                                      expected.transpose(*ref.detected.sel(mf).isel(detector=0).dims).values)
+    assert not np.array_equal(ref.ibd_score.sel(mf).values, top.values)  # african_male counts
+    np.testing.assert_array_equal(ref.eibd_score.sel(mf).values, top.values)
+    words = ANALYSIS.tables(ref)["ibd_words"]
+    rows = words[(words.group == "mexican_female") & (words.method == "eibd")]
+    expected = top.sel(setting=rows.setting.to_xarray(), layer=rows.layer.to_xarray(),
+                       pooling=rows.pooling.to_xarray(), attribute=rows.word.to_xarray())
+    np.testing.assert_array_equal(rows.score.values, expected.values)
     # explicit options win over the reference defaults
     mixed = ibd(ds, method="reference", rule="any", thresholds="exact")
     assert mixed.attrs["rule"] == "any" and mixed.attrs["thresholds"] == "exact"

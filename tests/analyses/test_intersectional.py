@@ -287,6 +287,23 @@ def test_swapping_groups_flips_d_and_scaling_changes_nothing(seed, n_a, n_b, sca
     assert ((p > 0) & (p <= 1)).all()
 
 
+def test_reference_smaller_tail_keeps_its_precision_in_both_directions():
+    """The authors' smaller tail of the normal fit, Φ(-|z|), computed without 1 - Φ(-z): a large
+    negative effect gets the same tiny p as its mirror image, not 0 or 1e-16."""
+    rng = np.random.default_rng(1)
+    P = rng.normal(0, 1, (1, 200))
+    P[0, :100] += 3.0  # |z| of the normal fit ≈ 14
+    a, b = np.arange(100), np.arange(100, 200)
+    kwargs = {"ddof": 1, "alternative": "two-sided", "n_permutations": 400, "seed": 0, "reference": True}
+    d, p, _, _ = _pair_kernel(P, groups=[(a, b)], **kwargs)
+    d_swap, p_swap, _, _ = _pair_kernel(P, groups=[(b, a)], **kwargs)
+    assert float(d[0, 0]) > 1 and float(d_swap[0, 0]) < -1
+    assert 0 < float(p[0, 0]) < 1e-30 and 0 < float(p_swap[0, 0]) < 1e-30
+    # the swapped split draws other random splits: another normal fit, z within a few per cent
+    z, z_swap = (float(scipy.stats.norm.isf(x[0, 0])) for x in (p, p_swap))
+    assert z == pytest.approx(z_swap, rel=0.05)
+
+
 # -- ValNorm by projection -------------------------------------------------------------------------
 def test_valnorm_by_projection_and_by_cosine_equal_scipy(ds, subspace):
     stimulus = ds["stimulus_set"].values.astype(str)

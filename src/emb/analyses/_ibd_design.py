@@ -42,7 +42,8 @@ class Design:
     roles: list[str]
     sets: dict[str, list[str]]  # name set (group, race or gender) -> names present
     pairs: list[tuple[str, str, str]]  # (first set, second set, kind)
-    ibd_pairs: dict[str, list[int]]
+    ibd_pairs: dict[str, list[int]]  # the intersectional comparisons of IBD
+    eibd_pairs: dict[str, list[int]]  # those of EIBD (the same, but in reference mode)
     constituent_pairs: dict[str, list[int]]
     labels: np.ndarray  # (group, method, attribute) bool
     notes: list[str]
@@ -187,16 +188,19 @@ def design(
             pairs.append(key)
         return pairs.index(key)
 
-    ibd_pairs, constituent_pairs = {}, {}
+    ibd_pairs, eibd_pairs, constituent_pairs = {}, {}, {}
     for g in targets:
         others = [o for o in live if o != g]
-        if reference and g == "mexican_female":
-            # the authors' code compared Latina females with European males twice and never
-            # with African-American males (their IBD block, column 'aflm' <- 'lfem')
-            others = [o for o in others if o != "african_male"]
+        eibd_pairs[g] = [pair(g, o, "intersectional") for o in others]
+        ibd_pairs[g] = eibd_pairs[g]
+        if reference and g == "mexican_female" and "african_male" in others:
+            # the authors' IBD block compared Latina females with European males twice and never
+            # with African-American males (its fifth column, 'aflm', reads 'lfem'); their EIBD
+            # block reads all five columns
+            ibd_pairs[g] = [p for p, o in zip(eibd_pairs[g], others, strict=True)
+                            if o != "african_male"]
             notes.append("reference: mexican_female's IBD leaves out african_male (the authors' "
-                         "code used its european_male column twice)")
-        ibd_pairs[g] = [pair(g, o, "intersectional") for o in others]
+                         "IBD code used its european_male column twice; their EIBD uses all)")
         constituent_pairs[g] = [pair(race[g], r, "race") for r in races if r != race[g]] + [
             pair(gender[g], s, "gender") for s in genders if s != gender[g]
         ]
@@ -219,6 +223,7 @@ def design(
     return Design(
         settings=chosen, groups=names, total=total, race=race, gender=gender,
         attributes=attributes, attributes_total=attributes_total, targets=targets, roles=roles,
-        sets=sets, pairs=pairs, ibd_pairs=ibd_pairs, constituent_pairs=constituent_pairs,
+        sets=sets, pairs=pairs, ibd_pairs=ibd_pairs, eibd_pairs=eibd_pairs,
+        constituent_pairs=constituent_pairs,
         labels=labels, notes=notes,
     )

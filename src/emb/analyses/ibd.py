@@ -185,7 +185,8 @@ def ibd(
         ``ceat_weat_groups.json``), beside ``ibd_tests.json`` in the output directory.
     method : {"default", "reference"}
         ``reference`` reproduces the authors' code: rule ``all``, EIBD's own threshold, the
-        code's grid, and their Latina IBD comparisons (african_male left out).
+        code's grid, and their Latina IBD comparisons (african_male left out of IBD; their EIBD
+        reads all five, attribute ``eibd_comparisons``).
 
     Returns
     -------
@@ -193,9 +194,10 @@ def ibd(
         - ``score(setting, attribute, pair, layer, pooling)``: association scores; ``pair`` has
           coordinates ``pair_first``, ``pair_second``, ``pair_kind`` (intersectional | race |
           gender);
-        - ``ibd_score``, ``constituent_score`` ``(setting, group, attribute, layer, pooling)``: the
-          largest score against another intersectional group; the constituent scores combined
-          by the rule (max for ``any``, min for ``all``);
+        - ``ibd_score``, ``eibd_score``, ``constituent_score`` ``(setting, group, attribute,
+          layer, pooling)``: the largest score against another intersectional group (IBD's and
+          EIBD's comparisons: the same but for ``reference``'s Latina IBD); the constituent
+          scores combined by the rule (max for ``any``, min for ``all``);
         - ``label(group, detector, attribute)``: the validation class (bool);
         - ``threshold, tp, fp, tn, fn, tpr, fpr, accuracy, balanced_accuracy, precision, recall,
           f1 (setting, group, detector, layer, pooling)`` at the chosen threshold;
@@ -287,13 +289,16 @@ def ibd(
     )
     group_index = pd.Index(d.targets, name="group")
     plain = score.reset_coords(drop=True)
-    high = xr.concat([plain.isel(pair=d.ibd_pairs[g]).max("pair") for g in d.targets], dim=group_index)
+    high, high_eibd = (
+        xr.concat([plain.isel(pair=pairs[g]).max("pair") for g in d.targets], dim=group_index)
+        for pairs in (d.ibd_pairs, d.eibd_pairs)
+    )
     combine = "max" if rule == "any" else "min"
     const = xr.concat([getattr(plain.isel(pair=d.constituent_pairs[g]), combine)("pair")
                        for g in d.targets], dim=group_index)
     method_index = pd.Index(list(METHODS), name=DETECTOR)
     low = xr.concat([xr.full_like(const, -np.inf), const], dim=method_index)
-    high_m = xr.concat([high, high], dim=method_index)
+    high_m = xr.concat([high, high_eibd], dim=method_index)
     label = xr.DataArray(d.labels, dims=("group", DETECTOR, "attribute"),
                          coords={"group": d.targets, DETECTOR: list(METHODS),
                                  "attribute": d.attributes})
@@ -322,6 +327,7 @@ def ibd(
         {
             "score": score,
             "ibd_score": high,
+            "eibd_score": high_eibd,
             "constituent_score": const,
             "label": label,
             "threshold": chosen,
@@ -363,6 +369,8 @@ def ibd(
         "groups": json.dumps(d.targets),
         "settings": json.dumps(d.settings),
         "ibd_comparisons": json.dumps({g: [d.pairs[i][1] for i in d.ibd_pairs[g]] for g in d.targets}),
+        "eibd_comparisons": json.dumps(
+            {g: [d.pairs[i][1] for i in d.eibd_pairs[g]] for g in d.targets}),
         "constituent_comparisons": json.dumps(
             {g: [f"{d.pairs[i][0]} vs {d.pairs[i][1]}" for i in d.constituent_pairs[g]]
              for g in d.targets}),
@@ -414,7 +422,9 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
                          *_METRICS[:-3], "chance_rate", "majority_baseline", "precision",
                          "recall", "f1", "n_positive", "n_negative"))
 
-    score = result["ibd_score"].broadcast_like(result["detected"])
+    method_index = pd.Index(list(METHODS), name=DETECTOR)
+    score = xr.concat([result["ibd_score"], result["eibd_score"]], dim=method_index)
+    score = score.broadcast_like(result["detected"])
     const = result["constituent_score"].broadcast_like(result["detected"])
     const = const.where(result[DETECTOR] == "eibd")
     words = xr.Dataset({"score": score, "constituent_score": const, "detected": result["detected"],
