@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emb.analyses import ANALYSES, stats
-from emb.analyses._analysis import format_p, mc_floor
+from emb.analyses._analysis import format_adjusted, format_p, mc_floor
 from emb.analyses.sc_weat import sc_weat_lexicon
 from emb.analyses.valnorm import valnorm
 from emb.analyses.weat import weat
@@ -84,6 +84,25 @@ def test_monte_carlo_floor_and_standard_error() -> None:
     exact = weat(weat_dataset(), n_bootstrap=0).compute()
     assert (exact.n_permutations == 0).all() and np.isnan(exact.p_mc_se).all()
     assert mc_floor([0.01, 0.02], [99, 99]).tolist() == [True, False]
+
+
+def test_a_corrected_p_from_a_floored_p_is_shown_as_a_bound() -> None:
+    """Holm grows with every raw p: computed from p ≤ 1/(N+1) it is only an upper bound too."""
+    res = weat(weat_dataset(effect=6.0), exact_limit=10, n_permutations=99, seed=1,
+               n_bootstrap=0, correction="holm").compute()
+    table = ANALYSES["weat"].tables(res)["weat"]
+    rows = ANALYSES["weat"].summary(res, {"weat": table}).table
+    assert "p (Holm)" in rows.columns
+    cell = table[(table.setting == "bleached") & (table.pooling == "last") & (table.layer == 3)]
+    floored = cell.set_index("test").p_at_floor
+    for _, row in rows.iterrows():
+        shown = str(row["p (Holm)"])
+        if floored[row["test"]]:
+            assert shown.startswith("≤ ") and float(shown[2:]) > 0
+        else:
+            assert not shown.startswith("≤")
+    assert floored.any()
+    assert format_adjusted(1.0, from_floor=True) == "1"  # 1 bounds nothing
 
 
 def test_sc_weat_monte_carlo_standard_error() -> None:

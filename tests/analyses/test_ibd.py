@@ -404,3 +404,19 @@ def test_two_models_stack(tmp_path: Path) -> None:
     assert all(name.startswith(("a/", "b/")) for name in doc["tests"])
     figures = ANALYSIS.figures(res)
     assert {"roc_a", "roc_b"} <= set(figures)
+
+
+def test_roc_figure_says_which_threshold_each_detector_used() -> None:
+    from emb.analyses._ibd_plots import accuracy_by_layer, roc_curves
+
+    ds = ibd_dataset(n_layers=2)
+    cell = {"setting": "bleached", "pooling": "last", "layer": 1}
+    for eibd_threshold, phrase in (("ibd", "EIBD uses it too"), ("own", "max TPR − FPR")):
+        res = ibd(ds, eibd_threshold=eibd_threshold).compute()
+        fig = roc_curves(res, **cell)
+        (legend,) = fig.legends
+        texts = " ".join(t.get_text() for t in legend.get_texts())
+        assert phrase in texts
+        assert ("uses it too" in texts) == (eibd_threshold == "ibd")
+    acc = accuracy_by_layer(res, setting="bleached", pooling="last")
+    assert "chance balanced accuracy (0.5)" in [t.get_text() for t in acc.legends[0].get_texts()]

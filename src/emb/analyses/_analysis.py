@@ -30,6 +30,7 @@ __all__ = [
     "Summary",
     "add_log10_p",
     "format_p",
+    "format_adjusted",
     "mc_floor",
     "tidy_frame",
 ]
@@ -191,6 +192,20 @@ def format_p(
         return "p < 1e-300" if p < 1 else f"p = {p:.3g}"
     se = f" ± {mc_se:.2g}" if mc_se is not None and np.isfinite(mc_se) and mc_se > 0 else ""
     return f"p = {p:.3g}{se}"
+
+
+def format_adjusted(p_adjusted: float, *, from_floor: bool) -> str:
+    """A corrected p as text: ``≤ x`` when it was computed from a Monte-Carlo p at its floor
+    (the raw p is only bounded, and Holm and Benjamini–Hochberg grow with it: so is the result).
+
+    Examples
+    --------
+    >>> format_adjusted(0.0349, from_floor=True), format_adjusted(0.44, from_floor=False)
+    ('≤ 0.0349', '0.44')
+    """
+    if not np.isfinite(p_adjusted):
+        return "—"
+    return f"{'≤ ' if from_floor and p_adjusted < 1 else ''}{p_adjusted:.3g}"
 
 
 def mc_floor(p: Any, n_permutations: Any) -> np.ndarray:

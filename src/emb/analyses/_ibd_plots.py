@@ -50,6 +50,9 @@ def roc_curves(res: xr.Dataset, *, setting: str, pooling: str, layer: int, model
                 k = int(np.argmax(~eligible))
                 ax.plot(x[k - 1 : k + 1], y[k - 1 : k + 1], "-", lw=1.0, color=color, alpha=0.3)
             ax.plot(x[eligible], y[eligible], marker="o", ls=style, lw=1.4, ms=2.5, color=color)
+            if eligible.any() and not (np.any(x[eligible] > 0) or np.any(y[eligible] > 0)):
+                ax.text(0.5, 0.55, "no eligible threshold (t ≥ 0)\nflags any word", ha="center",
+                        va="center", fontsize=8, color="#555555", transform=ax.transAxes)
             p = int(_f(res["n_positive"].sel({"group": group, "detector": method})))
             n = int(_f(res["n_negative"].sel({"group": group, "detector": method})))
             chosen_t = float(_f(res["threshold"].sel(sel)))
@@ -74,11 +77,13 @@ def roc_curves(res: xr.Dataset, *, setting: str, pooling: str, layer: int, model
             ax.tick_params(labelsize=7.5)
     handles = [
         Line2D([], [], color="#555555", marker="o", ms=3, lw=1.4,
-               label="operating point of a candidate t ≥ 0 (joined when monotone)"),
+               label="candidate t ≥ 0\n(joined when monotone)"),
         Line2D([], [], color="#555555", marker="o", ms=2, alpha=0.3, lw=1.0,
                label="candidate t < 0 (not eligible)"),
         Line2D([], [], color="black", marker="o", ms=7, lw=0,
-               label="chosen t: max TPR − FPR (ties: most TP)"),
+               label="chosen t: max TPR − FPR\n(ties: most TP)"
+               if res.attrs.get("eibd_threshold") == "own" or "eibd" not in methods
+               else "chosen t: IBD's max TPR − FPR\n(ties: most TP); EIBD uses it too"),
         Line2D([], [], color="#999999", ls="--", lw=0.8, label="chance"),
     ]
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=7.5, frameon=False)
@@ -106,7 +111,7 @@ def accuracy_by_layer(res: xr.Dataset, *, setting: str, pooling: str, model: Any
             base = float(_f(res["majority_baseline"].sel({"group": group, "detector": method})))
             ax.axhline(base, ls=":", color=color, lw=1.0,
                        label=f"{_METHOD.get(method, method)}: majority baseline")
-        ax.axhline(0.5, color="#999999", lw=0.6)
+        ax.axhline(0.5, color="#999999", lw=0.6, label="chance balanced accuracy (0.5)")
         ax.set_title(group, fontsize=9)
         ax.set_xlabel("layer", fontsize=8.5)
         ax.tick_params(labelsize=7.5)

@@ -38,6 +38,7 @@ from emb.analyses._analysis import (
     Option,
     Summary,
     default_of,
+    format_adjusted,
     format_p,
     front,
     integer_columns,
@@ -470,7 +471,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
             "n_a": int(row["n_a"]), "n_b": int(row["n_b"]),
         })
         if correction != "none":
-            out[f"p_{correction}"] = f"{float(row['p_adjusted']):.3g}"
+            out[f"p_{correction}"] = format_adjusted(float(row["p_adjusted"]),
+                                                     from_floor=bool(row["p_at_floor"]))
         rows.append(out)
     n_perm = f"{int(result.attrs.get('n_permutations', 0)):,}"
     notes = [
@@ -478,7 +480,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         f"(seed {result.attrs.get('seed')})." if result.attrs.get("method") == "reference" else
         f"p: {result.attrs.get('alternative')} permutation test, {n_perm} seeded Monte-Carlo "
         f"splits (seed {result.attrs.get('seed')}); a p at its floor is shown as p ≤ 1/(N+1).",
-        f"p_{correction}: {correction} across the {frame['pair'].nunique()} pairs."
+        f"p_{correction}: {correction} across the {frame['pair'].nunique()} pairs; computed from a "
+        "p at its floor it is an upper bound too, shown as ≤."
         if correction != "none" else "No multiple-comparison correction (ask with --correction holm|bh).",
         f"grouping: {result.attrs.get('grouping')}; phrases dropped: "
         f"{result.attrs.get('phrases_dropped')}.",

@@ -27,6 +27,7 @@ from emb.analyses._analysis import (
     Summary,
     coord_values,
     default_of,
+    format_adjusted,
     format_p,
     front,
     integer_columns,
@@ -478,7 +479,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         row["p"] = format_p(p, n_permutations=n_perm, floor=bool(top.get("p_at_floor", False)),
                             mc_se=mc_se).removeprefix("p ").removeprefix("= ")
         if use_adjusted:
-            row[f"p ({_CORRECTIONS[correction]})"] = f"{float(top['p_adjusted']):.3g}"
+            row[f"p ({_CORRECTIONS[correction]})"] = format_adjusted(
+                float(top["p_adjusted"]), from_floor=bool(top.get("p_at_floor", False)))
         rows.append(row)
     alternative = result.attrs.get("alternative", "greater")
     notes = [
@@ -491,7 +493,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                      "replicates; words resampled within X, Y, A and B), seeded.")
     if use_adjusted:
         notes.append(f"p ({_CORRECTIONS[correction]}): {_CORRECTIONS[correction]} correction over "
-                     f"{_FAMILIES[str(result.attrs.get('correction_over', 'test'))]}.")
+                     f"{_FAMILIES[str(result.attrs.get('correction_over', 'test'))]}; computed from a "
+                     "p at its floor it is an upper bound too, shown as ≤.")
     else:
         notes.append("No multiple-comparison correction (ask with --correction holm|bh).")
     best = frame.loc[frame["effect_size"].abs().idxmax()]
