@@ -124,3 +124,47 @@ def test_errors() -> None:
         ceat(ds, n_samples=1)
     with pytest.raises(AnalysisError, match="not a 'ceat' suite"):
         ceat(ds.drop_vars("tests"))
+
+
+def test_summary_says_which_tests_and_stimuli_the_suite_left_out() -> None:
+    import json as _json
+
+    import xarray as xr
+
+    from emb.analyses.ceat import _coverage_notes
+
+    params = {"tests": {"C1": {"X": ["a", "b"], "Y": ["c"], "A": ["d", "e"], "B": ["f"]}},
+              "missing_by_test": {"C1": ["b"], "C9": ["x"]}, "dropped_tests": ["I1", "I2"]}
+    one = xr.Dataset(attrs={"suite": _json.dumps({"parameters": params})})
+    notes = _coverage_notes(one, computed={"C1"})
+    assert notes == [
+        "tests I1, I2 were not extracted: a word set of each had no stimulus with a context in "
+        "the corpus (suite parameter dropped_tests).",
+        "stimuli without a context in the corpus, left out of their tests: C1 1 of 6 (suite "
+        "parameter missing_by_test).",
+    ]
+    other = {**params, "dropped_tests": [], "missing_by_test": {}}
+    two = xr.Dataset(attrs={"models": _json.dumps({
+        "a": {"suite": _json.dumps({"parameters": params})},
+        "b": {"suite": _json.dumps({"parameters": other})},
+    })})
+    notes = _coverage_notes(two, computed={"C1"})
+    assert len(notes) == 2 and all(n.startswith("a: ") for n in notes)
+    assert _coverage_notes(xr.Dataset(), computed={"C1"}) == []
+
+
+def test_figures_name_the_word_sets_and_mark_the_p_floor() -> None:
+    from emb.analyses import _ceat_plots as plots
+
+    res = ceat(ceat_dataset(effect=1.0, contexts=20), n_samples=60, seed=1, n_bootstrap=0,
+               n_permutations=49).compute()
+    fig = plots.es_histograms(res)
+    (bar,) = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    assert bar.get_ylim()[0] == pytest.approx(1 / 50)  # the scale starts at the floor 1/(N+1)
+    assert "floor 1/50" in bar.get_ylabel() and "two-sided" in bar.get_ylabel()
+    groups = [str(res[g].sel(test="T1").values) for g in ("x_group", "y_group", "a_group", "b_group")]
+    titles = [ax.get_title() for ax in plots.ces_by_layer(res).axes]
+    assert any(all(g in t.replace("\n", " ") for g in groups) for t in titles)
+    assert max(len(line) for t in titles for line in t.splitlines()) <= 24
+    for figure in (fig, plots.ces_by_layer(res), plots.convergence(res), plots.heat_table(res)):
+        assert figure.get_size_inches()[0] <= 7.0 + 1e-9  # the page width

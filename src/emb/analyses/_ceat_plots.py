@@ -18,20 +18,13 @@ from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm, TwoSlopeNorm
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from emb.analyses import _figure as fg
 
 __all__ = ["ces_by_layer", "convergence", "es_histograms", "heat_table"]
 
-_POOLING_COLORS = {"first": "#1b6ca8", "last": "#d1495b", "mean": "#2a9d4b", "max": "#edae49"}
-
-
-def _grid(n: int, *, cols: int = 4, w: float = 2.6, h: float = 2.2) -> tuple[Figure, np.ndarray]:
-    cols = min(cols, n)
-    rows = math.ceil(n / cols)
-    fig = Figure(figsize=(0.8 + w * cols, 1.2 + h * rows), layout="constrained")
-    axes = np.atleast_2d(fig.subplots(rows, cols, squeeze=False))
-    for ax in axes.flat[n:]:
-        ax.set_visible(False)
-    return fig, axes
+_MARKERS = ("o", "s", "^", "D")
 
 
 def _cell(result: xr.Dataset, model: Any = None) -> xr.Dataset:
@@ -48,15 +41,43 @@ def _title(model: Any, text: str) -> str:
     return f"{model}: {text}" if model is not None else text
 
 
+def label_of(result: xr.Dataset, test: Any, *, width: int = 24) -> str:
+    """``C1: flowers/insects vs pleasant/unpleasant`` (the word sets' names, when recorded),
+    broken after a slash or a space into lines of about ``width`` characters."""
+    names = [str(result[g].sel(test=test).values) for g in ("x_group", "y_group", "a_group", "b_group")
+             if g in result.coords]
+    if len(names) != 4:
+        return str(test)
+    pieces = [f"{test}:", f"{names[0]}/", names[1], "vs", f"{names[2]}/", names[3]]
+    lines = [pieces[0]]
+    for piece in pieces[1:]:
+        glue = "" if lines[-1].endswith("/") else " "
+        if len(lines[-1]) + len(glue) + len(piece) <= width:
+            lines[-1] += glue + piece
+        else:
+            lines.append(piece)
+    return "\n".join(lines)
+
+
+def _test_styles(tests: list[Any]) -> dict[Any, dict[str, Any]]:
+    """Colour-blind-safe styles for many tests: the Okabe–Ito colours, then other markers and
+    line styles once they run out."""
+    n = len(fg.PALETTE)
+    return {t: {"color": fg.PALETTE[k % n], "marker": _MARKERS[(k // n) % len(_MARKERS)],
+                "ls": fg.LINESTYLES[(k // n) % len(fg.LINESTYLES)]} for k, t in enumerate(tests)}
+
+
+@fg.styled
 def es_histograms(result: xr.Dataset, *, model: Any = None, bins: int = 30) -> Figure:
     """Histogram of the sampled ES per test at the declared cell, bins coloured by mean p."""
     cell = _cell(result, model)
     tests = list(cell["test"].values)
-    fig, axes = _grid(len(tests))
+    fig, axes, cols = fg.grid(len(tests), max_cols=4, sharey=False, panel_height=1.9)
     cmap = colormaps["viridis_r"]
-    norm = LogNorm(vmin=1e-3, vmax=1.0)
     n_perm = int(result.attrs.get("n_permutations", 0))
-    for ax, test in zip(axes.flat, tests, strict=False):
+    floor = 1.0 / (n_perm + 1) if n_perm else 1e-3
+    norm = LogNorm(vmin=floor, vmax=1.0)
+    for ax, test in zip(axes, tests, strict=True):
         es = np.asarray(cell["es"].sel(test=test).values, dtype=float)
         p = np.asarray(cell["p_sample"].sel(test=test).values, dtype=float)
         counts, edges = np.histogram(es, bins=bins)
@@ -65,60 +86,64 @@ def es_histograms(result: xr.Dataset, *, model: Any = None, bins: int = 30) -> F
             if counts[b]:
                 mean_p = float(np.nanmean(p[which == b])) if n_perm else 0.5
                 ax.bar(edges[b], counts[b], width=edges[b + 1] - edges[b], align="edge",
-                       color=cmap(norm(max(mean_p, 1e-3))), edgecolor="none")
+                       color=cmap(norm(max(mean_p, floor))), edgecolor="none")
         ces = float(cell["ces"].sel(test=test))
         ax.axvline(ces, color="black", lw=1)
         ax.axvline(0, color="0.6", lw=0.8, ls=":")
-        ax.set_title(f"{test}: CES {ces:.2f}", fontsize=9)
-        ax.set_xlabel("sample effect size d", fontsize=8)
-        ax.tick_params(labelsize=7)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("samples", fontsize=8)
-    mappable = ScalarMappable(norm=norm, cmap=cmap)
-    bar = fig.colorbar(mappable, ax=axes, shrink=0.6)
-    bar.set_label(f"mean p of the bin's samples ({n_perm} re-splits; floor 1/{n_perm + 1})", fontsize=8)
-    bar.ax.tick_params(labelsize=7)
+        ax.set_title(f"{label_of(result, test)}\nCES {ces:.2f}", fontsize=6.5)
+        ax.set_xlabel("sample effect size d")
+    for k, ax in enumerate(axes):
+        if k % cols == 0:
+            ax.set_ylabel("samples")
+    fg.outer_xlabels(axes)
+    bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=axes, shrink=0.6)
+    alternative = result.attrs.get("alternative", "two-sided")
+    bar.set_label(f"mean per-sample {alternative} p ({n_perm:,} re-splits each)"
+                  + (f"\nbottom of the scale: the floor 1/{n_perm + 1:,}" if n_perm else ""))
     fig.suptitle(_title(model, f"Distribution of {cell.sizes['sample']:,} sampled effect sizes "
                                f"(layer {int(cell['layer'])}, {str(cell['pooling'].values)} pooling); "
-                               "black line: CES"), fontsize=10)
+                               "black line: CES"))
     return fig
 
 
+@fg.styled
 def ces_by_layer(result: xr.Dataset, *, model: Any = None) -> Figure:
     """CES ± 95 % CI by layer, one panel per test, one line per pooling; bootstrap CI as bars."""
     sel = result.sel(model=model) if model is not None and "model" in result.dims else result
     tests = list(sel["test"].values)
-    fig, axes = _grid(len(tests))
+    fig, axes, cols = fg.grid(len(tests), max_cols=4, sharey=False, panel_height=1.7)
     layers = np.asarray(sel["layer"].values, dtype=float)
-    poolings = list(sel["pooling"].values)
-    for ax, test in zip(axes.flat, tests, strict=False):
+    poolings = fg.labels(sel, "pooling")
+    colors = fg.colors_for(poolings)
+    step = min(0.5, 0.7 / max(len(poolings), 1)) * (np.median(np.diff(layers)) if layers.size > 1 else 1)
+    has_boot = "boot_ci_low" in sel
+    for ax, test in zip(axes, tests, strict=True):
         for k, pooling in enumerate(poolings):
             cur = sel.sel(test=test, pooling=pooling)
-            color = _POOLING_COLORS.get(str(pooling), f"C{k}")
-            x = layers + (k - (len(poolings) - 1) / 2) * 0.08
-            ces = np.asarray(cur["ces"].values, dtype=float)
-            ax.plot(x, ces, marker="o", ms=2.5, lw=1, color=color, label=str(pooling))
-            ax.fill_between(x, cur["ci_low"].values, cur["ci_high"].values, color=color, alpha=0.25,
-                            lw=0)
-            if "boot_ci_low" in cur:
-                ax.vlines(x, cur["boot_ci_low"].values, cur["boot_ci_high"].values, color=color,
-                          lw=0.8, alpha=0.8)
-        ax.axhline(0, color="0.5", lw=0.7, ls=":")
-        ax.set_title(str(test), fontsize=9)
-        ax.set_xlabel("layer", fontsize=8)
-        ax.tick_params(labelsize=7)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("CES (d)", fontsize=8)
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), frameon=False,
-               fontsize=8, title="pooling (band: meta-analytic 95% CI; bars: bootstrap 95% CI)",
-               title_fontsize=8)
+            x = layers + (k - (len(poolings) - 1) / 2) * step  # side by side, bars apart
+            ax.fill_between(x, cur["ci_low"].values, cur["ci_high"].values, color=colors[pooling],
+                            alpha=0.35, lw=0)
+            if has_boot:
+                ax.vlines(x, cur["boot_ci_low"].values, cur["boot_ci_high"].values,
+                          color=colors[pooling], lw=0.7, alpha=0.7)
+            ax.plot(x, np.asarray(cur["ces"].values, dtype=float), marker="o", ms=2.2, lw=1.0,
+                    color=colors[pooling], label=str(pooling))
+        fg.finish_axes(ax, xlabel="layer")
+        ax.set_title(label_of(result, test), fontsize=6.5)
+    for k, ax in enumerate(axes):
+        if k % cols == 0:
+            ax.set_ylabel("CES (d)")
+    fg.outer_xlabels(axes)
     n = int(result.attrs.get("n_samples", 0))
-    fig.suptitle(_title(model, f"CEAT combined effect size by layer (N = {n:,} samples)"),
-                 fontsize=10)
+    extra = [fg.band_handle(f"meta-analytic 95% CI (N = {n:,}: often thinner than the line)")]
+    if has_boot:
+        extra.append((Line2D([], [], color="0.4", lw=0.8), "bootstrap 95% CI (stimuli resampled)"))
+    fg.legend(fig, axes, extra, ncols=3, title="pooling")
+    fig.suptitle(_title(model, f"CEAT combined effect size by layer (N = {n:,} samples)"))
     return fig
 
 
+@fg.styled
 def heat_table(result: xr.Dataset) -> Figure:
     """CES of tests × models at each model's declared cell, annotated with d and p."""
     models = list(result["model"].values) if "model" in result.dims else [None]
@@ -136,71 +161,73 @@ def heat_table(result: xr.Dataset) -> Figure:
                 lo = float(cell["boot_ci_low"].sel(test=test))
                 hi = float(cell["boot_ci_high"].sel(test=test))
                 texts[i][j] += f"\nboot [{lo:.2f}, {hi:.2f}]"
-    fig = Figure(figsize=(max(4.6, 2.2 + 1.5 * len(models)), 1.0 + 0.55 * len(tests)),
+    fig = Figure(figsize=(min(fg.PAGE_WIDTH, 3.4 + 1.2 * len(models)), 1.0 + 0.5 * len(tests)),
                  layout="constrained")
     ax = fig.subplots()
     lim = max(0.8, float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0)
     image = ax.imshow(values, cmap="RdBu_r", norm=TwoSlopeNorm(0, -lim, lim), aspect="auto")
     for i in range(len(tests)):
         for j in range(len(models)):
-            ax.text(j, i, texts[i][j], ha="center", va="center", fontsize=6.5,
+            ax.text(j, i, texts[i][j], ha="center", va="center", fontsize=6,
                     color="white" if abs(values[i, j]) > 0.6 * lim else "black")
     ax.set_xticks(range(len(models)), [str(m) if m is not None else "model" for m in models],
-                  fontsize=8, rotation=20)
-    ax.set_yticks(range(len(tests)), tests, fontsize=8)
+                  rotation=20)
+    ax.set_yticks(range(len(tests)), [label_of(result, t, width=40) for t in tests], fontsize=6.5)
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
-    bar.set_label("CES (|d| 0.2 small, 0.5 medium, 0.8 large)", fontsize=7)
-    bar.ax.tick_params(labelsize=7)
+    bar.set_label("CES (|d| 0.2 small, 0.5 medium, 0.8 large)")
     ax.set_title(f"CEAT CES at the top layer, {result.attrs.get('declared_pooling')} pooling\n"
                  f"N = {int(result.attrs.get('n_samples', 0)):,}; p {result.attrs.get('alternative')}; "
-                 "boot: bootstrap 95% CI", fontsize=8)
+                 "boot: bootstrap 95% CI")
     return fig
 
 
+@fg.styled
 def convergence(result: xr.Dataset, *, model: Any = None) -> Figure:
     """Left: half-width of the meta-analytic 95 % CI by N (solid) and of the bootstrap CI by
     samples per replicate (dashed); right: the meta-analytic p by N. Declared cell, all tests."""
     from emb.analyses.stats import meta_log10_pvalue
 
     cell = _cell(result, model)
-    fig = Figure(figsize=(7.0, 3.2), layout="constrained")
+    fig = Figure(figsize=(fg.PAGE_WIDTH, 3.4), layout="constrained")
     left, right = fig.subplots(1, 2)
     grid = np.asarray(cell["n_grid"].values, dtype=float)
     tests = list(cell["test"].values)
-    colors = colormaps["tab20"](np.linspace(0, 1, max(len(tests), 2)))
-    for k, test in enumerate(tests):
+    styles = _test_styles(tests)
+    for test in tests:
         cur = cell.sel(test=test)
+        style = styles[test]
         half = (np.asarray(cur["conv_ci_high"].values) - np.asarray(cur["conv_ci_low"].values)) / 2
-        left.plot(grid, half, color=colors[k], lw=1.2, marker="o", ms=2.5, label=str(test))
+        left.plot(grid, half, color=style["color"], lw=1.1, marker=style["marker"], ms=2.5,
+                  label=str(test))
         if "conv_boot_ci_low" in cur:
             bgrid = np.asarray(cell["n_boot_grid"].values, dtype=float)
             bhalf = (np.asarray(cur["conv_boot_ci_high"].values)
                      - np.asarray(cur["conv_boot_ci_low"].values)) / 2
-            left.plot(bgrid, bhalf, color=colors[k], lw=1.0, ls="--", marker="s", ms=2)
+            left.plot(bgrid, bhalf, color=style["color"], lw=0.9, ls="--", marker=style["marker"],
+                      ms=2, mfc="white")
         # -log10 p from z without underflow (a p below float range still has a finite height)
         minus_log10_p = -meta_log10_pvalue(np.asarray(cur["conv_z"].values, dtype=float),
                                            str(result.attrs.get("alternative", "two-sided")))
-        right.plot(grid, np.maximum(minus_log10_p, 1e-2), color=colors[k], lw=1.2, marker="o",
-                   ms=2.5)
+        right.plot(grid, np.maximum(minus_log10_p, 1e-2), color=style["color"], lw=1.1,
+                   marker=style["marker"], ms=2.5)
     left.set_xscale("log")
     left.set_yscale("log")
-    left.set_xlabel("N (samples; dashed: samples per bootstrap replicate)", fontsize=8)
-    left.set_ylabel("half-width of the 95% CI of the CES", fontsize=8)
-    left.set_title("meta-analytic CI (solid) shrinks like 1/sqrt(N);\nbootstrap CI (dashed) does not",
-                   fontsize=8)
+    left.set_xlabel("N (samples; dashed: samples per bootstrap replicate)")
+    left.set_ylabel("half-width of the 95% CI of the CES")
+    left.set_title("meta-analytic CI (solid) shrinks like 1/sqrt(N);\nbootstrap CI (dashed) does not")
     right.set_xscale("log")
     right.set_yscale("log")
-    right.axhline(-math.log10(0.05), color="0.5", lw=0.8, ls=":", label="p = 0.05")
-    right.set_xlabel("N (samples)", fontsize=8)
-    right.set_ylabel(f"-log10 p, meta-analytic ({result.attrs.get('alternative')})", fontsize=8)
-    right.set_title("p of the combined z falls with N", fontsize=8)
+    right.axhline(-math.log10(0.05), color="0.5", lw=0.8, ls=":")
+    right.set_xlabel("N (samples)")
+    right.set_ylabel(f"-log10 p, meta-analytic ({result.attrs.get('alternative')})")
+    right.set_title("p of the combined z falls with N")
     for ax in (left, right):
-        ax.tick_params(labelsize=7)
-    fig.legend(*left.get_legend_handles_labels(), loc="outside right center", fontsize=7,
-               frameon=False, title="test", title_fontsize=7)
+        ax.grid(alpha=0.3, which="major")
+    handles, labels = left.get_legend_handles_labels()
+    handles.append(Line2D([], [], color="0.5", lw=0.8, ls=":"))
+    labels.append("p = 0.05")
+    fig.legend(handles, labels, loc="outside right center", frameon=False, title="test")
     fig.suptitle(_title(model, f"CEAT at layer {int(cell['layer'])}, "
                                f"{str(cell['pooling'].values)} pooling: uncertainty as N grows "
-                               f"({int(result.attrs.get('n_bootstrap', 0))} bootstrap replicates)"),
-                 fontsize=9)
+                               f"({int(result.attrs.get('n_bootstrap', 0))} bootstrap replicates)"))
     return fig
-

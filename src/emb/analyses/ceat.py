@@ -35,6 +35,7 @@ from emb.analyses._analysis import (
     front,
     integer_columns,
     slug,
+    suite_parameters,
     tidy_frame,
 )
 from emb.analyses._ceat_kernels import (
@@ -431,6 +432,31 @@ def _figures(result: xr.Dataset) -> dict[str, Figure]:
     return figures
 
 
+def _coverage_notes(result: xr.Dataset, *, computed: set[str]) -> list[str]:
+    """What the suite left out, per model: tests dropped at extraction (a role without a stimulus
+    that had contexts) and, per computed test, stimuli without contexts in the corpus."""
+    notes = []
+    for model, params in suite_parameters(result).items():
+        where = f"{model}: " if model is not None else ""
+        dropped = [str(t) for t in params.get("dropped_tests") or []]
+        if dropped:
+            notes.append(f"{where}tests {', '.join(dropped)} were not extracted: a word set of each "
+                         "had no stimulus with a context in the corpus (suite parameter "
+                         "dropped_tests).")
+        defs = params.get("tests") or {}
+        missing = params.get("missing_by_test") or {}
+        left = []
+        for test in sorted(computed, key=natural_key):
+            gone = missing.get(test) or []
+            if gone:
+                total = sum(len(defs.get(test, {}).get(r) or []) for r in ROLES)
+                left.append(f"{test} {len(gone)}" + (f" of {total}" if total else ""))
+        if left:
+            notes.append(f"{where}stimuli without a context in the corpus, left out of their "
+                         f"tests: {', '.join(left)} (suite parameter missing_by_test).")
+    return notes
+
+
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     """Declared cell: each model's top layer and the ``last`` pooling (else the first); the
     largest |CES| anywhere is a note labelled exploratory."""
@@ -468,6 +494,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         f"CES = {best['ces']:.2f} at layer {best['layer']}, {best['pooling']} pooling"
         + (f", {best['model']}" if "model" in best else "") + ".",
     ]
+    notes += _coverage_notes(result, computed=set(frame["test"].astype(str)))
     short = tables.get("ceat_contexts")
     if short is not None and "with_replacement" in short:
         k = int(short["with_replacement"].sum())

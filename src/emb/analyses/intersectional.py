@@ -510,6 +510,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     notes.append(
         f"largest |d| over all {len(frame)} cells (exploratory, not a test): {best['pair']} "
         f"d = {best['effect_size']:.2f} at layer {int(best['layer'])}, {best['pooling']} pooling"
+        + (f", {best['model']}" if "model" in best else "")
     )
     return Summary(
         title="Intersectional valence bias: d of 'person' projections, A vs B phrases (Table 2)",

@@ -501,7 +501,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     notes.append(
         f"Largest |d| over all {len(frame)} cells (exploratory, not a test): "
         f"{best['test']} d = {best['effect_size']:.2f} at layer {best['layer']}, "
-        f"{best['setting']}, {best['pooling']} pooling."
+        f"{best['setting']}, {best['pooling']} pooling"
+        + (f", {best['model']}" if "model" in best else "") + "."
     )
     return Summary(
         title=f"WEAT effect sizes (Cohen's d, ddof {result.attrs.get('ddof', 1)})",
