@@ -410,3 +410,14 @@ def test_models_of_different_widths_and_depths_stack(ds, name):
     assert set(table["model"]) == {"a", "b"} and not (table.query("model == 'b'")["layer"] == 2).any()
     if name == "valence-subspace":
         assert res.sizes["feature"] == 12 and res["valence_axis"].sel(model="a", feature=11).isnull().all()
+
+
+def test_figures_say_which_p_marks_a_cell_and_where_chance_lies(ds, result, subspace):
+    from emb.analyses import _intersectional_figures as figures
+
+    corrected = figures.heat_table(result).axes[0].get_xlabel()
+    assert "Holm-corrected over the pairs" in corrected and "p_adjusted" not in corrected
+    plain = intersectional(ds.isel(layer=[0]), n_permutations=10).compute()
+    assert "p (uncorrected)" in figures.heat_table(plain).axes[0].get_xlabel()
+    legend = figures.valnorm_curves(subspace).legends[0]
+    assert "chance accuracy (0.5)" in [t.get_text() for t in legend.get_texts()]

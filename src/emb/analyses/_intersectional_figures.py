@@ -101,11 +101,14 @@ def heat_table(result: xr.Dataset, *, alpha: float = 0.05) -> Figure:
     )
     ax.tick_params(length=0)
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
-    bar.set_label("effect size d (A − B)")
+    bar.set_label("effect size d (A − B); > 0: A phrases more pleasant")
     n_perm = int(np.max(result["n_permutations"].values))
     fig.suptitle(f"Valence bias of 'person' (Table 2)\n{pooling} pooling, top layer", fontsize=10)
+    correction = {"holm": "Holm", "bh": "Benjamini–Hochberg"}.get(
+        str(result.attrs.get("correction", "none")), str(result.attrs.get("correction")))
+    which = f"p ({correction}-corrected over the pairs)" if pvar == "p_adjusted" else "p (uncorrected)"
     ax.set_xlabel(
-        f"* {pvar} < {alpha} ({result.attrs.get('alternative', '')}, "
+        f"* {which} < {alpha} ({result.attrs.get('alternative', '')}, "
         f"{'exact' if n_perm == 0 else f'{n_perm:,} splits'})\nn = "
         f"{int(np.max(result['n_a'].values)):,} A + {int(np.max(result['n_b'].values)):,} B "
         "phrases per pair",
@@ -144,7 +147,7 @@ def distributions(result: xr.Dataset) -> Figure:
             ax.plot(means[0], y, "o", color=_A, ms=5, zorder=4)
             ax.plot(means[1], y, "s", color=_B, ms=5, zorder=4)
         ax.set_yticks(range(len(pairs)), [f"{a} / {b}" for _, a, b in pairs][::-1], fontsize=8)
-        ax.set_xlabel("projection on the valence direction")
+        ax.set_xlabel("projection on the valence direction (→ more pleasant)")
         ax.set_title(f"{_label(model) + ', ' if model is not None else ''}layer {top}", fontsize=9)
         ax.grid(axis="x", alpha=0.3)
     n = int(is2.sum())
@@ -246,6 +249,7 @@ def valnorm_curves(result: xr.Dataset) -> Figure:
         acc = np.asarray(_one(result["svc_accuracy"], model).sel(pooling=pooling).values, float)
         ok = np.isfinite(acc)
         ax.plot(layers[ok], acc[ok], ":", color="0.35", lw=1.4, label="SVC accuracy (cross-validated)")
+        ax.axhline(0.5, color="0.35", lw=0.7, ls=(0, (1, 3)), label="chance accuracy (0.5)")
         ax.axhline(0, color="0.6", lw=0.8)
         n = ""
         if has_r:
