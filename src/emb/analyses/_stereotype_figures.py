@@ -175,8 +175,8 @@ def _place_labels(fig: Figure, ax: Any, xy: np.ndarray, texts: Sequence[str], co
     pts = ax.transData.transform(xy)
     frame = ax.get_window_extent()
     probes = [ax.text(0, 0, t, fontsize=6) for t in texts]
-    # boxes with a margin of 2 points left and right, 1 above and below: neighbours never touch
-    sizes = [(pr.get_window_extent().width + 4 * px, pr.get_window_extent().height + 2 * px) for pr in probes]
+    # boxes with a margin of 3.5 points left and right, 1 above and below: neighbours never touch
+    sizes = [(pr.get_window_extent().width + 7 * px, pr.get_window_extent().height + 2 * px) for pr in probes]
     for pr in probes:
         pr.remove()
     r = marker_pt * px
