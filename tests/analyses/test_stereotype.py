@@ -270,3 +270,91 @@ def test_outputs_survive_netcdf_csv_and_the_cli(tmp_path: Path) -> None:
     table = pd.read_csv(tmp_path / "o2" / "stereotype.csv", keep_default_na=False, na_values=[""])
     assert set(table["group_a"]) == {"female_terms"} and table["p_adjusted"].isna().all()
     assert ANALYSES["stereotype"].stem == "stereotype"
+
+
+# -- figures and summary ---------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def two_models() -> xr.Dataset:
+    """Two models of different depth (3 and 5 layers) and different significant dimensions:
+    model a has the planted gender shift, model b none."""
+    a, _ = stereotype_dataset(n_layers=3, shift=1.5, seed=1)
+    b, _ = stereotype_dataset(n_layers=5, shift=0.0, seed=2)
+    return run_analysis("stereotype", {"a": a, "b": b}).compute()
+
+
+def test_profile_panels_show_their_own_models_stars(two_models) -> None:
+    from emb.analyses import _stereotype_figures as figs
+
+    res = two_models
+    comparison = "female_names vs male_names"
+    fig = figs.profile(res, comparison=comparison, pooling="mean")
+    dims = [str(d) for d, b in zip(res["dimension"].values, res["basis"].values, strict=True) if b == "7d"]
+    fig.draw_without_rendering()
+    starred = {}
+    for ax in fig.axes:
+        if not ax.get_title():
+            continue
+        model = ax.get_title().split("\n")[0]
+        labels = {t.get_text().split("\n")[0].rstrip("*"): t.get_text().split("\n")[0].endswith("*")
+                  for t in ax.get_yticklabels()}
+        p = res["p"].sel(model=model, comparison=comparison, layer="mean", pooling="mean")
+        want = {d: bool(p.sel(dimension=d) < 0.05) for d in dims}
+        assert labels == want, model
+        starred[model] = want
+    assert set(starred) == {"a", "b"}
+    assert starred["a"] != starred["b"]  # else the test could not tell the panels apart
+
+
+def test_layer_heatmap_is_a_page_wide_and_each_model_on_its_own_layers(two_models) -> None:
+    from emb.analyses import _figure as fg
+    from emb.analyses import _stereotype_figures as figs
+
+    fig = figs.layer_heatmap(two_models, comparison="female_names vs male_names", pooling="mean")
+    assert fig.get_figwidth() <= fg.PAGE_WIDTH
+    panels = {ax.get_title(loc="left"): ax for ax in fig.axes if ax.get_title(loc="left")}
+    assert [t.get_text() for t in panels["a"].get_xticklabels()] == ["0", "1", "2", "mean"]
+    assert [t.get_text() for t in panels["b"].get_xticklabels()] == ["0", "1", "2", "3", "4", "mean"]
+    one = figs.layer_heatmap(two_models.sel(model=["a"]), comparison="female_names vs male_names",
+                             pooling="mean")
+    assert one.get_figwidth() == fg.COLUMN_WIDTH
+
+
+def test_scatter_labels_do_not_overlap(two_models) -> None:
+    from matplotlib.text import Text
+
+    from emb.analyses import _stereotype_figures as figs
+
+    res = two_models.copy(deep=True)
+    comparison = "female_names vs male_names"
+    # every term of model a within 0.01 of one point: unrepelled labels would sit on each other
+    terms = np.flatnonzero(np.char.endswith(res["group"].values.astype(str), "_terms"))
+    rng = np.random.default_rng(0)
+    for dim in ("warmth", "competence"):
+        res["z"].loc[{"model": "a", "comparison": comparison, "layer": "mean", "pooling": "mean",
+                      "dimension": dim, "member": res["member"].values[terms]}] = 0.5 + rng.normal(0, 0.01, terms.size)
+    fig = figs.scatter_2d(res, comparison=comparison, pooling="mean")
+    fig.draw_without_rendering()
+    for ax in fig.axes:
+        texts = [t for t in ax.texts if t.get_text()]
+        assert sorted(t.get_text() for t in texts) == sorted(res["word"].values[terms].astype(str))
+        boxes = [Text.get_window_extent(t) for t in texts]  # the text alone, without its leader line
+        frame = ax.get_window_extent()
+        for i, box in enumerate(boxes):
+            assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            for other in boxes[i + 1:]:
+                assert not box.overlaps(other), (texts[i].get_text(), box, other)
+
+
+def test_summary_uses_each_models_own_top_layer_and_names_the_model(two_models) -> None:
+    spec = ANALYSES["stereotype"]
+    tables = spec.tables(two_models)
+    summary = spec.summary(two_models, tables)
+    shown = summary.table.groupby("model")["layer"].apply(lambda s: sorted(map(str, set(s))))
+    assert shown.to_dict() == {"a": ["2", "mean"], "b": ["4", "mean"]}
+    assert len(summary.table) == 2 * 2 * 9
+    accuracy = [n for n in summary.notes if "direction accuracy" in n]
+    largest = [n for n in summary.notes if "largest |d|" in n]
+    assert [n.split(":")[0] for n in accuracy] == ["a", "b"] and [n.split(":")[0] for n in largest] == ["a", "b"]
+    for note in accuracy:
+        assert all(f"{d} " in note for d in ("warmth", "competence", *STEREO_DIMENSIONS))
+    assert all(line.split(":")[0] in ("a", "b") for line in summary.headline[1:])

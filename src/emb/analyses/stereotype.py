@@ -490,40 +490,51 @@ def _figures(result: xr.Dataset) -> dict[str, Figure]:
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     """Declared cell: the layer average (``mean``) and the ``mean`` pooling (else the first of
-    last/first/max); the table adds the top layer. The largest |d| over layers is a note,
-    labelled exploratory."""
+    last/first/max); the table adds each model's own top layer. The largest |d| over layers is a
+    note per model, labelled exploratory; so is the direction accuracy."""
     frame = tables["stereotype"]
     pooling = declared_pooling(result)
     corrected = str(result.attrs.get("correction", "none")) != "none"
     pcol = "p_adjusted" if corrected else "p"
     cell = frame[frame["pooling"] == pooling]
-    numeric = cell[cell["layer"] != "mean"]
-    top = numeric["layer"].astype(int).max() if len(numeric) else None
     keys = [k for k in ("model",) if k in cell]
+
+    def per_model(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+        """(``"model: "`` or ``""``, rows) per model, in the table's order."""
+        if not keys:
+            return [("", table)]
+        return [(f"{m}: ", table[table["model"] == m]) for m in dict.fromkeys(table["model"])]
+
     headline = [f"declared cell: layer mean (all layers averaged), pooling {pooling!r}; "
                 f"{result.attrs.get('test', 'student')} t-test, {'p ' + result.attrs['correction'] + '-adjusted' if corrected else 'no correction'}"]
-    rows = []
-    for _, r in cell[cell["layer"].isin(["mean", top])].iterrows():
-        rows.append({**{k: r[k] for k in keys}, "groups": f"{r['group_a']} vs {r['group_b']}",
-                     "basis": r["basis"], "dimension": r["dimension"],
-                     "layer": r["layer"], "mean_a": r["mean_a"], "mean_b": r["mean_b"], "d": r["d"], pcol: r[pcol]})
+    rows, notes = [], []
+    for _, rows_m in per_model(cell):
+        numeric = rows_m[(rows_m["layer"] != "mean") & rows_m["d"].notna()]
+        top = numeric["layer"].astype(int).max() if len(numeric) else None  # this model's top layer
+        shown = rows_m[rows_m["layer"].isin(["mean"] if top is None else ["mean", top, str(top)])]
+        for _, r in shown.iterrows():
+            rows.append({**{k: r[k] for k in keys}, "groups": f"{r['group_a']} vs {r['group_b']}",
+                         "basis": r["basis"], "dimension": r["dimension"], "layer": r["layer"],
+                         "mean_a": r["mean_a"], "mean_b": r["mean_b"], "d": r["d"], pcol: r[pcol]})
     table = pd.DataFrame(rows)
-    for _, r in cell[(cell["layer"] == "mean") & cell["dimension"].isin(["warmth", "competence"])].iterrows():
-        label = f"{r['model']}: " if "model" in r else ""
-        higher = r["group_a"] if r["d"] > 0 else r["group_b"]
-        headline.append(f"{label}{r['dimension']}: d = {r['d']:+.2f}, {pcol} = {r[pcol]:.3g} "
-                        f"({r['group_a']} vs {r['group_b']}; higher: {higher})")
-    notes = []
+    for label, rows_m in per_model(cell):
+        for _, r in rows_m[(rows_m["layer"] == "mean") & rows_m["dimension"].isin(["warmth", "competence"])].iterrows():
+            higher = r["group_a"] if r["d"] > 0 else r["group_b"]
+            headline.append(f"{label}{r['dimension']}: d = {r['d']:+.2f}, {pcol} = {r[pcol]:.3g} "
+                            f"({r['group_a']} vs {r['group_b']}; higher: {higher})")
     acc = tables["stereotype_accuracy"]
     acc = acc[(acc["pooling"] == pooling) & (acc["layer"] == "mean")]
-    if len(acc):
-        shown = ", ".join(f"{r['dimension']} {r['accuracy']:.2f}" for _, r in acc.iterrows()
-                          if r["dimension"] in ("warmth", "competence") or len(acc) <= 9)
-        notes.append(f"direction accuracy ({result.attrs.get('heldout')}, cut-off 0, layer mean): {shown}")
-    if len(numeric):
-        best = numeric.loc[numeric["d"].abs().idxmax()]
-        notes.append(f"largest |d| over single layers (exploratory, not a test): {best['dimension']} "
-                     f"d = {best['d']:+.2f} at layer {best['layer']} ({best['group_a']} vs {best['group_b']})")
+    for label, rows_m in per_model(acc):
+        if len(rows_m):
+            shown_acc = ", ".join(f"{r['dimension']} {r['accuracy']:.2f}" for _, r in rows_m.iterrows())
+            notes.append(f"{label}direction accuracy ({result.attrs.get('heldout')}, cut-off 0, layer mean): "
+                         f"{shown_acc}")
+    for label, rows_m in per_model(cell):
+        numeric = rows_m[(rows_m["layer"] != "mean") & rows_m["d"].notna()]
+        if len(numeric):
+            best = numeric.loc[numeric["d"].abs().idxmax()]
+            notes.append(f"{label}largest |d| over single layers (exploratory, not a test): {best['dimension']} "
+                         f"d = {best['d']:+.2f} at layer {best['layer']} ({best['group_a']} vs {best['group_b']})")
     notes.append("layer mean: " + ("per-layer projections averaged, float32 pinv (the authors' code)"
                                    if result.attrs.get("method") == "reference"
                                    else "representations averaged over all layers, then projected"))
