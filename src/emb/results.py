@@ -209,11 +209,17 @@ def _table_format(name: str, analysis: Any, table_format: str) -> str:
 
 
 def _descriptions(result: xr.Dataset, table: Any) -> dict[str, str]:
-    """Each column's description: the long_name of the result variable of that name."""
+    """Each column's description: the table's own (``table.attrs["descriptions"]``, for a column
+    that holds another variable than the one its name says), else the ``long_name`` its analysis
+    set on the result variable of that name, else the dimension's; none otherwise (a result
+    variable's attributes are only those its analysis set: see :func:`emb.analyses.run_analysis`)."""
+    declared = table.attrs.get("descriptions") or {}
     out = {}
     for col in table.columns:
         name = str(col)
-        if name in result.variables and result[name].attrs.get("long_name"):
+        if name in declared:
+            out[name] = str(declared[name] or "")
+        elif name in result.variables and result[name].attrs.get("long_name"):
             out[name] = str(result[name].attrs["long_name"])
         elif name in result.dims:
             out[name] = f"dimension '{name}'"
