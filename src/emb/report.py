@@ -19,6 +19,7 @@ import json
 import math
 import os
 import shutil
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -41,7 +42,9 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 figure img{max-width:100%;height:auto;border:1px solid #e4e4e4}figcaption{font-size:.85em;color:#555}
 code{background:#f4f4f4;padding:1px 4px;border-radius:3px;font-size:.9em}
 details{margin:.5em 0}summary{cursor:pointer;color:#0072B2}.meta{color:#555;font-size:.9em}
-nav ul{columns:2}.scroll{overflow-x:auto;max-width:100%}td{max-width:34em;overflow-wrap:anywhere}
+nav ul{columns:2}.scroll{overflow-x:auto;max-width:100%}td{max-width:60em;overflow-wrap:break-word}
+table.kv th[scope=row]{white-space:nowrap;background:#f7f7f7;font-weight:600}
+td.id{font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;font-size:.92em}
 """
 
 
@@ -105,9 +108,13 @@ def _data_uri(path: Path) -> str:
     return f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def _store_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """One row per store: the provenance a reader needs to find the same model and stimuli."""
-    rows = []
+#: Provenance fields shown per store, in order; those holding identifiers are set in monospace.
+_IDENTIFIERS = ("store", "model", "revision", "fingerprint", "suite hash")
+
+
+def _store_fields(meta: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per store label, the provenance a reader needs to find the same model and stimuli."""
+    out = {}
     provenance = meta.get("provenance") or {
         label: {"store": path} for label, path in (meta.get("stores") or {}).items()
     }
@@ -116,8 +123,7 @@ def _store_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
         suite = entry.get("suite") if isinstance(entry.get("suite"), Mapping) else {}
         extraction = entry.get("extraction") if isinstance(entry.get("extraction"), Mapping) else {}
         versions = extraction.get("versions") if isinstance(extraction.get("versions"), Mapping) else {}
-        rows.append({
-            "label": label,
+        out[str(label)] = {
             "store": entry.get("store_path") or entry.get("store"),
             "model": model.get("model_id") or model.get("id"),
             "revision": model.get("revision"),
@@ -131,8 +137,53 @@ def _store_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
             if extraction else None,
             "extracted with": ", ".join(f"{k} {v}" for k, v in versions.items()) or None,
             "created": entry.get("created"),
-        })
-    return rows
+        }
+    return out
+
+
+def _store_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The stores' provenance transposed: one row per field, one column per store (a wide
+    table of hashes and paths cannot be read)."""
+    stores = _store_fields(meta)
+    fields = list(dict.fromkeys(k for entry in stores.values() for k in entry))
+    return [{"field": f, **{label: entry.get(f) for label, entry in stores.items()}} for f in fields]
+
+
+def _kv_html(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A key/value table: the first column names the row, identifiers in monospace."""
+    if not rows:
+        return ""
+    columns = list(dict.fromkeys(k for row in rows for k in row))
+    head = "".join(f"<th>{html.escape(str(c)) if i else ''}</th>" for i, c in enumerate(columns))
+    body = []
+    for row in rows:
+        key = str(row.get(columns[0]))
+        cls = ' class="id"' if key in _IDENTIFIERS else ""
+        cells = "".join(f"<td{cls}>{html.escape(_fmt(row.get(c)))}</td>" for c in columns[1:])
+        body.append(f'<tr><th scope="row">{html.escape(key)}</th>{cells}</tr>')
+    return (f'<div class="scroll"><table class="kv"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _resolved_options(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The options the run used, as its result recorded them: the analysis' keyword options
+    found among the result's attributes, and its ``parameters`` attribute where it keeps them
+    there (defaults included, which the sidecar's ``options`` leaves out)."""
+    from emb.analyses.registry import ANALYSES
+
+    attrs = meta.get("attrs") if isinstance(meta.get("attrs"), Mapping) else {}
+    analysis = ANALYSES.get(str(meta.get("analysis")))
+    out: dict[str, Any] = {}
+    if isinstance(attrs.get("parameters"), Mapping):
+        out.update(attrs["parameters"])
+    if analysis is not None:
+        out.update({k: attrs[k] for k in analysis.parameters() if k in attrs})
+    return {k: out[k] for k in sorted(out) if out[k] not in (None, "")}
+
+
+def _options_text(options: Mapping[str, Any]) -> str:
+    return "; ".join(f"{k} = {json.dumps(v, ensure_ascii=False) if not isinstance(v, str) else v}"
+                     for k, v in options.items())
 
 
 def _run_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -141,7 +192,10 @@ def _run_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
         {"field": "command", "value": meta.get("command") or "(Python API)"},
         {"field": "analysed at", "value": meta.get("analysed_at")},
         {"field": "suite group", "value": meta.get("suite")},
-        {"field": "options", "value": json.dumps(meta.get("options") or {}, sort_keys=True)},
+        {"field": "options given", "value": _options_text(meta.get("options") or {})
+         or "none (the analysis' defaults)"},
+        {"field": "options used", "value": _options_text(_resolved_options(meta))
+         or "not recorded by the analysis"},
         {"field": "output", "value": json.dumps(meta.get("output") or {}, sort_keys=True)},
         {"field": "versions", "value": ", ".join(f"{k} {v}" for k, v in versions.items())},
     ]
@@ -170,7 +224,42 @@ def _figures(meta: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
     return list(grouped.items())
 
 
-def _html(runs: list[tuple[Path, dict[str, Any]]], title: str) -> str:
+def _figure_caption(meta: Mapping[str, Any], key: str) -> str:
+    """A figure's title as drawn on it (recorded in the sidecar), else its key."""
+    titles = meta.get("figure_titles") if isinstance(meta.get("figure_titles"), Mapping) else {}
+    return str(titles.get(key) or key.replace("_", " "))
+
+
+def _href(path: Path, page: Path) -> str:
+    """``path`` relative to the directory of ``page``, as a URL."""
+    return urllib.parse.quote(Path(os.path.relpath(path.resolve(), page.resolve().parent)).as_posix())
+
+
+def _file_links(directory: Path, files: Sequence[str], page: Path) -> str:
+    return ", ".join(f'<a href="{html.escape(_href(directory / f, page))}">{html.escape(f)}</a>'
+                     for f in files)
+
+
+def _html_figure(directory: Path, meta: Mapping[str, Any], key: str, files: Sequence[str],
+                 page: Path) -> str:
+    """One figure: embedded (PNG, else SVG) with its title as caption and links to its files;
+    a PDF-only figure as links to the file beside the results and to an embedded copy."""
+    caption = html.escape(_figure_caption(meta, key))
+    links = _file_links(directory, files, page)
+    path = _figure_file(directory, files, "html")
+    if path is not None:
+        return (f'<figure><img alt="{caption}" src="{_data_uri(path)}">'
+                f'<figcaption>{caption} <span class="meta">({links})</span></figcaption></figure>')
+    pdfs = [f for f in files if f.endswith(".pdf")]
+    embedded = "".join(
+        f', <a download="{html.escape(f)}" href="data:application/pdf;base64,'
+        f'{base64.b64encode((directory / f).read_bytes()).decode("ascii")}">embedded copy of {html.escape(f)}</a>'
+        for f in pdfs if (directory / f).is_file())
+    return (f'<figure class="pdf"><figcaption>{caption}</figcaption><p class="meta">PDF only (no '
+            f"image to show here): open {links}{embedded}.</p></figure>")
+
+
+def _html(runs: list[tuple[Path, dict[str, Any]]], title: str, page: Path) -> str:
     parts = [f"<h1>{html.escape(title)}</h1>",
              f'<p class="meta">{len(runs)} run(s); made by emb {html.escape(__version__)} on '
              f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}.</p>"]
@@ -193,15 +282,9 @@ def _html(runs: list[tuple[Path, dict[str, Any]]], title: str) -> str:
             parts.append('<ul class="notes">' + "".join(
                 f"<li>{html.escape(str(n))}</li>" for n in summary["notes"]) + "</ul>")
         for key, files in _figures(meta):
-            path = _figure_file(sidecar.parent, files, "html")
-            if path is None:
-                parts.append(f"<p class='meta'>Figure {html.escape(key)}: "
-                             f"{html.escape(', '.join(files))} (PDF only: open the file).</p>")
-                continue
-            parts.append(f'<figure><img alt="{html.escape(key)}" src="{_data_uri(path)}">'
-                         f"<figcaption>{html.escape(key)} — {html.escape(path.name)}</figcaption></figure>")
-        parts.append("<h3>Provenance of the stores</h3>" + _records_html(_store_rows(meta)))
-        parts.append("<h3>This run</h3>" + _records_html(_run_rows(meta)))
+            parts.append(_html_figure(sidecar.parent, meta, key, files, page))
+        parts.append("<h3>Provenance of the stores</h3>" + _kv_html(_store_rows(meta)))
+        parts.append("<h3>This run</h3>" + _kv_html(_run_rows(meta)))
         tables = _table_rows(meta)
         if tables:
             parts.append("<details><summary>Table files and their columns</summary>"
@@ -236,7 +319,12 @@ def _markdown(runs: list[tuple[Path, dict[str, Any]]], title: str, out: Path) ->
             assets.mkdir(parents=True, exist_ok=True)
             target = assets / f"{i:02d}_{path.name}"
             shutil.copyfile(path, target)
-            lines += [f"![{key}]({assets.name}/{target.name})", "", f"*{key}*", ""]
+            caption = _figure_caption(meta, key).replace("[", "(").replace("]", ")")
+            link = f"{assets.name}/{urllib.parse.quote(target.name)}"
+            if path.suffix == ".pdf":  # not an image Markdown can show: a link to the file
+                lines += [f"[{caption} (PDF)]({link})", ""]
+            else:
+                lines += [f"![{caption}]({link})", "", f"*{caption}*", ""]
         lines += ["### Provenance of the stores", "", _records_md(_store_rows(meta)), "",
                   "### This run", "", _records_md(_run_rows(meta)), ""]
         tables = _table_rows(meta)
@@ -249,7 +337,7 @@ def build_report(
     paths: Sequence[str | os.PathLike[str]],
     out: str | os.PathLike[str] | None = None,
     *,
-    format: Literal["html", "md"] = "html",  # noqa: A002 - the CLI's --format
+    format: Literal["html", "md"] | None = None,  # noqa: A002 - the CLI's --format
     title: str = "emb results",
 ) -> Path:
     """Write one report page for every run found under ``paths``.
@@ -261,8 +349,10 @@ def build_report(
     out : path, optional
         The page to write (default ``emb-report.html`` / ``emb-report.md``). The Markdown page's
         figures go into ``<out stem>_files/`` beside it.
-    format : {"html", "md"}
-        ``html``: one self-contained file (figures as data URIs). ``md``: Markdown + figure files.
+    format : {"html", "md"}, optional
+        ``html``: one self-contained file (figures as data URIs; a PDF-only figure linked, and
+        embedded as a download). ``md``: Markdown + figure files. Default: ``md`` when ``out``
+        ends in ``.md``, else ``html``.
     title : str
         The page's title.
 
@@ -276,6 +366,8 @@ def build_report(
     ResultsError
         No run found, a run whose files changed since it was written, or an unknown format.
     """
+    if format is None:
+        format = "md" if out is not None and Path(out).suffix.lower() == ".md" else "html"  # noqa: A001
     if format not in ("html", "md"):
         raise ResultsError(f"report format must be 'html' or 'md'; got {format!r}")
     if not paths:
@@ -285,7 +377,7 @@ def build_report(
     if target.is_dir():
         raise ResultsError(f"{target} is a directory; give the report's file name (e.g. {target / ('report.' + format)})")
     target.parent.mkdir(parents=True, exist_ok=True)
-    text = _html(runs, title) if format == "html" else _markdown(runs, title, target)
+    text = _html(runs, title, target) if format == "html" else _markdown(runs, title, target)
     tmp = target.with_name(f".{target.name}.partial")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, target)

@@ -4,12 +4,12 @@ A run writes into a hidden temporary directory beside its output directory's fil
 (CSV, or Parquet for the per-word tables and on request), the labelled result (netCDF), the
 figures (PNG, PDF and/or SVG) and, last, a JSON sidecar ``<analysis>.json`` that lists every file
 with its sha256, the command line, the analysis time, the package versions, the options, each
-table's columns with their descriptions and each store's provenance. The netCDF attributes and the
-figures' metadata carry the command, time and versions too. Only then are the files moved into
-place, the sidecar last: a directory whose sidecar is missing or whose files do not match it holds
-no complete run. An earlier run of the same analysis (found through its sidecar) is replaced only
-when asked (``overwrite=True``) or when the directory is emb's default one; files emb did not
-write are never touched.
+table's columns with their descriptions, each figure's title and each store's provenance. The
+netCDF attributes and the figures' metadata carry the command, time and versions too. Only then
+are the files moved into place, the sidecar last: a directory whose sidecar is missing or whose
+files do not match it holds no complete run. An earlier run of the same analysis (found through
+its sidecar) is replaced only when asked (``overwrite=True``) or when the directory is emb's
+default one; files emb did not write are never touched.
 
 Tables are byte-identical across identical runs (CSV: pandas' shortest round-trip floats, LF line
 ends, no timestamps; Parquet: no timestamps). Per-word tables default to Parquet: a Warriner run
@@ -209,11 +209,17 @@ def _table_format(name: str, analysis: Any, table_format: str) -> str:
 
 
 def _descriptions(result: xr.Dataset, table: Any) -> dict[str, str]:
-    """Each column's description: the long_name of the result variable of that name."""
+    """Each column's description: the table's own (``table.attrs["descriptions"]``, for a column
+    that holds another variable than the one its name says), else the ``long_name`` its analysis
+    set on the result variable of that name, else the dimension's; none otherwise (a result
+    variable's attributes are only those its analysis set: see :func:`emb.analyses.run_analysis`)."""
+    declared = table.attrs.get("descriptions") or {}
     out = {}
     for col in table.columns:
         name = str(col)
-        if name in result.variables and result[name].attrs.get("long_name"):
+        if name in declared:
+            out[name] = str(declared[name] or "")
+        elif name in result.variables and result[name].attrs.get("long_name"):
             out[name] = str(result[name].attrs["long_name"])
         elif name in result.dims:
             out[name] = f"dimension '{name}'"
@@ -251,6 +257,14 @@ def _figure_metadata(fmt: str, title: str, command: str, when: _dt.datetime,
                 "Keywords": json.dumps(dict(versions), sort_keys=True), "CreationDate": when}
     return {"Title": title, "Description": description, "Creator": software,
             "Date": when.isoformat(timespec="seconds")}
+
+
+def _figure_title(fig: Any) -> str:
+    """What a figure shows, as drawn on it: its suptitle, else its first axes' title."""
+    title = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
+    if not title:
+        title = next((ax.get_title() for ax in getattr(fig, "axes", ()) if ax.get_title()), "")
+    return " ".join(str(title).split())
 
 
 def _provenance(result: xr.Dataset, stores: Mapping[str, str]) -> dict[str, Any]:
@@ -331,13 +345,16 @@ def write_results(
         netcdf_ready(stamped).to_netcdf(tmp / f"{stem}.nc", engine="h5netcdf")
         names_.append(f"{stem}.nc")
         figure_files: dict[str, list[str]] = {}
+        figure_titles: dict[str, str] = {}
         if figures:
             drawn = (analysis.draw(result, **dict(figure_options or {}))
                      if hasattr(analysis, "draw") else analysis.figures(result))
             for key, fig in drawn.items():
+                figure_titles[key] = _figure_title(fig)
+                title = f"emb {analysis.name}: {figure_titles[key] or key}"
                 for fmt in dict.fromkeys(figure_formats):
                     fname = f"{stem}_{key}.{fmt}"
-                    meta = _figure_metadata(fmt, f"emb {analysis.name}: {key}", command_text, when, versions)
+                    meta = _figure_metadata(fmt, title, command_text, when, versions)
                     fig.savefig(tmp / fname, dpi=dpi, format=fmt, metadata=meta)
                     names_.append(fname)
                     figure_files.setdefault(key, []).append(fname)
@@ -359,6 +376,7 @@ def write_results(
                if exports else {}),
             "tables": table_meta,
             "figures": figure_files,
+            "figure_titles": figure_titles,
             "summary": summary.to_dict(),
             "attrs": {k: _maybe_json(v) for k, v in result.attrs.items()},
         }

@@ -20,7 +20,10 @@ import xarray as xr
 from dask.callbacks import Callback
 
 from emb.analyses import ANALYSES, Analysis, run_analysis
+from emb.analyses._select import provenance_attrs
 from emb.errors import AnalysisError
+from emb.results import prepare_out, write_results
+from emb.schemas.datamodel import EMBEDDING, EMBEDDING_LONG_NAME
 from tests.analyses._synthetic import (
     ceat_dataset,
     ibd_dataset,
@@ -277,6 +280,45 @@ def test_tables_figures_and_summary(case: tuple[str, xr.Dataset, dict[str, Any]]
     assert "declared cell" in summary.headline[0]
     json.dumps(summary.to_dict())  # JSON-able for --json
     assert summary.lines()[0] == summary.title
+
+
+def test_result_carries_the_store_provenance(case: tuple[str, xr.Dataset, dict[str, Any]]) -> None:
+    """The model, suite and extraction of the store, for the sidecar and the report."""
+    name, ds, options = case
+    expected = provenance_attrs(ds)
+    assert {"model", "suite", "extraction"} <= set(expected), "the test store lacks provenance"
+    attrs = ANALYSES[name].function(ds, **options).attrs
+    assert {k: attrs.get(k) for k in expected} == expected, f"{name}: store provenance missing"
+
+
+def _as_stored(value: Any) -> Any:
+    """A suite group as a store hands it out: the embedding with the store's description."""
+    if not isinstance(value, xr.Dataset):
+        return value
+    return value.assign({EMBEDDING: value[EMBEDDING].assign_attrs(long_name=EMBEDDING_LONG_NAME)})
+
+
+def test_descriptions_are_the_analysis_own(case: tuple[str, xr.Dataset, dict[str, Any]],
+                                           tmp_path: Any) -> None:
+    """No result variable, netCDF attribute or table column is described as the store's
+    embedding: a count, rate or p-value computed from it must not inherit its ``long_name``."""
+    name, ds, options = case
+    analysis = ANALYSES[name]
+    stored = _as_stored(ds)
+    result = run_analysis(analysis, {"m": stored},
+                          **{k: _as_stored(v) for k, v in options.items()}).compute()
+    assert stored[EMBEDDING].attrs["long_name"] == EMBEDDING_LONG_NAME  # the input untouched
+    inherited = [v for v in result.variables if result[v].attrs.get("long_name") == EMBEDDING_LONG_NAME]
+    assert not inherited, f"{name}: {inherited} described as the store's embedding"
+    plan = prepare_out(tmp_path / "out", analysis)
+    write_results(plan, analysis, result, stores={"m": "m.zarr"}, options={}, suite=analysis.suite,
+                  figures=False)
+    meta = json.loads((plan.directory / f"{analysis.stem}.json").read_text(encoding="utf-8"))
+    wrong = [f"{table}.{column}" for table, info in meta["tables"].items()
+             for column, text in info["columns"].items() if text == EMBEDDING_LONG_NAME]
+    assert not wrong, f"{name}: columns described as the store's embedding: {wrong}"
+    described = [text for info in meta["tables"].values() for text in info["columns"].values() if text]
+    assert described, f"{name}: no column described at all"
 
 
 @pytest.mark.parametrize("name", sorted(ANALYSES))

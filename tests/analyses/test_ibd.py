@@ -420,3 +420,18 @@ def test_roc_figure_says_which_threshold_each_detector_used() -> None:
         assert ("uses it too" in texts) == (eibd_threshold == "ibd")
     acc = accuracy_by_layer(res, setting="bleached", pooling="last")
     assert "chance balanced accuracy (0.5)" in [t.get_text() for t in acc.legends[0].get_texts()]
+
+
+def test_roc_table_columns_describe_the_candidates_not_the_chosen_cell() -> None:
+    """ibd_roc's threshold, tp, … hold every candidate (roc_* variables), not the chosen
+    threshold's numbers that the main table's columns of the same names hold."""
+    from emb.results import _descriptions
+
+    result = run_analysis(ANALYSIS, {"m": ibd_dataset()}).compute()
+    tables = ANALYSIS.tables(result)
+    roc = _descriptions(result, tables["ibd_roc"])
+    main = _descriptions(result, tables["ibd"])
+    assert roc["threshold"].startswith("candidate threshold"), roc["threshold"]
+    assert main["threshold"].startswith("chosen threshold"), main["threshold"]
+    for column in ("tp", "fp", "tpr", "fpr"):
+        assert "candidate threshold" in roc[column] and "chosen threshold" in main[column], column

@@ -3,6 +3,8 @@ with its figures beside it, built from checked sidecars."""
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import shutil
@@ -82,6 +84,57 @@ def test_markdown_with_figures_beside_it(runs: dict[str, Path], tmp_path: Path) 
     assert len(links) == 6 and all((tmp_path / link).is_file() for link in links)
     assert all(link.startswith("supp_files/") and link.endswith(".png") for link in links)
     assert "| model | test | groups |" in text and "### Provenance of the stores" in text
+
+
+def test_pdf_only_figures_are_linked_not_shown_as_images(runs: dict[str, Path], tmp_path: Path) -> None:
+    store = next(runs["root"].glob("*.zarr"))
+    out = tmp_path / "results" / "pdf"
+    result = CliRunner().invoke(main, ["analyze", "valnorm", "--store", f"toy={store}", "--setting",
+                                       "bleached", "--figure-format", "pdf", "--out", str(out), "-q"])
+    assert result.exit_code == 0, result.output
+    pdfs = sorted(p.name for p in out.glob("*.pdf"))
+    assert len(pdfs) == 2
+    page = build_report([out], tmp_path / "pages" / "r.html")
+    text = page.read_text(encoding="utf-8")
+    hrefs = re.findall(r'<a href="([^"]+\.pdf)"', text)
+    assert sorted(Path(h).name for h in hrefs) == pdfs
+    assert all(not h.startswith(("/", "file:")) and (page.parent / h).resolve().is_file() for h in hrefs)
+    assert text.count('download="valnorm_') == 2  # an embedded copy travels with the page
+    assert "<img" not in text
+    # the Markdown page links the copied PDFs (image syntax would render a broken image)
+    md = build_report([out], tmp_path / "supp.md")
+    lines = md.read_text(encoding="utf-8")
+    links = re.findall(r"(!?)\[[^]]*\]\(([^)]+\.pdf)\)", lines)
+    assert len(links) == 2 and all(bang == "" for bang, _ in links)
+    assert all((tmp_path / link).is_file() for _, link in links)
+
+
+def test_layout_provenance_per_store_captions_and_options_used(runs: dict[str, Path],
+                                                               tmp_path: Path) -> None:
+    page = build_report([runs["weat"]], tmp_path / "r.html")
+    text = page.read_text(encoding="utf-8")
+    assert "overflow-wrap:anywhere" not in text  # no hash or model id broken mid-word
+    # provenance transposed: one row per field, a column per store
+    assert re.search(r'<table class="kv"><thead><tr><th></th><th>toy</th></tr>', text)
+    assert '<th scope="row">fingerprint</th>' in text
+    # captions are the figures' titles, recorded in the sidecar
+    meta = json.loads((runs["weat"] / "weat.json").read_text(encoding="utf-8"))
+    titles = meta["figure_titles"]
+    assert set(titles) == set(meta["figures"]) and all(titles.values())
+    captions = re.findall(r"<figcaption>(.*?) <span", text)
+    assert captions == [html.escape(titles[k]) for k in meta["figures"]]
+    # options: the one given, and every option the result recorded (defaults included)
+    given = re.search(r'options given</th><td>([^<]*)</td>', text).group(1)
+    used = re.search(r'options used</th><td>([^<]*)</td>', text).group(1)
+    assert given == "correction = holm"
+    for needle in ("correction = holm", "alternative = greater", "ddof = 1", "seed = 0"):
+        assert needle in used, needle
+
+
+def test_format_follows_the_page_suffix(runs: dict[str, Path], tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["report", str(runs["valnorm"]), "--out", str(tmp_path / "s.md")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "s.md").read_text(encoding="utf-8").startswith("# emb results")
 
 
 def _chromium() -> str | None:

@@ -397,6 +397,20 @@ _LONG_NAMES = {
     "chance_rate": "share of positives P / (P + N)",
     "detected": "flagged at the chosen threshold",
     "roc_threshold": "candidate threshold (each stands for [t, next candidate))",
+    "eibd_score": "largest association score against the EIBD comparisons",
+    "tp": "group words (P) flagged at the chosen threshold",
+    "fp": "other words (N) flagged at the chosen threshold",
+    "tn": "other words (N) not flagged at the chosen threshold",
+    "fn": "group words (P) not flagged at the chosen threshold",
+    "tpr": "TP / P at the chosen threshold",
+    "fpr": "FP / N at the chosen threshold",
+    "precision": "TP / (TP + FP) at the chosen threshold",
+    "recall": "TP / P at the chosen threshold",
+    "f1": "2 TP / (2 TP + FP + FN) at the chosen threshold",
+    "roc_tp": "group words (P) flagged at the candidate threshold",
+    "roc_fp": "other words (N) flagged at the candidate threshold",
+    "roc_tpr": "TP / P at the candidate threshold",
+    "roc_fpr": "FP / N at the candidate threshold",
 }
 
 
@@ -453,7 +467,15 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     rf.loc[last.index, "chosen"] = (rf.loc[last.index, "threshold"] == last).to_numpy()
     rf = integer_columns(rf.drop(columns="chosen_t"), ("layer", "tp", "fp"))
     roc_frame = front(rf, (*keys, "threshold", "tp", "fp", "tpr", "fpr", "eligible", "chosen"))
-    return {"ibd": main, "ibd_words": words_frame, "ibd_roc": roc_frame.reset_index(drop=True)}
+    roc_frame = roc_frame.reset_index(drop=True)
+    # its columns hold the roc_* variables, not the chosen cell's variables of the same name
+    roc_frame.attrs["descriptions"] = {
+        **{c: str(result[f"roc_{c}"].attrs.get("long_name", "")) for c in ("threshold", "tp", "fp",
+                                                                            "tpr", "fpr")},
+        "eligible": "candidate threshold t >= 0 (only these can be chosen)",
+        "chosen": "the chosen operating point: the last candidate at or below the chosen t",
+    }
+    return {"ibd": main, "ibd_words": words_frame, "ibd_roc": roc_frame}
 
 
 def _extra_files(result: xr.Dataset) -> dict[str, bytes]:

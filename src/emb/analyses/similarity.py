@@ -34,6 +34,7 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
+from emb.analyses._select import provenance_attrs
 from emb.analyses.nullify import nullified_pair_cosines
 from emb.analyses.stats import correlation_ci, spearman
 from emb.errors import AnalysisError, MissingStimuliError
@@ -232,6 +233,8 @@ def word_similarity(
         :func:`scipy.stats.spearmanr`), ``ci_low``, ``ci_high`` (95 % CI of ρ: Fisher's z with
         the Bonett–Wright standard error ``sqrt((1 + ρ²/2)/(n − 3))``), ``n(dataset)`` pairs
         used, ``n_missing(dataset)`` pairs dropped, ``n_words(dataset)``; lazy when ``ds`` is.
+        Attributes: the store's provenance (:func:`~emb.analyses._select.provenance_attrs`:
+        model, suite, extraction), ``analysis`` and ``parameters`` (JSON).
 
     Raises
     ------
@@ -356,6 +359,7 @@ def word_similarity(
     result["n_missing"].attrs = {"long_name": "pairs dropped: a word is missing from the store"}
     result.attrs.update(
         {
+            **provenance_attrs(ds),
             "analysis": "similarity",
             "parameters": json.dumps(
                 {

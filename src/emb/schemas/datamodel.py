@@ -24,6 +24,7 @@ __all__ = [
     "ATTR_SUITE",
     "DIMS",
     "EMBEDDING",
+    "EMBEDDING_LONG_NAME",
     "ITEM_COORDS",
     "POOLINGS",
     "PROGRESS_GROUP",
@@ -48,6 +49,10 @@ POOLINGS: Final[tuple[str, ...]] = ("first", "last", "mean", "max")
 StorageDType = Literal["float16", "float32"]
 
 EMBEDDING: Final = "embedding"
+#: The embedding array's ``long_name`` attribute: the store's description of its own array, never
+#: of a variable an analysis computes from it (:func:`emb.analyses.run_analysis` hands analyses
+#: their input without it).
+EMBEDDING_LONG_NAME: Final = "contextual embedding of the target"
 DIMS: Final[tuple[str, str, str, str]] = ("item", "layer", "pooling", "feature")
 SUBTOKEN_DIM: Final = "subtoken"
 

@@ -416,7 +416,7 @@ class SuiteWriter:
                 "dimension_names": dm.DIMS,
                 "attributes": {
                     "coordinates": coordinate_names,
-                    "long_name": "contextual embedding of the target",
+                    "long_name": dm.EMBEDDING_LONG_NAME,
                 },
             }
         )
