@@ -64,6 +64,10 @@ PALETTE = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7", "#56B4E9", "#F
 SETTING_ORDER = ("bleached", "aligned", "misaligned", "random", "alone")
 POOLING_ORDER = ("first", "last", "mean", "max")
 LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
+#: Marker shapes that go with :data:`LINESTYLES` (a third cue beside colour and line style).
+MARKERS = ("o", "s", "^", "D", "v")
+#: A curve with more layers than this gets its plain markers thinned (they would hide the line).
+DENSE_LAYERS = 12
 
 F = TypeVar("F", bound=Callable[..., Figure])
 
@@ -112,6 +116,31 @@ def finish_axes(ax: Any, *, xlabel: str | None, integer_x: bool = True, zero: bo
     if integer_x:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
+
+
+def model_rows(
+    models: Sequence[Any], per_model: Callable[[Any], Sequence[Any]] | Sequence[Any], *, max_cols: int = 4
+) -> tuple[list[tuple[Any, Any] | None], int]:
+    """Cells for a grid with one row per model (a model with more than ``max_cols`` panels wraps
+    onto rows of its own): ``(model, value)`` row-major, ``None`` where a cell stays empty, and the
+    number of columns. ``per_model`` lists the panel values, or gives them for each model."""
+    values_of = per_model if callable(per_model) else (lambda _m: per_model)
+    rows = {m: list(values_of(m)) for m in models}
+    n_cols = max(1, min(max(len(v) for v in rows.values()) if rows else 1, max_cols))
+    cells: list[tuple[Any, Any] | None] = []
+    for m, vals in rows.items():
+        cells += [(m, v) for v in vals]
+        cells += [None] * (-len(vals) % n_cols)
+    return cells, n_cols
+
+
+def thinned(n: int, limit: int = DENSE_LAYERS) -> np.ndarray:
+    """Indices of ``n`` points to mark: all of them up to ``limit``, else every ``step``-th one
+    (``step = ceil(n / 10)``) and the last."""
+    if n <= limit:
+        return np.arange(n)
+    keep = np.arange(0, n, math.ceil(n / 10))
+    return np.union1d(keep, [n - 1])
 
 
 def outer_xlabels(axes: Sequence[Any]) -> None:
@@ -176,10 +205,12 @@ def colors_for(values: Sequence[Any], *, kind: str = "") -> dict[Any, str]:
     return out
 
 
-def ordered_colors(n: int) -> list[Any]:
-    """``n`` colours of the ordered viridis map (dark = small), for ordered values like k."""
+def ordered_colors(n: int, *, start: float = 0.0, stop: float = 0.88) -> list[Any]:
+    """``n`` colours of the ordered viridis map (dark = small), for ordered values like k;
+    ``start``/``stop`` pick the stretch of the map (its dark end is hard to tell apart on thin
+    lines, so a scale after a black reference starts further in)."""
     cmap = mpl.colormaps["viridis"]
-    return [cmap(x) for x in np.linspace(0.0, 0.88, max(n, 1))]
+    return [cmap(x) for x in np.linspace(start, stop, max(n, 1))]
 
 
 def values(da: xr.DataArray) -> np.ndarray:

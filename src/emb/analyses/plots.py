@@ -17,6 +17,7 @@ dependency for a handful of line plots.
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from emb.analyses import _figure as fg
+from emb.analyses._weat_plots import weat_effect_sizes, weat_heatmap
 from emb.errors import AnalysisError
 
 __all__ = [
@@ -233,12 +235,34 @@ def _swept_layers(da: xr.DataArray) -> list[Any]:
     return [int(lay) for lay, h in zip(da["layer"].values, has, strict=True) if h]
 
 
+def _parameters(result: xr.Dataset) -> dict[str, Any]:
+    """The analysis' parameters recorded in the result's attributes (``{}`` when absent)."""
+    try:
+        params = json.loads(str(result.attrs.get("parameters", "{}")))
+    except ValueError:
+        return {}
+    return params if isinstance(params, dict) else {}
+
+
+def _best_setting(result: xr.Dataset) -> Any:
+    """The setting whose curve chose ``best_layer``: as recorded, else VAST's rule (``bleached``,
+    else the first setting)."""
+    recorded = _parameters(result).get("best_layer_setting")
+    if recorded is not None:
+        return recorded
+    settings = fg.labels(result, "setting")
+    return "bleached" if "bleached" in settings else settings[0]
+
+
 def _layer_tags(result: xr.Dataset, model: Any, lexicon: Any, pooling: Any, layer: int) -> str:
+    """" (best for bleached, top)": the best layer is chosen on one setting's curve, so the tag
+    names that setting (the panel draws every setting)."""
     tags = []
     if "best_layer" in result:
         best = fg.values(fg.sel(result["best_layer"], model=model, lexicon=lexicon, pooling=pooling))
         if best.size == 1 and np.isfinite(best) and int(best) == layer:
-            tags.append("best")
+            setting = _best_setting(result)
+            tags.append("best" if setting is None else f"best for {setting}")
     if "top_layer" in result:
         top = fg.values(fg.sel(result["top_layer"], model=model))
         if top.size == 1 and np.isfinite(top) and int(top) == layer:
@@ -257,8 +281,8 @@ def nullification_curves(
 ) -> Figure:
     """VAST vs the number of nullified principal components (the paper's Figure 3): one row per
     pooling (every pooling unless one is given; rows per model too), one panel per swept layer
-    (e.g. the top and the best layer), one line per setting; ``k = 0`` is the mean-subtracted
-    vectors."""
+    (e.g. the top layer, and the best layer, which is the best of one setting's curve: its title
+    says "best for bleached"), one line per setting; ``k = 0`` is the mean-subtracted vectors."""
     fg.require(result, ["nullified_r"], "nullification curves")
     result, tag = fg.one_model(result)
     lexicon = fg.pick(result, "lexicon", lexicon)
@@ -305,12 +329,15 @@ def similarity_curves(
     pooling: str | None = None,
     ks: Sequence[int] | None = None,
     variable: str | None = None,
+    setting: str | None = None,
     title: str | None = None,
     relative_depth: bool = False,
 ) -> Figure:
     """Word-similarity Spearman's ρ by layer (the paper's Figure 4): one panel per benchmark and
-    pooling (rows: poolings, and models), one line per number of nullified components ``k`` on an
-    ordered colormap; the band is the 95 % CI of ρ at the smallest k drawn.
+    pooling (rows: poolings, and models), one line per number of nullified components ``k``:
+    ``k = 0`` (no nullification) in black, the others on an ordered colormap that starts at blue
+    (its darkest stretch would pass for black); the band is the 95 % CI of ρ at the smallest k
+    drawn. The title names the contextual setting whose vectors were compared.
 
     Parameters
     ----------
@@ -321,6 +348,9 @@ def similarity_curves(
         One pooling only (default: every pooling).
     ks : sequence of int, optional
         Which ``k`` to draw (default 0, 1, 2, 4, 8 and the largest, where present).
+    setting : str, optional
+        The setting named in the title (default: as recorded in the result, the ``setting``
+        attribute of ``variable`` or the analysis' parameters).
     """
     variable = variable or ("similarity_rho" if "similarity_rho" in result else "rho")
     fg.require(result, [variable], "word-similarity curves")
@@ -341,7 +371,12 @@ def similarity_curves(
     layers = np.asarray(result["layer"].values)
     cells = [(m, p, d) for m in models for p in poolings for d in datasets]
     fig, axes, n_cols = fg.grid(len(cells), max_cols=max(1, min(len(datasets), 4)))
-    colors = dict(zip(ks, fg.ordered_colors(len(ks)), strict=True))
+    ordered = [k for k in ks if k != 0]
+    colors: dict[int, Any] = dict(zip(ordered, fg.ordered_colors(len(ordered), start=0.3, stop=0.9),
+                                      strict=True))
+    if 0 in ks:
+        colors[0] = "black"
+    setting = setting or result[variable].attrs.get("setting") or _parameters(result).get("setting")
     low, high = f"{prefix}ci_low", f"{prefix}ci_high"
     has_band = low in result and high in result
     xlabel = "layer"
@@ -349,11 +384,13 @@ def similarity_curves(
         for k in ks:
             y = fg.values(fg.sel(da, model=model, dataset=dataset, k=k, pooling=pool))
             x, xlabel = fg.depth_axis(layers, np.isfinite(y), relative_depth)
-            fg.line(ax, x, y, marker="o", ms=2.6, color=colors[k], label=f"k = {k}")
+            n_finite = int((np.isfinite(x) & np.isfinite(y)).sum())
+            fg.line(ax, x, y, marker="o", ms=2.6, color=colors[k], label=f"k = {k}",
+                    markevery=fg.thinned(n_finite).tolist())
             if has_band and k == ks[0]:
                 at = {"model": model, "dataset": dataset, "k": k, "pooling": pool}
                 fg.band(ax, x, fg.values(fg.sel(result[low], **at)),
-                        fg.values(fg.sel(result[high], **at)), colors[k])
+                        fg.values(fg.sel(result[high], **at)), colors[k], alpha=0.12)
         n = _n_label(result, f"{prefix}n", model=model, dataset=dataset)
         head = f"{fg.model_prefix(model)}{dataset}" + (f" (n = {n})" if n else "")
         ax.set_title(head + (f" · {pool}" if len(poolings) > 1 else ""))
@@ -362,159 +399,13 @@ def similarity_curves(
         ax.set_ylabel("Spearman's rho")
     fg.outer_xlabels(axes)
     extra = [fg.band_handle(f"shaded: 95% CI at k = {ks[0]} (Fisher z, Bonett-Wright SE)",
-                            color=colors[ks[0]])] if has_band else []
+                            color=colors[ks[0]], alpha=0.12)] if has_band else []
     fg.legend(fig, axes, extra, ncols=min(len(ks), 6) if not extra else 4,
               title="k = top principal components nullified; n = pairs")
-    fig.suptitle((title or "Word similarity by layer"
-                  + (f" — {poolings[0]} pooling" if len(poolings) == 1 and poolings[0] else "")) + tag)
-    return fig
-
-
-# -- WEAT --------------------------------------------------------------------------------------------
-def _p_choice(result: xr.Dataset, pvalue: str | None) -> tuple[str | None, str]:
-    """The p variable to mark significance with, and how to say it."""
-    if pvalue is None:
-        pvalue = "p_adjusted" if "p_adjusted" in result else "p"
-    if pvalue not in result:
-        return None, ""
-    if pvalue == "p_adjusted":
-        method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(str(result.attrs.get("correction")), "adjusted")
-        over = str(result.attrs.get("correction_over", "test")).replace("+", " x ")
-        return pvalue, f"{method}-adjusted p (family: {over})"
-    return pvalue, "p (not corrected)"
-
-
-def _test_title(result: xr.Dataset, test: Any, width: int) -> str:
-    groups = []
-    for role in ("x", "y", "a", "b"):
-        name = f"{role}_group"
-        if name in result.coords and "test" in result[name].dims:
-            groups.append(str(result[name].sel(test=test).values))
-    sizes = [fg.fmt_n(fg.values(result[f"n_{r}"].sel(test=test))) if f"n_{r}" in result else "?"
-             for r in ("x", "y", "a", "b")]
-    text = f"{test}: {groups[0]} vs {groups[1]} / {groups[2]} vs {groups[3]}" if len(groups) == 4 else str(test)
-    return fg.wrap(text, width) + f"\n(n = {sizes[0]}+{sizes[1]} | {sizes[2]}+{sizes[3]} words)"
-
-
-@fg.styled
-def weat_effect_sizes(
-    result: xr.Dataset,
-    *,
-    pooling: str | None = None,
-    alpha: float = 0.05,
-    pvalue: str | None = None,
-    title: str | None = None,
-    relative_depth: bool = False,
-) -> Figure:
-    """WEAT effect size by layer: one panel per test, titled with its groups ("Flowers vs Insects /
-    Pleasant vs Unpleasant"), one line per setting (one model) or per model (line style =
-    setting); the band is the bootstrap CI over stimuli; filled markers ``p < alpha``.
-
-    The p-value is ``p_adjusted`` when the result has one (a correction was asked for), else
-    ``p``; the legend says which, and over which family.
-    """
-    fg.require(result, ["effect_size"], "WEAT effect sizes")
-    result, tag = fg.one_model(result)
-    pvar, plabel = _p_choice(result, pvalue)
-    pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
-    es = fg.sel(result["effect_size"], pooling=pooling)
-    ps = fg.sel(result[pvar], pooling=pooling) if pvar else None
-    has_band = "ci_low" in result and "ci_high" in result
-    models = fg.labels(result, "model")
-    tests = fg.labels(result, "test")
-    settings = fg.labels(result, "setting")
-    multi = models != [None]
-    cols = min(len(tests), 3)
-    fig, axes, _ = fg.grid(len(tests), max_cols=cols, panel_height=1.95)
-    colors = fg.colors_for(models) if multi else fg.colors_for(settings, kind="setting")
-    styles = dict(zip(settings, fg.LINESTYLES * 4, strict=False))
-    layers = np.asarray(result["layer"].values)
-    xlabel = "layer"
-    for ax, test in zip(axes, tests, strict=True):
-        for model in models:
-            for setting in settings:
-                at = {"model": model, "test": test, "setting": setting}
-                color = colors[model] if multi else colors[setting]
-                y = fg.values(fg.sel(es, **at))
-                x, xlabel = fg.depth_axis(layers, np.isfinite(y), relative_depth)
-                label = (f"{model} · {setting}" if len(settings) > 1 else str(model)) if multi else str(setting)
-                fg.line(ax, x, y, color=color, ls=styles[setting] if multi else "-", label=label)
-                if has_band:
-                    fg.band(ax, x, fg.values(fg.sel(result["ci_low"], pooling=pooling, **at)),
-                            fg.values(fg.sel(result["ci_high"], pooling=pooling, **at)), color, alpha=0.14)
-                if ps is not None:
-                    p = fg.values(fg.sel(ps, **at))
-                    sig = np.isfinite(y) & (p < alpha)
-                    ns = np.isfinite(y) & ~(p < alpha)
-                    ax.plot(x[sig], y[sig], "o", ms=3.4, color=color)
-                    ax.plot(x[ns], y[ns], "o", ms=3.4, mfc="white", mec=color)
-        ax.set_title(_test_title(result, test, 34 if cols == 3 else 48), fontsize=6.8)
-        fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth)
-    for ax in axes[::cols]:
-        ax.set_ylabel("effect size (d)")
-    fg.outer_xlabels(axes)
-    extra: list[tuple[Any, str]] = []
-    if ps is not None:
-        extra += fg.marker_handles(f"filled: {plabel} < {alpha:g}", "open: not significant")
-    if has_band:
-        level = f"{100 * float(result.attrs.get('confidence', 0.95)):g}%"
-        extra.append(fg.band_handle(f"shaded: {level} bootstrap CI over stimuli"))
-    fg.legend(fig, axes, extra, ncols=3)
-    fig.suptitle((title or f"WEAT effect size by layer — {pooling} pooling") + tag)
-    return fig
-
-
-@fg.styled
-def weat_heatmap(
-    result: xr.Dataset,
-    *,
-    pooling: str | None = None,
-    alpha: float = 0.05,
-    pvalue: str | None = None,
-    title: str | None = None,
-) -> Figure:
-    """WEAT effect sizes as a tests × layers heat map: one panel per setting (rows: models),
-    diverging colours centred on d = 0, a dot on cells with ``p < alpha`` (``p_adjusted`` when a
-    correction was asked for; the title says which)."""
-    fg.require(result, ["effect_size"], "a WEAT heat map")
-    result, tag = fg.one_model(result)
-    pvar, plabel = _p_choice(result, pvalue)
-    pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
-    es = fg.sel(result["effect_size"], pooling=pooling)
-    models = fg.labels(result, "model")
-    settings = fg.labels(result, "setting")
-    tests = fg.labels(result, "test")
-    layers = np.asarray(result["layer"].values)
-    cells = [(m, s) for m in models for s in settings]
-    cols = min(len(settings), 2)
-    height = max(1.2, 0.2 * len(tests) + 0.7)
-    fig, axes, _ = fg.grid(len(cells), max_cols=cols, panel_height=height, sharey=True,
-                           width=fg.PAGE_WIDTH, extra_height=0.7)
-    finite = fg.values(es)[np.isfinite(fg.values(es))]
-    vmax = float(np.ceil(np.abs(finite).max() * 4) / 4) if finite.size else 1.0
-    row_labels = [" ".join(_test_title(result, t, 400).split("\n")).replace(" words)", ")")
-                  for t in tests]
-    image = None
-    for ax, (model, setting) in zip(axes, cells, strict=True):
-        grid = np.stack([fg.values(fg.sel(es, model=model, setting=setting, test=t)) for t in tests])
-        image = ax.imshow(grid, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto",
-                          interpolation="nearest")
-        if pvar:
-            p = np.stack([fg.values(fg.sel(result[pvar], pooling=pooling, model=model,
-                                           setting=setting, test=t)) for t in tests])
-            rows, cols_ = np.nonzero(p < alpha)
-            dark = np.abs(grid[rows, cols_]) > 0.6 * vmax
-            ax.plot(cols_[~dark], rows[~dark], "o", ms=2.2, color="black", ls="")
-            ax.plot(cols_[dark], rows[dark], "o", ms=2.2, color="white", ls="")
-        ax.set_xticks(range(len(layers)), [str(v) for v in layers])
-        ax.set_yticks(range(len(tests)), row_labels, fontsize=6.3)
-        ax.set_xlabel("layer")
-        ax.set_title(f"{fg.model_prefix(model)}{setting}")
-        ax.tick_params(length=0)
-    if image is not None:
-        fig.colorbar(image, ax=axes, shrink=0.9, label="effect size (d)")
-    note = f"; dot: {plabel} < {alpha:g}" if pvar else ""
-    fig.suptitle((title or f"WEAT effect sizes, tests × layers — {pooling} pooling{note}") + tag)
+    where = [f"{setting} setting"] if setting else []
+    if len(poolings) == 1 and poolings[0]:
+        where.append(f"{poolings[0]} pooling")
+    fig.suptitle((title or "Word similarity by layer" + (f" — {', '.join(where)}" if where else "")) + tag)
     return fig
 
 
@@ -530,8 +421,9 @@ def word_scatter(
     ylabel: str = "SC-WEAT effect size",
     title: str = "",
 ) -> Figure:
-    """Each word's SC-WEAT against its human rating, one panel per ``panels`` value (rows: models),
-    with the least-squares line and Pearson's r (n) in the corner.
+    """Each word's SC-WEAT against its human rating, one panel per ``panels`` value and one row of
+    panels per model (a model with more than three panels wraps onto rows of its own), with the
+    least-squares line and Pearson's r (n) in the corner.
 
     Parameters
     ----------
@@ -544,9 +436,17 @@ def word_scatter(
         raise AnalysisError(f"cannot draw the word scatter: the table lacks {missing}")
     keys = [k for k in ("model", panels) if k in frame]
     groups = list(frame.groupby(keys, sort=False)) if keys else [((), frame)]
-    fig, axes, cols = fg.grid(len(groups), max_cols=2, panel_height=2.2, sharey=True)
-    for ax, (key, group) in zip(axes, groups, strict=True):
+    by_model: dict[Any, list[tuple[tuple[Any, ...], pd.DataFrame]]] = {}
+    for key, group in groups:
         key = key if isinstance(key, tuple) else (key,)
+        by_model.setdefault(key[0] if "model" in keys else None, []).append((key, group))
+    cells, cols = fg.model_rows(list(by_model), lambda m: by_model[m], max_cols=3)
+    fig, axes, _ = fg.grid(len(cells), n_cols=cols, panel_height=2.0 if cols > 2 else 2.2, sharey=True)
+    for ax, cell in zip(axes, cells, strict=True):
+        if cell is None:
+            ax.set_visible(False)
+            continue
+        key, group = cell[1]
         xs = pd.to_numeric(group[x], errors="coerce").to_numpy(float)
         ys = pd.to_numeric(group[y], errors="coerce").to_numpy(float)
         ok = np.isfinite(xs) & np.isfinite(ys)
@@ -567,6 +467,7 @@ def word_scatter(
         ax.axhline(0, color="0.55", lw=0.6, zorder=0)
     for ax in axes[::cols]:
         ax.set_ylabel(ylabel)
+    fg.outer_xlabels(axes)
     fg.legend(fig, axes, ncols=2, markerscale=1.5)
     fig.suptitle(title)
     return fig

@@ -351,7 +351,7 @@ def word_similarity(
     )
     result["ci_low"] = low.transpose(*result["rho"].dims)
     result["ci_high"] = high.transpose(*result["rho"].dims)
-    result["rho"].attrs = {"long_name": "Spearman's rho, cosine vs human score"}
+    result["rho"].attrs = {"long_name": "Spearman's rho, cosine vs human score", "setting": setting}
     result["p"].attrs = {"long_name": "two-sided p-value of rho (t approximation)"}
     for bound in ("ci_low", "ci_high"):
         result[bound].attrs = {"long_name": f"95% CI of rho, {bound.removeprefix('ci_')} bound "

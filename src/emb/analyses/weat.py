@@ -445,7 +445,8 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
     for pooling in coord_values(result, "pooling"):
         figs[f"effect_sizes_{slug(pooling)}"] = plots.weat_effect_sizes(
             result, pooling=pooling, relative_depth=relative_depth)
-        figs[f"heatmap_{slug(pooling)}"] = plots.weat_heatmap(result, pooling=pooling)
+        figs[f"heatmap_{slug(pooling)}"] = plots.weat_heatmap(result, pooling=pooling,
+                                                            relative_depth=relative_depth)
     return figs
 
 
