@@ -13,12 +13,14 @@ the run (command line, time, package versions, options).
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as _dt
 import html
 import json
 import math
 import os
 import shutil
+import tempfile
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -296,10 +298,12 @@ def _html(runs: list[tuple[Path, dict[str, Any]]], title: str, page: Path) -> st
             f"<body>\n{body}\n</body></html>\n")
 
 
-def _markdown(runs: list[tuple[Path, dict[str, Any]]], title: str, out: Path) -> str:
-    assets = out.with_name(out.stem + "_files")
-    if assets.exists():
-        shutil.rmtree(assets)
+def _markdown(runs: list[tuple[Path, dict[str, Any]]], title: str,
+              out: Path) -> tuple[str, dict[str, Path]]:
+    """The Markdown page, and the figure files to copy beside it (name in ``<out stem>_files/``
+    → source file)."""
+    assets_name = _assets_dir(out).name
+    copies: dict[str, Path] = {}
     lines = [f"# {title}", "",
              f"{len(runs)} run(s); made by emb {__version__} on "
              f"{_dt.datetime.now(_dt.UTC).isoformat(timespec='seconds')}.", ""]
@@ -316,11 +320,10 @@ def _markdown(runs: list[tuple[Path, dict[str, Any]]], title: str, out: Path) ->
             path = _figure_file(sidecar.parent, files, "md")
             if path is None:
                 continue
-            assets.mkdir(parents=True, exist_ok=True)
-            target = assets / f"{i:02d}_{path.name}"
-            shutil.copyfile(path, target)
+            name = f"{i:02d}_{path.name}"
+            copies[name] = path
             caption = _figure_caption(meta, key).replace("[", "(").replace("]", ")")
-            link = f"{assets.name}/{urllib.parse.quote(target.name)}"
+            link = f"{assets_name}/{urllib.parse.quote(name)}"
             if path.suffix == ".pdf":  # not an image Markdown can show: a link to the file
                 lines += [f"[{caption} (PDF)]({link})", ""]
             else:
@@ -330,7 +333,79 @@ def _markdown(runs: list[tuple[Path, dict[str, Any]]], title: str, out: Path) ->
         tables = _table_rows(meta)
         if tables:
             lines += ["### Table files", "", _records_md(tables), ""]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", copies
+
+
+#: The manifest emb writes into a Markdown page's figure directory: that directory is replaced by
+#: the next report only while it holds exactly the files this manifest lists.
+_ASSETS_MANIFEST = ".emb-report.json"
+
+
+def _assets_dir(page: Path) -> Path:
+    return page.with_name(page.stem + "_files")
+
+
+def _check_assets(assets: Path) -> bool:
+    """Whether ``assets`` exists as emb's own figure directory (to be replaced); False when it
+    does not exist.
+
+    Raises
+    ------
+    ResultsError
+        Something else is in the way: a file, a link, a directory emb did not write (no manifest),
+        or one holding files that its manifest does not list.
+    """
+    if not os.path.lexists(assets):
+        return False
+    fix = "move it away, or give another --out"
+    if assets.is_symlink() or not assets.is_dir():
+        raise ResultsError(
+            f"cannot write the report's figures into {assets}: it is a "
+            f"{'link' if assets.is_symlink() else 'file'}, not a directory emb wrote; {fix}"
+        )
+    try:
+        manifest = json.loads((assets / _ASSETS_MANIFEST).read_text(encoding="utf-8"))
+        listed = {str(n) for n in manifest["files"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ResultsError(
+            f"cannot write the report's figures into {assets}: that directory exists and was not "
+            f"written by 'emb report' (it holds no {_ASSETS_MANIFEST}), so it is left as it is; "
+            f"{fix}"
+        ) from None
+    present = {p.name for p in assets.iterdir()} - {_ASSETS_MANIFEST}
+    foreign = sorted(present - listed)
+    if foreign or any((assets / n).is_dir() or (assets / n).is_symlink() for n in present):
+        raise ResultsError(
+            f"cannot replace the report's figure directory {assets}: it holds files 'emb report' "
+            f"did not write ({', '.join(foreign or sorted(present))}); {fix}"
+        )
+    return True
+
+
+def _write_assets(copies: Mapping[str, Path], assets: Path, page: Path, *, replace: bool) -> None:
+    """Copy the figures into a temporary directory beside ``assets`` and swap it in (the earlier
+    directory, emb's own, is removed only once the new one is complete)."""
+    old: Path | None = None
+    tmp = Path(tempfile.mkdtemp(dir=assets.parent, prefix=f".{assets.name}.partial-"))
+    try:
+        for name, source in copies.items():
+            shutil.copyfile(source, tmp / name)
+        (tmp / _ASSETS_MANIFEST).write_text(json.dumps(
+            {"emb_report": 1, "page": page.name, "files": sorted(copies)}, indent=1) + "\n",
+            encoding="utf-8")
+        if replace:
+            old = Path(tempfile.mkdtemp(dir=assets.parent, prefix=f".{assets.name}.old-"))
+            os.replace(assets, old / assets.name)
+        try:
+            os.replace(tmp, assets)
+        except OSError:
+            if old is not None:
+                os.replace(old / assets.name, assets)
+            raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def build_report(
@@ -348,7 +423,10 @@ def build_report(
         Results directories of ``emb analyze`` (searched recursively) or sidecar files.
     out : path, optional
         The page to write (default ``emb-report.html`` / ``emb-report.md``). The Markdown page's
-        figures go into ``<out stem>_files/`` beside it.
+        figures go into ``<out stem>_files/`` beside it, with a manifest (``.emb-report.json``)
+        listing them: a later report replaces that directory only while it holds just those
+        files (built beside it and swapped in); a file, or a directory emb did not write, in
+        its place is refused.
     format : {"html", "md"}, optional
         ``html``: one self-contained file (figures as data URIs; a PDF-only figure linked, and
         embedded as a download). ``md``: Markdown + figure files. Default: ``md`` when ``out``
@@ -364,7 +442,9 @@ def build_report(
     Raises
     ------
     ResultsError
-        No run found, a run whose files changed since it was written, or an unknown format.
+        No run found, a run whose files changed since it was written, an unknown format, a
+        page or figure directory that cannot be written, or a ``<out stem>_files`` that is not
+        emb's own.
     """
     if format is None:
         format = "md" if out is not None and Path(out).suffix.lower() == ".md" else "html"  # noqa: A001
@@ -376,9 +456,46 @@ def build_report(
     target = Path(out) if out is not None else Path(f"emb-report.{format}")
     if target.is_dir():
         raise ResultsError(f"{target} is a directory; give the report's file name (e.g. {target / ('report.' + format)})")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    text = _html(runs, title, target) if format == "html" else _markdown(runs, title, target)
+    copies: dict[str, Path] = {}
+    assets = _assets_dir(target)
+    if format == "html":
+        text = _html(runs, title, target)
+    else:
+        text, copies = _markdown(runs, title, target)
+    replace = _check_assets(assets) if copies else False
+    stale = False  # an earlier page's figure directory, emb's own, that this page does not use
+    if not copies and format == "md":
+        with contextlib.suppress(ResultsError):
+            stale = _check_assets(assets)
+    created = _make_parents(target.parent)
     tmp = target.with_name(f".{target.name}.partial")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    try:
+        if copies:
+            _write_assets(copies, assets, target, replace=replace)
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+        if stale:
+            shutil.rmtree(assets)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        for directory in reversed(created):
+            with contextlib.suppress(OSError):
+                directory.rmdir()
+        raise ResultsError(f"cannot write the report {target}: {err.strerror or err}; give a "
+                           "writable --out") from None
     return target
+
+
+def _make_parents(directory: Path) -> list[Path]:
+    """Create ``directory`` and its missing parents; those created, outermost first."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()][::-1]
+    for parent in (directory, *directory.parents):
+        if parent.exists() and not parent.is_dir():
+            raise ResultsError(f"cannot write the report under {directory}: {parent} is a file, "
+                               "not a directory; give another --out")
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ResultsError(f"cannot create {directory}: {err.strerror or err}; give a writable "
+                           "--out") from None
+    return missing

@@ -9,7 +9,9 @@ netCDF attributes and the figures' metadata carry the command, time and versions
 are the files moved into place, the sidecar last: a directory whose sidecar is missing or whose
 files do not match it holds no complete run. An earlier run of the same analysis (found through
 its sidecar) is replaced only when asked (``overwrite=True``) or when the directory is emb's
-default one; files emb did not write are never touched.
+default one, and only the files that run's sidecar lists, unchanged since; files emb did not write
+are never touched: a run that would replace one is refused before anything is moved. A run that
+fails or is interrupted leaves no empty directory it created behind (:func:`discard_out`).
 
 Tables are byte-identical across identical runs (CSV: pandas' shortest round-trip floats, LF line
 ends, no timestamps; Parquet: no timestamps). Per-word tables default to Parquet: a Warriner run
@@ -38,6 +40,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from emb._sidecar import sidecar_problems
 from emb._text import names, plain
 from emb.errors import EmbError
 
@@ -47,6 +50,7 @@ __all__ = [
     "OutputPlan",
     "ResultsError",
     "Written",
+    "discard_out",
     "find_runs",
     "prepare_out",
     "read_run",
@@ -64,11 +68,24 @@ class ResultsError(EmbError, OSError):
 
 @dataclass(frozen=True, kw_only=True)
 class OutputPlan:
-    """Where a run will write, checked before anything is computed."""
+    """Where a run will write, checked before anything is computed.
+
+    Attributes
+    ----------
+    directory : Path
+    stem : str
+        The analysis' file-name stem.
+    replaced : tuple of Path
+        The earlier run's files (listed, unchanged, by its sidecar) that this run replaces.
+    created : tuple of Path
+        The directories :func:`prepare_out` created (outermost first): :func:`discard_out`
+        removes those still empty when the run fails.
+    """
 
     directory: Path
     stem: str
     replaced: tuple[Path, ...] = ()
+    created: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -80,14 +97,64 @@ class Written:
     summary: Any = field(repr=False)
 
 
-def _earlier_files(sidecar: Path) -> tuple[Path, ...]:
+def _earlier_run(sidecar: Path, analysis: Any) -> dict[str, Any]:
+    """The sidecar of an earlier run of ``analysis`` at ``sidecar``.
+
+    Raises
+    ------
+    ResultsError
+        The file is not an emb results sidecar of that analysis (a user's file of that name).
+    """
     try:
         meta = json.loads(sidecar.read_text(encoding="utf-8"))
-        names = list(meta.get("files", {}))
-    except (OSError, ValueError, AttributeError):
-        names = []
+    except (OSError, ValueError):
+        meta = None
+    if (not isinstance(meta, dict) or "emb_results" not in meta
+            or meta.get("analysis") != analysis.name or not isinstance(meta.get("files"), dict)):
+        raise ResultsError(
+            f"{sidecar} exists and is not the sidecar of an earlier 'emb analyze {analysis.name}' "
+            f"run, so emb leaves it (and its directory's other files) alone; move it away, or give "
+            "another --out"
+        )
+    return meta
+
+
+def _earlier_files(sidecar: Path, meta: Mapping[str, Any]) -> tuple[Path, ...]:
+    """The files of the earlier run that are still as it wrote them (bare names listed in its
+    sidecar, same sha256), and the sidecar: emb's own, which ``--overwrite`` may replace. A
+    listed file changed since is no longer emb's: it is left alone (and refused if in the way)."""
     directory = sidecar.parent
-    return tuple(directory / n for n in names if "/" not in n and (directory / n).is_file()) + (sidecar,)
+    own = []
+    for name, digest in meta["files"].items():
+        path = directory / str(name)
+        if ("/" in str(name) or "\\" in str(name) or str(name) in ("", ".", "..")
+                or path.is_symlink() or not path.is_file()):
+            continue
+        try:
+            if _sha256(path) == digest:
+                own.append(path)
+        except OSError:
+            continue
+    return (*own, sidecar)
+
+
+def _in_the_way(plan: OutputPlan, names: Sequence[str]) -> list[str]:
+    """Those of ``names`` that exist in the output directory and are not emb's own earlier
+    outputs (``plan.replaced``)."""
+    own = set(plan.replaced)
+    return [n for n in names
+            if os.path.lexists(plan.directory / n) and plan.directory / n not in own]
+
+
+def _refuse_foreign(plan: OutputPlan, names: Sequence[str]) -> None:
+    foreign = _in_the_way(plan, names)
+    if foreign:
+        raise ResultsError(
+            f"{plan.directory} already holds {', '.join(foreign)}, which this run would write but "
+            "which no earlier emb run there lists as its own (or which were changed since); emb "
+            "never replaces such files, --overwrite or not. Move them away, or give another --out "
+            "(nothing was written)"
+        )
 
 
 def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: bool = False,
@@ -100,16 +167,24 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
     analysis : Analysis
         The record (its ``stem`` names the files).
     overwrite : bool
-        Replace an earlier run of the same analysis found there.
+        Replace an earlier run of the same analysis found there (the files its sidecar lists,
+        unchanged since; nothing else).
     default : bool
         ``directory`` is emb's default output directory: an earlier run there is replaced (and
         the caller says so).
 
+    Returns
+    -------
+    OutputPlan
+        With the directories created (``created``): call :func:`discard_out` if the run fails.
+
     Raises
     ------
     ResultsError
-        The path is a file or under one, cannot be created or written, or holds an earlier run
-        and neither ``overwrite`` nor ``default`` is set.
+        The path is a file or under one, cannot be created or written, holds an earlier run
+        and neither ``overwrite`` nor ``default`` is set, or holds a file of a name the run
+        writes that emb did not write (its ``<stem>.json`` or ``<stem>.nc``; the other names
+        are checked by :func:`write_results`, before anything is moved into place).
     """
     directory = Path(directory)
     stem = analysis.stem
@@ -119,24 +194,44 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
                 f"cannot write results to {directory}: {parent} is a file, not a directory; "
                 "give another --out"
             )
+    created = tuple(d for d in (directory, *directory.parents) if not d.exists())[::-1]
+    plan = OutputPlan(directory=directory, stem=stem, created=created)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=directory, prefix=".emb-probe-", delete=True)
         probe.close()
     except OSError as err:
+        discard_out(plan)
         raise ResultsError(
             f"cannot write results to {directory}: {err.strerror or err}; give a writable --out"
         ) from None
     sidecar = directory / f"{stem}.json"
     replaced: tuple[Path, ...] = ()
-    if sidecar.exists():
-        if not (overwrite or default):
-            raise ResultsError(
-                f"{directory} already holds the results of an earlier '{analysis.name}' run "
-                f"({sidecar.name}); pass --overwrite to replace them, or give another --out"
-            )
-        replaced = _earlier_files(sidecar)
-    return OutputPlan(directory=directory, stem=stem, replaced=replaced)
+    try:
+        if os.path.lexists(sidecar):
+            meta = _earlier_run(sidecar, analysis)
+            if not (overwrite or default):
+                raise ResultsError(
+                    f"{directory} already holds the results of an earlier '{analysis.name}' run "
+                    f"({sidecar.name}); pass --overwrite to replace them, or give another --out"
+                )
+            replaced = _earlier_files(sidecar, meta)
+        plan = OutputPlan(directory=directory, stem=stem, replaced=replaced, created=created)
+        _refuse_foreign(plan, [f"{stem}.nc"])  # the other names are known once the result is
+    except BaseException:
+        discard_out(plan)
+        raise
+    return plan
+
+
+def discard_out(plan: OutputPlan) -> None:
+    """Remove the directories :func:`prepare_out` created, innermost first, where still empty
+    (a run that failed or was interrupted leaves no empty ``--out`` behind)."""
+    for directory in reversed(plan.created):
+        try:
+            directory.rmdir()
+        except OSError:  # not empty (something else was written there), or gone
+            break
 
 
 @functools.cache
@@ -383,6 +478,8 @@ def write_results(
         (tmp / f"{stem}.json").write_text(
             json.dumps(meta, indent=2, default=str, ensure_ascii=False) + "\n", encoding="utf-8"
         )
+        _refuse_foreign(plan, [*names_, f"{stem}.json"])
+        _refuse_own_outputs(plan, [*names_, f"{stem}.json"], exports)
         for old in plan.replaced:
             old.unlink(missing_ok=True)
         final = []
@@ -417,6 +514,20 @@ def _extra_files(analysis: Any, result: xr.Dataset, tmp: Path, names: list[str])
     return exports
 
 
+def _refuse_own_outputs(plan: OutputPlan, names: Sequence[str], exports: Mapping[Path, bytes]) -> None:
+    """An extra file at a user's path (``--export-tests FILE``) must not be one of the run's own
+    outputs: it would replace that file after its checksum was recorded."""
+    outputs = {(plan.directory / n).resolve(): n for n in names}
+    outputs.update({p.resolve(): p.name for p in plan.replaced})
+    clash = [str(path) for path in exports if path.resolve() in outputs]
+    if clash:
+        raise ResultsError(
+            f"cannot export to {', '.join(clash)}: that is a file this run writes in its output "
+            f"directory {plan.directory} (or an earlier run's file there); give an export path "
+            "outside that directory, or another file name (nothing was written)"
+        )
+
+
 def _write_atomic(path: Path, content: bytes) -> None:
     """``path`` holds ``content`` or its earlier content, never a partial file."""
     partial: str | None = None
@@ -437,7 +548,8 @@ def read_run(sidecar: str | os.PathLike[str]) -> dict[str, Any]:
     Raises
     ------
     ResultsError
-        The sidecar is unreadable, or a listed file is missing or changed.
+        The sidecar is unreadable or malformed (an entry missing or of the wrong type, a file
+        name outside its directory, a newer version), or a listed file is missing or changed.
     """
     sidecar = Path(sidecar)
     try:
@@ -446,7 +558,13 @@ def read_run(sidecar: str | os.PathLike[str]) -> dict[str, Any]:
         raise ResultsError(f"cannot read the results sidecar {sidecar}: {err}") from None
     if not isinstance(meta, dict) or "emb_results" not in meta:
         raise ResultsError(f"{sidecar} is not an emb results sidecar (no 'emb_results' key)")
-    bad = [n for n, digest in meta.get("files", {}).items()
+    problems = sidecar_problems(meta, version=SIDECAR_VERSION)
+    if problems:
+        raise ResultsError(
+            f"{sidecar} is not a valid emb results sidecar: {'; '.join(problems)}; give the "
+            "sidecar an 'emb analyze' run wrote (re-run the analysis if it was edited)"
+        )
+    bad = [n for n, digest in meta["files"].items()
            if not (sidecar.parent / n).is_file() or _sha256(sidecar.parent / n) != digest]
     if bad:
         raise ResultsError(

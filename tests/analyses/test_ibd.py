@@ -435,3 +435,23 @@ def test_roc_table_columns_describe_the_candidates_not_the_chosen_cell() -> None
     assert main["threshold"].startswith("chosen threshold"), main["threshold"]
     for column in ("tp", "fp", "tpr", "fpr"):
         assert "candidate threshold" in roc[column] and "chosen threshold" in main[column], column
+
+
+def test_cli_refuses_an_export_path_that_is_one_of_the_runs_outputs(tmp_path: Path, monkeypatch) -> None:
+    """'--out e5 --export-tests e5/ibd.csv' replaced the run's own table after its checksum was
+    recorded: the finished run then failed its own check in 'emb report'."""
+    from emb.cli.main import main
+    from emb.results import find_runs
+
+    store = write_store(tmp_path / "toy.zarr", {"ibd": ibd_dataset(n_layers=2)})
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "e5").mkdir()
+    for target in ("e5/ibd.csv", "e5/ibd.json", "e5/ibd_tests.json"):
+        bad = CliRunner().invoke(main, ["analyze", "ibd", "--store", str(store), "--out", "e5",
+                                        "--export-tests", target, "-q", "--no-plots"])
+        assert bad.exit_code == 1 and "cannot export to" in bad.output, bad.output
+        assert "Traceback" not in bad.output and not list((tmp_path / "e5").iterdir())
+    ok = CliRunner().invoke(main, ["analyze", "ibd", "--store", str(store), "--out", "e5",
+                                   "--export-tests", "e5/mine.json", "-q", "--no-plots"])
+    assert ok.exit_code == 0, ok.output
+    assert find_runs([tmp_path / "e5"])  # the run passes its own check

@@ -280,3 +280,58 @@ def test_the_cli_computes_with_one_blas_thread() -> None:
     assert len(seen) >= 4 and set(seen) == {1}
     # outside the computation the process keeps its own setting
     assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+
+def test_files_emb_did_not_write_are_never_replaced(stores: dict[str, Path], tmp_path: Path) -> None:
+    """A user's valnorm.csv in --out was silently replaced (with or without --overwrite), and
+    --overwrite deleted a user's file named like the sidecar."""
+    args = ("valnorm", "--store", stores["toy"], "--out", tmp_path, "--setting", "bleached",
+            "--no-plots")
+    (tmp_path / "valnorm.csv").write_text("mine\n")
+    for extra in ((), ("--overwrite",)):
+        code, out = _run(*args, *extra)
+        assert code == 1 and "valnorm.csv" in out and "never replaces such files" in out, out
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["valnorm.csv"]  # nothing written
+        assert (tmp_path / "valnorm.csv").read_text() == "mine\n"
+    (tmp_path / "valnorm.csv").unlink()
+    # a file of the sidecar's name that is not emb's sidecar: refused, --overwrite or not
+    (tmp_path / "valnorm.json").write_text('{"my": "notes"}')
+    code, out = _run(*args, "--overwrite")
+    assert code == 1 and "is not the sidecar of an earlier 'emb analyze valnorm' run" in out, out
+    assert (tmp_path / "valnorm.json").read_text() == '{"my": "notes"}'
+    (tmp_path / "valnorm.json").unlink()
+    # --overwrite replaces emb's own earlier outputs, but not one the user changed since
+    code, out = _run(*args)
+    assert code == 0, out
+    code, out = _run(*args, "--overwrite")
+    assert code == 0 and "removed the earlier run's" in out, out
+    (tmp_path / "valnorm.csv").write_text("edited by hand\n")
+    code, out = _run(*args, "--overwrite")
+    assert code == 1 and "valnorm.csv" in out and "changed since" in out, out
+    assert (tmp_path / "valnorm.csv").read_text() == "edited by hand\n"
+
+
+@pytest.mark.parametrize("failure", ["option", "interrupt", "bug"])
+def test_a_failed_run_leaves_no_empty_out_directory(stores: dict[str, Path], tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
+    """An error after the output check (or Ctrl-C during the compute) left --out p1/sub/ behind."""
+    import emb.cli._progress
+
+    out = tmp_path / "p1" / "sub"
+    args = ["analyze", "valnorm", "--store", str(stores["toy"]), "--out", str(out), "-q"]
+    if failure == "option":
+        args += ["--setting", "nosuch"]
+    else:
+        error = KeyboardInterrupt if failure == "interrupt" else RuntimeError
+
+        def broken(*a, **k):
+            raise error("stopped half-way")
+
+        monkeypatch.setattr(emb.cli._progress, "compute", broken)
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code != 0
+    assert not (tmp_path / "p1").exists()
+    # a directory that was there before is left
+    (tmp_path / "p1").mkdir()
+    CliRunner().invoke(main, args)
+    assert (tmp_path / "p1").is_dir() and not out.exists()

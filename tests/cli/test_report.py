@@ -173,3 +173,58 @@ def test_html_renders_in_a_headless_browser(runs: dict[str, Path], tmp_path: Pat
     # the figures were decoded and drawn: the diverging heat-map reds are on the page
     red = (pixels[..., 0] > 150) & (pixels[..., 1] < 80) & (pixels[..., 2] < 80)
     assert red.sum() > 500
+
+
+def test_markdown_never_deletes_a_figure_directory_emb_did_not_write(runs: dict[str, Path],
+                                                                      tmp_path: Path) -> None:
+    """'emb report -o myrep.md' rmtree'd an existing myrep_files/ (the user's notes gone) and
+    ended in NotADirectoryError where myrep_files was a file."""
+    page, assets = tmp_path / "myrep.md", tmp_path / "myrep_files"
+    assets.mkdir()
+    (assets / "notes.txt").write_text("mine")
+    with pytest.raises(ResultsError, match="was not written by 'emb report'"):
+        build_report([runs["weat"]], page)
+    assert (assets / "notes.txt").read_text() == "mine" and not page.exists()
+    result = CliRunner().invoke(main, ["report", str(runs["weat"]), "-o", str(page)])
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "myrep_files" in result.output and "move it away" in result.output
+    shutil.rmtree(assets)
+    assets.write_text("a file of mine")
+    with pytest.raises(ResultsError, match="it is a file"):
+        build_report([runs["weat"]], page)
+    assert assets.read_text() == "a file of mine" and not page.exists()
+    assets.unlink()
+    # emb's own directory (its manifest lists exactly what it holds) is replaced on the next run
+    build_report([runs["weat"]], page)
+    first = sorted(p.name for p in assets.iterdir())
+    assert ".emb-report.json" in first and len(first) == 5
+    build_report([runs["valnorm"]], page)
+    assert len([p for p in assets.iterdir() if p.suffix == ".png"]) == 2
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary left
+    # ... unless something of the user's was put into it
+    (assets / "mine.txt").write_text("mine")
+    with pytest.raises(ResultsError, match=r"did not write \(mine.txt\)"):
+        build_report([runs["weat"]], page)
+    assert (assets / "mine.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("sidecar", [
+    {"emb_results": 1},
+    {"emb_results": 1, "analysis": "weat", "files": []},
+    {"emb_results": 1, "analysis": "weat", "files": {}},
+    {"emb_results": "1", "analysis": "weat", "files": {"weat.nc": "00"}},
+    {"emb_results": 1, "analysis": "weat", "files": {"../weat.nc": "00"}},
+    {"emb_results": 1, "analysis": "weat", "files": {"weat.nc": "00"}, "summary": ["x"]},
+    {"emb_results": 1, "analysis": "weat", "files": {"weat.nc": "00"},
+     "figures": {"f": ["../../secret.png"]}},
+    {"emb_results": 99, "analysis": "weat", "files": {"weat.nc": "00"}},
+])
+def test_a_malformed_sidecar_is_one_clear_error(sidecar: dict, tmp_path: Path) -> None:
+    """'emb report fake.json' with {"emb_results": 1} ended in a KeyError traceback."""
+    fake = tmp_path / "fake.json"
+    fake.write_text(json.dumps(sidecar))
+    with pytest.raises(ResultsError, match="is not a valid emb results sidecar"):
+        build_report([fake], tmp_path / "r.html")
+    result = CliRunner().invoke(main, ["report", str(fake), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 1 and result.output.startswith("Error: ResultsError: ")
+    assert not (tmp_path / "r.html").exists()

@@ -1113,3 +1113,44 @@ def test_similarity_without_inputs(monkeypatch, tmp_path):
     (tmp_path / "men.csv").write_text("word1,word2,score\na,,x\n", encoding="utf-8")
     with pytest.raises(SuiteError, match=r"line\(s\) \[2\]"):
         build_suite("similarity", pairs=tmp_path, datasets="men")
+
+
+def test_suites_export_refuses_missing_directories_existing_files_and_stores(tmp_path, monkeypatch):
+    """'emb suites export' ended in a FileNotFoundError traceback for a missing directory,
+    replaced an existing file silently, and wrote into a store (n2.zarr/zarr.json: corrupt)."""
+    import warnings
+
+    from click.testing import CliRunner
+
+    from emb.cli.main import main
+    from emb.store import open_store
+    from tests.analyses._synthetic import ibd_dataset, write_store
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(tmp_path / "n2.zarr", {"ibd": ibd_dataset(n_layers=2)})
+    monkeypatch.chdir(tmp_path)
+    root_meta = (store / "zarr.json").read_bytes()
+
+    def export(*args: str):
+        return CliRunner().invoke(main, ["suites", "export", str(store), "-s", "ibd", *args])
+
+    for target, needle in (("nodir3/x.json", "does not exist; create it first"),
+                           ("n2.zarr/zarr.json", "inside the zarr store"),
+                           ("n2.zarr/ibd/new.json", "inside the zarr store")):
+        res = export(target, "--overwrite")
+        assert res.exit_code == 1 and res.output.startswith("Error: SuiteError: "), res.output
+        assert needle in res.output and "Traceback" not in res.output
+    assert (store / "zarr.json").read_bytes() == root_meta and not (store / "ibd" / "new.json").exists()
+    assert open_store(store).validate().status == "complete"
+    assert not (tmp_path / "nodir3").exists()
+    (tmp_path / "x.json").write_text("mine")
+    res = export("x.json")
+    assert res.exit_code == 1 and "x.json exists" in res.output and "--overwrite" in res.output
+    assert (tmp_path / "x.json").read_text() == "mine"
+    res = export("x.json", "--overwrite")
+    assert res.exit_code == 0, res.output
+    assert len(load_suite(tmp_path / "x.json")) == 120
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["n2.zarr", "x.json"]  # no partial file
+    with pytest.raises(SuiteError, match="exists"):
+        write_suite(load_suite(tmp_path / "x.json"), tmp_path / "x.json")

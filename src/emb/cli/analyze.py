@@ -255,7 +255,7 @@ def _default_out(names: Sequence[str], analysis: Any) -> Path:
 def _run(analysis: Any, params: dict[str, Any]) -> None:
     from emb.analyses import run_analysis
     from emb.cli._progress import compute
-    from emb.results import prepare_out, write_results
+    from emb.results import discard_out, prepare_out, write_results
 
     stores: tuple[str, ...] = params.pop("stores")
     as_json: bool = params.pop("as_json")
@@ -269,25 +269,30 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
 
     names, datasets, per_model = _open(stores, analysis, params["suite"])
     out_dir = Path(params["out_dir"]) if params["out_dir"] else _default_out(names, analysis)
-    # check everything cheap before computing: the output directory, the options
+    # check everything cheap before computing and before creating anything: the options (the
+    # lazy result), then the output directory
+    lazy = run_analysis(analysis, datasets, per_model=per_model, **options)
     plan = prepare_out(out_dir, analysis, overwrite=params["overwrite"],
                        default=params["out_dir"] is None)
-    lazy = run_analysis(analysis, datasets, per_model=per_model, **options)
-    result = compute(lazy, scheduler=params["scheduler"], quiet=quiet)
-    written = write_results(
-        plan,
-        analysis,
-        result,
-        stores=dict(zip(names, [_split_label(s)[1] for s in stores], strict=True)),
-        options=options,
-        suite=params["suite"] or analysis.suite,
-        command=_command_line(analysis, stores, params, options),
-        figures=not params["no_plots"],
-        dpi=params["dpi"],
-        table_format=params["table_format"],
-        figure_formats=tuple(params["figure_formats"]) or ("png",),
-        figure_options={"relative_depth": bool(params["relative_depth"])},
-    )
+    try:
+        result = compute(lazy, scheduler=params["scheduler"], quiet=quiet)
+        written = write_results(
+            plan,
+            analysis,
+            result,
+            stores=dict(zip(names, [_split_label(s)[1] for s in stores], strict=True)),
+            options=options,
+            suite=params["suite"] or analysis.suite,
+            command=_command_line(analysis, stores, params, options),
+            figures=not params["no_plots"],
+            dpi=params["dpi"],
+            table_format=params["table_format"],
+            figure_formats=tuple(params["figure_formats"]) or ("png",),
+            figure_options={"relative_depth": bool(params["relative_depth"])},
+        )
+    except BaseException:  # an error, Ctrl-C: no empty --out left behind
+        discard_out(plan)
+        raise
     summary = written.summary
     if as_json:
         click.echo(json.dumps({"summary": summary.to_dict(), "out": str(written.directory),

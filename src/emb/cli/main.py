@@ -381,17 +381,19 @@ def suites(ctx: click.Context) -> None:
 @click.argument("store")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--suite", "-s", "group", required=True, help="The store group to export (e.g. ceat).")
-def export_suite(store: str, file: str, group: str) -> None:
+@click.option("--overwrite", is_flag=True, help="Replace FILE if it exists (refused otherwise).")
+def export_suite(store: str, file: str, group: str, overwrite: bool) -> None:
     """Write the suite stored in STORE (items, contexts, labels, parameters) to FILE (JSON/YAML).
 
     Extracting FILE into other models' stores gives every model the same contexts
-    (emb extract --model M --suite FILE --store M.zarr).
+    (emb extract --model M --suite FILE --store M.zarr). An existing FILE is refused unless
+    --overwrite; FILE's directory must exist and lie outside any store.
     """
     from emb.extract.suites import write_suite
     from emb.extract.suites.export import suite_from_store
 
     suite = suite_from_store(store, group)
-    path = write_suite(suite, file)
+    path = write_suite(suite, file, overwrite=overwrite)
     click.echo(f"wrote suite {suite.name!r} ({len(suite)} items) to {path}")
 
 

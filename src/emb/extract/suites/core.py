@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -534,9 +535,62 @@ def load_suite(path: str | PathLike[str]) -> Suite:
     return Suite.from_dict(_read_document(path), source=str(path))
 
 
-def write_suite(suite: Suite, path: str | PathLike[str]) -> Path:
-    """Write ``suite.to_dict()`` as YAML (``.yaml``/``.yml``) or JSON (anything else)."""
-    path = Path(path)
+#: Files that mark a directory as a zarr store (v3 and v2).
+_ZARR_MARKERS = ("zarr.json", ".zgroup", ".zarray", ".zattrs")
+
+
+def _zarr_store_around(path: Path) -> Path | None:
+    """The zarr store ``path`` lies in (the outermost directory above it holding zarr
+    metadata), if any."""
+    found = None
+    for parent in path.resolve().parents:
+        if any((parent / m).is_file() for m in _ZARR_MARKERS):
+            found = parent
+    return found
+
+
+def write_suite(suite: Suite, path: str | PathLike[str], *, overwrite: bool = False) -> Path:
+    """Write ``suite.to_dict()`` as YAML (``.yaml``/``.yml``) or JSON (anything else).
+
+    The file is written beside its target and renamed into place: ``path`` holds the whole
+    suite or what it held before, never part of one.
+
+    Parameters
+    ----------
+    suite : Suite
+    path : path
+        The file to write; its directory must exist, and must not be inside a zarr store.
+    overwrite : bool
+        Replace an existing file (refused otherwise).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    SuiteError
+        ``path`` exists (and ``overwrite`` is not set) or is a directory, its directory is
+        missing or read-only, or it lies inside a zarr store (which the file would corrupt).
+    """
+    path = Path(path).expanduser()
+    if path.is_dir():
+        raise SuiteError(f"cannot write the suite to {path}: it is a directory; give a file name")
+    if not path.parent.is_dir():
+        raise SuiteError(
+            f"cannot write the suite to {path}: its directory {path.parent} does not exist; "
+            "create it first or choose another path"
+        )
+    store = _zarr_store_around(path)
+    if store is not None:
+        raise SuiteError(
+            f"cannot write the suite to {path}: that is inside the zarr store {store}, which a "
+            "foreign file would corrupt; choose a path outside the store"
+        )
+    if (path.exists() or path.is_symlink()) and not overwrite:
+        raise SuiteError(f"{path} exists; remove it, choose another name, or pass --overwrite "
+                         "(overwrite=True) to replace it")
     doc = suite.to_dict()
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
@@ -544,5 +598,12 @@ def write_suite(suite: Suite, path: str | PathLike[str]) -> Path:
         text = yaml.safe_dump(doc, allow_unicode=True, sort_keys=False)
     else:
         text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
-    path.write_text(text, encoding="utf-8")
+    partial = path.with_name(f".{path.name}.partial")  # a plain file: the user's umask applies
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as err:
+        partial.unlink(missing_ok=True)
+        raise SuiteError(f"cannot write the suite to {path}: {err.strerror or err}; choose a "
+                         "writable path") from None
     return path
