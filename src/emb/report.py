@@ -456,6 +456,11 @@ def build_report(
     target = Path(out) if out is not None else Path(f"emb-report.{format}")
     if target.is_dir():
         raise ResultsError(f"{target} is a directory; give the report's file name (e.g. {target / ('report.' + format)})")
+    if target.exists() and not _is_emb_report(target):
+        raise ResultsError(
+            f"{target} exists and is not a report emb wrote; emb does not replace files it did "
+            "not write: move it or give another --out"
+        )
     copies: dict[str, Path] = {}
     assets = _assets_dir(target)
     if format == "html":
@@ -484,6 +489,16 @@ def build_report(
         raise ResultsError(f"cannot write the report {target}: {err.strerror or err}; give a "
                            "writable --out") from None
     return target
+
+
+def _is_emb_report(path: Path) -> bool:
+    """Whether the file at ``path`` is a page ``emb report`` wrote (its first lines say so)."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096).decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return path.is_file() and "run(s); made by emb " in head
 
 
 def _make_parents(directory: Path) -> list[Path]:

@@ -228,3 +228,17 @@ def test_a_malformed_sidecar_is_one_clear_error(sidecar: dict, tmp_path: Path) -
     result = CliRunner().invoke(main, ["report", str(fake), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 1 and result.output.startswith("Error: ResultsError: ")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_page_emb_did_not_write_is_never_replaced(runs: dict[str, Path], tmp_path: Path) -> None:
+    for name in ("mine.html", "mine.md"):
+        page = tmp_path / name
+        page.write_text("my own notes\n")
+        with pytest.raises(ResultsError, match="not a report emb wrote"):
+            build_report([runs["weat"]], out=page)
+        assert page.read_text() == "my own notes\n"
+    page = tmp_path / "again.html"
+    build_report([runs["weat"]], out=page)
+    first = page.read_text()
+    build_report([runs["weat"]], out=page)  # emb's own page: replaced
+    assert page.read_text() != "" and "made by emb" in first
