@@ -193,3 +193,120 @@ def test_interrupted_overwrite_reads_as_an_interrupted_layout(store, monkeypatch
     np.testing.assert_array_equal(
         emb.open_store(str(store)).dataset("s").embedding.values.shape, (100, 4, 4, 8)
     )
+
+
+def _flip_zip_member(path: Path, member: str, offset: int) -> None:
+    """Invert one byte of a stored (uncompressed) zip member in place, as a bad disk would."""
+    import struct
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(member)
+        assert info.compress_type == zipfile.ZIP_STORED
+    with path.open("r+b") as f:
+        f.seek(info.header_offset + 26)
+        name_len, extra_len = struct.unpack("<HH", f.read(4))
+        at = info.header_offset + 30 + name_len + extra_len + offset
+        f.seek(at)
+        byte = f.read(1)
+        f.seek(at)
+        f.write(bytes([byte[0] ^ 0xFF]))
+
+
+def test_a_zip_member_with_changed_bytes_is_corrupt_for_a_deep_validate(store, tmp_path):
+    """zipfile refuses to read a member whose CRC-32 fails (BadZipFile): a deep check reports
+    that object (exit 2, not a traceback), and so does a deep check without a manifest."""
+    zipped = emb.open_store(str(store)).to_zip(tmp_path / "s.zip")
+    _flip_zip_member(zipped, "s/embedding/c/1/0/0/0", 100)
+    assert validate(zipped)[0] == 0  # sizes agree
+    code, out = validate(zipped, "--deep")
+    assert code == 2 and "corrupt" in out, out
+    assert "block 1" in out and "cannot be read back" in out and "Bad CRC-32" in out, out
+
+
+def test_a_damaged_zip_metadata_member_is_corrupt(store, tmp_path):
+    zipped = emb.open_store(str(store)).to_zip(tmp_path / "s.zip")
+    _flip_zip_member(zipped, "s/zarr.json", 5)
+    code, out = validate(zipped)
+    assert code == 2 and "s: the suite's metadata is damaged" in out and "Bad CRC-32" in out, out
+
+
+def _set_attribute(path: Path, key: str, value) -> None:
+    import json
+
+    doc = json.loads(path.read_text())
+    if value is None:
+        del doc["attributes"][key]
+    else:
+        doc["attributes"][key] = value
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    "where, key, value, needle",
+    [
+        ("s", "extraction", 5, "'extraction' attribute holds a number (5), not an object"),
+        ("s", "suite", "garbage", "'suite' attribute holds a string ('garbage'), not an object"),
+        ("s", "model", [1], "'model' attribute holds a list ([1]), not an object"),
+        ("s", "extraction", {"block_size": "x"}, "'extraction.block_size' attribute holds a "
+         "string ('x'), not a positive whole number"),
+        ("s", "suite", {"settings": 3}, "'suite.settings' attribute holds a number (3), not a list"),
+        ("s", "suite", None, "lost its 'suite' attribute, though the suite is there"),
+    ],
+    ids=["extraction-int", "suite-str", "model-list", "block-size-str", "settings-int",
+         "suite-deleted"],
+)
+def test_a_suite_attribute_of_the_wrong_type_is_corrupt(store, where, key, value, needle):
+    """Mistyped attributes were 'complete' to validate, and tracebacks (AttributeError, ValueError)
+    or 'suite none yet' to info and dataset(): now corrupt (exit 2), named, and refused."""
+    _set_attribute(store / where / "zarr.json", key, value)
+    code, out = validate(store)
+    assert code == 2 and "corrupt" in out and needle in out, out
+    opened = emb.open_store(str(store))
+    info = opened.info()
+    assert info.status == "corrupt" and any(needle in p for p in info.problems)
+    with pytest.raises(CorruptStoreError, match="emb validate"):
+        opened.dataset("s")
+    assert opened.dataset("t").sizes["item"] == 10  # the intact suite stays readable
+
+
+def test_a_root_model_attribute_that_is_not_an_object_is_corrupt(store):
+    _set_attribute(store / "zarr.json", "model", "oops")
+    code, out = validate(store)
+    assert code == 2 and "root attribute 'model' holds a string ('oops')" in out, out
+    with pytest.raises(CorruptStoreError, match="'model' holds a string.*emb validate"):
+        emb.open_store(str(store))
+    with pytest.raises(CorruptStoreError, match="'model' holds a string.*a new store"):
+        extract(FakeRunner(), words_suite(5, name="u"), str(store), progress=False)
+
+
+def test_a_suite_whose_metadata_was_deleted_is_reported_damaged_not_absent(store):
+    (store / "s" / "zarr.json").unlink()
+    opened = emb.open_store(str(store))
+    assert "s" not in opened.suites
+    with pytest.raises(CorruptStoreError, match=r"suite 's' .* is damaged.*s/zarr.json\) is missing"):
+        opened.dataset("s")
+    assert opened.damaged("t") is None and opened.damaged("nowhere") is None
+    with pytest.raises(StoreError, match="Add it with 'emb extract"):
+        opened.dataset("nowhere")
+
+
+def test_only_errors_of_reading_stored_bytes_are_called_damage():
+    """damage_reported turns what damaged bytes raise into a CorruptStoreError naming the store
+    and 'emb validate --deep', and lets everything else (an analysis' own bug) pass unchanged."""
+    import zipfile
+
+    from emb.store import damage_reported
+
+    with pytest.raises(CorruptStoreError, match=r"x\.zarr is damaged.*emb validate --deep x\.zarr"):
+        with damage_reported(["x.zarr"]):
+            raise zipfile.BadZipFile("Bad CRC-32 for file 's/embedding/c/0/0/0/0'")
+    with pytest.raises(CorruptStoreError, match="checksum do not match"):
+        with damage_reported(["x.zarr"]):
+            raise ValueError("Stored and computed checksum do not match.")
+    for error in (ValueError("operands could not be broadcast"), KeyError("layer"),
+                  RuntimeError("boom"), StoreError("an emb error stays itself")):
+        with pytest.raises(type(error)) as raised:
+            with damage_reported(["x.zarr"]):
+                raise error
+        assert raised.value is error

@@ -1,9 +1,17 @@
-"""One place that turns emb errors into a one-line CLI error (exit status 1, no traceback), and
-warnings into one line each (no source file, no line of code)."""
+"""One place that turns errors into a one-line CLI error, and warnings into one line each (no
+source file, no line of code).
+
+Exit statuses: 1 for an emb error (bad input, a damaged or missing store; ``emb validate`` has
+its own 0/1/2), 2 for a usage error (click's), and :data:`INTERNAL_ERROR` (3) when emb could not
+finish for another reason: it ran out of memory, or an unexpected exception (a bug) reached the
+CLI. No traceback is printed unless the environment variable ``EMB_DEBUG`` is set (not ``0``).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import traceback
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -12,7 +20,22 @@ import click
 
 from emb.errors import EmbError, EmbWarning
 
-__all__ = ["EmbCommand", "EmbGroup"]
+__all__ = ["INTERNAL_ERROR", "EmbCommand", "EmbGroup"]
+
+#: exit status of a command that ran out of memory or met an unexpected exception
+INTERNAL_ERROR = 3
+
+
+class _Failure(click.ClickException):
+    """A one-line failure with its own exit status."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def _debug() -> bool:
+    return os.environ.get("EMB_DEBUG", "").strip() not in ("", "0")
 
 
 @contextlib.contextmanager
@@ -35,8 +58,30 @@ def _invoke(invoke: Any, ctx: click.Context) -> Any:
     with one_line_warnings():
         try:
             return invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, EOFError):
+            raise  # click's own: usage errors, --help, exits, "Aborted!"
         except EmbError as err:
+            if _debug():
+                traceback.print_exception(err)
             raise click.ClickException(f"{type(err).__name__}: {err}") from err
+        except MemoryError as err:
+            if _debug():
+                traceback.print_exception(err)
+            raise _Failure(
+                f"ran out of memory ({type(err).__name__}: {err or 'no detail'}): lower the sizes "
+                "(emb extract: --batch-size; emb analyze: fewer stores, --n-permutations), or "
+                "compute on a dask cluster with 'emb analyze … --scheduler ADDRESS'",
+                INTERNAL_ERROR,
+            ) from err
+        except Exception as err:  # noqa: BLE001 - the last resort: one line, never a traceback
+            if _debug():
+                traceback.print_exception(err)
+            see = "" if _debug() else "; set EMB_DEBUG=1 to see the traceback"
+            raise _Failure(
+                f"internal error: {type(err).__name__}: {err}\nplease report this with the "
+                f"command{see}",
+                INTERNAL_ERROR,
+            ) from err
 
 
 class EmbCommand(click.Command):

@@ -196,6 +196,8 @@ def _open(specs: Sequence[str], analysis: Any, suite: str | None) -> tuple[list[
     for spec, store in zip(specs, opened, strict=True):
         present = list(store.suites)
         if group not in present:
+            if (damaged := store.damaged(group)) is not None:
+                raise damaged  # there, but unreadable: 'emb extract' would refuse it too
             hint = did_you_mean(group, present)
             raise StoreError(
                 f"the store {_split_label(spec)[1]} has no suite {group!r}; it has "
@@ -256,6 +258,7 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     from emb.analyses import run_analysis
     from emb.cli._progress import compute
     from emb.results import discard_out, prepare_out, write_results
+    from emb.store import damage_reported
 
     stores: tuple[str, ...] = params.pop("stores")
     as_json: bool = params.pop("as_json")
@@ -267,7 +270,9 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     if params.get("reference"):
         options["method"] = "reference"
 
-    names, datasets, per_model = _open(stores, analysis, params["suite"])
+    locations = [_split_label(s)[1] for s in stores]
+    with damage_reported(locations):
+        names, datasets, per_model = _open(stores, analysis, params["suite"])
     out_dir = Path(params["out_dir"]) if params["out_dir"] else _default_out(names, analysis)
     # check everything cheap before computing and before creating anything: the options (the
     # lazy result), then the output directory
@@ -275,12 +280,13 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     plan = prepare_out(out_dir, analysis, overwrite=params["overwrite"],
                        default=params["out_dir"] is None)
     try:
-        result = compute(lazy, scheduler=params["scheduler"], quiet=quiet)
+        with damage_reported(locations):  # a shard that does not decode: which store, what to run
+            result = compute(lazy, scheduler=params["scheduler"], quiet=quiet)
         written = write_results(
             plan,
             analysis,
             result,
-            stores=dict(zip(names, [_split_label(s)[1] for s in stores], strict=True)),
+            stores=dict(zip(names, locations, strict=True)),
             options=options,
             suite=params["suite"] or analysis.suite,
             command=_command_line(analysis, stores, params, options),

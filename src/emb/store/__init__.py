@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from emb.store._nodes import damage_reported
 from emb.store._write_checks import open_for_writing
 from emb.store.store import (
     Store,
@@ -20,6 +21,7 @@ __all__ = [
     "SuiteWriter",
     "ValidationReport",
     "block_size_for",
+    "damage_reported",
     "describe",
     "open_for_writing",
     "open_store",

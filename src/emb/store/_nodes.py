@@ -8,9 +8,13 @@ report, not a traceback), and sizes and hashes objects for the manifest.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import re
+import traceback
+import zipfile
 import zlib
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -19,10 +23,15 @@ import zarr.storage
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync
 
+from emb.errors import CorruptStoreError, EmbError, StoreError
+
 __all__ = [
     "BadMetadata",
+    "DamagedObject",
     "child_names",
+    "damage_reported",
     "digest",
+    "is_damage",
     "list_prefix",
     "object_sizes",
     "read_json",
@@ -34,6 +43,18 @@ _CONCURRENCY = 32
 
 class BadMetadata(ValueError):
     """A metadata document exists but is not a JSON object (the message says what it holds)."""
+
+
+class DamagedObject(ValueError):
+    """An object exists but its bytes cannot be read back (a zip member that fails its CRC-32,
+    a compressed member cut short)."""
+
+
+#: what reading a damaged zip member raises (a stored member: BadZipFile "Bad CRC-32"; a
+#: deflated one: zlib.error, or EOFError when it ends early)
+_ZIP_DAMAGE = (zipfile.BadZipFile, zlib.error, EOFError)
+#: the code that decodes stored bytes: an error raised there means the bytes do not decode
+_DECODERS = re.compile(r"(^|[/\\])(numcodecs|zarr[/\\]codecs)[/\\]")
 
 
 async def _collect(items: AsyncIterator[str]) -> list[str]:
@@ -60,11 +81,19 @@ def list_prefix(zstore: Any, prefix: str) -> list[str]:
 
 
 def read_bytes(zstore: Any, key: str) -> bytes | None:
-    """An object's bytes, or None when it does not exist."""
+    """An object's bytes, or None when it does not exist.
+
+    Raises
+    ------
+    DamagedObject
+        It exists but cannot be read back (a zip member whose bytes changed).
+    """
     try:
         buffer = sync(_opened(zstore).get(key, prototype=default_buffer_prototype()))
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, KeyError):
         return None
+    except _ZIP_DAMAGE as err:
+        raise DamagedObject(f"{key} cannot be read back: {type(err).__name__}: {err}") from err
     return None if buffer is None else buffer.to_bytes()
 
 
@@ -74,9 +103,12 @@ def read_json(zstore: Any, key: str) -> dict[str, Any] | None:
     Raises
     ------
     BadMetadata
-        It exists but does not hold a JSON object.
+        It exists but does not hold a JSON object, or cannot be read back.
     """
-    raw = read_bytes(zstore, key)
+    try:
+        raw = read_bytes(zstore, key)
+    except DamagedObject as err:
+        raise BadMetadata(str(err)) from err
     if raw is None:
         return None
     try:
@@ -123,13 +155,89 @@ def digest(data: bytes) -> str:
     return f"{zlib.crc32(data):08x}"
 
 
-def digests(zstore: Any, keys: Iterable[str]) -> dict[str, tuple[int, str] | None]:
-    """(size, checksum) of each key's bytes, None when missing; reads every byte."""
-    out: dict[str, tuple[int, str] | None] = {}
+def digests(
+    zstore: Any, keys: Iterable[str]
+) -> dict[str, tuple[int, str] | DamagedObject | None]:
+    """(size, checksum) of each key's bytes, None when missing, the error when its bytes cannot
+    be read back; reads every byte."""
+    out: dict[str, tuple[int, str] | DamagedObject | None] = {}
     for key in keys:
-        raw = read_bytes(zstore, key)
+        try:
+            raw = read_bytes(zstore, key)
+        except DamagedObject as err:
+            out[key] = err
+            continue
         out[key] = None if raw is None else (len(raw), digest(raw))
     return out
+
+
+def is_damage(err: BaseException) -> bool:
+    """Whether ``err`` is what reading damaged stored bytes raises: a zip member failing its
+    CRC-32, a checksum that does not match (zarr's crc32c codec), a decompressor refusing its
+    input (blosc, zstd, zlib), or any error raised inside a codec's decoding (numcodecs, zarr's
+    codecs; e.g. blosc's SystemError on a garbled header). Programming errors raised elsewhere
+    (an analysis' own code) are not damage."""
+    if isinstance(err, DamagedObject | zipfile.BadZipFile | zlib.error):
+        return True
+    if isinstance(err, MemoryError) or not isinstance(err, Exception):
+        return False
+    text = str(err).lower()
+    if isinstance(err, ValueError) and "checksum" in text:
+        return True
+    if isinstance(err, RuntimeError) and "decompress" in text:
+        return True
+    frames = traceback.extract_tb(err.__traceback__)
+    if not frames:
+        return False
+    innermost = frames[-1].filename
+    if isinstance(err, EOFError) and innermost.endswith("zipfile.py"):
+        return True
+    return bool(_DECODERS.search(innermost))
+
+
+def _read_failure(err: BaseException) -> bool:
+    """An OSError raised while the store was read (a disk's I/O error, a connection lost)."""
+    return isinstance(err, OSError) and any(
+        re.search(r"(^|[/\\])(zarr[/\\]storage|fsspec|s3fs|aiohttp)[/\\]", f.filename)
+        or f.filename.endswith("zipfile.py")
+        for f in traceback.extract_tb(err.__traceback__)
+    )
+
+
+@contextlib.contextmanager
+def damage_reported(locations: Sequence[str]) -> Iterator[None]:
+    """Turn what reading the damaged data of one of ``locations`` raises inside the block (see
+    :func:`is_damage`) into a :class:`~emb.errors.CorruptStoreError` naming the stores and
+    ``emb validate --deep``, and an OSError of a read into a :class:`~emb.errors.StoreError`;
+    any other error passes unchanged.
+
+    Raises
+    ------
+    CorruptStoreError
+        Stored bytes do not decode.
+    StoreError
+        The store could not be read (I/O error).
+    """
+    try:
+        yield
+    except EmbError:
+        raise
+    except Exception as err:
+        which = ", ".join(locations) or "the store"
+        advice = (f"'emb validate --deep {locations[0]}'" if len(locations) == 1
+                  else "'emb validate --deep STORE' on each store")
+        if is_damage(err):
+            raise CorruptStoreError(
+                f"the stored data of {which} is damaged: reading it failed with "
+                f"{type(err).__name__}: {str(err).rstrip('. ')}; run {advice} to find the damaged objects, and "
+                "restore them from a copy or re-extract the suite with --overwrite"
+            ) from err
+        if _read_failure(err):
+            raise StoreError(
+                f"reading {which} failed: {type(err).__name__}: {str(err).rstrip('. ')}; if the store is reachable "
+                f"and this persists, run {advice}"
+            ) from err
+        raise
 
 
 def text_values(values: Any) -> np.ndarray:

@@ -17,6 +17,7 @@ from emb.store._location import check_writable, is_url, local_path, open_zarr_st
 from emb.store._nodes import BadMetadata, child_names, read_json
 from emb.store.lock import WriterLock, lock_path, locked
 from emb.store.names import check_group_name
+from emb.store.validate import root_attribute_problem
 
 __all__ = [
     "EXTRACTION_IDENTITY_KEYS",
@@ -126,6 +127,8 @@ def root_attrs(zstore: Any, location: str) -> dict[str, Any] | None:
 
 
 def _check_model(location: str, attrs: Mapping[str, Any], model: Mapping[str, Any]) -> None:
+    if (problem := root_attribute_problem(dict(attrs))) is not None:
+        raise CorruptStoreError(f"{location}: {problem}, or write into a new store")
     existing = attrs.get(dm.ATTR_MODEL)
     if not existing:
         return

@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from emb.errors import StoreError
 from emb.schemas import datamodel as dm
-from emb.store._nodes import digests, list_prefix, object_sizes
+from emb.store._nodes import DamagedObject, digests, list_prefix, object_sizes
 
 __all__ = ["MANIFEST_VERSION", "build_manifest", "check_manifest", "covered"]
 
@@ -58,6 +59,8 @@ def build_manifest(
         entry = known.get(rel) or read.get(f"{name}/{rel}")
         if entry is None:  # vanished while listing: nothing to vouch for
             continue
+        if isinstance(entry, DamagedObject):
+            raise StoreError(f"cannot list suite {name!r} in its manifest: {entry}") from entry
         objects[rel] = [int(entry[0]), str(entry[1])]
     return {
         "version": MANIFEST_VERSION,
@@ -101,7 +104,13 @@ def check_manifest(
         bad = {key for key, rel in keys.items() if sizes[key] is not None}
         for key, entry in digests(zstore, sorted(bad)).items():
             rel = keys[key]
-            if entry is not None and entry[1] != objects[rel][1]:
+            if isinstance(entry, DamagedObject):
+                cause = entry.__cause__ or entry
+                problems.append(
+                    f"{name}: {_what(rel, block, n_items)} ({key}) cannot be read back: "
+                    f"{type(cause).__name__}: {cause}"
+                )
+            elif entry is not None and entry[1] != objects[rel][1]:
                 problems.append(
                     f"{name}: {_what(rel, block, n_items)} ({key}) has other bytes than when the suite "
                     f"was completed (crc32 {entry[1]}, manifest {objects[rel][1]})"

@@ -23,7 +23,7 @@ import zarr.errors
 from emb.errors import CorruptStoreError, IncompleteStoreError, StoreError
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
-from emb.store._nodes import BadMetadata, child_names, read_json, text_values
+from emb.store._nodes import BadMetadata, child_names, damage_reported, read_json, text_values
 from emb.store.names import is_group_name
 from emb.store.shards import ShardProgress
 from emb.store.validate import (
@@ -31,6 +31,7 @@ from emb.store.validate import (
     ValidationReport,
     describe_problems,
     read_done,
+    root_attribute_problem,
     store_error,
     suite_shards,
     suite_status,
@@ -108,12 +109,22 @@ class Store:
         self.root = root
 
     def __repr__(self) -> str:
-        return f"<emb.Store {self.location!r} model={self.model.get('model_id')!r} suites={list(self.suites)}>"
+        model = self.root.attrs.get(dm.ATTR_MODEL)
+        model_id = model.get("model_id") if isinstance(model, dict) else None
+        return f"<emb.Store {self.location!r} model={model_id!r} suites={list(self.suites)}>"
 
     # -- contents -------------------------------------------------------------------------------
     @property
     def model(self) -> dict[str, Any]:
-        """Provenance of the model that wrote this store (empty for a store with no suite yet)."""
+        """Provenance of the model that wrote this store (empty for a store with no suite yet).
+
+        Raises
+        ------
+        CorruptStoreError
+            The root's ``model`` attribute is not an object.
+        """
+        if (problem := root_attribute_problem(dict(self.root.attrs))) is not None:
+            raise CorruptStoreError(f"{self.location}: {problem}")
         return dict(self.root.attrs.get(dm.ATTR_MODEL, {}))
 
     @property
@@ -125,6 +136,8 @@ class Store:
     def _group(self, name: str) -> zarr.Group:
         name = str(name) if isinstance(name, str) else name  # np.str_ reprs stay out of messages
         if name not in self.suites:
+            if (damaged := self.damaged(name)) is not None:
+                raise damaged
             raise StoreError(
                 f"suite {name!r} is not in store {self.location}; it has {list(self.suites)}. "
                 f"Add it with 'emb extract --suite {name} --store {self.location} ...'"
@@ -198,7 +211,8 @@ class Store:
             )
         except Exception as err:  # noqa: BLE001 - damaged metadata: a clear error, no traceback
             raise store_error(self.location, name, [f"{type(err).__name__}: {err}"]) from err
-        ds = ds.assign_coords(_coordinates(group, ds))
+        with damage_reported([self.location]):  # a coordinate chunk that does not decode
+            ds = ds.assign_coords(_coordinates(group, ds))
         # whole shards per dask chunk, at most MAX_ITEM_CHUNKS of them: a paper-scale CEAT group
         # (4 million items, 128 per shard) would otherwise make 406,250 dask chunks per read
         shards = max(1, -(-ds.sizes["item"] // (block * MAX_ITEM_CHUNKS)))
@@ -216,6 +230,16 @@ class Store:
         ds[dm.EMBEDDING] = ds[dm.EMBEDDING].variable.chunk(spec)
         ds.encoding["source"] = self.location
         return ds
+
+    def damaged(self, name: str) -> CorruptStoreError | None:
+        """The error that says why suite ``name`` is damaged (what a plain :meth:`validate`
+        finds), or None when it is intact or not in the store at all: a suite whose metadata
+        was deleted or lost its attributes is not among :attr:`suites`, yet it is there."""
+        report = self.validate()
+        if report.suites.get(name) != "corrupt":
+            return None
+        own = [p for p in report.problems if p.startswith(f"{name}:")]
+        return store_error(self.location, name, own or list(report.problems))
 
     # -- reports -----------------------------------------------------------------------------------
     def info(self) -> StoreInfo:
@@ -356,6 +380,8 @@ def open_store(
             f"{text} has store schema version {version!r}; this emb reads "
             f"{list(dm.READABLE_SCHEMA_VERSIONS)}: upgrade emb"
         )
+    if (problem := root_attribute_problem(dict(root.attrs))) is not None:
+        raise CorruptStoreError(f"{text}: {problem}; 'emb validate {text}' reports the whole store")
     # a bare root group is what a first run killed right after creating the store leaves behind
     return Store(text, zstore, root)
 

@@ -35,6 +35,7 @@ __all__ = [
     "Status",
     "ValidationReport",
     "read_done",
+    "root_attribute_problem",
     "shard_key",
     "suite_shards",
     "suite_status",
@@ -166,6 +167,8 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
             problems=(f"store schema version {version!r} is not one this emb reads "
                       f"({list(dm.READABLE_SCHEMA_VERSIONS)}); upgrade emb",),
         )
+    if (found := root_attribute_problem(attrs)) is not None:
+        problems.append(found)
     for name in names:
         try:
             meta = read_json(zstore, f"{name}/zarr.json")
@@ -186,6 +189,19 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
                 notes.append(f"{name}: not part of the store (no zarr metadata); ignored")
             continue
         group_attrs = meta.get("attributes") or {}
+        if not isinstance(group_attrs, dict):
+            statuses[name] = "corrupt"
+            problems.append(f"{name}: the suite's attributes hold {_described(group_attrs)}, not "
+                            f"an object; restore {name}/zarr.json from a copy")
+            continue
+        if meta.get("node_type") == "group" and dm.ATTR_SUITE not in group_attrs and (
+            name in suite_like or _EMB_GROUP_ATTRS & set(group_attrs)
+        ):
+            statuses[name] = "corrupt"
+            problems.append(f"{name}: the suite's metadata ({name}/zarr.json) lost its "
+                            f"'{dm.ATTR_SUITE}' attribute, though the suite is there; restore "
+                            f"it from a copy, or re-extract the suite with --name {name} --overwrite")
+            continue
         if meta.get("node_type") != "group" or dm.ATTR_SUITE not in group_attrs:
             notes.append(f"{name}: a zarr node emb did not write; ignored")
             continue
@@ -198,7 +214,7 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
             problems=(*problems, "no suite written yet: run 'emb extract' into this store"),
             notes=tuple(notes),
         )
-    if "corrupt" in statuses.values():
+    if "corrupt" in statuses.values() or found is not None:
         status: Status = "corrupt"
     elif "incomplete" in statuses.values():
         status = "incomplete"
@@ -210,16 +226,74 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
     )
 
 
+#: attributes emb writes on every suite group besides ``suite``
+_EMB_GROUP_ATTRS = {dm.ATTR_EXTRACTION, dm.ATTR_SKELETON, dm.ATTR_COMPLETE}
+
+
 def _looks_like_suite(zstore: Any, name: str) -> bool:
     """Whether ``name`` holds an emb suite's pieces (even with its own metadata gone)."""
     try:
         meta = read_json(zstore, f"{name}/zarr.json")
     except BadMetadata:
         return True
-    if meta is not None:
-        return dm.ATTR_SUITE in (meta.get("attributes") or {})
+    attrs = (meta or {}).get("attributes") or {}
+    if meta is not None and (not isinstance(attrs, dict) or dm.ATTR_SUITE in attrs):
+        return True
     children = set(child_names(zstore, name))
     return dm.PROGRESS_GROUP in children or dm.EMBEDDING in children
+
+
+def _described(value: Any) -> str:
+    """A stored attribute value in a message: its JSON type and the start of its repr."""
+    kind = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+    text = repr(value)
+    return f"{kind} ({text[:60]}{'…' if len(text) > 60 else ''})"
+
+
+def root_attribute_problem(attrs: dict[str, Any]) -> str | None:
+    """Why the root's emb attributes cannot be read (None: they can)."""
+    model = attrs.get(dm.ATTR_MODEL)
+    if dm.ATTR_MODEL in attrs and not isinstance(model, dict):
+        return (f"the store's root attribute '{dm.ATTR_MODEL}' holds {_described(model)}, not "
+                "the model's provenance (an object); restore the root zarr.json from a copy")
+    return None
+
+
+#: the attributes of a suite group that must hold JSON objects, and their typed fields
+_GROUP_MAPPINGS = {
+    dm.ATTR_SUITE: {"settings": list, "stimulus_sets": list, "content_hash": str},
+    dm.ATTR_EXTRACTION: {"poolings": list, "block_size": int},
+    dm.ATTR_MODEL: {},
+}
+
+
+def _attribute_problems(name: str, attrs: dict[str, Any]) -> list[str]:
+    """Why a suite group's attributes cannot be read (empty: they can): ``suite``,
+    ``extraction`` and ``model`` must be objects, and the fields readers use of the right type."""
+    fix = f"restore {name}/zarr.json from a copy"
+    problems = []
+    for key, fields in _GROUP_MAPPINGS.items():
+        if key not in attrs:
+            continue
+        value = attrs[key]
+        if not isinstance(value, dict):
+            problems.append(f"{name}: its '{key}' attribute holds {_described(value)}, not an "
+                            f"object ({fix})")
+            continue
+        for field_name, kind in fields.items():
+            if field_name not in value:
+                continue
+            got = value[field_name]
+            if kind is int:
+                ok = isinstance(got, int) and not isinstance(got, bool) and got > 0
+                wanted = "a positive whole number"
+            else:
+                ok, wanted = isinstance(got, kind), ("a list" if kind is list else "a string")
+            if not ok:
+                problems.append(f"{name}: its '{key}.{field_name}' attribute holds "
+                                f"{_described(got)}, not {wanted} ({fix})")
+    return problems
 
 
 def shard_key(name: str, array: zarr.Array, block: int) -> str:
@@ -285,6 +359,9 @@ def _validate_suite(
     if version not in dm.READABLE_SCHEMA_VERSIONS:
         problems.append(f"{name}: written with store schema version {version!r}, which this emb "
                         f"does not read ({list(dm.READABLE_SCHEMA_VERSIONS)}); upgrade emb")
+        return "corrupt"
+    if found := _attribute_problems(name, attrs):
+        problems.extend(found)
         return "corrupt"
     if not attrs.get(dm.ATTR_SKELETON, False):
         problems.append(f"{name}: layout write was interrupted (re-run the same command)")
@@ -395,6 +472,9 @@ def suite_status(zstore: Any, name: str, *, deep: bool = False) -> tuple[Status,
     if meta is None:
         return "corrupt", [f"{name}: the suite's metadata ({name}/zarr.json) is missing"], notes
     attrs = meta.get("attributes") or {}
+    if not isinstance(attrs, dict):
+        return "corrupt", [f"{name}: the suite's attributes hold {_described(attrs)}, not an "
+                           "object"], notes
     status = _validate_suite(zstore, name, attrs, problems, notes, deep=deep)
     return status, problems, notes
 
@@ -407,8 +487,10 @@ def describe_problems(problems: list[str] | tuple[str, ...], limit: int = 3) -> 
 
 def store_error(location: str, name: str, problems: list[str]) -> CorruptStoreError:
     """The error a reader raises for a damaged suite."""
+    described = describe_problems(problems)
+    again = "" if "--overwrite" in described else ", and re-extract the suite with --overwrite"
     return CorruptStoreError(
-        f"suite {name!r} in {location} is damaged: {describe_problems(problems)}; run 'emb "
-        f"validate {location}' for the whole report, and re-extract the suite with --overwrite"
+        f"suite {name!r} in {location} is damaged: {described}; run 'emb validate {location}' "
+        f"for the whole report{again}"
     )
 
