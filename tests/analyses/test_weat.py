@@ -301,9 +301,12 @@ def test_missing_words_raise_naming_them():
     assert "12 of 16 words are missing" in msg
     assert "'zz0'" in msg and "'zz9'" in msg and "'zz10'" not in msg
     assert "suite 'weat' in store toy.zarr" in msg
-    # the built-in 'weat' suite cannot hold them: the hint is a suite file, not '--suite weat'
-    assert "built-in 'weat' generator" in msg and "--suite weat" not in msg
-    assert "emb extract --model toy-model --suite FILE --store toy.zarr" in msg
+    # the built-in 'weat' group holds the word lists it was extracted with (extracting others
+    # into it is refused): the hint extracts a test file into a new group and analyses that
+    assert "built-in 'weat' generator" in msg
+    assert ("emb extract --model toy-model --suite weat --tests FILE --name weat_new "
+            "--store toy.zarr" in msg)
+    assert "'--suite weat_new'" in msg
     # a test whose words lack one setting
     only_bleached = ds.isel(item=np.flatnonzero(ds.setting.values == "bleached"))
     with pytest.raises(AnalysisError, match=r"setting \['alone'\] not in this suite"):

@@ -22,12 +22,19 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb.errors import AnalysisError
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "MAX_COUNT",
+    "MAX_SEED",
+    "SEED",
+    "SEED_32",
     "Analysis",
     "Option",
+    "check_options",
     "Summary",
     "add_log10_p",
     "format_p",
@@ -38,6 +45,13 @@ __all__ = [
 ]
 
 OptionType = Literal["str", "int", "float", "bool", "path", "layer"]
+
+#: Largest value of an integer option (counts: permutations, samples, replicates, folds …) unless
+#: its :class:`Option` declares a smaller ``high``: beyond it a run would not end, or not fit in
+#: memory, on any machine.
+MAX_COUNT = 10**9
+#: Largest seed: what a signed 64-bit attribute of the written netCDF can hold.
+MAX_SEED = 2**63 - 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +81,11 @@ class Option:
         The value's name in ``--help``.
     aliases : tuple of str
         Further flags for the same option (``--tests`` beside ``--test``).
+    low, high : number, optional
+        Bounds of an ``int`` or ``float`` option (inclusive unless ``low_open``/``high_open``).
+        An ``int`` option's default bounds are 0 and :data:`MAX_COUNT`; a ``float`` option must
+        be finite. The CLI refuses a value outside them, and the analysis function does too
+        (:func:`check_options`): declared here once.
     """
 
     name: str
@@ -77,6 +96,52 @@ class Option:
     flag: str | None = None
     metavar: str | None = None
     aliases: tuple[str, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    @property
+    def bounds(self) -> tuple[float | None, float | None]:
+        """The (low, high) bounds in force (an ``int`` option's defaults: 0 and MAX_COUNT)."""
+        if self.type == "int":
+            return (0 if self.low is None else self.low,
+                    MAX_COUNT if self.high is None else self.high)
+        return self.low, self.high
+
+    @property
+    def range_text(self) -> str:
+        """The allowed values in words: ``an integer from 2 to 1,000,000,000``."""
+        low, high = self.bounds
+        if self.type == "int":
+            return f"an integer from {low:,} to {high:,}"
+        parts = []
+        if low is not None:
+            parts.append(f"{'>' if self.low_open else '>='} {low:g}")
+        if high is not None:
+            parts.append(f"{'<' if self.high_open else '<='} {high:g}")
+        return "a finite number" + (" " + " and ".join(parts) if parts else "")
+
+    def in_range(self, value: Any) -> bool:
+        """Whether ``value`` has the option's type and lies within its bounds."""
+        if isinstance(value, bool):
+            return False
+        if self.type == "int":
+            if not isinstance(value, int | np.integer):
+                return False
+        elif not isinstance(value, int | float | np.integer | np.floating) or not math.isfinite(value):
+            return False
+        low, high = self.bounds
+        if low is not None and (value <= low if self.low_open else value < low):
+            return False
+        return not (high is not None and (value >= high if self.high_open else value > high))
+
+    def check(self, value: Any) -> Any:
+        """``value`` unchanged when :meth:`in_range` (or the option is not numeric);
+        :class:`~emb.errors.AnalysisError` naming the bounds otherwise."""
+        if self.type in ("int", "float") and not self.in_range(value):
+            raise AnalysisError(f"{self.name} must be {self.range_text}; got {value!r}")
+        return value
 
     @property
     def cli_flag(self) -> str:
@@ -87,6 +152,24 @@ class Option:
         if self.multiple and name.endswith("s") and not name.endswith("ss"):
             name = name[:-1]
         return "--" + name.replace("_", "-")
+
+
+#: The seed every random analysis takes (the CLI's shared ``--seed``).
+SEED = Option(name="seed", type="int", high=MAX_SEED, help="Seed of every random choice")
+#: The seed of an analysis that hands it to scikit-learn (``random_state`` < 2**32).
+SEED_32 = Option(name="seed", type="int", high=2**32 - 1, help="Seed of every random choice")
+
+
+def check_options(analysis: Analysis, /, **values: Any) -> None:
+    """Refuse (:class:`~emb.errors.AnalysisError`) a value outside its declared bounds.
+
+    ``analysis`` is the record whose ``options`` (and ``seed``) declare them; ``values`` maps
+    keyword → value as the function got it. Undeclared keywords are not checked.
+    """
+    declared = {o.name: o for o in analysis.options} | {"seed": analysis.seed}
+    for name, value in values.items():
+        if name in declared:
+            declared[name].check(value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -308,6 +391,9 @@ class Analysis:
         sidecar); an absolute path (a user's ``--export-tests FILE``, made absolute by the
         analysis function) is written there, atomically, before the sidecar (listed under
         ``exports``).
+    seed : Option
+        Bounds of the ``seed`` keyword, when the function takes one (the CLI's shared
+        ``--seed``): :data:`SEED`, or :data:`SEED_32` where it reaches scikit-learn.
     word_tables : tuple of str
         Names of the tables with one row per word (large: written as Parquet by default).
     chunk_by : tuple of str
@@ -329,6 +415,7 @@ class Analysis:
     extra_files: Callable[[xr.Dataset], Mapping[str, bytes]] | None = field(default=None, repr=False)
     word_tables: tuple[str, ...] = ()
     chunk_by: tuple[str, ...] = ()
+    seed: Option = field(default_factory=lambda: SEED)
 
     def __post_init__(self) -> None:
         params = self.parameters()

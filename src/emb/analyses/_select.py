@@ -83,6 +83,16 @@ def vectors_coverage(ds: xr.Dataset) -> str | None:
     )
 
 
+#: Built-in generators whose word lists an 'emb extract' option chooses: (flag, what it gives).
+_WORD_OPTIONS = {
+    "weat": ("--tests FILE", "a test file (--tests FILE, the weat_tests.json layout) that holds "
+                             "these words"),
+    "vast": ("--lexicon CSV --polar JSON", "a lexicon (--lexicon CSV) and/or polar words "
+                                           "(--polar JSON: 'pleasant'/'unpleasant' lists) that hold "
+                                           "these words"),
+}
+
+
 def _extract_hint(ds: xr.Dataset, setting: str | None = None) -> str:
     """What would add missing words: never a built-in suite that cannot hold them."""
     suite, store, model = describe_source(ds)
@@ -107,6 +117,17 @@ def _extract_hint(ds: xr.Dataset, setting: str | None = None) -> str:
                 f"the built-in '{generator}' suite found no corpus sentence for some words (its "
                 "parameter 'missing_random' lists them); extract it with a larger --corpus, or "
                 "leave the 'random' setting out"
+            )
+        if generator in _WORD_OPTIONS:
+            flag, what = _WORD_OPTIONS[generator]
+            new = f"{generator}_new"
+            return (
+                f"the store's {suite!r} group was made by the built-in '{generator}' generator with "
+                f"the word lists it was given; its words are part of its definition, so extract the "
+                f"suite again into a new group with {what}: 'emb extract --model "
+                f"{model if model != '?' else 'MODEL'} --suite {generator} {flag} --name {new} "
+                f"--store {store if store != '?' else 'STORE'}', then pass '--suite {new}' to "
+                "'emb analyze'"
             )
         return (
             f"the store's {suite!r} group was made by the built-in '{generator}' generator, whose "

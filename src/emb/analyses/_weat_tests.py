@@ -49,6 +49,7 @@ __all__ = [
     "parse_tests",
     "split_tests",
     "suite_tests",
+    "word_set_problems",
 ]
 
 ROLES = ("X", "Y", "A", "B")
@@ -217,6 +218,24 @@ def parse_tests(definition: Mapping[str, Any], ds: xr.Dataset) -> list[TestSpec]
             filters[role] = dict(labels)
         out.append(TestSpec(name=str(test_name), words=words, groups=groups, filters=filters))
     return out
+
+
+def word_set_problems(test: TestSpec) -> list[str]:
+    """What is wrong with a test's word sets: a word listed twice in one set, or one word in both
+    target sets (X, Y) or both attribute sets (A, B). Either makes the statistic meaningless: a
+    word in X and Y cancels out of ``S``, one in A and B out of ``s(w, A, B)``, and a duplicate
+    counts a word twice."""
+    problems = []
+    for role in ROLES:
+        words = test.words[role]
+        twice = [w for w in dict.fromkeys(words) if words.count(w) > 1]
+        if twice:
+            problems.append(f"{role} lists {names(twice)} twice")
+    for first, second in (("X", "Y"), ("A", "B")):
+        shared = [w for w in dict.fromkeys(test.words[first]) if w in set(test.words[second])]
+        if shared:
+            problems.append(f"{first} and {second} share {names(shared)}")
+    return problems
 
 
 def split_tests(tests: Any) -> tuple[list[str] | None, list[dict[str, Any]]]:

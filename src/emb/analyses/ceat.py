@@ -14,6 +14,7 @@ stimuli and over each stimulus' contexts, which does not (METHODS.md, "CEAT").
 from __future__ import annotations
 
 import json
+import os
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,12 +24,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb import data
 from emb._text import natural_key
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
     Analysis,
     Option,
     Summary,
+    check_options,
     coord_values,
     default_of,
     format_p,
@@ -48,7 +51,7 @@ from emb.analyses._ceat_kernels import (
     ceat_kernel,
     sample_indices,
 )
-from emb.analyses._select import item_values, provenance_attrs
+from emb.analyses._select import describe_source, item_values, provenance_attrs
 from emb.errors import AnalysisError, MissingStimuliError
 
 if TYPE_CHECKING:
@@ -63,6 +66,43 @@ class _Test:
     name: str
     stimuli: dict[str, list[str]]  # role -> stimuli
     groups: dict[str, str]
+
+
+def _memory_limit() -> int:
+    """This machine's physical memory in bytes (16 GiB where the system does not say)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return 16 * 2**30
+
+
+def _check_memory(
+    ds: xr.Dataset, tests: Sequence[_Test], *, n_samples: int, n_bootstrap: int,
+    bootstrap_samples: int, boot_grid: Sequence[int],
+) -> None:
+    """Refuse sizes whose arrays cannot fit in memory, before any is allocated: per test the
+    sampled context indices (samples × stimuli, int64, built at once), the bootstrap's indices
+    (replicates × samples per replicate × stimuli) and the per-sample results (es, v, p for every
+    layer and pooling), plus one kernel's scores."""
+    cells = int(np.prod([n for d, n in ds["embedding"].sizes.items() if d not in ("item", "feature")]))
+    total = 0
+    for test in tests:
+        n_stim = sum(len(v) for v in test.stimuli.values())
+        n_t = len(test.stimuli["X"]) + len(test.stimuli["Y"])
+        boot_rows = n_bootstrap * (bootstrap_samples + sum(boot_grid)) if n_bootstrap else 0
+        total += (n_samples + boot_rows) * n_stim * 8  # indices
+        total += cells * n_samples * 20 + cells * n_bootstrap * 8  # es, v (f8), p (f4); replicates
+        total += max(n_samples, n_bootstrap * bootstrap_samples) * (n_t * 8 + 24)  # one task
+    limit = _memory_limit()
+    if total > limit:
+        raise AnalysisError(
+            f"ceat with n_samples={n_samples:,} (--samples), n_bootstrap={n_bootstrap:,} and "
+            f"bootstrap_samples={bootstrap_samples:,} over {len(tests)} test(s) and {cells} "
+            f"layer x pooling cell(s) would need about {total / 2**30:.1f} GiB of memory (sampled "
+            f"context indices, bootstrap indices and per-sample results), more than this machine's "
+            f"{limit / 2**30:.1f} GiB; lower --samples, or --n-bootstrap x --bootstrap-samples "
+            "(--n-bootstrap 0: no bootstrap), or run fewer --tests"
+        )
 
 
 def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
@@ -82,6 +122,33 @@ def _suite_parameters(ds: xr.Dataset) -> dict:
     if isinstance(params, str):
         params = json.loads(params)
     return params or {}
+
+
+def _missing_tests_message(ds: xr.Dataset, unknown: list[str], present: list[str]) -> str:
+    """What to do about tests the suite lacks: a built-in test is extracted into a new group (the
+    tests are part of a suite's definition, so adding them to this group would be refused); any
+    other name needs a test file first."""
+    from emb._text import did_you_mean
+
+    _, store, model = describe_source(ds)
+    builtin = list(data.read_json("ceat_tests.json").get("tests") or {})
+    known = [t for t in unknown if t in builtin]
+    other = [t for t in unknown if t not in builtin]
+    text = f"tests {unknown} are not in this ceat suite; it has {present}."
+    if len(unknown) == 1:
+        text += did_you_mean(unknown[0], present)
+    if other:
+        text += (f" {', '.join(map(repr, other))} {'is not a built-in CEAT test' if len(other) == 1 else 'are not built-in CEAT tests'} (those are "
+                 f"{', '.join(builtin)}): define {'it' if len(other) == 1 else 'them'} in a JSON file in "
+                 "the ceat_weat_groups.json layout and extract it as below with --tests FILE.")
+    tests = "FILE" if other else ",".join(known)
+    text += (
+        f" Extract {'them' if len(unknown) > 1 else 'it'} into a new group (adding tests to this "
+        f"one is refused): 'emb extract --model {model} --suite ceat --corpus CORPUS --tests "
+        f"{tests} --name ceat_new --store {store}', then 'emb analyze ceat --store {store} "
+        "--suite ceat_new'"
+    )
+    return text
 
 
 def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None) -> list[_Test]:
@@ -114,10 +181,7 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None) -> list[_Test]:
         names = [wanted] if isinstance(wanted, str) else [str(t) for t in wanted]
         unknown = [t for t in names if t not in defs]
         if unknown:
-            raise MissingStimuliError(
-                f"tests {unknown} are not in this ceat suite; it has {present}. Extract them with "
-                f"'emb extract --suite ceat --tests {','.join(unknown)} …'"
-            )
+            raise MissingStimuliError(_missing_tests_message(ds, unknown, present))
     out = []
     for name in names:
         roles = defs[name]
@@ -283,7 +347,8 @@ def ceat(
         histogram); 0 skips it.
     n_bootstrap, bootstrap_samples : int, default 100, 100
         Bootstrap replicates (stimuli resampled within each word set, then each stimulus'
-        contexts) and the samples combined in each; 0 replicates skips the bootstrap.
+        contexts) and the samples combined in each; 0 replicates skips the bootstrap, else at
+        least 20 (fewer cannot give the 2.5 % and 97.5 % quantiles).
     convergence : sequence of int
         N at which the meta-analysis is recomputed on the first N samples (``conv_*``), to show
         how p and the CI shrink with N.
@@ -308,7 +373,8 @@ def ceat(
     Raises
     ------
     AnalysisError
-        Bad options, or a Dataset that is not a ceat suite.
+        Bad options, sizes whose arrays would not fit in this machine's memory, or a Dataset that
+        is not a ceat suite.
     MissingStimuliError
         A test asked for that the suite lacks.
 
@@ -331,18 +397,18 @@ def ceat(
     """
     alternative = _parse_choice("alternative", alternative, ("two-sided", "greater", "less"))  # type: ignore[assignment]
     method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]
-    for name, value, low in (("n_samples", n_samples, 2), ("ddof", ddof, 0),
-                             ("n_permutations", n_permutations, 0), ("n_bootstrap", n_bootstrap, 0),
-                             ("bootstrap_samples", bootstrap_samples, 2)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise AnalysisError(f"{name} must be an integer >= {low}; got {value!r}")
+    check_options(ANALYSIS, n_samples=n_samples, ddof=ddof, n_permutations=n_permutations,
+                  n_bootstrap=n_bootstrap, bootstrap_samples=bootstrap_samples, seed=seed)
     if 0 < n_bootstrap < 20:
-        raise AnalysisError(f"n_bootstrap must be 0 (off) or at least 20; got {n_bootstrap}")
+        raise AnalysisError(f"n_bootstrap must be 0 (no bootstrap CI) or at least 20 (fewer cannot "
+                            f"give its 2.5% and 97.5% quantiles); got {n_bootstrap}")
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
     grid = tuple(sorted({min(int(n), n_samples) for n in convergence if int(n) >= 2} | {n_samples}))
     boot_grid = tuple(sorted({int(n) for n in bootstrap_convergence if int(n) >= 2}))
     test_list = _tests(ds, tests)
+    _check_memory(ds, test_list, n_samples=int(n_samples), n_bootstrap=int(n_bootstrap),
+                  bootstrap_samples=int(bootstrap_samples), boot_grid=boot_grid if n_bootstrap else ())
     layer = int(ds["layer"].values.max())
     pooling = default_of(list(ds["pooling"].values), DEFAULT_POOLINGS)
     replace = "always" if method == "reference" else "auto"
@@ -516,15 +582,16 @@ ANALYSIS = Analysis(
     description="CEAT: random-effects combined WEAT effect sizes over sampled natural contexts",
     options=(
         Option(name="tests", multiple=True, help="test of the suite, e.g. C1 (default: all)"),
-        Option(name="n_samples", type="int", flag="--samples",
+        Option(name="n_samples", type="int", flag="--samples", low=2,
                help="N: samples of one context per stimulus"),
         Option(name="alternative", choices=("two-sided", "greater", "less"),
                help="alternative hypothesis of the combined z"),
         Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
         Option(name="n_permutations", type="int",
                help="re-splits behind each sample's own p (histogram colours); 0: none"),
-        Option(name="n_bootstrap", type="int", help="bootstrap replicates (0: no bootstrap CI)"),
-        Option(name="bootstrap_samples", type="int", help="samples combined in each replicate"),
+        Option(name="n_bootstrap", type="int",
+               help="bootstrap replicates: 0 (no bootstrap CI) or at least 20"),
+        Option(name="bootstrap_samples", type="int", low=2, help="samples combined in each replicate"),
     ),
     tables=_tables,
     figures=_figures,

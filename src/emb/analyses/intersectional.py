@@ -34,9 +34,11 @@ from emb import data
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
+    SEED_32,
     Analysis,
     Option,
     Summary,
+    check_options,
     default_of,
     format_adjusted,
     format_p,
@@ -283,12 +285,8 @@ def intersectional(
     ):
         if value not in allowed:
             raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
-    if isinstance(ddof, bool) or not isinstance(ddof, int | np.integer) or ddof < 0:
-        raise AnalysisError(f"ddof must be a non-negative integer; got {ddof!r}")
-    if isinstance(n_permutations, bool) or int(n_permutations) < 2:
-        raise AnalysisError(f"n_permutations must be at least 2; got {n_permutations!r}")
-    if not 0 < float(extreme_share) <= 0.5:
-        raise AnalysisError(f"extreme_share must lie in (0, 0.5]; got {extreme_share!r}")
+    check_options(ANALYSIS, C=C, cv_folds=cv_folds, ddof=ddof,
+                  n_permutations=n_permutations, extreme_share=extreme_share, seed=seed)
     reference = method == "reference"
     pairs, categories = _suite_design(ds)
     for category in pairs:
@@ -522,19 +520,21 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
 
 ANALYSIS = Analysis(
     name="intersectional",
+    seed=SEED_32,  # LinearSVC and StratifiedKFold take a random_state below 2**32
     function=intersectional,
     suite="intersectional",
     description="valence bias of 12 attribute pairs in 4,096 phrases (d, permutation p) and "
     "experiment-3 ranks",
     options=(
-        Option(name="C", type="float", flag="--C", help="LinearSVC regularisation"),
+        Option(name="C", type="float", flag="--C", low=0, low_open=True, help="LinearSVC regularisation"),
         Option(name="scaling", choices=SCALINGS, help="feature scaling fitted on the training words"),
-        Option(name="cv_folds", type="int", help="folds of the classifier's cross-validated accuracy"),
+        Option(name="cv_folds", type="int", high=25, help="folds of the classifier's cross-validated accuracy"),
         Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
         Option(name="alternative", choices=("two-sided", "greater", "less"), help="alternative hypothesis"),
-        Option(name="n_permutations", type="int", help="Monte-Carlo re-splits of A and B"),
+        Option(name="n_permutations", type="int", low=2, help="Monte-Carlo re-splits of A and B"),
         Option(name="correction", choices=("none", "holm", "bh"), help="correction across the 12 pairs"),
-        Option(name="extreme_share", type="float", help="share of experiment-3 phrases in the top/bottom sets"),
+        Option(name="extreme_share", type="float", low=0, high=0.5, low_open=True,
+               help="share of experiment-3 phrases in the top/bottom sets"),
     ),
     tables=_tables,
     figures=_figures,

@@ -25,6 +25,7 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
+    check_options,
     default_of,
     front,
     integer_columns,
@@ -269,8 +270,7 @@ def sc_weat(
     >>> sc_weat(ds, words=["love"], setting="bleached", attribute_a=pleasant,
     ...         attribute_b=unpleasant).effect_size  # doctest: +SKIP
     """
-    if int(n_permutations) < 0:
-        raise AnalysisError(f"n_permutations must be >= 0; got {n_permutations}")
+    check_options(ANALYSIS, ddof=ddof, n_permutations=n_permutations, seed=seed)
     words = [str(w) for w in words]
     target = select_words(ds, words, setting=setting, **dict(word_labels or {}))
     a = select_words(ds, attribute_a, setting=setting, **dict(attribute_labels or {}))

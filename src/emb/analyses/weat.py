@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -25,6 +26,7 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
+    check_options,
     coord_values,
     default_of,
     format_adjusted,
@@ -49,8 +51,9 @@ from emb.analyses._weat_tests import (
     parse_tests,
     split_tests,
     suite_tests,
+    word_set_problems,
 )
-from emb.errors import AnalysisError
+from emb.errors import AnalysisError, EmbWarning
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -305,29 +308,36 @@ def weat(
     correction_over = _parse_choice(  # type: ignore[assignment]
         "correction_over", correction_over, ("test", "layer", "test+layer")
     )
-    if not isinstance(ddof, int | np.integer) or ddof < 0:
-        raise AnalysisError(f"ddof must be a non-negative integer; got {ddof!r}")
-    if int(n_permutations) < 2:
-        raise AnalysisError(f"n_permutations must be at least 2; got {n_permutations}")
-    if not isinstance(n_bootstrap, int | np.integer) or isinstance(n_bootstrap, bool) or n_bootstrap < 0:
-        raise AnalysisError(f"n_bootstrap must be a non-negative integer (0: no CI); got {n_bootstrap!r}")
-    if not 0 < float(confidence) < 1:
-        raise AnalysisError(f"confidence must lie strictly between 0 and 1; got {confidence!r}")
+    check_options(ANALYSIS, ddof=ddof, n_permutations=n_permutations,
+                  exact_limit=exact_limit, seed=seed, n_bootstrap=n_bootstrap,
+                  confidence=confidence)
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
 
     custom = custom_test(x, y, a, b, tests)
+    built_in: list[TestSpec] = []  # the store suite's own tests: their overlaps are warned about
     if custom is not None:
         test_list = [custom]
     else:
         suite_names, definitions = split_tests(tests)
         test_list = [t for d in definitions for t in parse_tests(d, ds)]
         if suite_names or not definitions:
-            test_list = suite_tests(ds, suite_names or None, include_excluded) + test_list
+            built_in = suite_tests(ds, suite_names or None, include_excluded)
+            test_list = built_in + test_list
         seen = [t.name for t in test_list]
         twice = sorted({n for n in seen if seen.count(n) > 1})
         if twice:
             raise AnalysisError(f"test name(s) {names(twice)} are defined twice; give each test its own name")
+    for test in test_list:
+        problems = word_set_problems(test)
+        if not problems:
+            continue
+        text = (f"WEAT test {test.name!r}: {'; '.join(problems)} (a word in both sets of a pair "
+                "cancels out of the statistic, a word listed twice counts twice)")
+        if any(test is t for t in built_in):
+            warnings.warn(f"{text}; the suite defines it so", EmbWarning, stacklevel=2)
+        else:
+            raise AnalysisError(f"{text}; list each word once, in one set of each pair")
 
     present = settings_present(ds)
     if settings is None:
@@ -529,13 +539,16 @@ ANALYSIS = Analysis(
         Option(name="settings", multiple=True, help="contextual setting (default: every setting)"),
         Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
         Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
-        Option(name="n_permutations", type="int", help="Monte-Carlo splits when exact enumeration is too big"),
+        Option(name="n_permutations", type="int", low=2, help="Monte-Carlo splits when exact enumeration is too big"),
         Option(name="exact_limit", type="int", help="enumerate every split up to this many"),
         Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
         Option(name="correction", choices=("none", "holm", "bh"), help="multiple-comparison correction"),
         Option(name="correction_over", choices=("test", "layer", "test+layer"), help="the correction's family"),
-        Option(name="n_bootstrap", type="int", help="bootstrap replicates of d's CI over stimuli (0: none)"),
-        Option(name="confidence", type="float", help="coverage of the bootstrap CI"),
+        Option(name="n_bootstrap", type="int", high=100_000,
+               help="bootstrap replicates of d's CI over stimuli (0: none; their resampling "
+                    "counts are held in memory)"),
+        Option(name="confidence", type="float", low=0, high=1, low_open=True, high_open=True,
+               help="coverage of the bootstrap CI"),
     ),
     tables=_tables,
     figures=_figures,

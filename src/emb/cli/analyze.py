@@ -28,12 +28,25 @@ _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 # -- stores ----------------------------------------------------------------------------------------
 def _split_label(spec: str) -> tuple[str | None, str]:
-    """``label=path`` → (label, path); a plain path (or URL) → (None, path)."""
-    if "=" in spec:
+    """``label=path`` → (label, path); a plain path (or URL) → (None, path). A spec that exists
+    as a path is a path, even with an ``=`` in its name (``we=ird.zarr``)."""
+    if "=" in spec and not Path(spec).exists():
         label, path = spec.split("=", 1)
         if _LABEL.match(label) and path:
             return label, path
     return None, spec
+
+
+def _check_stores(ctx: click.Context, param: click.Parameter, specs: Sequence[str]) -> Sequence[str]:
+    """Refuse an empty store path (``--store ''`` or ``--store gpt2=``) before anything is opened."""
+    for spec in specs:
+        label, path = _split_label(spec)
+        dangling = label is None and spec.endswith("=") and not Path(spec).exists()
+        if not path.strip() or (dangling and _LABEL.match(spec[:-1])):
+            raise click.BadParameter(
+                f"{spec!r} names no store: the path is empty. Give the store's path or URL "
+                "(--store gpt2.zarr, or --store LABEL=gpt2.zarr)", ctx, param)
+    return specs
 
 
 def _names_for(specs: Sequence[str], models: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -92,8 +105,38 @@ class _Choice(click.Choice):
             raise
 
 
-_TYPES: dict[str, Any] = {"int": int, "float": float, "str": str, "layer": str,
-                          "path": click.Path(exists=True)}
+class _Bounded(click.ParamType):
+    """An ``int``/``float`` option checked against its declared bounds (:class:`Option`'s
+    ``low``/``high``, the same check the analysis function makes), so that a seed of -1 or
+    10^23 permutations is refused before anything is opened."""
+
+    def __init__(self, option: Any) -> None:
+        self.option = option
+        self.name = "integer" if option.type == "int" else "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = value
+        if isinstance(value, str):
+            try:
+                number = int(value) if self.option.type == "int" else float(value)
+            except ValueError:
+                self.fail(f"{value!r} is not {self.option.range_text}", param, ctx)
+        if not self.option.in_range(number):
+            self.fail(f"{value} is not {self.option.range_text}", param, ctx)
+        return number
+
+
+def _range_help(option: Any) -> str:
+    low, high = option.bounds
+    if option.type == "int":
+        return f"  [range: {low}..{high}]"
+    text = " and ".join(t for t in (
+        low is not None and f"{'>' if option.low_open else '>='} {low:g}",
+        high is not None and f"{'<' if option.high_open else '<='} {high:g}") if t)
+    return f"  [range: {text}]" if text else "  [finite]"
+
+
+_TYPES: dict[str, Any] = {"str": str, "layer": str, "path": click.Path(exists=True)}
 
 
 def _click_option(option: Any, default: Any) -> Callable[[Any], Any]:
@@ -104,9 +147,15 @@ def _click_option(option: Any, default: Any) -> Callable[[Any], Any]:
         name = option.cli_flag.removeprefix("--")
         return click.option(f"--{name}/--no-{name}", option.name, default=None, help=help_text)
     kwargs: dict[str, Any] = {"default": None, "help": help_text, "metavar": option.metavar}
-    kwargs["type"] = _Choice(list(option.choices)) if option.choices else _TYPES[option.type]
+    if option.choices:
+        kwargs["type"] = _Choice(list(option.choices))
+    elif option.type in ("int", "float"):
+        kwargs["type"] = _Bounded(option)
+        kwargs["help"] = help_text + _range_help(option)
+    else:
+        kwargs["type"] = _TYPES[option.type]
     if option.multiple:
-        kwargs["help"] = help_text + "  (repeatable; or comma-separated)"
+        kwargs["help"] += "  (repeatable; or comma-separated)"
     # single-valued options are collected as lists too, so that a repeated one is refused, not
     # silently overwritten
     kwargs["multiple"] = True
@@ -144,8 +193,10 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
     params = analysis.parameters()
     options = [
         click.option("--store", "stores", multiple=True, required=True, metavar="[LABEL=]PATH",
+                     callback=_check_stores,
                      help="Store path or URL (a .zip, s3://, https://…); repeat for several "
-                          "models; LABEL=PATH names the model in tables and figures."),
+                          "models; LABEL=PATH names the model in tables and figures (a path "
+                          "that exists is taken whole, even with an '=' in it)."),
         click.option("--suite", "suite", default=None, metavar="GROUP",
                      help=f"The store group to read  [default: {analysis.suite}]"),
         click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
@@ -158,8 +209,9 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
     ]
     if "seed" in params:
         options.append(click.option(
-            "--seed", type=int, default=None,
-            help=f"Seed of every random choice  [default: {_show_default(params['seed'].default)}]"))
+            "--seed", type=_Bounded(analysis.seed), default=None,
+            help=f"{analysis.seed.help}  [default: {_show_default(params['seed'].default)}]"
+                 + _range_help(analysis.seed)))
     if "method" in params:
         options.append(click.option(
             "--reference", is_flag=True,
