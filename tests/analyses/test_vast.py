@@ -493,3 +493,15 @@ def test_kernel_effect_sizes_equal_the_stats_function() -> None:
     assert np.isnan(_effect_sizes(flat, 2, ddof=1)).all()
     with pytest.raises(AnalysisError, match="ddof"):
         _effect_sizes(flat[:, :1], 1, ddof=1)
+
+
+def test_summary_says_which_ratings_had_too_few_targets() -> None:
+    import xarray as xr
+
+    from emb.analyses.vast import _empty_ratings
+
+    n = xr.DataArray([[[30, 30]], [[2, 0]]], dims=("rating", "lexicon", "layer"),
+                     coords={"rating": ["valence", "dominance"], "lexicon": ["lex"]})
+    notes = _empty_ratings(xr.Dataset({"n": n}))
+    assert len(notes) == 1 and "'dominance' of lexicon 'lex': only 2 rated word(s)" in notes[0]
+    assert _empty_ratings(xr.Dataset({"n": n.where(n > 10, 5)})) == []

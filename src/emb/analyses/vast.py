@@ -417,6 +417,27 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
     return figs
 
 
+def _empty_ratings(result: xr.Dataset) -> list[str]:
+    """A note per rating and lexicon with no correlation anywhere: too few rated words left once
+    its polar words are taken (arousal and dominance take theirs from the lexicon itself)."""
+    if "n" not in result or "rating" not in result.dims:
+        return []
+    most = result["n"].max([d for d in result["n"].dims if d not in ("rating", "lexicon", "model")])
+    notes = []
+    for index in np.ndindex(most.shape):
+        if int(most.values[index]) >= 3:
+            continue
+        labels = {d: most[d].values[i].item() if hasattr(most[d].values[i], "item")
+                  else most[d].values[i] for d, i in zip(most.dims, index, strict=True)}
+        where = f"{labels['model']}: " if "model" in labels else ""
+        notes.append(
+            f"{where}rating {str(labels['rating'])!r} of lexicon {str(labels.get('lexicon', ''))!r}: "
+            f"only {int(most.values[index])} rated word(s) left as targets after its polar words "
+            f"(a correlation needs at least 3): no results for it; use a larger lexicon"
+        )
+    return notes
+
+
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     """The settings experiment for valence (see :func:`emb.analyses.valnorm.correlation_summary`),
     and a note on the nullification at its declared k (k = 0 vs the top layer's sweep)."""
@@ -427,6 +448,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         correction=str(result.attrs.get("correction", "none")),
         family="the layers (per rating, lexicon, setting and pooling)")
     notes = list(summary.notes) + json.loads(result.attrs.get("notes", "[]"))
+    notes += _empty_ratings(result)
     null = table[(table["experiment"] == "nullification") & (table["rating"] == "valence")]
     if len(null):
         notes.append("nullification sweep (k = 0..K top principal components removed) in the table "
