@@ -105,23 +105,15 @@ def _check_memory(
         )
 
 
+def _store_parameters(ds: xr.Dataset) -> dict:
+    """The suite parameters the store recorded (empty when none)."""
+    return suite_parameters(ds)[None]
+
+
 def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
     return value
-
-
-def _suite_parameters(ds: xr.Dataset) -> dict:
-    suite = ds.attrs.get("suite") or {}
-    if isinstance(suite, str):
-        try:
-            suite = json.loads(suite)
-        except json.JSONDecodeError:
-            return {}
-    params = suite.get("parameters") if isinstance(suite, dict) else None
-    if isinstance(params, str):
-        params = json.loads(params)
-    return params or {}
 
 
 def _missing_tests_message(ds: xr.Dataset, unknown: list[str], present: list[str]) -> str:
@@ -173,7 +165,7 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None) -> list[_Test]:
         for t, r, g in zip(tests_col[i].split("|"), roles_col[i].split("|"), names, strict=False):
             defs.setdefault(t, {role: [] for role in ROLES})[r].append(str(s))
             groups.setdefault(t, {})[r] = g or r
-    order = list((_suite_parameters(ds).get("tests") or {}).keys())
+    order = list((_store_parameters(ds).get("tests") or {}).keys())
     present = sorted(defs, key=lambda t: (order.index(t) if t in order else len(order), natural_key(t)))
     if wanted is None:
         names = present
@@ -287,7 +279,7 @@ def _positions(ds: xr.Dataset) -> dict[str, np.ndarray]:
 def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace: str) -> xr.Dataset:
     where_of = _positions(ds)
     names, counts, member, roles = [], [], [], []
-    seen_info = _suite_parameters(ds).get("stimuli") or {}
+    seen_info = _store_parameters(ds).get("stimuli") or {}
     for test in tests:
         for role in ROLES:
             for s in test.stimuli[role]:
