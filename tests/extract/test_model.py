@@ -230,6 +230,9 @@ def test_model_errors(tmp_path, monkeypatch):
         load_model(str(tmp_path / "nope.gguf"))
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "notes.txt").write_text("x")
+    for local in (tmp_path / "empty", tmp_path / "m.gguf"):  # one version: no --revision
+        with pytest.raises(ModelError, match="names a version of a hub model"):
+            load_model(local, revision="main")
     with pytest.raises(ModelError, match="no config.json") as caught:
         load_model(tmp_path / "empty")
     assert "notes.txt" in str(caught.value) and "hub id" in str(caught.value)

@@ -200,6 +200,12 @@ def load_model(
     path = Path(given).expanduser()
     hub_commit: str | None = None
     load_kwargs: dict[str, Any] = {}
+    if revision is not None and (gguf_file is not None or path.suffix == ".gguf" or path.is_dir()):
+        raise ModelError(
+            f"revision {revision!r} (--revision) names a version of a hub model, but {given!r} is "
+            "a local model, which has one version: drop --revision (the store records the "
+            "weights' fingerprint instead)"
+        )
     if gguf_file is None and path.suffix == ".gguf":
         if not path.is_file():
             raise ModelError(f"gguf file {given!r} does not exist; give the path of a .gguf file")
