@@ -217,3 +217,15 @@ def test_per_word_residuals_match_statsmodels_ols() -> None:
     fit = sm.OLS(one["sc_weat"].to_numpy(), sm.add_constant(one["rating"].to_numpy())).fit()
     np.testing.assert_allclose(one["residual"].to_numpy(), fit.resid, rtol=1e-9, atol=1e-12)
     assert isinstance(words, pd.DataFrame) and len(one) == 60
+
+
+def test_summary_table_shows_a_p_below_float_range_by_its_order() -> None:
+    from emb.analyses.valnorm import correlation_summary
+
+    frame = pd.DataFrame({
+        "model": "m", "lexicon": "lex", "setting": "bleached", "pooling": "last", "layer": [0, 1],
+        "r": [0.1, 0.45], "ci_low": [0.0, 0.44], "ci_high": [0.2, 0.46], "n": [100, 13865],
+        "p": [0.0321, stats.P_FLOOR], "log10_p": [np.log10(0.0321), -680.4],
+    })
+    table = correlation_summary(frame, title="t").table
+    assert table["p"].tolist() == ["≈ 10^-680.4"]  # the top layer's, not 2.2e-308

@@ -432,8 +432,15 @@ def correlation_summary(
             f"{label}: r = {row['r']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
             f"(n = {int(row['n'])}), {p_text} at layer {row['top_layer']}"
         )
+    if "p" in table:  # a p below float range as its order (≈ 10^-680.4), never as 2.2e-308
+        table["p"] = [
+            format_p(float(p), log10_p=None if lp is None or pd.isna(lp) else float(lp))
+            .removeprefix("p ").removeprefix("= ")
+            for p, lp in zip(table["p"], table.get("log10_p", [None] * len(table)), strict=True)
+        ]
     notes = ["CI: 95% from Fisher's z. p: two-sided, exact for Pearson's r under normality; a p "
-             "below 2.2e-308 is written as 2.2e-308 and its exact order is in log10_p.",
+             "below 2.2e-308 is shown by its order (≈ 10^x) here and written as 2.2e-308 in the "
+             "table files, its exact order in log10_p.",
              "best layer (exploratory): the layer of the highest r in that row, chosen after "
              "looking; report the declared cell."]
     if adjusted:
