@@ -310,6 +310,10 @@ def test_descriptions_are_the_analysis_own(case: tuple[str, xr.Dataset, dict[str
     assert stored[EMBEDDING].attrs["long_name"] == EMBEDDING_LONG_NAME  # the input untouched
     inherited = [v for v in result.variables if result[v].attrs.get("long_name") == EMBEDDING_LONG_NAME]
     assert not inherited, f"{name}: {inherited} described as the store's embedding"
+    direct = analysis.function(stored, **{k: _as_stored(v) for k, v in options.items()})
+    inherited = [v for v in direct.variables if direct[v].attrs.get("long_name") == EMBEDDING_LONG_NAME]
+    assert not inherited, f"{name}, called directly: {inherited} described as the store's embedding"
+    assert stored[EMBEDDING].attrs["long_name"] == EMBEDDING_LONG_NAME
     plan = prepare_out(tmp_path / "out", analysis)
     write_results(plan, analysis, result, stores={"m": "m.zarr"}, options={}, suite=analysis.suite,
                   figures=False)

@@ -33,22 +33,6 @@ def _jsonable_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _undescribed(ds: xr.Dataset) -> xr.Dataset:
-    """``ds`` (a shallow copy, data shared) with no attributes on its variables; its own kept.
-
-    The store describes its arrays (the embedding's ``long_name``, ``contextual embedding of
-    the target``), and xarray keeps a variable's attributes through arithmetic and reductions:
-    every count, rate or p-value an analysis computes from the embedding would carry that
-    description into the result, its netCDF and the columns of its tables. Handing analyses
-    their input without the variables' attributes makes a result variable's attributes exactly
-    those its analysis set. The Dataset's attributes (the store's provenance) stay.
-    """
-    out = ds.copy(deep=False)
-    for var in out.variables.values():
-        var.attrs = {}
-    return out
-
-
 def run_analysis(
     analysis: Analysis | str,
     datasets: Mapping[str, xr.Dataset],
@@ -78,9 +62,8 @@ def run_analysis(
         The results concatenated along a new ``model`` dimension (coordinate = the names); other
         dims are outer-joined (a model with fewer layers gets NaN for the others). Attributes:
         those equal for all models, plus ``models`` (JSON: per-model provenance).
-        Variables carry only the attributes their analysis set: the analysis sees its input
-        without its variables' attributes (the store's ``long_name`` of the embedding would
-        otherwise be inherited by everything computed from it).
+        Variables carry only the attributes their analysis set (see
+        :func:`emb.analyses._select.own_descriptions`).
 
     Raises
     ------
@@ -103,9 +86,9 @@ def run_analysis(
         if note := vectors_coverage(ds):  # a static store without some of its suite's words
             warnings.warn(f"{model}: {note}", EmbWarning, stacklevel=2)
         kwargs = {**options, **dict((per_model or {}).get(model, {}))}
-        kwargs = {k: _undescribed(plain_strings(v)) if isinstance(v, xr.Dataset) else v
+        kwargs = {k: plain_strings(v) if isinstance(v, xr.Dataset) else v
                   for k, v in kwargs.items()}
-        results.append(analysis.function(_undescribed(plain_strings(ds)), **kwargs))
+        results.append(analysis.function(plain_strings(ds), **kwargs))
     shared = dict(results[0].attrs)
     for res in results[1:]:
         shared = {k: v for k, v in shared.items() if k in res.attrs and res.attrs[k] == v}

@@ -51,7 +51,7 @@ from emb.analyses._ceat_kernels import (
     ceat_kernel,
     sample_indices,
 )
-from emb.analyses._select import describe_source, item_values, provenance_attrs
+from emb.analyses._select import describe_source, item_values, own_descriptions, provenance_attrs
 from emb.errors import AnalysisError, MissingStimuliError
 
 if TYPE_CHECKING:
@@ -303,6 +303,7 @@ def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace:
     )
 
 
+@own_descriptions
 def ceat(
     ds: xr.Dataset,
     *,

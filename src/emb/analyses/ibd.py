@@ -47,6 +47,7 @@ from emb.analyses._ibd_export import (
     top_layer,
 )
 from emb.analyses._select import (
+    own_descriptions,
     provenance_attrs,
     select_words,
 )
@@ -144,6 +145,7 @@ def _roc_kernel(
 
 
 # -- the analysis ----------------------------------------------------------------------------------
+@own_descriptions
 def ibd(
     ds: xr.Dataset,
     *,

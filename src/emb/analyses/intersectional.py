@@ -46,7 +46,7 @@ from emb.analyses._analysis import (
     integer_columns,
     tidy_frame,
 )
-from emb.analyses._select import item_values, label_mask, provenance_attrs
+from emb.analyses._select import item_values, label_mask, own_descriptions, provenance_attrs
 from emb.analyses.stats.subspace import SCALINGS, Scaling
 from emb.analyses.valence_subspace import project, valence_direction
 from emb.errors import AnalysisError, MissingStimuliError
@@ -204,6 +204,7 @@ def _experiment3(
     return has, at, values, n_pos
 
 
+@own_descriptions
 def intersectional(
     ds: xr.Dataset,
     *,

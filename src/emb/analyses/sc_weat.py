@@ -35,6 +35,7 @@ from emb.analyses._analysis import (
 from emb.analyses._select import (
     item_values,
     label_mask,
+    own_descriptions,
     parse_subset,
     provenance_attrs,
     select_words,
@@ -327,6 +328,7 @@ def sc_weat(
 
 
 # -- the sc-weat analysis -------------------------------------------------------------------------
+@own_descriptions
 def sc_weat_lexicon(
     ds: xr.Dataset,
     *,

@@ -35,7 +35,7 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
-from emb.analyses._select import _attr, describe_source, provenance_attrs
+from emb.analyses._select import _attr, describe_source, own_descriptions, provenance_attrs
 from emb.analyses.nullify import nullified_pair_cosines
 from emb.analyses.stats import correlation_ci, spearman
 from emb.errors import AnalysisError, MissingStimuliError
@@ -205,6 +205,7 @@ def _pair_rho(
     return np.stack([np.asarray(res.r, dtype=np.float64), np.asarray(res.pvalue, dtype=np.float64)])
 
 
+@own_descriptions
 def word_similarity(
     ds: xr.Dataset,
     *,

@@ -20,7 +20,7 @@ import xarray as xr
 
 from emb.analyses import stats
 from emb.analyses._analysis import Analysis, Option, Summary, default_of, front, tidy_frame
-from emb.analyses._select import describe_source, item_values, provenance_attrs
+from emb.analyses._select import describe_source, item_values, own_descriptions, provenance_attrs
 from emb.analyses.stats import polar
 from emb.errors import AnalysisError, MissingStimuliError
 
@@ -189,6 +189,7 @@ def _accuracy(values: np.ndarray, *, dims: np.ndarray, high: np.ndarray, n_dims:
     return zero, centred
 
 
+@own_descriptions
 def stereotype(
     ds: xr.Dataset,
     *,

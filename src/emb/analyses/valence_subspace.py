@@ -33,7 +33,13 @@ from emb.analyses._analysis import (
     integer_columns,
     tidy_frame,
 )
-from emb.analyses._select import item_values, label_mask, provenance_attrs, unique_in_order
+from emb.analyses._select import (
+    item_values,
+    label_mask,
+    own_descriptions,
+    provenance_attrs,
+    unique_in_order,
+)
 from emb.analyses.sc_weat import sc_weat_effect_sizes
 from emb.analyses.stats.subspace import SCALINGS, Scaling, valence_direction_kernel
 from emb.errors import AnalysisError, MissingStimuliError
@@ -224,6 +230,7 @@ def _lexicon_items(ds: xr.Dataset, lexicon: str | None, exclude: list[str]) -> t
     return np.flatnonzero(keep), name
 
 
+@own_descriptions
 def valence_subspace(
     ds: xr.Dataset,
     *,

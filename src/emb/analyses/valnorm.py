@@ -42,6 +42,7 @@ from emb.analyses._analysis import (
 from emb.analyses._select import (
     item_values,
     label_mask,
+    own_descriptions,
     parse_subset,
     provenance_attrs,
     select_words,
@@ -154,6 +155,7 @@ def _check_targets_left(
     )
 
 
+@own_descriptions
 def valnorm(
     ds: xr.Dataset,
     *,

@@ -44,7 +44,13 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
-from emb.analyses._select import parse_subset, plain_strings, provenance_attrs, settings_present
+from emb.analyses._select import (
+    own_descriptions,
+    parse_subset,
+    plain_strings,
+    provenance_attrs,
+    settings_present,
+)
 from emb.analyses._vast_kernels import (
     RATINGS,
     SETTINGS,
@@ -67,6 +73,7 @@ __all__ = ["ANALYSIS", "RATINGS", "SETTINGS", "vast"]
 
 _CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
+@own_descriptions
 def vast(
     ds: xr.Dataset,
     *,

@@ -40,6 +40,7 @@ from emb.analyses._analysis import (
 )
 from emb.analyses._select import (
     label_mask,
+    own_descriptions,
     provenance_attrs,
     select_words,
     settings_present,
@@ -195,6 +196,7 @@ def _one_test(
     )
 
 
+@own_descriptions
 def weat(
     ds: xr.Dataset,
     *,
