@@ -108,7 +108,8 @@ def _parse_export(path: str | os.PathLike[str] | None) -> str | None:
         raise AnalysisError(f"export_tests {os.fspath(path)!r} is a directory; give a file name")
     if not os.path.isdir(os.path.dirname(full)):
         raise AnalysisError(
-            f"the directory of export_tests {os.fspath(path)!r} does not exist; create it first"
+            f"the directory of export_tests {os.fspath(path)!r} does not exist; create it first "
+            "(the CLI also writes the tests as ibd_tests.json in --out)"
         )
     return full
 
