@@ -12,7 +12,6 @@ imports torch.
 from __future__ import annotations
 
 import inspect
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +39,6 @@ __all__ = [
     "format_p",
     "format_adjusted",
     "mc_floor",
-    "suite_parameters",
     "tidy_frame",
 ]
 
@@ -115,12 +113,15 @@ class Option:
         low, high = self.bounds
         if self.type == "int":
             return f"an integer from {low:,} to {high:,}"
-        parts = []
-        if low is not None:
-            parts.append(f"{'>' if self.low_open else '>='} {low:g}")
-        if high is not None:
-            parts.append(f"{'<' if self.high_open else '<='} {high:g}")
-        return "a finite number" + (" " + " and ".join(parts) if parts else "")
+        return "a finite number" + (f" {self.float_bounds}" if self.float_bounds else "")
+
+    @property
+    def float_bounds(self) -> str:
+        """A ``float`` option's bounds as ``> 0 and <= 0.5`` (empty when it has none)."""
+        low, high = self.bounds
+        return " and ".join(t for t in (
+            low is not None and f"{'>' if self.low_open else '>='} {low:g}",
+            high is not None and f"{'<' if self.high_open else '<='} {high:g}") if t)
 
     def in_range(self, value: Any) -> bool:
         """Whether ``value`` has the option's type and lies within its bounds."""
@@ -277,31 +278,6 @@ def format_p(
         return "p < 1e-300" if p < 1 else f"p = {p:.3g}"
     se = f" ± {mc_se:.2g}" if mc_se is not None and np.isfinite(mc_se) and mc_se > 0 else ""
     return f"p = {p:.3g}{se}"
-
-
-def suite_parameters(result: xr.Dataset) -> dict[str | None, dict[str, Any]]:
-    """The suite parameters each model's store recorded, from a result's provenance attributes:
-    ``{model: parameters}`` after :func:`emb.analyses.run_analysis` (``{None: parameters}`` for a
-    result of one Dataset); empty dicts where a store recorded none."""
-
-    def loaded(value: Any) -> Any:
-        if isinstance(value, str):
-            try:
-                return json.loads(value)
-            except json.JSONDecodeError:
-                return None
-        return value
-
-    def params(attrs: Mapping[str, Any]) -> dict[str, Any]:
-        suite = loaded(attrs.get("suite"))
-        found = loaded(suite.get("parameters")) if isinstance(suite, Mapping) else None
-        return dict(found) if isinstance(found, Mapping) else {}
-
-    models = loaded(result.attrs.get("models"))
-    if not isinstance(models, Mapping) or not models:
-        return {None: params(result.attrs)}
-    return {str(m): params({**result.attrs, **(own if isinstance(own, Mapping) else {})})
-            for m, own in models.items()}
 
 
 def format_adjusted(p_adjusted: float, *, from_floor: bool) -> str:

@@ -29,6 +29,7 @@ __all__ = [
     "provenance_attrs",
     "select_words",
     "settings_present",
+    "suite_parameters",
     "truthy",
     "unique_in_order",
     "vectors_coverage",
@@ -44,14 +45,35 @@ _TECHNICAL = frozenset(
 _PROVENANCE_KEYS = ("model", "extraction", "suite", "emb_schema_version", "created")
 
 
-def _attr(ds: xr.Dataset, key: str) -> Any:
-    value = ds.attrs.get(key)
+def _loaded(value: Any) -> Any:
+    """An attribute as stored: JSON text parsed (netCDF keeps mappings as text), else as is."""
     if isinstance(value, str):
         try:
             return json.loads(value)
         except json.JSONDecodeError:
             return value
     return value
+
+
+def _attr(ds: xr.Dataset, key: str) -> Any:
+    return _loaded(ds.attrs.get(key))
+
+
+def suite_parameters(result: xr.Dataset) -> dict[str | None, dict[str, Any]]:
+    """The suite parameters each model's store recorded, from a store Dataset's or a result's
+    provenance attributes: ``{model: parameters}`` after :func:`emb.analyses.run_analysis`
+    (``{None: parameters}`` for one Dataset); empty dicts where a store recorded none."""
+
+    def params(attrs: Mapping[str, Any]) -> dict[str, Any]:
+        suite = _loaded(attrs.get("suite"))
+        found = _loaded(suite.get("parameters")) if isinstance(suite, Mapping) else None
+        return dict(found) if isinstance(found, Mapping) else {}
+
+    models = _loaded(result.attrs.get("models"))
+    if not isinstance(models, Mapping) or not models:
+        return {None: params(result.attrs)}
+    return {str(m): params({**result.attrs, **(own if isinstance(own, Mapping) else {})})
+            for m, own in models.items()}
 
 
 def describe_source(ds: xr.Dataset) -> tuple[str, str, str]:

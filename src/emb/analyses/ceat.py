@@ -25,7 +25,7 @@ import pandas as pd
 import xarray as xr
 
 from emb import data
-from emb._text import natural_key
+from emb._text import did_you_mean, natural_key
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
     Analysis,
@@ -38,7 +38,6 @@ from emb.analyses._analysis import (
     front,
     integer_columns,
     slug,
-    suite_parameters,
     tidy_frame,
 )
 from emb.analyses._ceat_kernels import (
@@ -51,7 +50,13 @@ from emb.analyses._ceat_kernels import (
     ceat_kernel,
     sample_indices,
 )
-from emb.analyses._select import describe_source, item_values, own_descriptions, provenance_attrs
+from emb.analyses._select import (
+    describe_source,
+    item_values,
+    own_descriptions,
+    provenance_attrs,
+    suite_parameters,
+)
 from emb.errors import AnalysisError, MissingStimuliError
 
 if TYPE_CHECKING:
@@ -105,11 +110,6 @@ def _check_memory(
         )
 
 
-def _store_parameters(ds: xr.Dataset) -> dict:
-    """The suite parameters the store recorded (empty when none)."""
-    return suite_parameters(ds)[None]
-
-
 def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
@@ -120,8 +120,6 @@ def _missing_tests_message(ds: xr.Dataset, unknown: list[str], present: list[str
     """What to do about tests the suite lacks: a built-in test is extracted into a new group (the
     tests are part of a suite's definition, so adding them to this group would be refused); any
     other name needs a test file first."""
-    from emb._text import did_you_mean
-
     _, store, model = describe_source(ds)
     builtin = list(data.read_json("ceat_tests.json").get("tests") or {})
     known = [t for t in unknown if t in builtin]
@@ -165,7 +163,7 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None) -> list[_Test]:
         for t, r, g in zip(tests_col[i].split("|"), roles_col[i].split("|"), names, strict=False):
             defs.setdefault(t, {role: [] for role in ROLES})[r].append(str(s))
             groups.setdefault(t, {})[r] = g or r
-    order = list((_store_parameters(ds).get("tests") or {}).keys())
+    order = list((suite_parameters(ds)[None].get("tests") or {}).keys())
     present = sorted(defs, key=lambda t: (order.index(t) if t in order else len(order), natural_key(t)))
     if wanted is None:
         names = present
@@ -279,7 +277,7 @@ def _positions(ds: xr.Dataset) -> dict[str, np.ndarray]:
 def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace: str) -> xr.Dataset:
     where_of = _positions(ds)
     names, counts, member, roles = [], [], [], []
-    seen_info = _store_parameters(ds).get("stimuli") or {}
+    seen_info = suite_parameters(ds)[None].get("stimuli") or {}
     for test in tests:
         for role in ROLES:
             for s in test.stimuli[role]:

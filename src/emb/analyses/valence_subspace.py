@@ -60,9 +60,7 @@ def _parse(C: float, scaling: str, cv_folds: int, method: str, seed: int) -> Non
     check_options(ANALYSIS, C=C, cv_folds=cv_folds, seed=seed)
     if scaling not in SCALINGS:
         raise AnalysisError(f"scaling must be one of {list(SCALINGS)}; got {scaling!r}")
-    if isinstance(cv_folds, bool) or not isinstance(cv_folds, int | np.integer) or not (
-        cv_folds == 0 or 2 <= cv_folds <= 25
-    ):
+    if cv_folds == 1:  # type and 0..25 checked above: one fold cannot cross-validate
         raise AnalysisError(f"cv_folds must be 0 (none) or 2..25; got {cv_folds!r}")
     if method not in ("default", "reference"):
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")

@@ -73,6 +73,7 @@ __all__ = ["ANALYSIS", "RATINGS", "SETTINGS", "vast"]
 
 _CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
+
 @own_descriptions
 def vast(
     ds: xr.Dataset,

@@ -70,7 +70,6 @@ _FAMILIES = {"test": "the tests (per setting, layer and pooling)",
              "test+layer": "the tests x layers (per setting and pooling)"}
 
 
-
 def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise AnalysisError(unknown_names(name, [value], allowed, "the choices"))

@@ -127,13 +127,10 @@ class _Bounded(click.ParamType):
 
 
 def _range_help(option: Any) -> str:
-    low, high = option.bounds
     if option.type == "int":
+        low, high = option.bounds
         return f"  [range: {low}..{high}]"
-    text = " and ".join(t for t in (
-        low is not None and f"{'>' if option.low_open else '>='} {low:g}",
-        high is not None and f"{'<' if option.high_open else '<='} {high:g}") if t)
-    return f"  [range: {text}]" if text else "  [finite]"
+    return f"  [range: {option.float_bounds}]" if option.float_bounds else "  [finite]"
 
 
 _TYPES: dict[str, Any] = {"str": str, "layer": str, "path": click.Path(exists=True)}
