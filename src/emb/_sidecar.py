@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["sidecar_problems"]
+__all__ = ["is_bare_name", "sidecar_problems"]
 
 #: Optional sidecar entries and the type each must have when present.
 _SIDECAR_MAPPINGS = ("stores", "provenance", "options", "output", "versions", "tables", "figures",
                      "figure_titles", "summary", "attrs", "exports")
 
 
-def _is_bare_name(name: Any) -> bool:
+def is_bare_name(name: Any) -> bool:
+    """Whether ``name`` is a file name inside its directory (no path, not ``.``/``..``)."""
     return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name
             and "\\" not in name and "\0" not in name)
 
@@ -35,7 +36,7 @@ def sidecar_problems(meta: Mapping[str, Any], *, version: int) -> list[str]:
     elif not files:
         problems.append("'files' lists no file (a run writes at least its netCDF)")
     else:
-        odd = [n for n, d in files.items() if not _is_bare_name(n) or not isinstance(d, str)]
+        odd = [n for n, d in files.items() if not is_bare_name(n) or not isinstance(d, str)]
         if odd:
             problems.append(f"'files' lists {odd[:5]}, which are not file names in its directory "
                             "with a sha256")

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from emb._version import __version__
-from emb.results import ResultsError, find_runs
+from emb.results import ResultsError, find_runs, make_dirs, remove_empty_dirs
 
 __all__ = ["build_report"]
 
@@ -472,7 +472,7 @@ def build_report(
     if not copies and format == "md":
         with contextlib.suppress(ResultsError):
             stale = _check_assets(assets)
-    created = _make_parents(target.parent)
+    created = make_dirs(target.parent, what="the report under")
     tmp = target.with_name(f".{target.name}.partial")
     try:
         if copies:
@@ -483,9 +483,7 @@ def build_report(
             shutil.rmtree(assets)
     except OSError as err:
         tmp.unlink(missing_ok=True)
-        for directory in reversed(created):
-            with contextlib.suppress(OSError):
-                directory.rmdir()
+        remove_empty_dirs(created)
         raise ResultsError(f"cannot write the report {target}: {err.strerror or err}; give a "
                            "writable --out") from None
     return target
@@ -499,18 +497,3 @@ def _is_emb_report(path: Path) -> bool:
     except OSError:
         return False
     return path.is_file() and "run(s); made by emb " in head
-
-
-def _make_parents(directory: Path) -> list[Path]:
-    """Create ``directory`` and its missing parents; those created, outermost first."""
-    missing = [d for d in (directory, *directory.parents) if not d.exists()][::-1]
-    for parent in (directory, *directory.parents):
-        if parent.exists() and not parent.is_dir():
-            raise ResultsError(f"cannot write the report under {directory}: {parent} is a file, "
-                               "not a directory; give another --out")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ResultsError(f"cannot create {directory}: {err.strerror or err}; give a writable "
-                           "--out") from None
-    return missing

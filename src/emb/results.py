@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from emb._sidecar import sidecar_problems
+from emb._sidecar import is_bare_name, sidecar_problems
 from emb._text import names, plain
 from emb.errors import EmbError
 
@@ -52,8 +52,10 @@ __all__ = [
     "Written",
     "discard_out",
     "find_runs",
+    "make_dirs",
     "prepare_out",
     "read_run",
+    "remove_empty_dirs",
     "write_results",
 ]
 
@@ -127,8 +129,7 @@ def _earlier_files(sidecar: Path, meta: Mapping[str, Any]) -> tuple[Path, ...]:
     own = []
     for name, digest in meta["files"].items():
         path = directory / str(name)
-        if ("/" in str(name) or "\\" in str(name) or str(name) in ("", ".", "..")
-                or path.is_symlink() or not path.is_file()):
+        if not is_bare_name(name) or path.is_symlink() or not path.is_file():
             continue
         try:
             if _sha256(path) == digest:
@@ -188,16 +189,9 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
     """
     directory = Path(directory)
     stem = analysis.stem
-    for parent in (directory, *directory.parents):
-        if parent.exists() and not parent.is_dir():
-            raise ResultsError(
-                f"cannot write results to {directory}: {parent} is a file, not a directory; "
-                "give another --out"
-            )
-    created = tuple(d for d in (directory, *directory.parents) if not d.exists())[::-1]
+    created = make_dirs(directory, what="results to")
     plan = OutputPlan(directory=directory, stem=stem, created=created)
     try:
-        directory.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=directory, prefix=".emb-probe-", delete=True)
         probe.close()
     except OSError as err:
@@ -227,10 +221,43 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
 def discard_out(plan: OutputPlan) -> None:
     """Remove the directories :func:`prepare_out` created, innermost first, where still empty
     (a run that failed or was interrupted leaves no empty ``--out`` behind)."""
-    for directory in reversed(plan.created):
+    remove_empty_dirs(plan.created)
+
+
+def make_dirs(directory: Path, *, what: str) -> tuple[Path, ...]:
+    """Create ``directory`` and its missing parents; those created, outermost first (undo with
+    :func:`remove_empty_dirs`). ``what`` completes the messages: ``cannot write {what} DIR``.
+
+    Raises
+    ------
+    ResultsError
+        A file stands where a directory must be, or the directory cannot be created (nothing
+        is left created then).
+    """
+    for parent in (directory, *directory.parents):
+        if parent.exists() and not parent.is_dir():
+            raise ResultsError(
+                f"cannot write {what} {directory}: {parent} is a file, not a directory; "
+                "give another --out"
+            )
+    created = tuple(d for d in (directory, *directory.parents) if not d.exists())[::-1]
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        remove_empty_dirs(created)
+        raise ResultsError(
+            f"cannot write {what} {directory}: {err.strerror or err}; give a writable --out"
+        ) from None
+    return created
+
+
+def remove_empty_dirs(created: Sequence[Path]) -> None:
+    """Remove ``created`` (outermost first, as :func:`make_dirs` returns them) innermost first,
+    stopping at the first that is not empty (something else was written there) or gone."""
+    for directory in reversed(created):
         try:
             directory.rmdir()
-        except OSError:  # not empty (something else was written there), or gone
+        except OSError:
             break
 
 
