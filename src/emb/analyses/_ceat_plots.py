@@ -24,8 +24,6 @@ from emb.analyses import _figure as fg
 
 __all__ = ["ces_by_layer", "convergence", "es_histograms", "heat_table"]
 
-_MARKERS = ("o", "s", "^", "D")
-
 
 def _cell(result: xr.Dataset, model: Any = None) -> xr.Dataset:
     sel = result.sel(model=model) if model is not None and "model" in result.dims else result
@@ -63,7 +61,7 @@ def _test_styles(tests: list[Any]) -> dict[Any, dict[str, Any]]:
     """Colour-blind-safe styles for many tests: the Okabe–Ito colours, then other markers and
     line styles once they run out."""
     n = len(fg.PALETTE)
-    return {t: {"color": fg.PALETTE[k % n], "marker": _MARKERS[(k // n) % len(_MARKERS)],
+    return {t: {"color": fg.PALETTE[k % n], "marker": fg.MARKERS[(k // n) % len(fg.MARKERS)],
                 "ls": fg.LINESTYLES[(k // n) % len(fg.LINESTYLES)]} for k, t in enumerate(tests)}
 
 
