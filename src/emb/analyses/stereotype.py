@@ -514,8 +514,9 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     headline = [f"declared cell: layer mean (all layers averaged), pooling {pooling!r}; "
                 f"{result.attrs.get('test', 'student')} t-test, {'p ' + result.attrs['correction'] + '-adjusted' if corrected else 'no correction'}"]
     rows, notes = [], []
-    for _, rows_m in per_model(cell):
-        numeric = rows_m[(rows_m["layer"] != "mean") & rows_m["d"].notna()]
+    single_layers = {}  # per model label: its rows of single layers with a d
+    for label, rows_m in per_model(cell):
+        numeric = single_layers[label] = rows_m[(rows_m["layer"] != "mean") & rows_m["d"].notna()]
         top = numeric["layer"].astype(int).max() if len(numeric) else None  # this model's top layer
         shown = rows_m[rows_m["layer"].isin(["mean"] if top is None else ["mean", top, str(top)])]
         for _, r in shown.iterrows():
@@ -535,8 +536,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
             shown_acc = ", ".join(f"{r['dimension']} {r['accuracy']:.2f}" for _, r in rows_m.iterrows())
             notes.append(f"{label}direction accuracy ({result.attrs.get('heldout')}, cut-off 0, layer mean): "
                          f"{shown_acc}")
-    for label, rows_m in per_model(cell):
-        numeric = rows_m[(rows_m["layer"] != "mean") & rows_m["d"].notna()]
+    for label, numeric in single_layers.items():
         if len(numeric):
             best = numeric.loc[numeric["d"].abs().idxmax()]
             notes.append(f"{label}largest |d| over single layers (exploratory, not a test): {best['dimension']} "
