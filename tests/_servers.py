@@ -10,6 +10,13 @@ process that started it is gone, so a crashed or killed test run never leaves on
   is aiohttp's static file handler (answers ``Range`` requests with 206 Partial Content);
   ``range_capable=False`` is the standard library's ``http.server``, which ignores ``Range`` and
   always sends the whole file.
+- :func:`proxy_server` — a TCP proxy to another server's URL that passes bytes through, and
+  stops answering for good on a connection whose request matches ``stall`` (a server that stalls
+  mid-run, deterministically); killed (:func:`kill_server`) it is a server that died, and started
+  again on the same port it is that server back, with its state.
+- :func:`silent_server` — a socket that listens and never reads (in this process): connections
+  are accepted by the kernel, and no answer ever comes.
+- :func:`frozen` — a server stopped with SIGSTOP for the block (SIGCONT after it, always).
 
 Run as a script (``python tests/_servers.py KIND PORT TIMEOUT [ROOT LISTING]``) it is the child
 process.
@@ -29,10 +36,22 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["http_server", "make_bucket", "moto_server", "s3_env", "s3_environment"]
+__all__ = [
+    "frozen",
+    "http_server",
+    "kill_server",
+    "make_bucket",
+    "moto_server",
+    "proxy_server",
+    "s3_env",
+    "s3_environment",
+    "server_pid",
+    "silent_server",
+]
 
 HOST = "127.0.0.1"
 DEFAULT_TIMEOUT = 900.0  # seconds a server lives at most
+_RUNNING: dict[str, subprocess.Popen] = {}  # base URL -> the server's process
 
 
 def _free_port() -> int:
@@ -53,10 +72,12 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def _serve(kind: str, *args: str, timeout: float, ready_path: str = "/") -> Iterator[str]:
+def _serve(
+    kind: str, *args: str, timeout: float, ready_path: str = "/", port: int | None = None
+) -> Iterator[str]:
     last_error: str = ""
-    for _attempt in range(3):  # a port taken between _free_port and bind: try another
-        port = _free_port()
+    for _attempt in range(3 if port is None else 1):  # a port taken meanwhile: try another
+        port = port or _free_port()
         cmd = [sys.executable, str(Path(__file__).resolve()), kind, str(port), str(timeout), *args]
         # the server's log goes to a file: a pipe nobody reads fills up and blocks the server
         with tempfile.TemporaryFile() as log:
@@ -65,12 +86,15 @@ def _serve(kind: str, *args: str, timeout: float, ready_path: str = "/") -> Iter
             )
             url = f"http://{HOST}:{port}"
             if _wait_until_up(proc, url + ready_path):
+                _RUNNING[url] = proc
                 try:
                     yield url
                 finally:
+                    _RUNNING.pop(url, None)
                     _stop(proc)
                 return
             _stop(proc)
+            port = None
             log.seek(0)
             last_error = log.read().decode(errors="replace")[-2000:]
     raise RuntimeError(f"the {kind} server did not start on {HOST}: {last_error}")
@@ -115,6 +139,61 @@ def http_server(
     kind = "aiohttp" if range_capable else "stdlib"
     with _serve(kind, os.fspath(root), "1" if listing else "0", timeout=timeout) as url:
         yield url
+
+
+@contextlib.contextmanager
+def proxy_server(
+    target: str, *, stall: str | None = None, port: int | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> Iterator[str]:
+    """A TCP proxy on 127.0.0.1 (``port``, or a free one) to the server at ``target``
+    (``http://127.0.0.1:PORT``); yields its URL.
+
+    Bytes pass through unchanged both ways.  ``stall``: a regular expression; a connection whose
+    request bytes match it (e.g. a request line for a path under ``/embedding/c/``) is held open
+    and never answered, as a server that stops answering mid-run.
+    """
+    with _serve("proxy", target, stall or "", timeout=timeout, ready_path="/", port=port) as url:
+        yield url
+
+
+def server_pid(url: str) -> int:
+    """The pid of the server started here that serves ``url`` (its base URL)."""
+    return _RUNNING[url].pid
+
+
+def kill_server(url: str) -> None:
+    """Kill the server at ``url`` with SIGKILL, as a crash would, and wait until it is gone (its
+    port then refuses connections)."""
+    proc = _RUNNING[url]
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def frozen(url: str) -> Iterator[None]:
+    """The server at ``url`` stopped (SIGSTOP) for the block, as a frozen machine: the kernel
+    still accepts connections, nothing answers.  It is continued (SIGCONT) after the block,
+    whatever happens in it."""
+    pid = server_pid(url)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+@contextlib.contextmanager
+def silent_server() -> Iterator[str]:
+    """A socket on 127.0.0.1 that listens and never reads; yields ``http://127.0.0.1:PORT``.
+
+    The kernel completes each connection (up to the backlog) and takes the request's bytes;
+    no answer ever comes, as from a process that hangs."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        sock.listen(64)
+        yield f"http://{HOST}:{sock.getsockname()[1]}"
 
 
 def s3_env(endpoint: str) -> dict[str, str]:
@@ -201,6 +280,44 @@ def _run_stdlib(port: int, root: str) -> None:
         server.serve_forever()
 
 
+def _run_proxy(port: int, target: str, stall: str) -> None:
+    import asyncio
+    import re
+    from urllib.parse import urlsplit
+
+    upstream = urlsplit(target)
+    pattern = re.compile(stall.encode()) if stall else None
+
+    async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
+                   watch: bool) -> None:
+        try:
+            while data := await reader.read(65536):
+                if watch and pattern is not None and pattern.search(data):
+                    await asyncio.Event().wait()  # hold the connection, never answer
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()
+
+    async def handle(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        try:
+            server_r, server_w = await asyncio.open_connection(upstream.hostname, upstream.port)
+        except OSError:
+            client_w.close()
+            return
+        await asyncio.gather(pump(client_r, server_w, watch=True),
+                             pump(server_r, client_w, watch=False))
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, HOST, port, reuse_address=True)
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
 if __name__ == "__main__":
     _kind, _port, _timeout, *_rest = sys.argv[1:]
     _watchdog(float(_timeout))
@@ -211,5 +328,7 @@ if __name__ == "__main__":
         _run_aiohttp(int(_port), _rest[0], _rest[1] == "1")
     elif _kind == "stdlib":
         _run_stdlib(int(_port), _rest[0])
+    elif _kind == "proxy":
+        _run_proxy(int(_port), _rest[0], _rest[1])
     else:
         raise SystemExit(f"unknown server kind {_kind!r}")

@@ -14,12 +14,15 @@ __all__ = [
     "ModelError",
     "TargetNotFoundError",
     "StoreError",
+    "RemoteStoreError",
     "StoreMismatchError",
     "StoreLockedError",
     "CorruptStoreError",
     "IncompleteStoreError",
     "MissingStimuliError",
     "AnalysisError",
+    "SchedulerError",
+    "SettingError",
     "EmbWarning",
 ]
 
@@ -52,6 +55,12 @@ class StoreError(EmbError, ValueError):
     """A store cannot be opened, read or written."""
 
 
+class RemoteStoreError(StoreError):
+    """A store at a URL cannot be reached, stopped answering, or refused a request (the server,
+    the endpoint, the credentials or the network: not the store's data).  What was written before
+    stays: re-running the same command once the server answers resumes."""
+
+
 class StoreMismatchError(StoreError):
     """Writing into a store made from another model, revision or suite definition."""
 
@@ -77,6 +86,16 @@ class MissingStimuliError(EmbError, KeyError):
 
 class AnalysisError(EmbError, ValueError):
     """An analysis got options or data it cannot use."""
+
+
+class SchedulerError(EmbError, ConnectionError):
+    """A dask scheduler (``--scheduler``) cannot be reached, does not answer in time, or is not a
+    dask scheduler."""
+
+
+class SettingError(EmbError, ValueError):
+    """An emb setting read from the environment (``EMB_CONNECT_TIMEOUT``, ``EMB_READ_TIMEOUT``,
+    ``EMB_RETRIES``) holds a value emb cannot use."""
 
 
 class EmbWarning(UserWarning):

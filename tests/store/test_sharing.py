@@ -177,7 +177,8 @@ def test_s3_without_credentials_unreachable_or_missing_bucket(s3_bucket, monkeyp
     url = f"{s3_bucket}/toy.zarr"
     missing = "s3://no-such-bucket-here/toy.zarr"
     result = _cli("info", missing)
-    _clean_failure(result, "holds no store (no zarr.json there): check the URL")
+    _clean_failure(result, "no store at s3://no-such-bucket-here/toy.zarr: the bucket "
+                   "'no-such-bucket-here' does not exist")
     with pytest.raises(StoreError, match="bucket 'no-such-bucket-here' does not exist"):
         extract(FakeRunner(), words_suite(2), missing, progress=False)
     _clean_failure(_cli("info", f"{s3_bucket}/toy.zarr.zip"), "no zip file at")

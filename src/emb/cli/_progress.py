@@ -16,10 +16,6 @@ from dask.callbacks import Callback
 
 __all__ = ["Progress", "compute"]
 
-#: Seconds to wait for a --scheduler to answer (dask's default is 30).
-_CONNECT_TIMEOUT = 10
-
-
 class Progress(Callback):
     """A dask callback reporting finished tasks (local schedulers)."""
 
@@ -74,22 +70,9 @@ class Progress(Callback):
 def compute(result: Any, *, scheduler: str | None = None, quiet: bool = False) -> Any:
     """``result.compute()`` with progress, on the local threads or a distributed scheduler."""
     if scheduler:
-        try:
-            from dask.distributed import Client
-        except ImportError as err:  # pragma: no cover - distributed is a declared extra
-            raise click.ClickException(
-                "--scheduler needs dask.distributed: pip install 'emb[distributed]'"
-            ) from err
-        try:
-            client = Client(scheduler, timeout=_CONNECT_TIMEOUT)
-        except (OSError, ValueError, TypeError) as err:  # TimeoutError is an OSError
-            raise click.ClickException(
-                f"cannot connect to the dask scheduler {scheduler!r} (--scheduler): "
-                f"{type(err).__name__}: {err}. Give the address of a running scheduler "
-                "(tcp://HOST:PORT, as 'dask scheduler' prints it), or leave --scheduler out to "
-                "compute on local threads"
-            ) from err
-        with client:
+        from emb._scheduler import connect_scheduler
+
+        with connect_scheduler(scheduler) as client:
             click.echo(f"computing on {client.dashboard_link or scheduler}", err=True)
             # one BLAS thread on every worker, as locally (Dask's nanny starts workers so; a
             # worker started otherwise, or threads in this process, may have more)

@@ -607,11 +607,12 @@ def _run_local(jobs: list[_Job], bar: Any) -> list[dict[str, Any]]:
 
 
 def _run_distributed(jobs: list[_Job], scheduler: str, bar: Any) -> list[dict[str, Any]]:
-    try:
-        from dask.distributed import Client, as_completed
-    except ImportError as exc:  # pragma: no cover - a declared extra
-        raise CorpusError("--scheduler needs dask.distributed: pip install 'emb[distributed]'") from exc
-    with Client(scheduler) as client:
+    from emb._scheduler import connect_scheduler
+
+    client = connect_scheduler(scheduler)  # also says when dask.distributed is missing
+    from dask.distributed import as_completed
+
+    with client:
         futures = client.map(_scan, jobs, pure=False)
         for future in as_completed(futures):
             if bar is not None:

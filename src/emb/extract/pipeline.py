@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import zarr
 
-from emb.errors import EmbError, EmbWarning, StoreError
+from emb.errors import EmbError, EmbWarning, RemoteStoreError, StoreError
 from emb.extract._plan import BlockSources, Key, Plan
 from emb.extract._prepared import Prepared, first_position
 from emb.extract.devices import check_device
@@ -405,6 +405,8 @@ def _reuse_sources(
             contexts = text_values(node["context"][:])
             starts = np.asarray(node["char_start"][:])
             ends = np.asarray(node["char_end"][:])
+        except RemoteStoreError:  # the server, not a damaged suite
+            raise
         except (KeyError, ValueError, TypeError, OSError):
             if only is None:
                 continue  # a damaged suite is no source ('emb validate' reports it)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import zipfile
 from pathlib import Path
@@ -10,8 +11,8 @@ from typing import Any
 import zarr.storage
 from zarr.core.sync import sync
 
-from emb.errors import StoreError
-from emb.store._remote import is_http, open_url_store
+from emb.errors import RemoteStoreError, StoreError
+from emb.store._remote import RemoteStore, is_http, open_url_store
 
 __all__ = ["check_writable", "is_url", "local_path", "open_zarr_store", "store_size"]
 
@@ -145,9 +146,14 @@ def store_size(location: str | os.PathLike[str], zstore: Any) -> int | None:
     fs = getattr(zstore, "fs", None)
     if fs is None or is_http(text):
         return None
+    failures = (zstore.failures("list", None) if isinstance(zstore, RemoteStore)
+                else contextlib.nullcontext())
     try:
-        if getattr(fs, "async_impl", False) and getattr(fs, "asynchronous", False):
-            return int(sync(fs._du(zstore.path, total=True)))
-        return int(fs.du(zstore.path, total=True))
+        with failures:  # a server that stopped answering: one RemoteStoreError
+            if getattr(fs, "async_impl", False) and getattr(fs, "asynchronous", False):
+                return int(sync(fs._du(zstore.path, total=True)))
+            return int(fs.du(zstore.path, total=True))
+    except RemoteStoreError:
+        raise
     except (OSError, NotImplementedError, AttributeError, TypeError, ValueError):
         return None

@@ -11,26 +11,50 @@ sends the whole file instead, which zarr would take for the bytes it asked for (
 computed checksum do not match``); such a server is refused when the store is opened, saying why.
 Directory stores also need the server's index pages (``show_index`` / ``autoindex``), which is
 how fsspec lists an HTTP "directory": a server without them is refused too, pointing to the zip.
+
+Every request is bounded in time and retried a bounded number of times (:mod:`emb._network`:
+``EMB_CONNECT_TIMEOUT``, ``EMB_READ_TIMEOUT``, ``EMB_RETRIES``): for ``s3://`` through botocore's
+configuration (``connect_timeout``, ``read_timeout``, ``retries`` in the standard mode, which
+retries timeouts, dropped connections, 5xx answers and throttling; s3fs's own retry loop is
+turned off so the two do not multiply), over HTTP through aiohttp's socket timeouts and a retry of
+reads here.  A failure of the server while emb works (a timeout, a refused or dropped connection,
+missing credentials, a refused request) becomes one :class:`~emb.errors.RemoteStoreError` naming
+the URL, the object and what to do, raised by the store objects themselves (:class:`RemoteStore`,
+:class:`RemoteZipStore`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 import zipfile
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 import fsspec
 import fsspec.core
 import zarr.storage
-from zarr.core.buffer import default_buffer_prototype
+from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
 from zarr.core.sync import sync
 
-from emb.errors import StoreError
+from emb._network import Network, network
+from emb.errors import RemoteStoreError, StoreError
 
-__all__ = ["RemoteZipStore", "check_http_source", "is_http", "open_url_store", "protocol"]
+__all__ = [
+    "RemoteStore",
+    "RemoteZipStore",
+    "check_http_source",
+    "is_http",
+    "open_url_store",
+    "protocol",
+    "url_options",
+]
 
 _HTTP = ("http", "https")
+_S3 = ("s3", "s3a")
 _EXTRA = {"http": "http", "https": "http", "s3": "s3", "s3a": "s3"}
+_T = TypeVar("_T")
 
 
 def protocol(url: str) -> str:
@@ -44,9 +68,346 @@ def is_http(url: str) -> bool:
     return protocol(url) in _HTTP
 
 
+# -- timeouts and retries -------------------------------------------------------------------------
+def url_options(
+    url: str, storage_options: dict[str, Any] | None, settings: Network | None = None
+) -> dict[str, Any]:
+    """fsspec's options for ``url``: the timeouts and retries of :mod:`emb._network` for ``s3://``
+    and ``http(s)://``, under the caller's own ``storage_options`` (which win, key by key, also
+    inside ``config_kwargs`` and ``client_kwargs``)."""
+    settings = settings or network()
+    options = dict(storage_options or {})
+    kind = protocol(url)
+    if kind in _S3:
+        config = {
+            "connect_timeout": settings.connect_timeout,
+            "read_timeout": settings.read_timeout,
+            "retries": {"max_attempts": settings.tries, "mode": "standard"},
+        }
+        options["config_kwargs"] = {**config, **dict(options.get("config_kwargs") or {})}
+    elif kind in _HTTP:
+        client = dict(options.get("client_kwargs") or {})
+        with contextlib.suppress(ImportError):  # without aiohttp: refused when opened, naming it
+            client.setdefault("timeout", _client_timeout(settings))
+        options["client_kwargs"] = client
+    return options
+
+
+def _one_retry_loop(fs: Any) -> Any:
+    """s3fs retries some failures itself (``retries``, 5 tries) around botocore's retries: one
+    try there, so that a request is sent at most ``1 + EMB_RETRIES`` times, not 5 times that."""
+    names = fs.protocol if isinstance(fs.protocol, tuple | list) else (fs.protocol,)
+    if set(names) & set(_S3):
+        fs.retries = 1
+    return fs
+
+
+def _client_timeout(settings: Network) -> Any:
+    import aiohttp
+
+    return aiohttp.ClientTimeout(
+        total=None, sock_connect=settings.connect_timeout, sock_read=settings.read_timeout
+    )
+
+
+def _failure_types() -> tuple[type[BaseException], ...]:
+    """What a remote backend raises when the server, the network or the credentials fail."""
+    types: list[type[BaseException]] = [OSError, TimeoutError]
+    with contextlib.suppress(ImportError):
+        import botocore.exceptions as boto
+
+        types += [
+            boto.ConnectionError, boto.HTTPClientError, boto.NoCredentialsError,
+            boto.PartialCredentialsError, boto.CredentialRetrievalError, boto.ClientError,
+        ]
+    with contextlib.suppress(ImportError):
+        import aiohttp
+
+        types.append(aiohttp.ClientError)
+    return tuple(types)
+
+
+def _transient(err: BaseException) -> bool:
+    """Whether an HTTP read that failed so may succeed when sent again (a timeout, a dropped
+    connection, a cut answer, a 5xx or 429 answer): never a 4xx, never missing credentials."""
+    try:
+        import aiohttp
+    except ImportError:
+        return isinstance(err, TimeoutError)
+    if isinstance(err, aiohttp.ClientResponseError):
+        return err.status >= 500 or err.status == 429
+    return isinstance(err, TimeoutError | aiohttp.ClientConnectionError | aiohttp.ClientPayloadError)
+
+
+def _hidden_failure(err: BaseException) -> BaseException | None:
+    """The failure of the server behind a "not found": fsspec's HTTP ``_info`` (the size of an
+    object) turns every error, a timeout too, into ``FileNotFoundError``; a real 404 (or any
+    other answer of the server) is not a failure."""
+    cause = err.__cause__
+    if isinstance(err, FileNotFoundError) and cause is not None and _transient(cause):
+        return cause
+    return None
+
+
+def _one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+
+
+_DOING = {"read": "reading", "write": "writing", "delete": "deleting", "list": "listing"}
+
+
+def remote_failure(
+    err: BaseException, *, url: str, verb: str, key: str | None, settings: Network,
+    writing: bool = False,
+) -> RemoteStoreError:
+    """The one-line error for a request to the store at ``url`` that failed with ``err``: what
+    failed (``verb`` the object ``key``), what the server did, and what to do (``writing``: the
+    store was open for writing, so the hint says that the command resumes)."""
+    doing = _DOING.get(verb, verb) + (f" {key}" if key else "")
+    name = type(err).__name__
+    if isinstance(err, PermissionError):
+        head = f"cannot {verb} {url} ({doing}): the server refused access ({_one_line(err)})"
+        advice = "check the credentials and their permissions on this bucket and key"
+    elif "Credentials" in name:
+        head = f"cannot reach {url} ({doing}): {_one_line(err)}"
+        advice = ("give credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
+                  "or ~/.aws")
+    elif isinstance(err, TimeoutError) or "Timeout" in name:
+        head = (f"cannot reach {url} ({doing}): the server did not answer in time "
+                f"({_one_line(err)}; limits: {settings.describe()})")
+        advice = ("check that the server is running and reachable; for a slow one raise "
+                  "EMB_READ_TIMEOUT or EMB_CONNECT_TIMEOUT (seconds) or EMB_RETRIES")
+    else:
+        head = f"cannot reach {url} ({doing}): {_one_line(err)} (limits: {settings.describe()})"
+        advice = ("check the URL, and that the server is running and reachable (the host and "
+                  "port; for s3://, AWS_ENDPOINT_URL for a server other than AWS)")
+    if writing or verb in ("write", "delete"):
+        advice += "; what was written stays: run the same command again to resume"
+    return RemoteStoreError(f"{head}; {advice}")
+
+
+class _Requests:
+    """Runs one store request: retried while transient where the transport does not retry
+    itself (HTTP), and a failure of the server turned into one :class:`RemoteStoreError`."""
+
+    def __init__(
+        self, url: str, settings: Network, *, retry_reads: bool, writing: bool = False
+    ) -> None:
+        self.url = url
+        self.settings = settings
+        self.read_tries = settings.tries if retry_reads else 1
+        self.writing = writing
+
+    def failure(self, err: BaseException, verb: str, key: str | None) -> RemoteStoreError:
+        return remote_failure(err, url=self.url, verb=verb, key=key, settings=self.settings,
+                              writing=self.writing)
+
+    @contextlib.contextmanager
+    def translated(
+        self, verb: str, key: str | None, passing: tuple[type[BaseException], ...] = ()
+    ) -> Iterator[None]:
+        """Run a write, delete or listing: a failure of the server is one RemoteStoreError
+        (``passing``: what the caller handles itself, e.g. a missing object)."""
+        try:
+            yield
+        except (StoreError, *passing):
+            raise
+        except _failure_types() as err:
+            raise self.failure(_hidden_failure(err) or err, verb, key) from err
+
+    async def read(
+        self,
+        key: str | None,
+        call: Callable[[], Awaitable[_T]],
+        passing: tuple[type[BaseException], ...] = (),
+    ) -> _T:
+        """Run a read, sending it again while it fails on the way (HTTP)."""
+        attempt = 0
+        while True:
+            try:
+                try:
+                    return await call()
+                except passing as err:
+                    if (hidden := _hidden_failure(err)) is None:
+                        raise
+                    raise hidden from err
+            except (StoreError, *passing):
+                raise
+            except _failure_types() as err:
+                attempt += 1
+                if attempt < self.read_tries and _transient(err):
+                    await asyncio.sleep(min(0.2 * 2 ** (attempt - 1), 2.0))
+                    continue
+                raise self.failure(err, "read", key) from err
+
+
+# -- stores ---------------------------------------------------------------------------------------
+class RemoteStore(zarr.storage.FsspecStore):
+    """zarr's ``FsspecStore`` whose every request fails in one :class:`RemoteStoreError` naming
+    the store's URL (and, over HTTP, retries a read that failed on the way)."""
+
+    url: str = ""
+    settings: Network = Network()
+
+    def _requests(self) -> _Requests:
+        return _Requests(self.url or f"{self.fs.protocol}://{self.path}", self.settings,
+                         retry_reads=is_http(self.url), writing=not self.read_only)
+
+    def failures(
+        self, verb: str, key: str | None, passing: tuple[type[BaseException], ...] = ()
+    ) -> contextlib.AbstractContextManager[None]:
+        """A block whose failure of the server (``verb``-ing ``key`` directly through ``fs``)
+        is one RemoteStoreError; ``passing``: what the caller handles itself."""
+        return self._requests().translated(verb, key, passing)
+
+    def configured(self, url: str, settings: Network) -> RemoteStore:
+        self.url = url
+        self.settings = settings
+        return self
+
+    def with_read_only(self, read_only: bool = False) -> RemoteStore:
+        store = super().with_read_only(read_only)
+        assert isinstance(store, RemoteStore)
+        return store.configured(self.url, self.settings)
+
+    async def get(self, key: str, prototype: BufferPrototype, byte_range: Any = None) -> Buffer | None:
+        return await self._requests().read(
+            key, lambda: super(RemoteStore, self).get(key, prototype, byte_range),
+            self.allowed_exceptions,
+        )
+
+    async def get_partial_values(
+        self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, Any]]
+    ) -> list[Buffer | None]:
+        key_ranges = list(key_ranges)
+        first = key_ranges[0][0] if key_ranges else None
+        return await self._requests().read(
+            first, lambda: super(RemoteStore, self).get_partial_values(prototype, key_ranges),
+            self.allowed_exceptions,
+        )
+
+    async def exists(self, key: str) -> bool:
+        return await self._requests().read(key, lambda: super(RemoteStore, self).exists(key))
+
+    async def getsize(self, key: str) -> int:
+        return await self._requests().read(
+            key, lambda: super(RemoteStore, self).getsize(key), self.allowed_exceptions
+        )
+
+    async def set(self, key: str, value: Buffer, byte_range: tuple[int, int] | None = None) -> None:
+        with self._requests().translated("write", key):
+            await self.bounded_write(super().set(key, value, byte_range), len(value))
+
+    async def bounded_write(self, write: Awaitable[_T], nbytes: int) -> _T:
+        """``write`` within :meth:`~emb._network.Network.write_limit` (aiohttp has no timeout
+        on sending: a frozen server with full buffers would hold an upload for ever)."""
+        return await asyncio.wait_for(write, self.settings.write_limit(nbytes))
+
+    async def delete(self, key: str) -> None:
+        with self._requests().translated("delete", key, self.allowed_exceptions):
+            await super().delete(key)
+
+    async def delete_dir(self, prefix: str) -> None:
+        with self._requests().translated("delete", prefix, self.allowed_exceptions):
+            await super().delete_dir(prefix)
+
+    async def clear(self) -> None:
+        with self._requests().translated("delete", None):
+            await super().clear()
+
+    async def list(self) -> AsyncIterator[str]:
+        with self._requests().translated("list", None, self.allowed_exceptions):
+            async for key in super().list():
+                yield key
+
+    async def list_dir(self, prefix: str) -> AsyncIterator[str]:
+        with self._requests().translated("list", prefix or None, self.allowed_exceptions):
+            async for key in super().list_dir(prefix):
+                yield key
+
+    async def list_prefix(self, prefix: str) -> AsyncIterator[str]:
+        with self._requests().translated("list", prefix or None, self.allowed_exceptions):
+            async for key in super().list_prefix(prefix):
+                yield key
+
+
+class RemoteZipStore(zarr.storage.ZipStore):
+    """zarr's read-only ``ZipStore`` over a zip file at an fsspec URL, read in place by byte
+    ranges (zarr's own ``FsspecStore`` over fsspec's zip filesystem lists no group at the root);
+    a failure of the server is one :class:`RemoteStoreError`, as in :class:`RemoteStore`."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        storage_options: dict[str, Any] | None = None,
+        settings: Network | None = None,
+    ) -> None:
+        super().__init__(url, mode="r")
+        self.url = url
+        self.settings = settings or network()
+        self.storage_options = url_options(url, storage_options, self.settings)
+        fs, path = fsspec.core.url_to_fs(url, **self.storage_options)  # unknown protocol: now
+        _one_retry_loop(fs)
+        if not is_http(url):  # HTTP was asked before, with the status in words
+            with self._requests().translated("read", None):
+                found = fs.exists(path)
+            if not found:
+                raise StoreError(f"no zip file at {url}: check the URL")
+
+    def _requests(self) -> _Requests:
+        return _Requests(self.url, self.settings, retry_reads=is_http(self.url))
+
+    def _sync_open(self) -> None:
+        if self._is_open:
+            raise ValueError("store is already open")
+        self._lock = threading.RLock()
+        with self._requests().translated("read", None):
+            self._file = fsspec.open(self.url, mode="rb", **self.storage_options).open()
+            try:
+                self._zf = zipfile.ZipFile(self._file, mode="r")
+            except zipfile.BadZipFile as err:
+                self._file.close()
+                cause = err.__context__  # zipfile calls a failing read "not a zip file"
+                if cause is not None and _transient(cause):
+                    raise self._requests().failure(cause, "read", None) from cause
+                raise StoreError(
+                    f"{self.url} is not a zip file ({err}); share a store packed with 'emb zip', "
+                    "or the store directory"
+                ) from err
+        self._is_open = True
+
+    async def get(self, key: str, prototype: BufferPrototype, byte_range: Any = None) -> Buffer | None:
+        async def call() -> Buffer | None:
+            return await super(RemoteZipStore, self).get(key, prototype, byte_range)
+
+        return await self._requests().read(key, call)
+
+    async def get_partial_values(
+        self, prototype: BufferPrototype, key_ranges: Iterable[tuple[str, Any]]
+    ) -> list[Buffer | None]:
+        key_ranges = list(key_ranges)
+
+        async def call() -> list[Buffer | None]:
+            return await super(RemoteZipStore, self).get_partial_values(prototype, key_ranges)
+
+        return await self._requests().read(key_ranges[0][0] if key_ranges else None, call)
+
+    def close(self) -> None:
+        super().close()
+        file = getattr(self, "_file", None)
+        if file is not None:
+            file.close()
+
+    def __repr__(self) -> str:
+        return f"RemoteZipStore({self.url!r})"
+
+
+# -- opening --------------------------------------------------------------------------------------
 def open_url_store(
     url: str, *, mode: str, storage_options: dict[str, Any] | None
-) -> zarr.storage.FsspecStore | RemoteZipStore:
+) -> RemoteStore | RemoteZipStore:
     """A zarr store for the fsspec URL ``url`` (``mode`` ``"r"`` or ``"a"``); a ``.zip`` URL gives
     a :class:`RemoteZipStore`.
 
@@ -55,7 +416,13 @@ def open_url_store(
     StoreError
         Writing over HTTP or into a zip; an unknown protocol; a protocol whose package is not
         installed (naming the extra that installs it); over HTTP: the server cannot be reached,
-        answers 404 or another error, or ignores ``Range`` requests.
+        answers 404 or another error, or ignores ``Range`` requests; a bucket that does not
+        exist; nothing at ``url`` when reading (no store there).
+    RemoteStoreError
+        The server cannot be reached or does not answer in time, the credentials are missing or
+        refused.
+    SettingError
+        ``EMB_CONNECT_TIMEOUT``, ``EMB_READ_TIMEOUT`` or ``EMB_RETRIES`` is not a usable value.
     """
     is_zip = url.rstrip("/").endswith(".zip")
     if mode != "r" and is_http(url):
@@ -68,16 +435,21 @@ def open_url_store(
             f"cannot write into the zip file {url}: write a directory store and pack it with "
             "'emb zip'"
         )
+    settings = network()
     if is_http(url):
         transport = url.split("::")[-1]
         check_http_source(
-            transport if is_zip else transport.rstrip("/") + "/zarr.json", storage_options, store=url
+            transport if is_zip else transport.rstrip("/") + "/zarr.json", storage_options,
+            store=url, settings=settings,
         )
     try:
         if is_zip:
-            return RemoteZipStore(url.removeprefix("zip::"), storage_options=storage_options)
-        zstore = zarr.storage.FsspecStore.from_url(
-            url, storage_options=storage_options, read_only=(mode == "r")
+            return RemoteZipStore(
+                url.removeprefix("zip::"), storage_options=storage_options, settings=settings
+            )
+        zstore = RemoteStore.from_url(
+            url, storage_options=url_options(url, storage_options, settings),
+            read_only=(mode == "r"),
         )
     except StoreError:
         raise
@@ -92,6 +464,9 @@ def open_url_store(
         ) from err
     except OSError as err:
         raise StoreError(f"cannot open {url}: {type(err).__name__}: {err}") from err
+    assert isinstance(zstore, RemoteStore)
+    _one_retry_loop(zstore.fs)
+    zstore.configured(url, settings)
     if not is_http(url):  # HTTP was asked above, with the status in words
         _reach(zstore, url, mode=mode)
     elif not sync(_lists(zstore)):
@@ -104,115 +479,77 @@ def open_url_store(
     return zstore
 
 
-async def _lists(zstore: zarr.storage.FsspecStore) -> bool:
+async def _lists(zstore: RemoteStore) -> bool:
     """Whether listing the store's root finds its ``zarr.json`` (an HTTP server's index page;
-    without one a server answers 403 or 404)."""
+    without one a server answers 403 or 404).  A server that stops answering is a
+    RemoteStoreError, not a missing index page."""
     import aiohttp
 
     try:
         return any([name.rstrip("/") == "zarr.json" async for name in zstore.list_dir("")])
-    except (aiohttp.ClientError, OSError):
-        return False
+    except RemoteStoreError as err:
+        cause = err.__cause__
+        if isinstance(cause, aiohttp.ClientResponseError) and 400 <= cause.status < 500:
+            return False  # the server answered: no index page here
+        raise
 
 
 #: Object stores whose first path element is a bucket (or container) that must exist.
 _BUCKETED = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss")
 
 
-def _reach(zstore: zarr.storage.FsspecStore, url: str, *, mode: str) -> None:
-    """Read the store's root metadata once (a missing one is fine: a new store): missing
-    credentials, an unreachable endpoint or a refused request surface here as one StoreError;
-    so does, when writing, a bucket that does not exist."""
-    try:
-        sync(zstore.get("zarr.json", prototype=default_buffer_prototype()))
-        bucket = zstore.path.strip("/").split("/")[0]
-        missing = (
-            mode != "r" and protocol(url) in _BUCKETED and not sync(zstore.fs._exists(bucket))
-        )
-    except Exception as err:  # noqa: BLE001 - backends share no base class but Exception
-        raise StoreError(
-            f"cannot reach {url}: {type(err).__name__}: {err}; check the URL, the credentials "
-            "and the endpoint (for s3://: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or ~/.aws, and "
-            "AWS_ENDPOINT_URL for a server other than AWS)"
-        ) from err
-    if missing:
+def _reach(zstore: RemoteStore, url: str, *, mode: str) -> None:
+    """Read the store's root metadata once (a missing one is fine for writing: a new store):
+    missing credentials, an unreachable endpoint or a refused request surface here as one
+    RemoteStoreError; a bucket that does not exist as one StoreError."""
+    found = sync(zstore.get("zarr.json", prototype=default_buffer_prototype()))
+    if found is not None or protocol(url) not in _BUCKETED:
+        return
+    bucket = zstore.path.strip("/").split("/")[0]
+    with zstore.failures("read", None):
+        exists = sync(zstore.fs._exists(bucket))
+    if exists:
+        return
+    if mode != "r":
         raise StoreError(
             f"cannot write to {url}: the bucket {bucket!r} does not exist; create it first (e.g. "
             f"'aws s3 mb {protocol(url)}://{bucket}'), or give a bucket that exists"
         )
-
-
-class RemoteZipStore(zarr.storage.ZipStore):
-    """zarr's read-only ``ZipStore`` over a zip file at an fsspec URL, read in place by byte
-    ranges (zarr's own ``FsspecStore`` over fsspec's zip filesystem lists no group at the root)."""
-
-    def __init__(self, url: str, *, storage_options: dict[str, Any] | None = None) -> None:
-        super().__init__(url, mode="r")
-        self.url = url
-        self.storage_options = dict(storage_options or {})
-        fs, path = fsspec.core.url_to_fs(url, **self.storage_options)  # unknown protocol: now
-        if not is_http(url):  # HTTP was asked before, with the status in words
-            try:
-                found = fs.exists(path)
-            except Exception as err:  # noqa: BLE001 - backends share no base class but Exception
-                raise StoreError(f"cannot reach {url}: {type(err).__name__}: {err}") from err
-            if not found:
-                raise StoreError(f"no zip file at {url}: check the URL")
-
-    def _sync_open(self) -> None:
-        if self._is_open:
-            raise ValueError("store is already open")
-        self._lock = threading.RLock()
-        self._file = fsspec.open(self.url, mode="rb", **self.storage_options).open()
-        try:
-            self._zf = zipfile.ZipFile(self._file, mode="r")
-        except zipfile.BadZipFile as err:
-            self._file.close()
-            raise StoreError(
-                f"{self.url} is not a zip file ({err}); share a store packed with 'emb zip', or "
-                "the store directory"
-            ) from err
-        self._is_open = True
-
-    def close(self) -> None:
-        super().close()
-        file = getattr(self, "_file", None)
-        if file is not None:
-            file.close()
-
-    def __repr__(self) -> str:
-        return f"RemoteZipStore({self.url!r})"
+    raise StoreError(
+        f"no store at {url}: the bucket {bucket!r} does not exist; check the URL (and "
+        "AWS_ENDPOINT_URL, for a server other than AWS)"
+    )
 
 
 def check_http_source(
-    file_url: str, storage_options: dict[str, Any] | None, *, store: str
+    file_url: str,
+    storage_options: dict[str, Any] | None,
+    *,
+    store: str,
+    settings: Network | None = None,
 ) -> None:
     """Ask the server for the first byte of ``file_url`` (the store's ``zarr.json`` or the zip):
     refuse, with the reason, an unreachable server, a missing file, an error answer, or a server
-    that ignores ``Range`` requests."""
+    that ignores ``Range`` requests.  A request that fails on the way is sent again (up to
+    ``EMB_RETRIES`` times), each bounded by the connect and read timeouts."""
     try:
         import aiohttp
     except ImportError as err:
         raise StoreError(
             f"cannot open {store}: reading over HTTP needs aiohttp ({err}); pip install 'emb[http]'"
         ) from err
-    options = dict(storage_options or {})
+    settings = settings or network()
+    options = url_options(store, storage_options, settings)
     client_kwargs = dict(options.pop("client_kwargs", {}) or {})
     headers = {**dict(options.pop("headers", {}) or {}), "Range": "bytes=0-0"}
 
     async def first_byte() -> tuple[int, str, bytes]:
-        timeout = aiohttp.ClientTimeout(total=30)
-        async with aiohttp.ClientSession(timeout=timeout, **client_kwargs) as session:
+        async with aiohttp.ClientSession(**client_kwargs) as session:
             async with session.get(file_url, headers=headers, **options) as response:
                 return response.status, response.reason or "", await response.content.read(2)
 
-    try:
-        status, reason, body = sync(first_byte())
-    except (aiohttp.ClientError, OSError, TimeoutError) as err:
-        raise StoreError(
-            f"cannot reach {store}: {type(err).__name__}: {err}; check the host and port, and "
-            "that the server is running"
-        ) from err
+    requests = _Requests(store, settings, retry_reads=True)
+    status, reason, body = sync(requests.read(file_url.rsplit("/", 1)[-1], first_byte))
     if status == 404:
         what = "the zip file" if store.rstrip("/").endswith(".zip") else "the store's root zarr.json"
         raise StoreError(

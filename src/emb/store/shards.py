@@ -44,10 +44,11 @@ import numpy as np
 import zarr.storage
 from zarr.core.sync import sync as zarr_sync
 
-from emb.errors import EmbWarning, StoreError, StoreLockedError
+from emb.errors import EmbWarning, RemoteStoreError, StoreError, StoreLockedError
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path
 from emb.store._nodes import BadMetadata, read_bytes, read_json
+from emb.store._remote import RemoteStore
 from emb.store.lock import WriterLock, lock_path, locked
 
 __all__ = [
@@ -147,6 +148,7 @@ def _me() -> dict[str, Any]:
     return {
         "host": socket.gethostname(), "pid": os.getpid(),
         "time": datetime.now(UTC).isoformat(timespec="seconds"),
+        "token": uuid.uuid4().hex,  # this claim's own: see create_once
     }
 
 
@@ -159,6 +161,15 @@ def create_once(zstore: Any, key: str, data: bytes) -> bool:
     fsspec's ``mode="create"`` on S3 (s3fs) and fsspec's memory file system.  On a backend that
     has neither, an existence check then a write (two writers starting in the same instant can
     both "create"; see the README).
+
+    ``data`` must be this caller's own (it carries :func:`_me`'s token): a conditional PUT whose
+    answer was lost is sent again (``EMB_RETRIES``) and then finds the object it created itself;
+    an object holding exactly ``data`` therefore counts as created by this call.
+
+    Raises
+    ------
+    RemoteStoreError
+        The server of a remote store cannot be reached or does not answer in time.
     """
     if isinstance(zstore, zarr.storage.LocalStore):
         path = Path(zstore.root) / key
@@ -175,13 +186,19 @@ def create_once(zstore: Any, key: str, data: bytes) -> bool:
     fs = getattr(zstore, "fs", None)
     if fs is not None:
         path = f"{zstore.path.rstrip('/')}/{key}"
+        failures = (zstore.failures("write", key, (FileExistsError, TypeError, NotImplementedError))
+                    if isinstance(zstore, RemoteStore) else contextlib.nullcontext())
         try:
-            if getattr(fs, "async_impl", False):
-                zarr_sync(fs._pipe_file(path, data, mode="create"))
-            else:
-                fs.pipe_file(path, data, mode="create")
+            with failures:
+                if isinstance(zstore, RemoteStore):
+                    zarr_sync(zstore.bounded_write(fs._pipe_file(path, data, mode="create"),
+                                                   len(data)))
+                elif getattr(fs, "async_impl", False):
+                    zarr_sync(fs._pipe_file(path, data, mode="create"))
+                else:
+                    fs.pipe_file(path, data, mode="create")
         except FileExistsError:
-            return False
+            return read_bytes(zstore, key) == data  # our own create, sent twice
         except (TypeError, NotImplementedError):
             pass  # a backend without mode="create": check, then write
         else:
@@ -258,11 +275,17 @@ def read_markers(done: Any) -> np.ndarray:
     """The raw done-markers (0, ``DONE``, ``COPIES_PENDING``); one that cannot be decoded is 0."""
     try:
         return np.asarray(done[:], dtype=np.uint8)
+    except RemoteStoreError:  # the server, not the markers
+        raise
     except Exception:  # noqa: BLE001 - a torn marker write: one block at a time
         out = np.zeros(done.shape[0], dtype=np.uint8)
         for i in range(done.shape[0]):
-            with contextlib.suppress(Exception):
+            try:
                 out[i] = int(done[i])
+            except RemoteStoreError:
+                raise
+            except Exception:  # noqa: BLE001 - a torn marker reads as not written
+                continue
         return out
 
 

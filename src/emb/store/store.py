@@ -20,7 +20,7 @@ import xarray as xr
 import zarr
 import zarr.errors
 
-from emb.errors import CorruptStoreError, IncompleteStoreError, StoreError
+from emb.errors import CorruptStoreError, IncompleteStoreError, RemoteStoreError, StoreError
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
 from emb.store._nodes import BadMetadata, child_names, damage_reported, read_json, text_values
@@ -146,6 +146,8 @@ class Store:
             return zarr.open_group(
                 self.zstore, path=name, mode="r", zarr_format=3, use_consolidated=False
             )
+        except RemoteStoreError:  # the server, not the metadata
+            raise
         except Exception as err:  # noqa: BLE001 - damaged metadata: a clear error, no traceback
             raise store_error(self.location, name, [f"{type(err).__name__}: {err}"]) from err
 
@@ -209,6 +211,8 @@ class Store:
             ds = xr.open_zarr(
                 self.zstore, group=name, consolidated=False, zarr_format=3, chunks=None
             )
+        except RemoteStoreError:  # the server, not the metadata
+            raise
         except Exception as err:  # noqa: BLE001 - damaged metadata: a clear error, no traceback
             raise store_error(self.location, name, [f"{type(err).__name__}: {err}"]) from err
         with damage_reported([self.location]):  # a coordinate chunk that does not decode
@@ -250,6 +254,8 @@ class Store:
         for name in self.suites:
             try:
                 suites.append(_suite_info(name, self._group(name)))
+            except RemoteStoreError:
+                raise
             except (StoreError, KeyError, ValueError, TypeError):
                 continue  # damaged: the report says why
         return StoreInfo(

@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 import zarr
 
-from emb.errors import CorruptStoreError
+from emb.errors import CorruptStoreError, RemoteStoreError, StoreError
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store
 from emb.store._nodes import BadMetadata, child_names, object_sizes, read_json
@@ -91,7 +91,10 @@ def validate_store(
     ------
     StoreError
         Only when there is nothing to validate: the path does not exist, or is not a readable
-        zip file.
+        zip file; nothing is stored under the URL, or its bucket does not exist.
+    RemoteStoreError
+        The server of a URL cannot be reached, does not answer in time, or refuses the
+        credentials (``emb validate`` exits 2 for all of these: not validated).
     """
     text = os.fspath(location)
     if not is_url(text) and local_path(text).is_dir() and not any(local_path(text).iterdir()):
@@ -132,6 +135,11 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
                 status="corrupt",
                 problems=(f"{location} is not an emb store: no zarr.json at its root (found "
                           f"{', '.join(names[:10])})",),
+            )
+        if is_url(location):  # no object under the URL: as a path that does not exist
+            raise StoreError(
+                f"no store at {location}: nothing is stored under that URL (no zarr.json, no "
+                "objects); check the URL"
             )
         return ValidationReport(
             status="incomplete",
@@ -306,10 +314,14 @@ def read_done(done: Any) -> np.ndarray:
     out = np.zeros(done.shape[0], dtype=bool)
     try:
         out[:] = np.asarray(done[:]) == 1
+    except RemoteStoreError:  # the server, not the markers
+        raise
     except Exception:  # noqa: BLE001 - a torn marker write: fall back to one block at a time
         for i in range(done.shape[0]):
             try:
                 out[i] = int(done[i]) == 1
+            except RemoteStoreError:
+                raise
             except Exception:  # noqa: BLE001
                 out[i] = False
     return out
@@ -340,6 +352,8 @@ def _open_arrays(
             return None
         try:
             arrays[key] = zarr.open_array(zstore, path=f"{name}/{key}", mode="r", zarr_format=3)
+        except RemoteStoreError:  # the server, not the metadata
+            raise
         except Exception as err:  # noqa: BLE001 - any invalid metadata: report it, never a traceback
             problems.append(f"{name}: the array '{key}' cannot be opened: {type(err).__name__}: {err}")
             return None
@@ -404,6 +418,8 @@ def _validate_suite(
         for b in np.flatnonzero(markers):
             try:
                 values = np.asarray(emb_arr[b * block : (b + 1) * block])
+            except RemoteStoreError:  # the server, not the block
+                raise
             except Exception as err:  # noqa: BLE001 - report any decode failure
                 problems.append(f"{name}: block {b} cannot be decoded: {type(err).__name__}: {err}")
                 return "corrupt"
@@ -430,6 +446,8 @@ def suite_shards(zstore: Any, name: str, done: Any = None) -> tuple[ShardProgres
     if done is None:
         try:
             done = zarr.open_array(zstore, path=f"{name}/{dm.PROGRESS_GROUP}/done", mode="r")
+        except RemoteStoreError:
+            raise
         except Exception:  # noqa: BLE001 - a damaged suite: validation says why
             return ()
     return tuple(shard_progress(record, read_markers(done)))
