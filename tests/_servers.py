@@ -12,8 +12,9 @@ process that started it is gone, so a crashed or killed test run never leaves on
   always sends the whole file.
 - :func:`proxy_server` — a TCP proxy to another server's URL that passes bytes through, and
   stops answering for good on a connection whose request matches ``stall`` (a server that stalls
-  mid-run, deterministically); killed (:func:`kill_server`) it is a server that died, and started
-  again on the same port it is that server back, with its state.
+  mid-run, deterministically), or answers the first request matching ``fail_once`` with ``503
+  Service Unavailable`` (a server that fails once); killed (:func:`kill_server`) it is a server that
+  died, and started again on the same port it is that server back, with its state.
 - :func:`silent_server` — a socket that listens and never reads (in this process): connections
   are accepted by the kernel, and no answer ever comes.
 - :func:`frozen` — a server stopped with SIGSTOP for the block (SIGCONT after it, always).
@@ -143,17 +144,20 @@ def http_server(
 
 @contextlib.contextmanager
 def proxy_server(
-    target: str, *, stall: str | None = None, port: int | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
+    target: str, *, stall: str | None = None, fail_once: str | None = None,
+    port: int | None = None, timeout: float = DEFAULT_TIMEOUT,
 ) -> Iterator[str]:
     """A TCP proxy on 127.0.0.1 (``port``, or a free one) to the server at ``target``
     (``http://127.0.0.1:PORT``); yields its URL.
 
     Bytes pass through unchanged both ways.  ``stall``: a regular expression; a connection whose
     request bytes match it (e.g. a request line for a path under ``/embedding/c/``) is held open
-    and never answered, as a server that stops answering mid-run.
+    and never answered, as a server that stops answering mid-run.  ``fail_once``: the first
+    request matching it is not passed on but answered ``503 Service Unavailable`` (later ones
+    pass), as a server that fails once and recovers.
     """
-    with _serve("proxy", target, stall or "", timeout=timeout, ready_path="/", port=port) as url:
+    with _serve("proxy", target, stall or "", fail_once or "", timeout=timeout, ready_path="/",
+                port=port) as url:
         yield url
 
 
@@ -280,20 +284,28 @@ def _run_stdlib(port: int, root: str) -> None:
         server.serve_forever()
 
 
-def _run_proxy(port: int, target: str, stall: str) -> None:
+def _run_proxy(port: int, target: str, stall: str, fail_once: str) -> None:
     import asyncio
     import re
     from urllib.parse import urlsplit
 
     upstream = urlsplit(target)
     pattern = re.compile(stall.encode()) if stall else None
+    fail = [re.compile(fail_once.encode())] if fail_once else []
+    unavailable = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n"
+                   b"Connection: close\r\n\r\n")
 
     async def pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *,
-                   watch: bool) -> None:
+                   client: asyncio.StreamWriter | None = None) -> None:
         try:
             while data := await reader.read(65536):
-                if watch and pattern is not None and pattern.search(data):
+                if client is not None and pattern is not None and pattern.search(data):
                     await asyncio.Event().wait()  # hold the connection, never answer
+                if client is not None and fail and fail[0].search(data):
+                    fail.clear()  # once
+                    client.write(unavailable)
+                    await client.drain()
+                    break  # not passed on; both sides are closed
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, OSError):
@@ -307,8 +319,11 @@ def _run_proxy(port: int, target: str, stall: str) -> None:
         except OSError:
             client_w.close()
             return
-        await asyncio.gather(pump(client_r, server_w, watch=True),
-                             pump(server_r, client_w, watch=False))
+        upward = asyncio.ensure_future(pump(client_r, server_w, client=client_w))
+        downward = asyncio.ensure_future(pump(server_r, client_w))
+        await upward  # the client is done, or its request was failed: close its connection
+        client_w.close()
+        await downward
 
     async def main() -> None:
         server = await asyncio.start_server(handle, HOST, port, reuse_address=True)
@@ -329,6 +344,6 @@ if __name__ == "__main__":
     elif _kind == "stdlib":
         _run_stdlib(int(_port), _rest[0])
     elif _kind == "proxy":
-        _run_proxy(int(_port), _rest[0], _rest[1])
+        _run_proxy(int(_port), _rest[0], _rest[1], _rest[2])
     else:
         raise SystemExit(f"unknown server kind {_kind!r}")

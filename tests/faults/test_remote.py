@@ -301,6 +301,28 @@ def test_http_that_never_answers_is_one_line(tmp_path):
         _refused(outcome, codes=codes, mentions=[url, "did not answer in time"])
 
 
+# -- a request dropped once is sent again ----------------------------------------------------------
+@pytest.mark.parametrize("kind", ["s3", "http"])
+def test_a_read_failed_once_is_sent_again(moto, toy_s3, site, kind):
+    """The first request for a block's bytes is answered 503 (the server fails once): with
+    EMB_RETRIES=1 the read is sent again and the deep validation reads every byte; with
+    EMB_RETRIES=0 it is one line naming the object (S3: botocore's retries; HTTP: emb's)."""
+    fail = r"GET [^ ]*/embedding/c/"
+    outcomes = {}
+    with contextlib.ExitStack() as stack:
+        origin = moto if kind == "s3" else stack.enter_context(http_server(site, range_capable=True))
+        for retries in ("1", "0"):
+            with proxy_server(origin, fail_once=fail) as front:
+                env = {**(_env(front) if kind == "s3" else LIMITS), "EMB_RETRIES": retries}
+                url = toy_s3 if kind == "s3" else f"{front}/toy.zarr"
+                outcome = run_emb("validate", "--deep", url, env=env, timeout=GUARD)
+                outcomes[retries] = (url, outcome)
+    url, retried = outcomes["1"]
+    assert retried.code == 0 and f"{url}: complete" in retried.stdout, str(retried)
+    url, once = outcomes["0"]
+    _refused(once, codes=(2,), mentions=[url, "/embedding/c/", "1 try"])
+
+
 # -- every remote failure mode: emb info exits 1, emb validate 2 (the README's table) -------------
 class _Status(BaseHTTPRequestHandler):
     """Answers every request with the server's ``status`` and a short body."""

@@ -82,7 +82,7 @@ def url_options(
         config = {
             "connect_timeout": settings.connect_timeout,
             "read_timeout": settings.read_timeout,
-            "retries": {"max_attempts": settings.tries, "mode": "standard"},
+            "retries": {"total_max_attempts": settings.tries, "mode": "standard"},
         }
         options["config_kwargs"] = {**config, **dict(options.get("config_kwargs") or {})}
     elif kind in _HTTP:
@@ -125,6 +125,16 @@ def _failure_types() -> tuple[type[BaseException], ...]:
 
         types.append(aiohttp.ClientError)
     return tuple(types)
+
+
+def _refused_types() -> tuple[type[BaseException], ...]:
+    """What a backend raises, before sending anything, for a request it cannot make: botocore's
+    check of the bucket and key names (``s3://?/x``)."""
+    try:
+        import botocore.exceptions as boto
+    except ImportError:
+        return ()
+    return (boto.ParamValidationError,)
 
 
 def _transient(err: BaseException) -> bool:
@@ -203,6 +213,12 @@ class _Requests:
         return remote_failure(err, url=self.url, verb=verb, key=key, settings=self.settings,
                               writing=self.writing)
 
+    def refused(self, err: BaseException) -> StoreError:
+        return StoreError(
+            f"cannot use {self.url}: {_one_line(err)}; check the URL (an S3 bucket name has 3 to "
+            "63 lower-case letters, digits, '.' and '-')"
+        )
+
     @contextlib.contextmanager
     def translated(
         self, verb: str, key: str | None, passing: tuple[type[BaseException], ...] = ()
@@ -213,6 +229,8 @@ class _Requests:
             yield
         except (StoreError, *passing):
             raise
+        except _refused_types() as err:
+            raise self.refused(err) from err
         except _failure_types() as err:
             raise self.failure(_hidden_failure(err) or err, verb, key) from err
 
@@ -234,6 +252,8 @@ class _Requests:
                     raise hidden from err
             except (StoreError, *passing):
                 raise
+            except _refused_types() as err:
+                raise self.refused(err) from err
             except _failure_types() as err:
                 attempt += 1
                 if attempt < self.read_tries and _transient(err):
@@ -265,6 +285,10 @@ class RemoteStore(zarr.storage.FsspecStore):
         self.url = url
         self.settings = settings
         return self
+
+    def __setstate__(self, state: dict[str, Any]) -> None:  # on a dask worker
+        self.__dict__.update(state)
+        _one_retry_loop(self.fs)  # an attribute of the instance: not in fsspec's pickle
 
     def with_read_only(self, read_only: bool = False) -> RemoteStore:
         store = super().with_read_only(read_only)
@@ -365,16 +389,25 @@ class RemoteZipStore(zarr.storage.ZipStore):
         self._lock = threading.RLock()
         with self._requests().translated("read", None):
             self._file = fsspec.open(self.url, mode="rb", **self.storage_options).open()
+            size = getattr(self._file, "size", None)
+            if not size:  # fsspec streams a file of unknown size: no seeking to a zip's end
+                self._file.close()
+                raise StoreError(
+                    f"{self.url} is not a zip file emb can read: the server gives no size for it "
+                    "(an empty file, or no Content-Length), and a zip is read from its end; share "
+                    "a store packed with 'emb zip' from a server that gives file sizes, or the "
+                    "store directory"
+                )
             try:
                 self._zf = zipfile.ZipFile(self._file, mode="r")
-            except zipfile.BadZipFile as err:
+            except (zipfile.BadZipFile, ValueError) as err:  # ValueError: fsspec's seek before 0
                 self._file.close()
                 cause = err.__context__  # zipfile calls a failing read "not a zip file"
                 if cause is not None and _transient(cause):
                     raise self._requests().failure(cause, "read", None) from cause
                 raise StoreError(
-                    f"{self.url} is not a zip file ({err}); share a store packed with 'emb zip', "
-                    "or the store directory"
+                    f"{self.url} is not a zip file ({size} bytes; {_one_line(err)}); share a "
+                    "store packed with 'emb zip', or the store directory"
                 ) from err
         self._is_open = True
 
