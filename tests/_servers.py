@@ -18,6 +18,8 @@ process that started it is gone, so a crashed or killed test run never leaves on
 - :func:`silent_server` — a socket that listens and never reads (in this process): connections
   are accepted by the kernel, and no answer ever comes.
 - :func:`frozen` — a server stopped with SIGSTOP for the block (SIGCONT after it, always).
+- :func:`handler_server` — ``http.server`` with a handler a test writes, in a thread of this
+  process (a server answering 403 to everything, a fuzzer's answers).
 
 Run as a script (``python tests/_servers.py KIND PORT TIMEOUT [ROOT LISTING]``) it is the child
 process.
@@ -26,19 +28,23 @@ process.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 __all__ = [
+    "environment",
     "frozen",
+    "handler_server",
     "http_server",
     "kill_server",
     "make_bucket",
@@ -213,13 +219,16 @@ def s3_env(endpoint: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def s3_environment(endpoint: str) -> Iterator[dict[str, str]]:
-    """:func:`s3_env` set in ``os.environ`` for the block; yields the whole environment (for
-    child processes)."""
-    env = s3_env(endpoint)
-    saved = {key: os.environ.get(key) for key in env}
-    os.environ.update(env)
+def environment(values: Mapping[str, str | None]) -> Iterator[dict[str, str]]:
+    """``values`` set in ``os.environ`` for the block (``None``: unset), then put back as they
+    were; yields the whole environment (for child processes)."""
+    saved = {key: os.environ.get(key) for key in values}
     try:
+        for key, value in values.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         yield dict(os.environ)
     finally:
         for key, value in saved.items():
@@ -227,6 +236,27 @@ def s3_environment(endpoint: str) -> Iterator[dict[str, str]]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@contextlib.contextmanager
+def s3_environment(endpoint: str) -> Iterator[dict[str, str]]:
+    """:func:`s3_env` set in ``os.environ`` for the block; yields the whole environment (for
+    child processes)."""
+    with environment(s3_env(endpoint)) as env:
+        yield env
+
+
+@contextlib.contextmanager
+def handler_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``http.server`` with ``handler`` on 127.0.0.1, in a thread of this process (for servers
+    a test scripts itself); yields ``http://127.0.0.1:PORT``."""
+    with http.server.ThreadingHTTPServer((HOST, 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://{HOST}:{server.server_address[1]}"
+        finally:
+            server.shutdown()
 
 
 def make_bucket(endpoint: str, bucket: str) -> None:

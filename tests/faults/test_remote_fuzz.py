@@ -12,14 +12,11 @@ Every crash signature found is kept below as an explicit case.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,31 +26,13 @@ import emb
 from emb._network import network
 from emb.errors import EmbError, SettingError, StoreError
 from emb.store.validate import validate_store
-from tests._servers import s3_environment
+from tests._servers import environment, handler_server, s3_environment
 
 pytest.importorskip("aiohttp", reason="aiohttp is not installed (pip install -e '.[test]')")
 
 FAST = {"EMB_CONNECT_TIMEOUT": "1", "EMB_READ_TIMEOUT": "1", "EMB_RETRIES": "1"}
 ROOT = json.dumps({"zarr_format": 3, "node_type": "group",
                    "attributes": {"emb_schema_version": 2}}).encode()
-
-
-@contextlib.contextmanager
-def _environ(values: dict[str, str | None]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in values}
-    try:
-        for key, value in values.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 # -- the settings -----------------------------------------------------------------------------------
@@ -67,7 +46,7 @@ _SETTING_TEXT = st.one_of(
 @settings(max_examples=200, deadline=None)
 @given(_SETTING_TEXT, _SETTING_TEXT, _SETTING_TEXT)
 def test_any_network_setting_is_a_setting_or_one_error(connect, read, retries):
-    with _environ({"EMB_CONNECT_TIMEOUT": connect, "EMB_READ_TIMEOUT": read,
+    with environment({"EMB_CONNECT_TIMEOUT": connect, "EMB_READ_TIMEOUT": read,
                    "EMB_RETRIES": retries}):
         try:
             found = network()
@@ -130,13 +109,8 @@ class _Fuzzing(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def fuzz_server() -> Iterator[str]:
-    with ThreadingHTTPServer(("127.0.0.1", 0), _Fuzzing) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}"
-        finally:
-            server.shutdown()
+    with handler_server(_Fuzzing) as url:
+        yield url
 
 
 _ANSWERS = st.builds(
@@ -166,7 +140,7 @@ def _read(url: str) -> None:
 @given(answer=_ANSWERS, name=st.sampled_from(["toy.zarr", "toy.zarr.zip"]))
 def test_an_http_server_answering_anything_ends_in_an_emb_error(fuzz_server, answer, name):
     _Fuzzing.answer = answer
-    with _environ(FAST):
+    with environment(FAST):
         _read(f"{fuzz_server}/{name}")
 
 
@@ -177,7 +151,7 @@ _NAME = st.text(alphabet=st.sampled_from("abcXYZ019-._ /%?#~é"), min_size=1, ma
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(bucket=_NAME, key=_NAME)
 def test_any_s3_bucket_and_key_name_ends_in_an_emb_error(moto_endpoint, bucket, key):
-    with s3_environment(moto_endpoint), _environ(FAST):
+    with s3_environment(moto_endpoint), environment(FAST):
         _read(f"s3://{bucket}/{key}")
 
 
@@ -193,13 +167,13 @@ def test_any_s3_bucket_and_key_name_ends_in_an_emb_error(moto_endpoint, bucket, 
 )
 def test_found_an_http_zip_too_small_to_be_one(fuzz_server, answer, needle):
     _Fuzzing.answer = answer
-    with _environ(FAST), pytest.raises(StoreError, match=re.escape(needle)):
+    with environment(FAST), pytest.raises(StoreError, match=re.escape(needle)):
         emb.open_store(f"{fuzz_server}/toy.zarr.zip")
 
 
 def test_found_an_s3_bucket_name_botocore_refuses(moto_endpoint):
     """botocore checks bucket names before sending (ParamValidationError, was exit 3)."""
-    with s3_environment(moto_endpoint), _environ(FAST):
+    with s3_environment(moto_endpoint), environment(FAST):
         with pytest.raises(StoreError, match=r"cannot use s3://\?/0: .*Invalid bucket name"):
             emb.open_store("s3://?/0")
         with pytest.raises(StoreError, match="Invalid bucket name"):

@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import threading
 import zipfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from typing import Any, TypeVar
 
 import fsspec
@@ -40,6 +40,7 @@ from zarr.core.sync import sync
 
 from emb._network import Network, network
 from emb.errors import RemoteStoreError, StoreError
+from emb.store._requests import Requests, one_line, transient
 
 __all__ = [
     "RemoteStore",
@@ -110,158 +111,6 @@ def _client_timeout(settings: Network) -> Any:
     )
 
 
-def _failure_types() -> tuple[type[BaseException], ...]:
-    """What a remote backend raises when the server, the network or the credentials fail."""
-    types: list[type[BaseException]] = [OSError, TimeoutError]
-    with contextlib.suppress(ImportError):
-        import botocore.exceptions as boto
-
-        types += [
-            boto.ConnectionError, boto.HTTPClientError, boto.NoCredentialsError,
-            boto.PartialCredentialsError, boto.CredentialRetrievalError, boto.ClientError,
-        ]
-    with contextlib.suppress(ImportError):
-        import aiohttp
-
-        types.append(aiohttp.ClientError)
-    return tuple(types)
-
-
-def _refused_types() -> tuple[type[BaseException], ...]:
-    """What a backend raises, before sending anything, for a request it cannot make: botocore's
-    check of the bucket and key names (``s3://?/x``)."""
-    try:
-        import botocore.exceptions as boto
-    except ImportError:
-        return ()
-    return (boto.ParamValidationError,)
-
-
-def _transient(err: BaseException) -> bool:
-    """Whether an HTTP read that failed so may succeed when sent again (a timeout, a dropped
-    connection, a cut answer, a 5xx or 429 answer): never a 4xx, never missing credentials."""
-    try:
-        import aiohttp
-    except ImportError:
-        return isinstance(err, TimeoutError)
-    if isinstance(err, aiohttp.ClientResponseError):
-        return err.status >= 500 or err.status == 429
-    return isinstance(err, TimeoutError | aiohttp.ClientConnectionError | aiohttp.ClientPayloadError)
-
-
-def _hidden_failure(err: BaseException) -> BaseException | None:
-    """The failure of the server behind a "not found": fsspec's HTTP ``_info`` (the size of an
-    object) turns every error, a timeout too, into ``FileNotFoundError``; a real 404 (or any
-    other answer of the server) is not a failure."""
-    cause = err.__cause__
-    if isinstance(err, FileNotFoundError) and cause is not None and _transient(cause):
-        return cause
-    return None
-
-
-def _one_line(err: BaseException) -> str:
-    text = " ".join(str(err).split())
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
-
-
-_DOING = {"read": "reading", "write": "writing", "delete": "deleting", "list": "listing"}
-
-
-def remote_failure(
-    err: BaseException, *, url: str, verb: str, key: str | None, settings: Network,
-    writing: bool = False,
-) -> RemoteStoreError:
-    """The one-line error for a request to the store at ``url`` that failed with ``err``: what
-    failed (``verb`` the object ``key``), what the server did, and what to do (``writing``: the
-    store was open for writing, so the hint says that the command resumes)."""
-    doing = _DOING.get(verb, verb) + (f" {key}" if key else "")
-    name = type(err).__name__
-    if isinstance(err, PermissionError):
-        head = f"cannot {verb} {url} ({doing}): the server refused access ({_one_line(err)})"
-        advice = "check the credentials and their permissions on this bucket and key"
-    elif "Credentials" in name:
-        head = f"cannot reach {url} ({doing}): {_one_line(err)}"
-        advice = ("give credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
-                  "or ~/.aws")
-    elif isinstance(err, TimeoutError) or "Timeout" in name:
-        head = (f"cannot reach {url} ({doing}): the server did not answer in time "
-                f"({_one_line(err)}; limits: {settings.describe()})")
-        advice = ("check that the server is running and reachable; for a slow one raise "
-                  "EMB_READ_TIMEOUT or EMB_CONNECT_TIMEOUT (seconds) or EMB_RETRIES")
-    else:
-        head = f"cannot reach {url} ({doing}): {_one_line(err)} (limits: {settings.describe()})"
-        advice = ("check the URL, and that the server is running and reachable (the host and "
-                  "port; for s3://, AWS_ENDPOINT_URL for a server other than AWS)")
-    if writing or verb in ("write", "delete"):
-        advice += "; what was written stays: run the same command again to resume"
-    return RemoteStoreError(f"{head}; {advice}")
-
-
-class _Requests:
-    """Runs one store request: retried while transient where the transport does not retry
-    itself (HTTP), and a failure of the server turned into one :class:`RemoteStoreError`."""
-
-    def __init__(
-        self, url: str, settings: Network, *, retry_reads: bool, writing: bool = False
-    ) -> None:
-        self.url = url
-        self.settings = settings
-        self.read_tries = settings.tries if retry_reads else 1
-        self.writing = writing
-
-    def failure(self, err: BaseException, verb: str, key: str | None) -> RemoteStoreError:
-        return remote_failure(err, url=self.url, verb=verb, key=key, settings=self.settings,
-                              writing=self.writing)
-
-    def refused(self, err: BaseException) -> StoreError:
-        return StoreError(
-            f"cannot use {self.url}: {_one_line(err)}; check the URL (an S3 bucket name has 3 to "
-            "63 lower-case letters, digits, '.' and '-')"
-        )
-
-    @contextlib.contextmanager
-    def translated(
-        self, verb: str, key: str | None, passing: tuple[type[BaseException], ...] = ()
-    ) -> Iterator[None]:
-        """Run a write, delete or listing: a failure of the server is one RemoteStoreError
-        (``passing``: what the caller handles itself, e.g. a missing object)."""
-        try:
-            yield
-        except (StoreError, *passing):
-            raise
-        except _refused_types() as err:
-            raise self.refused(err) from err
-        except _failure_types() as err:
-            raise self.failure(_hidden_failure(err) or err, verb, key) from err
-
-    async def read(
-        self,
-        key: str | None,
-        call: Callable[[], Awaitable[_T]],
-        passing: tuple[type[BaseException], ...] = (),
-    ) -> _T:
-        """Run a read, sending it again while it fails on the way (HTTP)."""
-        attempt = 0
-        while True:
-            try:
-                try:
-                    return await call()
-                except passing as err:
-                    if (hidden := _hidden_failure(err)) is None:
-                        raise
-                    raise hidden from err
-            except (StoreError, *passing):
-                raise
-            except _refused_types() as err:
-                raise self.refused(err) from err
-            except _failure_types() as err:
-                attempt += 1
-                if attempt < self.read_tries and _transient(err):
-                    await asyncio.sleep(min(0.2 * 2 ** (attempt - 1), 2.0))
-                    continue
-                raise self.failure(err, "read", key) from err
-
-
 # -- stores ---------------------------------------------------------------------------------------
 class RemoteStore(zarr.storage.FsspecStore):
     """zarr's ``FsspecStore`` whose every request fails in one :class:`RemoteStoreError` naming
@@ -270,8 +119,8 @@ class RemoteStore(zarr.storage.FsspecStore):
     url: str = ""
     settings: Network = Network()
 
-    def _requests(self) -> _Requests:
-        return _Requests(self.url or f"{self.fs.protocol}://{self.path}", self.settings,
+    def _requests(self) -> Requests:
+        return Requests(self.url or f"{self.fs.protocol}://{self.path}", self.settings,
                          retry_reads=is_http(self.url), writing=not self.read_only)
 
     def failures(
@@ -380,8 +229,8 @@ class RemoteZipStore(zarr.storage.ZipStore):
             if not found:
                 raise StoreError(f"no zip file at {url}: check the URL")
 
-    def _requests(self) -> _Requests:
-        return _Requests(self.url, self.settings, retry_reads=is_http(self.url))
+    def _requests(self) -> Requests:
+        return Requests(self.url, self.settings, retry_reads=is_http(self.url))
 
     def _sync_open(self) -> None:
         if self._is_open:
@@ -403,10 +252,10 @@ class RemoteZipStore(zarr.storage.ZipStore):
             except (zipfile.BadZipFile, ValueError) as err:  # ValueError: fsspec's seek before 0
                 self._file.close()
                 cause = err.__context__  # zipfile calls a failing read "not a zip file"
-                if cause is not None and _transient(cause):
+                if cause is not None and transient(cause):
                     raise self._requests().failure(cause, "read", None) from cause
                 raise StoreError(
-                    f"{self.url} is not a zip file ({size} bytes; {_one_line(err)}); share a "
+                    f"{self.url} is not a zip file ({size} bytes; {one_line(err)}); share a "
                     "store packed with 'emb zip', or the store directory"
                 ) from err
         self._is_open = True
@@ -581,7 +430,7 @@ def check_http_source(
             async with session.get(file_url, headers=headers, **options) as response:
                 return response.status, response.reason or "", await response.content.read(2)
 
-    requests = _Requests(store, settings, retry_reads=True)
+    requests = Requests(store, settings, retry_reads=True)
     status, reason, body = sync(requests.read(file_url.rsplit("/", 1)[-1], first_byte))
     if status == 404:
         what = "the zip file" if store.rstrip("/").endswith(".zip") else "the store's root zarr.json"
