@@ -62,8 +62,9 @@ NOISE = ("Task exception was never retrieved", "Unclosed client session", "Unclo
 # -- servers, stores, models ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def moto() -> Iterator[str]:
-    """This module's own S3 server (frozen and stalled here: the session's stays undisturbed)."""
-    with moto_server() as endpoint:
+    """This module's own S3 server (frozen and stalled here: the session's stays undisturbed),
+    living as long as the module may take on a slow machine."""
+    with moto_server(timeout=3600) as endpoint:
         yield endpoint
 
 

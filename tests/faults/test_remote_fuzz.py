@@ -136,7 +136,7 @@ def _read(url: str) -> None:
         pass
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(answer=_ANSWERS, name=st.sampled_from(["toy.zarr", "toy.zarr.zip"]))
 def test_an_http_server_answering_anything_ends_in_an_emb_error(fuzz_server, answer, name):
     _Fuzzing.answer = answer
