@@ -357,8 +357,15 @@ _WORKER = textwrap.dedent(
     from tests.store.test_shards import BLOCK, WINDOW, BatchRunner, repeat_suite
 
     class Slow(BatchRunner):
+        calls = 0
+
         def embed(self, encodings, **kw):
             time.sleep({delay})
+            Slow.calls += 1
+            if {pause!r} and Slow.calls > 1:  # after its first window: held until killed
+                deadline = time.monotonic() + 600
+                while time.monotonic() < deadline:
+                    time.sleep(0.01)
             return super().embed(encodings, **kw)
 
     (r,) = extract(Slow(), repeat_suite({n}), {store!r}, progress=False, block_size=BLOCK,
@@ -368,9 +375,12 @@ _WORKER = textwrap.dedent(
 )
 
 
-def _worker(store: str, shard: str, *, n: int, delay: float, env: dict | None = None):
+def _worker(store: str, shard: str, *, n: int, delay: float, env: dict | None = None,
+            pause: bool = False):
+    """A worker process; with ``pause`` it computes its first window, then waits (until killed)
+    before its second: a kill lands mid-way whatever the machine's load."""
     script = _WORKER.format(src=str(REPO / "src"), repo=str(REPO), store=store, shard=shard,
-                            n=n, delay=delay)
+                            n=n, delay=delay, pause=pause)
     return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
 
@@ -378,8 +388,9 @@ def _worker(store: str, shard: str, *, n: int, delay: float, env: dict | None = 
 def _kill_mid_way_and_resume(store: str, want: dict, *, n: int, env: dict | None = None) -> None:
     """Three workers; shard 2 is SIGKILLed once it has written a block; the others end; the
     suite is incomplete; shard 2 re-run finishes it; bitwise the single-process store."""
-    # shard 2 sleeps 1 s before each window, so the kill lands before its last window
-    workers = {i: _worker(store, f"{i}/3", n=n, delay=1.0 if i == 2 else 0.1, env=env)
+    # shard 2 stops after its first window (an order, not a race: the kill lands before its
+    # last window however slowly the machine runs)
+    workers = {i: _worker(store, f"{i}/3", n=n, delay=0.1, env=env, pause=i == 2)
                for i in (1, 2, 3)}
     deadline = time.monotonic() + 300
     killed = False
