@@ -54,10 +54,16 @@ def file_kind(path: str | PathLike[str], mode: int | None = None) -> str | None:
 
 def _pipe_kind(path: str | PathLike[str]) -> str:
     text = os.fspath(path)
-    try:
-        anonymous = os.readlink(text).startswith("pipe:")
-    except OSError:  # not a link: a FIFO in the file system
-        anonymous = text.startswith(("/dev/fd/", "/proc/"))
+    anonymous = text.startswith(("/dev/fd/", "/dev/std", "/proc/"))
+    for _ in range(8):  # /dev/stdin -> /proc/self/fd/0 -> pipe:[1234]
+        try:
+            target = os.readlink(text)
+        except OSError:  # not a link: a FIFO in the file system
+            break
+        if target.startswith("pipe:"):
+            anonymous = True
+            break
+        text = os.path.join(os.path.dirname(text), target)
     if anonymous:
         return "a pipe (such as <(zcat FILE)), which can be read only once"
     return "a named pipe (FIFO), which waits for a writer and can be read only once"

@@ -243,7 +243,7 @@ def _jsonl_text(line: str, text_field: str, where: str) -> str:
 
 def _format_of(path: Path) -> str:
     suffixes = [s.lower() for s in path.suffixes]
-    while suffixes and suffixes[-1] in (".gz", ".zst", ".zstd"):
+    while suffixes and suffixes[-1] in (".gz", ".zst", ".zstd", ".xz", ".bz2"):
         suffixes.pop()
     return "jsonl" if suffixes and suffixes[-1] in _JSONL_SUFFIXES else "text"
 
@@ -265,7 +265,8 @@ def load_corpus(
     text_field
         Key of the sentence in each JSON object.
     format
-        ``"auto"`` (from the suffix, ignoring ``.gz``/``.zst``), ``"text"`` or ``"jsonl"``.
+        ``"auto"`` (from the suffix, ignoring ``.gz``/``.zst``/``.xz``/``.bz2``), ``"text"`` or
+        ``"jsonl"``.
 
     Returns
     -------

@@ -226,6 +226,12 @@ def corpus_files(
         p = Path(path)
         kind = _sniff(p)
         fmt = _format_of(p, kind, format)
+        if fmt == "parquet" and kind not in ("parquet", "none"):
+            raise CorpusError(
+                f"corpus file {path} is a {kind}-compressed Parquet file; Parquet compresses "
+                f"inside the file: decompress it first ({_TESTER[kind].split()[0]} -d) and give "
+                "the .parquet file"
+            )
         size = p.stat().st_size
         out.append(
             CorpusFile(

@@ -335,10 +335,10 @@ def _jsonl_blocks(
         else:
             for i, v in enumerate(values):
                 if v is not None and type(v) is not str:
+                    kind = "int" if isinstance(v, _LongInt) else type(v).__name__
                     raise CorpusError(
                         f"{file.path} line {int(lines[chosen[i]])}: field {text_field!r} is "
-                        f"{type(v).__name__}, not a string; pass --text-field with the key "
-                        "that holds the text"
+                        f"{kind}, not a string; pass --text-field with the key that holds the text"
                     )
             bad = invalid or set()
             kept = [i for i, v in enumerate(values)
@@ -531,20 +531,32 @@ def _checked_text(file: CorpusFile, obj: Any, line: int, text_field: str) -> Any
     return obj[text_field]
 
 
+class _LongInt(str):
+    """A JSON integer longer than Python converts (4,300 digits), kept as its digits: msgspec
+    reads such a line, so the stdlib must too (as an id it is its digits, as a text an error)."""
+
+
+def _parse_int(digits: str) -> int | str:
+    try:
+        return int(digits)
+    except ValueError:
+        return _LongInt(digits)
+
+
 def _decode_json(file: CorpusFile, raw: list[bytes], lines: np.ndarray) -> list[Any]:
     """Decode many JSON lines in one call (C speed); on failure, find and name the bad line."""
     if not raw:
         return []
     try:
-        out = json.loads(b"[" + b",".join(raw) + b"]")
+        out = json.loads(b"[" + b",".join(raw) + b"]", parse_int=_parse_int)
         if len(out) == len(raw):
             return out
-    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, a huge integer
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
         pass
     out = []
     for line, text in zip(lines.tolist(), raw, strict=True):
         try:
-            out.append(json.loads(text))
+            out.append(json.loads(text, parse_int=_parse_int))
         except UnicodeDecodeError as exc:
             raise _decode_error(file, line, exc) from None
         except json.JSONDecodeError as exc:
@@ -556,11 +568,6 @@ def _decode_json(file: CorpusFile, raw: list[bytes], lines: np.ndarray) -> list[
             raise CorpusError(
                 f"{file.path} line {line}: JSON nested too deeply for Python's parser; each line "
                 "must be one JSON object of a few levels"
-            ) from None
-        except ValueError:  # an integer beyond Python's 4,300-digit limit
-            raise CorpusError(
-                f"{file.path} line {line}: holds an integer of over 4,300 digits, too long to "
-                "read; remove it"
             ) from None
     return out
 
@@ -609,7 +616,11 @@ def _parquet_blocks(
         )
     columns = [text_field] + ([id_field] if id_field and id_field in names else [])
     done = 0
-    batches = reader.iter_batches(batch_size=_parquet_batch_rows(reader, text_field), columns=columns)
+    try:
+        batch_rows = _parquet_batch_rows(reader, text_field)
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise damaged(exc) from None
+    batches = reader.iter_batches(batch_size=batch_rows, columns=columns)
     while True:
         try:
             batch = next(batches, None)
@@ -647,8 +658,12 @@ def _parquet_blocks(
 
 
 def _parquet_batch_rows(reader: Any, column: str) -> int:
-    """Rows per batch: about :data:`BLOCK_BYTES` of the text column (from the row groups'
-    metadata), between 1 and 65,536."""
+    """Rows per batch: about :data:`BLOCK_BYTES` of the text column, between 1 and 65,536.
+
+    The text's size per row is the larger of the row groups' metadata (uncompressed size) and the
+    first 1,024 rows read (a dictionary-encoded column of long repeated texts is small in the
+    metadata, not in memory).
+    """
     meta = reader.metadata
     size = rows = 0
     try:
@@ -657,11 +672,15 @@ def _parquet_batch_rows(reader: Any, column: str) -> int:
             group = meta.row_group(g)
             rows += group.num_rows
             size += group.column(index).total_uncompressed_size
-    except (IndexError, ValueError, OSError):  # a nested schema: leave the default
+    except (IndexError, ValueError, OSError):  # a nested schema: the sample alone
+        size = rows = 0
+    per_row = size / rows if rows else 0.0
+    first = next(reader.iter_batches(batch_size=1024, columns=[column]), None)
+    if first is not None and first.num_rows:
+        per_row = max(per_row, first.column(0).nbytes / first.num_rows)
+    if per_row <= 0:
         return 65_536
-    if not rows or not size:
-        return 65_536
-    return int(min(65_536, max(1, BLOCK_BYTES * rows // size)))
+    return int(min(65_536, max(1, BLOCK_BYTES // per_row)))
 
 
 def iter_blocks(
