@@ -290,6 +290,21 @@ def test_zstd_skippable_frames_are_passed_over(tmp_path: Path, where: str) -> No
     assert texts == ([] if where == "only" else TEXTS)
 
 
+@pytest.mark.parametrize("kind", ["zstd", "xz", "bz2"])
+def test_many_small_frames_are_read_whole(tmp_path: Path, kind: str) -> None:
+    """Frames of one record each (ending anywhere in a read and in zstd's 1 KiB pieces), with
+    skippable frames between them (zstd) or stream padding (xz)."""
+    parts = []
+    for i, text in enumerate(TEXTS * 3):
+        parts.append(_compress(kind, _jsonl([text], i)))
+        if kind == "zstd" and i % 7 == 0:
+            parts.append(_skippable(b"x" * (i % 50), 0x184D2A50 + i % 16))
+        if kind == "xz" and i % 5 == 0:
+            parts.append(b"\x00" * 4 * (i % 3))
+    (tmp_path / "many").write_bytes(b"".join(parts))
+    assert _read(tmp_path / "many")[0] == TEXTS * 3
+
+
 def test_zstd_long_window_frames_are_read(tmp_path: Path) -> None:
     """Pushshift's dumps need a 2 GiB window (zstd --long=31): the new decoder keeps it."""
     params = zstandard.ZstdCompressionParameters(window_log=31, enable_ldm=True)

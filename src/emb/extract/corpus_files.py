@@ -387,48 +387,51 @@ class _Decompressed:
                 yield piece
 
     def _frames(self, new: Callable[[], Any]) -> Iterator[bytes]:
-        data = b""
+        """Every frame (stream) of the file, each by a new decoder. The input is kept as the
+        last buffer read and a position in it, never copied: a file of many small frames reads
+        in linear time."""
+        data, pos = b"", 0
+        step = self._zstd_frame if self._kind == "zstd" else self._frame
         while True:
-            if not data:
-                data = self._raw.read(_READ)
+            if pos >= len(data):
+                data, pos = self._raw.read(_READ), 0
                 if not data:
                     return  # the file ends where a frame ends
-            if self._kind == "xz":
-                data = data.lstrip(b"\0")  # stream padding, between and after streams
-                if not data:
-                    continue
-            if self._kind == "zstd":
-                data = yield from self._zstd_frame(new(), data)
-            else:
-                data = yield from self._frame(new(), data)
+            if self._kind == "xz" and data[pos] == 0:  # stream padding, between and after
+                pos = len(data) - len(data[pos:].lstrip(b"\0"))
+                continue
+            data, pos = yield from step(new(), data, pos)
 
-    def _zstd_frame(self, decoder: Any, data: bytes) -> Iterator[bytes]:
-        """One zstandard frame (or skippable frame); returns the input after its end."""
+    def _zstd_frame(self, decoder: Any, data: bytes, pos: int) -> Iterator[bytes]:
+        """One zstandard frame (or skippable frame) from ``data[pos:]`` on; returns the buffer
+        and the position where it ends."""
         while True:
             view = memoryview(data)
-            for i in range(0, len(data), _ZSTD_PIECE):
-                out = decoder.decompress(view[i : i + _ZSTD_PIECE])
+            for i in range(pos, len(data), _ZSTD_PIECE):
+                piece = view[i : i + _ZSTD_PIECE]
+                out = decoder.decompress(piece)
                 if out:
                     yield out
                 if decoder.eof:
-                    return decoder.unused_data + data[i + _ZSTD_PIECE :]
-            data = self._raw.read(_READ)
+                    return data, i + len(piece) - len(decoder.unused_data)
+            data, pos = self._raw.read(_READ), 0
             if not data:
                 raise self._cut_short()
 
-    def _frame(self, decoder: Any, data: bytes) -> Iterator[bytes]:
-        """One xz or bzip2 stream; returns the input after its end."""
+    def _frame(self, decoder: Any, data: bytes, pos: int) -> Iterator[bytes]:
+        """One xz or bzip2 stream from ``data[pos:]`` on; returns the buffer and the position
+        where it ends."""
         while True:
-            out = decoder.decompress(data, _OUT)
+            out = decoder.decompress(memoryview(data)[pos:], _OUT)
             while True:
                 if out:
                     yield out
                 if decoder.eof:
-                    return decoder.unused_data
+                    return data, len(data) - len(decoder.unused_data)
                 if decoder.needs_input:
                     break
                 out = decoder.decompress(b"", _OUT)
-            data = self._raw.read(_READ)
+            data, pos = self._raw.read(_READ), 0
             if not data:
                 raise self._cut_short()
 
