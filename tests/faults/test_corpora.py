@@ -389,6 +389,13 @@ def test_special_files_are_refused_up_front(tmp_path: Path) -> None:
                 corpus_files([path])
             with pytest.raises(CorpusError, match="is a pipe"):
                 load_corpus(path)
+        other, other_write = os.pipe()  # two pipes (an internal error before): the first refused
+        try:
+            with pytest.raises(CorpusError, match=rf"/dev/fd/{read} is a pipe"):
+                corpus_files([f"/dev/fd/{read}", f"/dev/fd/{other}"])
+        finally:
+            os.close(other)
+            os.close(other_write)
     finally:
         os.close(read)
         os.close(write)
@@ -480,6 +487,24 @@ def test_parquet_batches_hold_about_a_block(tmp_path) -> None:
     reader = pq.ParquetFile(tmp_path / "wide.parquet")
     size = corpus_stream._parquet_batch_rows(reader, "text")
     assert size * 10_000 <= 2 * corpus_stream.BLOCK_BYTES and size < rows
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string", "string_view", "dictionary", "null"])
+def test_parquet_text_columns_of_every_string_type_are_read(tmp_path, kind) -> None:
+    texts = ["The rose.", "x" * 20_000, None, "The rose."]
+    column = {
+        "string": pa.array(texts),
+        "large_string": pa.array(texts, type=pa.large_string()),
+        "string_view": pa.array(texts, type=pa.string_view()),
+        "dictionary": pa.array(texts).dictionary_encode(),
+        "null": pa.nulls(len(texts)),
+    }[kind]
+    pq.write_table(pa.table({"text": column}), tmp_path / "c.parquet")
+    got, lines, _, counts = _read(tmp_path / "c.parquet")
+    if kind == "null":
+        assert got == [] and counts["skipped"] == 4
+    else:
+        assert got == ["The rose.", "x" * 20_000, "The rose."] and lines == [1, 2, 4]
 
 
 def test_parquet_text_column_of_numbers_is_refused(tmp_path) -> None:

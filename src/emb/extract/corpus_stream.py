@@ -608,6 +608,8 @@ def _parquet_blocks(
             f"{file.path}: no column {text_field!r} (columns {names}); pass --text-field"
         )
     kind = schema.field(text_field).type
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
     if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)
             or str(kind) == "string_view"):
         raise CorpusError(
@@ -627,10 +629,16 @@ def _parquet_blocks(
             if batch is None:
                 break
             column = batch.column(0)
-            long = pc.fill_null(pc.greater(pc.binary_length(column), MAX_RECORD_BYTES), False)
-            too_long = pc.sum(long).as_py() or 0
-            if too_long:  # dropped before they become Python strings
-                column = pc.if_else(long, pa.scalar(None, column.type), column)
+            if pa.types.is_dictionary(column.type):
+                column = column.dictionary_decode()
+            too_long = 0
+            if not pa.types.is_null(column.type):
+                if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+                    column = column.cast(pa.large_string())  # string_view
+                long = pc.fill_null(pc.greater(pc.binary_length(column), MAX_RECORD_BYTES), False)
+                too_long = pc.sum(long).as_py() or 0
+                if too_long:  # dropped before they become Python strings
+                    column = pc.if_else(long, pa.scalar(None, column.type), column)
             texts = column.to_pylist()
             ids = batch.column(1).to_pylist() if len(columns) > 1 else [None] * len(texts)
         except (OSError, pa.ArrowException, ValueError) as exc:  # UnicodeDecodeError included
@@ -677,7 +685,10 @@ def _parquet_batch_rows(reader: Any, column: str) -> int:
     per_row = size / rows if rows else 0.0
     first = next(reader.iter_batches(batch_size=1024, columns=[column]), None)
     if first is not None and first.num_rows:
-        per_row = max(per_row, first.column(0).nbytes / first.num_rows)
+        sample = first.column(0)
+        if hasattr(sample, "dictionary_decode"):
+            sample = sample.dictionary_decode()
+        per_row = max(per_row, sample.nbytes / first.num_rows)
     if per_row <= 0:
         return 65_536
     return int(min(65_536, max(1, BLOCK_BYTES // per_row)))
