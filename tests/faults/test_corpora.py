@@ -344,6 +344,21 @@ def test_data_after_the_last_member_is_an_error(tmp_path: Path, kind: str) -> No
             _read(path)
 
 
+def test_gzip_without_isal_is_checked_the_same(tmp_path: Path, monkeypatch) -> None:
+    """The stdlib's gzip reader (no corpus extra): every member, a cut or garbage refused."""
+    monkeypatch.setitem(sys.modules, "isal", None)  # `from isal import igzip` fails
+    data = _compress("gzip", _jsonl(TEXTS))
+    path = tmp_path / "c.jsonl.gz"
+    path.write_bytes(data + data)
+    assert _read(path)[0] == TEXTS + TEXTS
+    path.write_bytes(data + data[:-5])
+    with pytest.raises(CorpusError, match=r"c\.jsonl\.gz is cut short or damaged"):
+        _read(path)
+    path.write_bytes(data + b"garbage!")
+    with pytest.raises(CorpusError, match=r"cannot decompress gzip corpus .*Not a gzipped file"):
+        _read(path)
+
+
 @pytest.mark.parametrize("kind", ["gzip", "xz"])
 def test_padding_after_the_last_member_is_allowed(tmp_path: Path, kind: str) -> None:
     """gzip and xz allow NUL padding after a member (xz: stream padding, by fours)."""
