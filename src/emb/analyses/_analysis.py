@@ -320,7 +320,8 @@ def add_log10_p(
 ) -> pd.DataFrame:
     """``frame`` with a ``log10_p`` column (after ``p``): the exact log10 of a correlation's p,
     finite where ``p`` itself is floored at the smallest normal double
-    (:data:`emb.analyses.stats.P_FLOOR`)."""
+    (:data:`emb.analyses.stats.P_FLOOR`); the log10 of ``p`` itself where few pairs made it an
+    exact permutation p (:data:`emb.analyses.stats.EXACT_MAX_N`)."""
     from emb.analyses import stats
 
     if r not in frame or n not in frame or p not in frame:
@@ -328,7 +329,8 @@ def add_log10_p(
     out = frame.copy()
     values = stats.log10_pvalue(pd.to_numeric(out[r], errors="coerce").to_numpy(float),
                                 pd.to_numeric(out[n], errors="coerce").to_numpy(float),
-                                method=method)
+                                method=method,
+                                pvalue=pd.to_numeric(out[p], errors="coerce").to_numpy(float))
     column = name or ("log10_p" if p == "p" else f"{p.removesuffix('_p')}_log10_p")
     out.insert(int(out.columns.get_loc(p)) + 1, column, np.asarray(values, dtype=np.float64))
     return out

@@ -23,6 +23,7 @@ from emb.analyses.stats.association import (
 )
 from emb.analyses.stats.bootstrap import bootstrap_counts, weat_bootstrap
 from emb.analyses.stats.correlation import (
+    EXACT_MAX_N,
     P_FLOOR,
     Correlation,
     CorrelationMethod,
@@ -56,6 +57,7 @@ from emb.analyses.stats.permutation import (
 from emb.analyses.stats.twosample import TTest, TTestKind, cohens_d, t_test
 
 __all__ = [
+    "EXACT_MAX_N",
     "P_FLOOR",
     "Alternative",
     "Correlation",
