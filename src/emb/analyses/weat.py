@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._text import names, unknown_names
+from emb._text import cut, names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
@@ -59,7 +59,7 @@ from emb.errors import AnalysisError, EmbWarning
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ANALYSIS", "weat"]
+__all__ = ["ANALYSIS", "MIN_TARGET_WORDS", "weat"]
 
 #: Largest embedding block (bytes, as stored) handed to one kernel call.
 _MAX_BLOCK_BYTES = 128 * 2**20
@@ -74,6 +74,26 @@ def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise AnalysisError(unknown_names(name, [value], allowed, "the choices"))
     return value
+
+
+#: Fewest words a target set (X, Y) may have: d measures the distance between the sets' mean
+#: associations in units of the standard deviation of all their words' associations, and with
+#: one word per set that deviation is fixed by the two words' own difference, so |d| = sqrt(2)
+#: (ddof 1; 2 with ddof 0) whatever the vectors, and its bootstrap CI has zero width.
+MIN_TARGET_WORDS = 2
+
+
+def _check_target_sizes(test: TestSpec) -> None:
+    """Refuse a test with fewer than :data:`MIN_TARGET_WORDS` words in X or Y."""
+    small = [r for r in ("X", "Y") if len(test.words[r]) < MIN_TARGET_WORDS]
+    if small:
+        found = " and ".join(f"{r} has {len(test.words[r])} ({names(test.words[r])})" for r in small)
+        raise AnalysisError(
+            f"WEAT test {cut(repr(test.name), 80)}: {found}; a WEAT needs at least "
+            f"{MIN_TARGET_WORDS} words in each target set X and Y: d divides the difference of "
+            "the sets' mean associations by the standard deviation over X ∪ Y, which one word per "
+            "set fixes (|d| = sqrt(2) whatever the vectors, a zero-width CI). Add target words"
+        )
 
 
 def _weat_kernel(
@@ -339,6 +359,9 @@ def weat(
             warnings.warn(f"{text}; the suite defines it so", EmbWarning, stacklevel=2)
         else:
             raise AnalysisError(f"{text}; list each word once, in one set of each pair")
+
+    for test in test_list:
+        _check_target_sizes(test)
 
     present = settings_present(ds)
     if settings is None:
