@@ -22,6 +22,7 @@ from emb._text import names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
+    MAX_PERMUTATIONS,
     Analysis,
     Option,
     Summary,
@@ -42,6 +43,7 @@ from emb.analyses._select import (
     settings_present,
     unique_in_order,
 )
+from emb.analyses.stats._work import plan
 from emb.errors import AnalysisError
 
 if TYPE_CHECKING:
@@ -315,6 +317,11 @@ def sc_weat(
             [a.embedding.reset_coords(drop=True), b.embedding.reset_coords(drop=True)], dim=ITEM
         ).drop_vars(ITEM, errors="ignore")
         polar = stats.normalize(polar.rename({ITEM: _POLAR}))
+        n_ab = a.sizes[ITEM] + b.sizes[ITEM]
+        cells = math.prod(size for d, size in emb.sizes.items() if d != FEATURE)
+        plan(stats.planned_splits(n_ab, a.sizes[ITEM], n_permutations=int(n_permutations),
+                                  exact_limit=int(exact_limit)) * n_ab * cells,
+             "SC-WEAT permutation tests")
         out["p"] = xr.apply_ufunc(
             _sc_weat_p_kernel,
             emb,
@@ -567,7 +574,8 @@ ANALYSIS = Analysis(
         Option(name="attribute_a", multiple=True, help="attribute word of set A (default: pleasant)"),
         Option(name="attribute_b", multiple=True, help="attribute word of set B (default: unpleasant)"),
         Option(name="ddof", type="int", help="delta degrees of freedom of the standard deviation"),
-        Option(name="n_permutations", type="int", help="random re-splits of A and B for p (0: no p)"),
+        Option(name="n_permutations", type="int", high=MAX_PERMUTATIONS,
+               help="random re-splits of A and B for p (0: no p)"),
         Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
         Option(name="rating", help="the rating label each word's SC-WEAT is shown against"),
     ),

@@ -36,7 +36,7 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import _attr, describe_source, own_descriptions, provenance_attrs
-from emb.analyses.nullify import nullified_pair_cosines
+from emb.analyses.nullify import MAX_K, nullified_pair_cosines
 from emb.analyses.stats import correlation_ci, spearman
 from emb.errors import AnalysisError, MissingStimuliError
 
@@ -463,7 +463,7 @@ ANALYSIS = Analysis(
         Option(name="datasets", multiple=True, help="benchmark: ws353, simlex999, men, rw (default: all)"),
         Option(name="setting", help="contextual setting whose vectors are compared"),
         Option(name="poolings", multiple=True, help="subword pooling (default: all in the store)"),
-        Option(name="k_max", type="int", help="nullify k = 0..K principal components"),
+        Option(name="k_max", type="int", high=MAX_K, help="nullify k = 0..K principal components"),
         Option(name="allow_missing", type="bool", help="drop (and count) pairs with a missing word"),
     ),
     tables=_tables,

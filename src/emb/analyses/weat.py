@@ -23,6 +23,8 @@ from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
     DEFAULT_SETTINGS,
+    MAX_BOOTSTRAP,
+    MAX_PERMUTATIONS,
     Analysis,
     Option,
     Summary,
@@ -54,6 +56,7 @@ from emb.analyses._weat_tests import (
     suite_tests,
     word_set_problems,
 )
+from emb.analyses.stats._work import plan
 from emb.errors import AnalysisError, EmbWarning
 
 if TYPE_CHECKING:
@@ -203,6 +206,10 @@ def _one_test(
         dask_gufunc_kwargs={"allow_rechunk": True},
     )
     exact = perm_method != "reference" and math.comb(n["X"] + n["Y"], n["X"]) <= exact_limit
+    cells = math.prod(size for d, size in emb.sizes.items() if d not in ("item", "feature"))
+    splits = stats.planned_splits(n["X"] + n["Y"], n["X"], n_permutations=n_permutations,
+                                  exact_limit=exact_limit, method=perm_method)  # type: ignore[arg-type]
+    plan(splits * (n["X"] + n["Y"]) * cells, "WEAT permutation tests")
     out = xr.Dataset({"effect_size": es, "statistic": stat, "p": p})
     if n_bootstrap > 0:
         out["ci_low"], out["ci_high"] = low, high
@@ -563,12 +570,14 @@ ANALYSIS = Analysis(
         Option(name="settings", multiple=True, help="contextual setting (default: every setting)"),
         Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
         Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
-        Option(name="n_permutations", type="int", low=2, help="Monte-Carlo splits when exact enumeration is too big"),
-        Option(name="exact_limit", type="int", help="enumerate every split up to this many"),
+        Option(name="n_permutations", type="int", low=2, high=MAX_PERMUTATIONS,
+               help="Monte-Carlo splits when exact enumeration is too big"),
+        Option(name="exact_limit", type="int", high=MAX_PERMUTATIONS,
+               help="enumerate every split up to this many"),
         Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
         Option(name="correction", choices=("none", "holm", "bh"), help="multiple-comparison correction"),
         Option(name="correction_over", choices=("test", "layer", "test+layer"), help="the correction's family"),
-        Option(name="n_bootstrap", type="int", high=100_000,
+        Option(name="n_bootstrap", type="int", high=MAX_BOOTSTRAP,
                help="bootstrap replicates of d's CI over stimuli (0: none; their resampling "
                     "counts are held in memory)"),
         Option(name="confidence", type="float", low=0, high=1, low_open=True, high_open=True,

@@ -53,6 +53,7 @@ from emb.analyses.stats.permutation import (
     PermutationMethod,
     PermutationResult,
     permutation_test,
+    planned_splits,
 )
 from emb.analyses.stats.twosample import TTest, TTestKind, cohens_d, t_test
 
@@ -89,6 +90,7 @@ __all__ = [
     "normalize",
     "pearson",
     "permutation_test",
+    "planned_splits",
     "sc_weat_effect_size",
     "t_test",
     "single_threaded_blas",
