@@ -614,13 +614,14 @@ def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, dict[
             continue
         if not path.is_dir():
             raise ResultsError(f"{path} does not exist; give results directories written by 'emb analyze'")
-        here = []
+        here, unreadable = [], []
         for candidate in sorted(path.rglob("*.json")):
             if any(part.startswith(".") for part in candidate.relative_to(path).parts):
                 continue
             try:
                 head = load_sidecar(candidate, error=ResultsError)
-            except ResultsError:  # not a sidecar (too big, not JSON): another file of the user's
+            except ResultsError as err:  # not a sidecar (too big, not JSON): a file of the user's
+                unreadable.append(str(err))
                 continue
             if isinstance(head, dict) and "emb_results" in head:
                 here.append(candidate)
@@ -628,6 +629,8 @@ def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, dict[
             raise ResultsError(
                 f"{path} holds no emb results (no sidecar <analysis>.json); give the --out "
                 "directory of an 'emb analyze' run"
+                + (f" ({len(unreadable)} .json file(s) there cannot be read: {unreadable[0]})"
+                   if unreadable else "")
             )
         found += here
     unique = list(dict.fromkeys(p.resolve() for p in found))
