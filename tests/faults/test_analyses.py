@@ -154,6 +154,26 @@ def test_counts_beyond_their_bounds_are_usage_errors(stores: dict[str, Path], tm
     assert_refused(outcome, codes=(2,), mentions=[flag, bound])
 
 
+def test_an_ibd_threshold_grid_beyond_its_bound_is_refused(stores: dict[str, Path],
+                                                           tmp_path: Path) -> None:
+    """Exit 3 before: MemoryError, 7.28 TiB for 10^12 thresholds."""
+    for grid, found in (("0:1:1e-12", "1,000,000,000,000 values"),
+                        ("-1e308:1e308:1e-300", "too many values")):
+        outcome = run_emb(*_analyze("ibd", stores["ibd"], tmp_path / "o", "--thresholds", grid))
+        assert_refused(outcome, codes=(1,), mentions=[found, "100,000"])
+
+
+def test_every_count_option_declares_its_bound() -> None:
+    """No count is left at the generic 10^9 (where a run would not end): each declares a bound
+    its analysis can reach, except ddof (refused against the data's size when too large)."""
+    from emb.analyses import ANALYSES
+    from emb.analyses._analysis import MAX_COUNT
+
+    loose = [(a.name, o.name) for a in ANALYSES.values() for o in a.options
+             if o.type == "int" and o.name != "ddof" and o.bounds[1] >= MAX_COUNT]
+    assert not loose
+
+
 def test_the_permutation_work_is_planned_estimated_and_metered() -> None:
     """What the CLI shows before and while computing a long permutation test: the planned work
     (exactly what permutation_test then counts), a one-line estimate, a progress display."""
