@@ -99,7 +99,10 @@ def _internal(err: Exception) -> _Failure:
 
 def _output_closed() -> bool:
     """Whether stdout or stderr is a pipe whose reader has gone (poll reports an error on the
-    write end of a pipe with no reader; a file or a terminal never does)."""
+    write end of a pipe with no reader; a file or a terminal never does). Without poll (Windows)
+    a broken pipe is taken to be the output's, by far the common case."""
+    if not hasattr(select, "poll"):
+        return True
     for stream in (sys.stdout, sys.stderr):
         try:
             fd = stream.fileno()
