@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from emb._sidecar import is_bare_name, sidecar_problems
+from emb._sidecar import is_bare_name, load_sidecar, sidecar_problems
 from emb._text import names, plain
 from emb.errors import EmbError
 
@@ -579,10 +579,7 @@ def read_run(sidecar: str | os.PathLike[str]) -> dict[str, Any]:
         name outside its directory, a newer version), or a listed file is missing or changed.
     """
     sidecar = Path(sidecar)
-    try:
-        meta = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ResultsError(f"cannot read the results sidecar {sidecar}: {err}") from None
+    meta = load_sidecar(sidecar, error=ResultsError)
     if not isinstance(meta, dict) or "emb_results" not in meta:
         raise ResultsError(f"{sidecar} is not an emb results sidecar (no 'emb_results' key)")
     problems = sidecar_problems(meta, version=SIDECAR_VERSION)
@@ -595,7 +592,7 @@ def read_run(sidecar: str | os.PathLike[str]) -> dict[str, Any]:
            if not (sidecar.parent / n).is_file() or _sha256(sidecar.parent / n) != digest]
     if bad:
         raise ResultsError(
-            f"the run described by {sidecar} is incomplete or was changed: {bad}; re-run it"
+            f"the run described by {sidecar} is incomplete or was changed: {names(bad)}; re-run it"
         )
     return meta
 
@@ -617,13 +614,14 @@ def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, dict[
             continue
         if not path.is_dir():
             raise ResultsError(f"{path} does not exist; give results directories written by 'emb analyze'")
-        here = []
+        here, unreadable = [], []
         for candidate in sorted(path.rglob("*.json")):
             if any(part.startswith(".") for part in candidate.relative_to(path).parts):
                 continue
             try:
-                head = json.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                head = load_sidecar(candidate, error=ResultsError)
+            except ResultsError as err:  # not a sidecar (too big, not JSON): a file of the user's
+                unreadable.append(str(err))
                 continue
             if isinstance(head, dict) and "emb_results" in head:
                 here.append(candidate)
@@ -631,6 +629,8 @@ def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, dict[
             raise ResultsError(
                 f"{path} holds no emb results (no sidecar <analysis>.json); give the --out "
                 "directory of an 'emb analyze' run"
+                + (f" ({len(unreadable)} .json file(s) there cannot be read: {unreadable[0]})"
+                   if unreadable else "")
             )
         found += here
     unique = list(dict.fromkeys(p.resolve() for p in found))

@@ -36,7 +36,7 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import _attr, describe_source, own_descriptions, provenance_attrs
-from emb.analyses.nullify import nullified_pair_cosines
+from emb.analyses.nullify import MAX_K, nullified_pair_cosines
 from emb.analyses.stats import correlation_ci, spearman
 from emb.errors import AnalysisError, MissingStimuliError
 
@@ -246,7 +246,7 @@ def word_similarity(
     -------
     xr.Dataset
         ``rho(dataset, pooling, layer, k)``, ``p(dataset, pooling, layer, k)`` (two-sided, t approximation as
-        :func:`scipy.stats.spearmanr`), ``ci_low``, ``ci_high`` (95 % CI of ρ: Fisher's z with
+        :func:`scipy.stats.spearmanr`; the exact permutation p over at most 9 pairs), ``ci_low``, ``ci_high`` (95 % CI of ρ: Fisher's z with
         the Bonett–Wright standard error ``sqrt((1 + ρ²/2)/(n − 3))``), ``n(dataset)`` pairs
         used, ``n_missing(dataset)`` pairs dropped, ``n_words(dataset)``; lazy when ``ds`` is.
         Attributes: the store's provenance (:func:`~emb.analyses._select.provenance_attrs`:
@@ -370,7 +370,8 @@ def word_similarity(
     result["ci_low"] = low.transpose(*result["rho"].dims)
     result["ci_high"] = high.transpose(*result["rho"].dims)
     result["rho"].attrs = {"long_name": "Spearman's rho, cosine vs human score", "setting": setting}
-    result["p"].attrs = {"long_name": "two-sided p-value of rho (t approximation)"}
+    result["p"].attrs = {"long_name": "two-sided p-value of rho (t approximation; exact "
+                                      "permutation p over at most 9 pairs)"}
     for bound in ("ci_low", "ci_high"):
         result[bound].attrs = {"long_name": f"95% CI of rho, {bound.removeprefix('ci_')} bound "
                                             "(Fisher z with the Bonett-Wright standard error)"}
@@ -448,7 +449,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     return Summary(title="Word similarity: Spearman's rho of pair cosines vs human scores",
                    headline=headline, table=table.drop(columns=["log10_p"], errors="ignore"),
                    notes=["CI: 95%, Fisher's z with the Bonett-Wright standard error for "
-                          "Spearman's rho. p: two-sided, t approximation. No correction.",
+                          "Spearman's rho. p: two-sided, t approximation (the exact permutation p "
+                          "over at most 9 pairs). No correction.",
                           "best layer (exploratory): chosen after looking; report the declared cell."])
 
 
@@ -463,7 +465,7 @@ ANALYSIS = Analysis(
         Option(name="datasets", multiple=True, help="benchmark: ws353, simlex999, men, rw (default: all)"),
         Option(name="setting", help="contextual setting whose vectors are compared"),
         Option(name="poolings", multiple=True, help="subword pooling (default: all in the store)"),
-        Option(name="k_max", type="int", help="nullify k = 0..K principal components"),
+        Option(name="k_max", type="int", high=MAX_K, help="nullify k = 0..K principal components"),
         Option(name="allow_missing", type="bool", help="drop (and count) pairs with a missing word"),
     ),
     tables=_tables,

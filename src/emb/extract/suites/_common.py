@@ -7,8 +7,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from emb._documents import check_json_data, parse_json, show
 from emb.errors import SuiteError
-from emb.extract._documents import check_json_data, parse_json, show
 from emb.extract.suites.core import Item
 
 #: The bleached template's prefix: "This is WORD" (May et al. 2019; VAST).
@@ -46,7 +46,7 @@ def listing(words: Sequence[str], limit: int = 20) -> str:
 
 
 def read_json(path: Path, what: str) -> Any:
-    """A user's JSON file as plain JSON data (see :mod:`emb.extract._documents`), or SuiteError."""
+    """A user's JSON file as plain JSON data (see :mod:`emb._documents`), or SuiteError."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:

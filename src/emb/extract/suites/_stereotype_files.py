@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from emb._documents import parse_json
 from emb.errors import SuiteError
-from emb.extract._documents import parse_json
 from emb.extract.suites._common import sha256
 
 __all__ = [

@@ -36,13 +36,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from emb.errors import SuiteError
-from emb.extract._documents import (
+from emb._documents import (
     check_json_data,
     parse_json,
     parse_yaml,
     show,
 )
+from emb.errors import SuiteError
 from emb.extract.corpus import whole_word_pattern
 from emb.extract.suites._validation import item_rules, validate_suite_document
 from emb.schemas import SCHEMA_VERSION

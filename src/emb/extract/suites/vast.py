@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from emb import data
+from emb._documents import show
 from emb.errors import SuiteError
-from emb.extract._documents import show
 from emb.extract.corpus import Corpus, load_corpus
 from emb.extract.lexicon import Lexicon, load_lexicon
 from emb.extract.suites._common import (
