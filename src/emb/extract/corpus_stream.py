@@ -33,8 +33,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from emb._documents import text_is_unicode
 from emb.errors import CorpusError
-from emb.extract._documents import text_is_unicode
 from emb.extract.corpus_files import CorpusFile, Format, corpus_files, open_stream
 
 __all__ = [  # CorpusFile, Format and corpus_files are handed on from emb.extract.corpus_files
