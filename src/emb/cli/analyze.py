@@ -328,6 +328,8 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     lazy = run_analysis(analysis, datasets, per_model=per_model, **options)
     plan = prepare_out(out_dir, analysis, overwrite=params["overwrite"],
                        default=params["out_dir"] is None)
+    for note in plan.notes:
+        click.echo(f"({note})", err=True)
     try:
         with damage_reported(locations):  # a shard that does not decode: which store, what to run
             result = compute(lazy, scheduler=params["scheduler"], quiet=quiet)
