@@ -59,7 +59,7 @@ def _absolute(path: str | os.PathLike[str]) -> Path:
     given = Path(path).expanduser()
     try:
         return given.resolve()
-    except (OSError, RuntimeError):  # a symlink loop: judge the path as written
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte: as written
         return Path(os.path.abspath(given))
 
 
@@ -73,7 +73,7 @@ def zarr_store_around(path: str | os.PathLike[str], *, include_self: bool = True
     found = None
     for directory in candidates:
         for marker in ZARR_MARKERS:
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError):
                 if (directory / marker).is_file():
                     found = directory
                     break
@@ -100,6 +100,9 @@ def refuse_inside_store(
     error
         Naming the path and the store.
     """
+    if "\0" in os.fspath(path):
+        raise error(f"cannot write {what} to {os.fspath(path)!r}: a path cannot hold a NUL byte; "
+                    "give another")
     store = zarr_store_around(path, include_self=include_self)
     if store is None:
         return
