@@ -285,16 +285,19 @@ def check_space(directory: str | os.PathLike[str], needed: int, *, what: str,
 
 def write_file(path: str | os.PathLike[str], data: bytes | bytearray | memoryview) -> None:
     """Create ``path`` (it must not exist) holding ``data``; a partial file is removed when the
-    write fails (a full disk raises the :class:`OSError` with ``ENOSPC``)."""
+    write fails (a full disk raises the :class:`OSError` with ``ENOSPC``, its ``filename`` the
+    path)."""
     view = memoryview(data).cast("B")
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         done = 0
         while done < len(view):
             done += os.write(fd, view[done:])
-    except BaseException:
+    except BaseException as err:
         os.close(fd)
         with contextlib.suppress(OSError):
             os.unlink(path)
+        if isinstance(err, OSError) and err.filename is None:
+            raise OSError(err.errno, err.strerror, os.fspath(path)) from None
         raise
     os.close(fd)

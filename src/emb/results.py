@@ -30,20 +30,15 @@ dependency (an environment-dependent fallback would make the same command write 
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import hashlib
-import importlib.metadata
-import io
 import json
 import os
 import shlex
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import xarray as xr
 
 from emb import _swap
@@ -53,6 +48,18 @@ from emb._outputs import (
     is_disk_full,
     refuse_inside_store,
     write_file,
+)
+from emb._render import (
+    Files,
+    figure_bytes,
+    figure_metadata,
+    figure_title,
+    maybe_json,
+    netcdf_bytes,
+    netcdf_ready,
+    package_versions,
+    provenance,
+    table_bytes,
 )
 from emb._sidecar import is_bare_name, sidecar_problems
 from emb._text import names, plain
@@ -67,6 +74,7 @@ __all__ = [
     "discard_out",
     "find_runs",
     "make_dirs",
+    "netcdf_ready",
     "prepare_out",
     "read_run",
     "remove_empty_dirs",
@@ -181,7 +189,9 @@ def _refuse_foreign(plan: OutputPlan, names: Sequence[str]) -> None:
 
 def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: bool = False,
                 default: bool = False) -> OutputPlan:
-    """Check the output directory before computing: creatable, writable, no earlier run in the way.
+    """Check the output directory before computing: outside any zarr store, creatable,
+    writable, no earlier run in the way. An interrupted run's swap there is completed (or its
+    temporaries removed) first, under the claim of the directory's results (see :mod:`emb._swap`).
 
     Parameters
     ----------
@@ -203,7 +213,9 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
     Raises
     ------
     ResultsError
-        The path is a file or under one, cannot be created or written, holds an earlier run
+        The path is or lies inside a zarr store, is a file or under one, cannot be created or
+        written, another emb process writes the same analysis there, an interrupted run's files
+        cannot be moved into place, holds an earlier run
         and neither ``overwrite`` nor ``default`` is set, or holds a file of a name the run
         writes that emb did not write (its ``<stem>.json`` or ``<stem>.nc``; the other names
         are checked by :func:`write_results`, before anything is moved into place).
@@ -303,73 +315,12 @@ def remove_empty_dirs(created: Sequence[Path]) -> None:
             break
 
 
-@functools.cache
-def _versions() -> dict[str, str]:
-    out = {"python": sys.version.split()[0]}
-    for pkg in ("emb", "numpy", "scipy", "pandas", "xarray", "dask", "zarr", "matplotlib",
-                "pyarrow", "h5netcdf"):
-        try:
-            out[pkg] = importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
-
-
-def _plain_attr(value: Any) -> Any:
-    """An attribute netCDF can hold: str/int/float as they are, anything else as JSON (numpy
-    scalars and arrays, ``np.str_`` included, become plain Python first)."""
-    value = plain(value)
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        return value
-    return json.dumps(value, default=str, sort_keys=True, ensure_ascii=False)
-
-
-def netcdf_ready(result: xr.Dataset) -> xr.Dataset:
-    """``result`` with plain unicode strings and netCDF-safe attributes (a copy)."""
-    out = result.copy()
-    for name, var in list(out.variables.items()):
-        if var.dtype.kind in "OTU" or str(var.dtype).startswith("StringDType"):
-            values = np.asarray(var.values).astype(object).astype(str)
-            if name in out.coords:
-                out = out.assign_coords({name: (var.dims, values, var.attrs)})
-            else:
-                out[name] = (var.dims, values, var.attrs)
-        elif var.dtype == bool:
-            values = np.asarray(var.values).astype(np.int8)
-            if name in out.coords:
-                out = out.assign_coords({name: (var.dims, values, var.attrs)})
-            else:
-                out[name] = (var.dims, values, var.attrs)
-    out.attrs = {k: _plain_attr(v) for k, v in out.attrs.items()}
-    for name in out.variables:
-        out[name].attrs = {k: _plain_attr(v) for k, v in out[name].attrs.items()}
-        out[name].encoding = {}
-    return out
-
-
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _maybe_json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value.item() if hasattr(value, "item") else value
-
-
-def _table_format(name: str, analysis: Any, table_format: str) -> str:
-    if table_format not in TABLE_FORMATS:
-        raise ResultsError(f"table format must be one of {names(TABLE_FORMATS)}; got {table_format!r}")
-    if table_format != "auto":
-        return table_format
-    return "parquet" if name in getattr(analysis, "word_tables", ()) else "csv"
 
 
 def _descriptions(result: xr.Dataset, table: Any) -> dict[str, str]:
@@ -392,111 +343,26 @@ def _descriptions(result: xr.Dataset, table: Any) -> dict[str, str]:
     return out
 
 
-def _table_bytes(table: Any, fmt: str, descriptions: Mapping[str, str],
-                 meta: Mapping[str, Any]) -> bytes | memoryview:
-    """One table as the bytes of its file (CSV, or Parquet with column descriptions)."""
-    if fmt == "csv":
-        return table.to_csv(index=False, lineterminator="\n").encode("utf-8")
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    arrow = pa.Table.from_pandas(table, preserve_index=False)
-    fields = [f.with_metadata({"description": descriptions.get(f.name, "")}) if descriptions.get(f.name)
-              else f for f in arrow.schema]
-    schema = pa.schema(fields, metadata={**(arrow.schema.metadata or {}),
-                                         b"emb": json.dumps(meta, sort_keys=True).encode()})
-    sink = pa.BufferOutputStream()
-    pq.write_table(arrow.cast(schema), sink, compression="zstd")
-    return memoryview(sink.getvalue())
-
-
-def _netcdf_bytes(result: xr.Dataset) -> memoryview:
-    """The netCDF4 file of ``result``, made in memory: HDF5 never writes to the disk itself (on a
-    full disk its failed flush crashed the process with SIGSEGV during garbage collection)."""
-    buffer = io.BytesIO()
-    netcdf_ready(result).to_netcdf(buffer, engine="h5netcdf")
-    return buffer.getbuffer()
-
-
-def _figure_bytes(fig: Any, fmt: str, dpi: int, meta: Mapping[str, Any]) -> memoryview:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, dpi=dpi, format=fmt, metadata=meta)
-    return buffer.getbuffer()
-
-
-class _Files:
-    """A run's files, each rendered in memory and written into the run's temporary directory by
-    emb itself, one at a time. A full disk is noted, not raised: the remaining files are still
-    rendered and counted, so that the error can say how much space the run needs."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.digests: dict[str, str] = {}
-        self.size = 0
-        self.full: OSError | None = None
-
-    def put(self, name: str, data: bytes | memoryview) -> None:
-        view = memoryview(data).cast("B")
-        self.digests[name] = hashlib.sha256(view).hexdigest()
-        self.size += len(view)
-        if self.full is None:
-            try:
-                write_file(self.directory / name, view)
-            except OSError as err:
-                if not is_disk_full(err):
-                    raise
-                self.full = err
+def _table_format(name: str, analysis: Any, table_format: str) -> str:
+    if table_format not in TABLE_FORMATS:
+        raise ResultsError(f"table format must be one of {names(TABLE_FORMATS)}; got {table_format!r}")
+    if table_format != "auto":
+        return table_format
+    return "parquet" if name in getattr(analysis, "word_tables", ()) else "csv"
 
 
 def _write_error(directory: Path, err: OSError, needed: int) -> ResultsError:
-    """The one-line error of a write that failed (nothing of it left)."""
+    """The one-line error of a write that failed (nothing of it left): in the output directory,
+    or beside an export (``err.filename`` says where)."""
+    where = Path(err.filename).parent if err.filename else directory
+    if not where.is_dir():  # the run's temporary directory, removed by now
+        where = directory
     if is_disk_full(err):
         return ResultsError(disk_full_message(
-            directory, needed, what="the results",
+            where, needed, what="the results",
             fix="give another --out (nothing was written; an earlier run there is untouched)"))
-    return ResultsError(f"cannot write results to {directory}: {err.strerror or err}; give a "
+    return ResultsError(f"cannot write results to {where}: {err.strerror or err}; give a "
                         "writable --out (nothing was written)")
-
-
-def _figure_metadata(fmt: str, title: str, command: str, when: _dt.datetime,
-                     versions: Mapping[str, str]) -> dict[str, Any]:
-    software = f"emb {versions.get('emb', '?')}, matplotlib {versions.get('matplotlib', '?')}"
-    description = f"{command} (analysed {when.isoformat(timespec='seconds')})"
-    if fmt == "png":
-        return {"Title": title, "Description": description, "Software": software,
-                "Creation Time": when.isoformat(timespec="seconds"),
-                "Comment": json.dumps(dict(versions), sort_keys=True)}
-    if fmt == "pdf":
-        return {"Title": title, "Subject": description, "Creator": software,
-                "Keywords": json.dumps(dict(versions), sort_keys=True), "CreationDate": when}
-    return {"Title": title, "Description": description, "Creator": software,
-            "Date": when.isoformat(timespec="seconds")}
-
-
-def _figure_title(fig: Any) -> str:
-    """What a figure shows, as drawn on it: its suptitle, else its first axes' title."""
-    title = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
-    if not title:
-        title = next((ax.get_title() for ax in getattr(fig, "axes", ()) if ax.get_title()), "")
-    return " ".join(str(title).split())
-
-
-def _provenance(result: xr.Dataset, stores: Mapping[str, str]) -> dict[str, Any]:
-    """Per store label: its path and the model, suite and extraction it was made with."""
-    attrs = {k: _maybe_json(v) for k, v in result.attrs.items()}
-    per_model = attrs.get("models") if isinstance(attrs.get("models"), Mapping) else {}
-    out = {}
-    for label, path in stores.items():
-        own = {k: _maybe_json(v) for k, v in dict(per_model.get(label, {})).items()}
-        entry: dict[str, Any] = {"store": path}
-        if "://" not in path:
-            entry["store_path"] = str(Path(path).resolve())
-        for key in ("model", "suite", "extraction", "emb_schema_version", "created"):
-            value = own.get(key, attrs.get(key))
-            if value is not None:
-                entry[key] = value
-        out[label] = entry
-    return out
 
 
 def write_results(
@@ -544,7 +410,7 @@ def write_results(
         raise ResultsError(f"figure formats must be among {names(FIGURE_FORMATS)}; got {names(figure_formats)}")
     stem = plan.stem
     when = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
-    versions = _versions()
+    versions = package_versions()
     command_text = shlex.join(command) if command else ""
     tables = analysis.tables(result)
     summary = analysis.summary(result, tables)
@@ -553,7 +419,7 @@ def write_results(
         _recover(held, plan.directory)
         earlier = _unchanged_since_prepared(plan)
         partial = held.temporary(directory=True)
-        files = _Files(partial)
+        files = Files(partial)
         needed = sum(len(c) for c in exports.values())
         try:
             table_meta: dict[str, Any] = {}
@@ -561,7 +427,7 @@ def write_results(
                 fmt = _table_format(name, analysis, table_format)
                 fname = f"{name}.{fmt}"
                 descriptions = _descriptions(result, table)
-                files.put(fname, _table_bytes(table, fmt, descriptions,
+                files.put(fname, table_bytes(table, fmt, descriptions,
                                               {"analysis": analysis.name, "table": name}))
                 table_meta[name] = {"file": fname, "format": fmt, "rows": int(len(table)),
                                     "columns": descriptions}
@@ -570,19 +436,19 @@ def write_results(
                              "emb_analysed_at": when.isoformat(timespec="seconds"),
                              "emb_versions": json.dumps(versions, sort_keys=True),
                              "emb_options": json.dumps(plain(dict(options)), default=str, sort_keys=True)}
-            files.put(f"{stem}.nc", _netcdf_bytes(stamped))
+            files.put(f"{stem}.nc", netcdf_bytes(stamped))
             figure_files: dict[str, list[str]] = {}
             figure_titles: dict[str, str] = {}
             if figures:
                 drawn = (analysis.draw(result, **dict(figure_options or {}))
                          if hasattr(analysis, "draw") else analysis.figures(result))
                 for key, fig in drawn.items():
-                    figure_titles[key] = _figure_title(fig)
+                    figure_titles[key] = figure_title(fig)
                     title = f"emb {analysis.name}: {figure_titles[key] or key}"
                     for fmt in dict.fromkeys(figure_formats):
                         fname = f"{stem}_{key}.{fmt}"
-                        meta = _figure_metadata(fmt, title, command_text, when, versions)
-                        files.put(fname, _figure_bytes(fig, fmt, dpi, meta))
+                        meta = figure_metadata(fmt, title, command_text, when, versions)
+                        files.put(fname, figure_bytes(fig, fmt, dpi, meta))
                         figure_files.setdefault(key, []).append(fname)
             for name, content in bare.items():
                 if name in files.digests:
@@ -595,7 +461,7 @@ def write_results(
                 "analysis": analysis.name,
                 "suite": suite,
                 "stores": dict(stores),
-                "provenance": _provenance(result, stores),
+                "provenance": provenance(result, stores),
                 "options": plain(dict(options)),
                 "output": {"table_format": table_format, "figure_formats": list(figure_formats),
                            "dpi": int(dpi), "figure_options": plain(dict(figure_options or {}))},
@@ -609,7 +475,7 @@ def write_results(
                 "figures": figure_files,
                 "figure_titles": figure_titles,
                 "summary": summary.to_dict(),
-                "attrs": {k: _maybe_json(v) for k, v in result.attrs.items()},
+                "attrs": {k: maybe_json(v) for k, v in result.attrs.items()},
             }
             files.put(f"{stem}.json", (json.dumps(meta, indent=2, default=str, ensure_ascii=False)
                                        + "\n").encode("utf-8"))

@@ -49,6 +49,8 @@ class Disk:
 
 
 def _mount(path: Path, size: str) -> bool:
+    if os.environ.get("EMB_FAULT_NO_MOUNT"):  # to run the injected full disk on a root machine
+        return False
     try:
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
                               capture_output=True, timeout=30)

@@ -89,6 +89,7 @@ def test_export_tests_never_replaces_a_store_file_or_a_users_file(root: Path, tm
     assert open_store(store).validate(deep=True).status == "complete"
 
 
+@pytest.mark.slow
 def test_export_tests_replaces_only_the_earlier_runs_own_export(root: Path, tmp_path: Path) -> None:
     export = tmp_path / "tests.json"
     args = ("analyze", "ibd", "--store", root / "s.zarr", "--no-plots", "-q",
