@@ -235,9 +235,11 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
         if os.path.lexists(sidecar):
             meta = _earlier_run(sidecar, analysis)
             if not (overwrite or default):
+                finished = f" (emb just {notes[0][0].lower()}{notes[0][1:]})" if notes else ""
                 raise ResultsError(
                     f"{directory} already holds the results of an earlier '{analysis.name}' run "
-                    f"({sidecar.name}); pass --overwrite to replace them, or give another --out"
+                    f"({sidecar.name}){finished}; pass --overwrite to replace them, or give "
+                    "another --out"
                 )
             replaced = _earlier_files(sidecar, meta)
             earlier = _sha256(sidecar)
