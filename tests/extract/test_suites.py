@@ -1145,9 +1145,14 @@ def test_suites_export_refuses_missing_directories_existing_files_and_stores(tmp
     assert open_store(store).validate().status == "complete"
     assert not (tmp_path / "nodir3").exists()
     (tmp_path / "x.json").write_text("mine")
-    res = export("x.json")
+    for extra in ((), ("--overwrite",)):  # a user's file that is not a suite file: never replaced
+        res = export("x.json", *extra)
+        assert res.exit_code == 1 and "x.json exists and is not a suite file" in res.output
+        assert (tmp_path / "x.json").read_text() == "mine"
+    (tmp_path / "x.json").unlink()
+    assert export("x.json").exit_code == 0
+    res = export("x.json")  # a suite file: replaced only with --overwrite
     assert res.exit_code == 1 and "x.json exists" in res.output and "--overwrite" in res.output
-    assert (tmp_path / "x.json").read_text() == "mine"
     res = export("x.json", "--overwrite")
     assert res.exit_code == 0, res.output
     assert len(load_suite(tmp_path / "x.json")) == 120

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._outputs import refuse_inside_store
 from emb._text import cut
 from emb.analyses import stats
 from emb.analyses._analysis import (
@@ -129,6 +130,8 @@ def _parse_export(path: str | os.PathLike[str] | None) -> str | None:
             f"the directory of export_tests {os.fspath(path)!r} does not exist; create it first "
             "(the CLI also writes the tests as ibd_tests.json in --out)"
         )
+    refuse_inside_store(full, what="export_tests", error=AnalysisError,
+                        fix="give an export path outside the store")
     return full
 
 

@@ -330,6 +330,8 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
         lazy = run_analysis(analysis, datasets, per_model=per_model, **options)
     plan = prepare_out(out_dir, analysis, overwrite=params["overwrite"],
                        default=params["out_dir"] is None)
+    for note in plan.notes:
+        click.echo(f"({note})", err=True)
     if not quiet and (line := estimate(work.units, work.parts, scheduler=params["scheduler"])):
         click.echo(line, err=True)
     try:

@@ -6,6 +6,8 @@ plain xarray reads (``xr.open_zarr(path, group="vast")``).  See :mod:`emb.schema
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import math
 import os
 import zipfile
@@ -20,6 +22,14 @@ import xarray as xr
 import zarr
 import zarr.errors
 
+from emb._outputs import (
+    check_space,
+    claim,
+    disk_full_message,
+    is_disk_full,
+    refuse_inside_store,
+    zarr_store_around,
+)
 from emb.errors import CorruptStoreError, IncompleteStoreError, StoreError
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
@@ -274,11 +284,18 @@ class Store:
     def to_zip(self, path: str | os.PathLike[str]) -> Path:
         """Pack the store into one zip file (stored, not re-compressed) for sharing.
 
+        The zip is written under a unique temporary name beside the target (claimed: a second
+        ``emb zip`` to the same target is refused while this one runs; the next one to claim it
+        removes what a killed one left) and linked into place only when it is complete, where
+        no file may have appeared meanwhile: ``path`` never holds a partial zip, and a file
+        there is never replaced.
+
         Raises
         ------
         StoreError
-            The target exists, lies in a missing directory or inside the store itself, or the
-            store is not a local directory.
+            The target exists, lies in a missing directory or inside a zarr store (this one or
+            another), another ``emb zip`` is writing it, the disk has no room for it (with the
+            space needed), or the store is not a local directory.
         IncompleteStoreError, CorruptStoreError
             The store is not complete and intact (see :meth:`validate`).
         """
@@ -286,39 +303,81 @@ class Store:
         source = Path(self.location).expanduser()
         if is_url(self.location) or not source.is_dir():
             raise StoreError(f"only local directory stores can be packed; {self.location} is not one")
-        if target.exists():
-            raise StoreError(f"{target} exists; remove it or choose another name")
         if not target.parent.is_dir():
             raise StoreError(
                 f"cannot write {target}: its directory {target.parent} does not exist; create it "
                 "first or choose another path"
             )
-        if target.resolve().is_relative_to(source.resolve()):
-            raise StoreError(
-                f"cannot write {target} inside the store {source} it packs; choose a path outside it"
-            )
+        if os.path.lexists(target):
+            if zarr_store_around(target) is None:  # a zip killed after it was linked into place
+                with contextlib.suppress(StoreError), claim(target, what="TARGET",
+                                                             error=StoreError) as held:
+                    held.remove_leftovers()
+            raise StoreError(f"{target} exists; remove it or choose another name")
+        refuse_inside_store(target, what="the zip", error=StoreError,
+                            fix="choose a path outside the store")
         if not os.access(target.parent, os.W_OK | os.X_OK):
             raise StoreError(f"cannot write {target}: {target.parent} is read-only for this user")
-        report = self.validate()
-        if report.status != "complete":
-            error = CorruptStoreError if report.status == "corrupt" else IncompleteStoreError
-            raise error(
-                f"{self.location} is {report.status} ({describe_problems(report.problems)}); "
-                "finish or repair it ('emb validate') before packing"
-            )
-        tmp = target.with_name(target.name + ".partial")
-        try:
-            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-                for file in sorted(p for p in source.rglob("*") if p.is_file()):
-                    rel = file.relative_to(source).as_posix()
-                    if rel.startswith(dm.LOCK_PREFIX) or rel.endswith(".partial"):
-                        continue  # a writer's lock, a temporary file of an interrupted write
-                    zf.write(file, rel)
-            tmp.replace(target)
-        except OSError as err:
-            tmp.unlink(missing_ok=True)
-            raise StoreError(f"cannot write {target}: {err.strerror or err}") from err
+        fix = "choose another path (nothing was written)"
+        members = []
+        for file in sorted(p for p in source.rglob("*") if p.is_file()):
+            rel = file.relative_to(source).as_posix()
+            if rel.startswith(dm.LOCK_PREFIX) or rel.endswith(".partial"):
+                continue  # a writer's lock, a temporary file of an interrupted write
+            members.append((file, rel))
+        # each member: its bytes, a local header and a central directory entry (both with
+        # the name and a zip64 extra field); then the end records
+        needed = sum(f.stat().st_size + 2 * len(r.encode()) + 140 for f, r in members) + 1024
+        check_space(target.parent, needed, what="the zip", error=StoreError, fix=fix)
+        with claim(target, what="TARGET", error=StoreError) as held:
+            held.remove_leftovers()  # a killed zip's temporary
+            if os.path.lexists(target):
+                raise StoreError(f"{target} exists; remove it or choose another name")
+            report = self.validate()
+            if report.status != "complete":
+                error = CorruptStoreError if report.status == "corrupt" else IncompleteStoreError
+                raise error(
+                    f"{self.location} is {report.status} ({describe_problems(report.problems)}); "
+                    "finish or repair it ('emb validate') before packing"
+                )
+            tmp = held.temporary()
+            try:
+                with tmp.open("wb") as raw, zipfile.ZipFile(
+                        raw, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+                    for file, rel in members:
+                        zf.write(file, rel)
+                _link_new(tmp, target)
+            except OSError as err:
+                if is_disk_full(err):
+                    tmp.unlink(missing_ok=True)
+                    raise StoreError(disk_full_message(target.parent, needed, what="the zip",
+                                                       fix=fix)) from None
+                raise StoreError(f"cannot write {target}: {err.strerror or err}") from None
+            finally:
+                tmp.unlink(missing_ok=True)
         return target
+
+
+def _link_new(tmp: Path, target: Path) -> None:
+    """Give the complete file ``tmp`` the name ``target``, which must still be free: a hard link
+    fails if anything took the name meanwhile (where a file system has no hard links, the name
+    is checked, then the file renamed)."""
+    try:
+        os.link(tmp, target)
+        return
+    except FileExistsError:
+        raise StoreError(
+            f"{target} appeared while the zip was written (another program made it); it was "
+            "left as it is: remove it or choose another name"
+        ) from None
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV,
+                             errno.EMLINK, errno.ENOSYS):
+            raise
+    if os.path.lexists(target):
+        raise StoreError(f"{target} appeared while the zip was written; remove it or choose "
+                         "another name")
+    os.replace(tmp, target)
 
 
 def open_store(
