@@ -286,10 +286,19 @@ def read_names(
                 "(the layout of ssa_top100.csv: name, sex, rank[, count])"
             )
         table["rank"] = pd.to_numeric(table["rank"], errors="coerce")
-        bad = table.index[table["rank"].isna() | table["name"].isna()].tolist()
+        whole = table["rank"].notna() & (table["rank"] % 1 == 0)
+        bad = table.index[~whole | table["name"].isna()].tolist()
         if bad:
             raise SuiteError(f"names file {path}: data row(s) {[b + 1 for b in bad[:10]]} lack a name or an integer rank")
-        table["sex"] = table["sex"].fillna("").str.strip().str.upper()
+        given = table["sex"].fillna("").str.strip()
+        table["sex"] = given.str.upper()
+        other = table.index[~table["sex"].isin(["F", "M"])].tolist()
+        if other:  # such rows would fall out of both groups without a word
+            found = sorted({str(v) for v in given[other]})[:5]
+            raise SuiteError(
+                f"names file {path}: data row(s) {[o + 1 for o in other[:10]]} have sex {found}; "
+                "the names file's sex column holds F or M (the SSA layout): fix or remove those rows"
+            )
         provenance = {"source": str(path), "sha256": sha256(path)}
     chosen = table[(table["rank"] >= ranks[0]) & (table["rank"] <= ranks[1])]
     out: list[Population] = []
