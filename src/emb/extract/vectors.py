@@ -199,7 +199,7 @@ def _zip_entry(archive: zipfile.ZipFile, path: Path) -> zipfile.ZipInfo:
             "exactly one: unzip it and give the vectors file itself"
         )
     entry = members[0]
-    if entry.flag_bits & 0x1:
+    if entry.flag_bits & 0x41:  # bit 0: encrypted, bit 6: strong encryption
         raise ModelError(
             f"{path}: its file {entry.filename!r} is encrypted (password-protected); unzip it "
             "with its password and give the vectors file itself"
@@ -217,11 +217,20 @@ def _zip_entry(archive: zipfile.ZipFile, path: Path) -> zipfile.ZipInfo:
 def _open_zip(raw: IO[bytes], path: Path) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(raw)
+    except NotImplementedError as err:  # zipfile's word for a zip feature it lacks
+        raise _unsupported_zip(path, err) from None
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
         raise ModelError(
             f"{path} is not a readable zip file ({_one_line(err)}): it is damaged, truncated or "
             "not a zip at all; download it again, or give the file under its real name"
         ) from None
+
+
+def _unsupported_zip(path: Path, err: NotImplementedError) -> ModelError:
+    return ModelError(
+        f"{path} uses a zip feature Python's zipfile cannot read ({_one_line(err)}); unzip it "
+        "with another tool and give the vectors file itself"
+    )
 
 
 def _open_stream(
@@ -246,6 +255,8 @@ def _open_stream(
         entry = _zip_entry(archive, path)
         try:
             return stack.enter_context(archive.open(entry)), None
+        except NotImplementedError as err:  # e.g. compressed patched data (flag bit 5)
+            raise _unsupported_zip(path, err) from None
         except _READ_ERRORS as err:
             raise _damaged(path, err) from None
     hashing: IO[bytes] = stack.enter_context(

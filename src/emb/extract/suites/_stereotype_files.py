@@ -80,7 +80,16 @@ def _read_csv(path: Path, what: str) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(f"cannot read {what} {path}: {exc}") from exc
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
-        raise SuiteError(f"{what} {path} is not a readable CSV file: {exc}") from exc
+        raise SuiteError(
+            f"{what} {path} is not a readable CSV file: {' '.join(str(exc).split())}"
+        ) from exc
+    if not isinstance(frame.index, pd.RangeIndex):  # pandas took the surplus field as an index
+        raise SuiteError(
+            f"{what} {path}: its rows have more fields than its header "
+            f"({len(frame.columns)}: {[str(c)[:30] for c in frame.columns][:10]}), so every "
+            "column would shift by one; remove the extra fields (a trailing comma?) or name every "
+            "column in the header"
+        )
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     return frame
 
@@ -160,10 +169,10 @@ def read_dictionary(path: str | Path, *, what: str = "stereotype dictionary") ->
         )
     if problems:
         raise SuiteError(
-            f"{what} {path}: {len(problems)} bad row(s):\n  "
-            + "\n  ".join(problems[:20])
-            + ("\n  …" if len(problems) > 20 else "")
-            + "\nFix these rows."
+            f"{what} {path}: {len(problems)} bad row(s): "
+            + "; ".join(p.removeprefix(f"{path} ") for p in problems[:20])
+            + (" …" if len(problems) > 20 else "")
+            + "; fix these rows"
         )
     ids = [s.id for s in senses]
     if len(set(ids)) != len(ids):
