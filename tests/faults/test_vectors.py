@@ -274,3 +274,14 @@ def test_rounding_loss():
     worst = max(vectors.rounding_loss(rng.normal(size=300), np.float16) for _ in range(200))
     assert worst <= 2.0**-11 < vectors.LOSS_LIMIT
     assert 0.0 < vectors.rounding_loss(np.array([1e-200, 1e-200]), np.float32) == 1.0
+
+
+@pytest.mark.parametrize(("name", "data"), [("v.txt", b"love 1 2\nhate 2 1\n"),
+                                            ("v.vec", b"2 2\nlove 1 2\nhate 2 1\n"),
+                                            ("v.txt.gz", gzip.compress(b"love 1 2\nhate 2 1\n"))])
+def test_a_utf8_byte_order_mark_does_not_hide_the_first_word(tmp_path, name, data):
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(b"\xef\xbb\xbf" + gzip.decompress(data)) if name.endswith(".gz")
+                     else b"\xef\xbb\xbf" + data)
+    read = read_vectors(path, ["love", "hate"])
+    assert read.vectors["love"][1].tolist() == [1.0, 2.0] and read.vocab_size == 2

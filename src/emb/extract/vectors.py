@@ -87,6 +87,7 @@ if hasattr(zipfile, "ZIP_ZSTANDARD"):  # Python >= 3.14
     _ZIP_METHODS[zipfile.ZIP_ZSTANDARD] = "zstandard"
 #: What a damaged or truncated (compressed) file raises while it is read.
 _READ_ERRORS = (OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError, zlib.error)
+_BOM = b"\xef\xbb\xbf"
 _COMPRESSION_NAMES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zip": "zip"}
 
 
@@ -295,7 +296,7 @@ def detect_format(path: str | os.PathLike[str]) -> VectorsFormat:
     with contextlib.ExitStack() as stack:
         stream, _ = _open_stream(p, hashlib.sha256(), stack)
         try:
-            first = stream.readline(1 << 16)
+            first = stream.readline(1 << 16).removeprefix(_BOM)
         except _READ_ERRORS as err:
             raise _damaged(p, err) from None
     header = _header(first)
@@ -560,7 +561,8 @@ def _read_binary(
 
 def _lines(stream: IO[bytes], path: Path, first: int) -> Iterator[bytes]:
     """The lines of ``stream``, each at most :data:`MAX_LINE` bytes (a longer one is refused:
-    memory stays bounded whatever the file holds); ``first`` is the number of the first line."""
+    memory stays bounded whatever the file holds), a UTF-8 byte order mark dropped from the
+    first; ``first`` is the number of the first line."""
     number = first
     while line := stream.readline(MAX_LINE + 1):
         if len(line) > MAX_LINE:
@@ -568,7 +570,7 @@ def _lines(stream: IO[bytes], path: Path, first: int) -> Iterator[bytes]:
                 f"{path}: line {number} is longer than {MAX_LINE >> 20} MiB; is it really a text "
                 "vectors file? (give --format)"
             )
-        yield line
+        yield line.removeprefix(_BOM) if number == first else line
         number += 1
 
 
