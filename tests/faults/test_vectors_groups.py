@@ -10,6 +10,7 @@ word in both pole lists (vast ``--polar``), a WEAT test with a word in both sets
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -118,3 +119,42 @@ def test_a_weat_test_comparing_a_word_with_itself_is_refused(tmp_path):
     path.write_text(json.dumps({"tests": [test]}))
     with pytest.raises(SuiteError, match=r"\['love'\] are in both attribute_a and attribute_b"):
         build_suite("weat", tests=path)
+
+
+@pytest.mark.parametrize(
+    ("suite", "option", "what"),
+    [
+        ("stereotype", "--groups", "groups file"),
+        ("stereotype", "--names", "names file"),
+        ("stereotype", "--extended", "extended dictionary"),
+        ("ibd", "--ibd-groups", "IBD groups file"),
+        ("weat", "--tests", "WEAT test file"),
+        ("similarity", "--pairs", "similarity file"),
+    ],
+)
+def test_a_fifo_as_a_group_or_word_file_is_refused_not_waited_on(tmp_path, stereotype_files,
+                                                                  suite, option, what):
+    vectors = tmp_path / "v.txt"
+    vectors.write_text("1 2\nlove 1 0\n", encoding="utf-8")
+    if suite == "similarity":  # a FIFO where the directory's ws353.csv should be
+        value = tmp_path / "pairs"
+        value.mkdir()
+        os.mkfifo(value / "ws353.csv")
+        extra = ["--datasets", "ws353"]
+    else:
+        value = tmp_path / "input.csv"
+        os.mkfifo(value)
+        extra = ["--dictionary", str(stereotype_files["dictionary"])] if suite == "stereotype" else []
+    outcome = run_emb("extract", "--model", vectors, "--suite", suite, option, value, *extra,
+                      "--store", tmp_path / "s.zarr", "-q", timeout=60)
+    assert_refused(outcome, codes=(1,), mentions=[what, "is a named pipe (FIFO)"])
+
+
+def test_dev_zero_as_a_dictionary_is_refused(tmp_path):
+    vectors = tmp_path / "v.txt"
+    vectors.write_text("1 2\nlove 1 0\n", encoding="utf-8")
+    outcome = run_emb("extract", "--model", vectors, "--suite", "stereotype", "--dictionary",
+                      "/dev/zero", "--store", tmp_path / "s.zarr", "-q", timeout=60)
+    assert_refused(outcome, codes=(1,),
+                   mentions=["stereotype dictionary /dev/zero is a character device"])
+    assert outcome.peak_rss_mib < 1024  # refused up front, not read

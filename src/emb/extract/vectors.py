@@ -45,6 +45,7 @@ from typing import IO, Any, Literal
 import numpy as np
 
 from emb.errors import ModelError
+from emb.extract._special_files import check_regular_file
 
 __all__ = [
     "FORMATS",
@@ -113,7 +114,7 @@ def is_vectors_file(path: str | os.PathLike[str]) -> bool:
         return False
 
 
-def _check_file(path: Path, given: str) -> None:
+def _check_file(path: Path) -> None:
     """Refuse, before anything opens it, a path that is not a regular file: a FIFO would block
     (and could be read only once), a device such as ``/dev/zero`` never ends, and the file is read
     more than once (format, hash) and recorded by size and sha256.
@@ -123,29 +124,7 @@ def _check_file(path: Path, given: str) -> None:
     ModelError
         A missing path, an unreadable one, or one that is not a regular file, with the reason.
     """
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise ModelError(
-            f"vectors file {given!r} does not exist; give the path of a vectors file"
-        ) from None
-    except (OSError, ValueError) as err:
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-        raise ModelError(f"cannot read the vectors file {given!r}: {reason}") from None
-    if stat.S_ISREG(mode):
-        return
-    kind = (
-        "a directory" if stat.S_ISDIR(mode)
-        else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
-        else "a character device" if stat.S_ISCHR(mode)
-        else "a block device" if stat.S_ISBLK(mode)
-        else "a socket" if stat.S_ISSOCK(mode)
-        else "not a regular file"
-    )
-    raise ModelError(
-        f"vectors file {given!r} is {kind}, not a regular file; emb reads a vectors file more "
-        "than once and records its size and sha256: save the vectors to a file and give its path"
-    )
+    check_regular_file(path, what="vectors file", error=ModelError)
 
 
 class _HashingReader(io.RawIOBase):
@@ -282,7 +261,7 @@ def detect_format(path: str | os.PathLike[str]) -> VectorsFormat:
         An unknown suffix (give ``format``), or an unreadable file.
     """
     p = Path(os.fspath(path)).expanduser()
-    _check_file(p, os.fspath(path))
+    _check_file(p)
     inner, _ = _split_suffixes(p)
     if inner not in _SUFFIXES and _split_suffixes(p)[1] == ".zip":
         inner = Path(_zip_member(p)).suffix.lower()
@@ -394,7 +373,7 @@ def read_vectors(
     """
     given = os.fspath(path)
     p = Path(given).expanduser()
-    _check_file(p, given)
+    _check_file(p)
     fmt = parse_format(format) if format is not None else detect_format(p)
     wanted = {b for w in words if (b := _utf8(w)) is not None}
     digest = hashlib.sha256()

@@ -17,6 +17,7 @@ from typing import Any
 
 from emb.errors import SuiteError
 from emb.extract._documents import parse_json
+from emb.extract._special_files import check_regular_file
 from emb.extract.suites._common import sha256
 
 __all__ = [
@@ -73,6 +74,7 @@ class Population:
 def _read_csv(path: Path, what: str) -> Any:
     import pandas as pd
 
+    check_regular_file(path, what=what, error=SuiteError)
     try:
         frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=str)
     except FileNotFoundError:
@@ -194,6 +196,7 @@ def read_generated_examples(path: str | Path) -> dict[tuple[str, str], tuple[str
         Unreadable file, a line that is not a JSON object with these keys, a repeated key.
     """
     path = Path(path)
+    check_regular_file(path, what="examples file", error=SuiteError)
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except FileNotFoundError:
@@ -362,6 +365,7 @@ def read_populations(path: str | Path) -> tuple[Population, ...]:
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
+        check_regular_file(path, what="groups file", error=SuiteError)
         try:
             text = path.read_text(encoding="utf-8-sig")
         except FileNotFoundError:

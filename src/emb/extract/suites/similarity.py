@@ -8,6 +8,7 @@ from typing import Any
 
 from emb._pair_files import read_pair_file
 from emb.errors import SuiteError
+from emb.extract._special_files import check_regular_file
 from emb.extract.suites._common import BLEACHED, sha256, span_item
 from emb.extract.suites.core import Suite
 from emb.extract.suites.generator import SuiteGenerator, SuiteOption
@@ -102,6 +103,9 @@ class SimilarityGenerator(SuiteGenerator):
                 )
             column, reader, source = 0, _read_pairs_csv, str(directory)
         files = {name: directory / SIMILARITY_DATASETS[name][column] for name in datasets}
+        for file in files.values():
+            if file.exists():  # a FIFO or device of that name: refused with what it is
+                check_regular_file(file, what="similarity file", error=SuiteError)
         absent = [str(f) for f in files.values() if not f.is_file()]
         if absent:
             raise SuiteError(
