@@ -26,17 +26,11 @@ its word and line (or record, in a binary file). The words the suites do not use
 
 from __future__ import annotations
 
-import bz2
 import contextlib
-import gzip
 import hashlib
-import io
-import lzma
 import math
 import os
 import stat
-import zipfile
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +39,15 @@ from typing import IO, Any, Literal
 import numpy as np
 
 from emb.errors import ModelError
-from emb.extract._special_files import check_regular_file
+from emb.extract._vectors_open import (
+    READ_ERRORS,
+    check_file,
+    damaged,
+    open_stream,
+    sha256_file,
+    split_suffixes,
+    zip_member,
+)
 
 __all__ = [
     "FORMATS",
@@ -63,10 +65,8 @@ __all__ = [
 VectorsFormat = Literal["word2vec-binary", "word2vec-text", "glove", "fasttext"]
 FORMATS: tuple[str, ...] = ("word2vec-binary", "word2vec-text", "glove", "fasttext")
 
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
 _SUFFIXES = {".bin": "word2vec-binary", ".vec": "fasttext", ".txt": None}
 _CHUNK = 1 << 18
-_HASH_BLOCK = 8 << 20
 #: The longest text line read (bytes): a 300-dimensional GloVe line is ~3 KB, a 4,096-dimensional
 #: one ~50 KB; a longer "line" (a binary file read as text, an endless stream) is refused, so memory
 #: stays bounded.
@@ -78,33 +78,14 @@ _MAX_DIM = 1 << 20
 #: twice the most that rounding within float16's normal range can do (2⁻¹¹), so only vectors whose
 #: values lie beyond the dtype's range (overflow) or below its normal range (subnormal, zero) are.
 LOSS_LIMIT = 0.001
-#: The zip methods Python's zipfile decompresses: stored, deflate, bzip2, lzma (and zstandard
-#: where the Python has it).
-_ZIP_METHODS = {
-    zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", zipfile.ZIP_BZIP2: "bzip2",
-    zipfile.ZIP_LZMA: "lzma",
-}
-if hasattr(zipfile, "ZIP_ZSTANDARD"):  # Python >= 3.14
-    _ZIP_METHODS[zipfile.ZIP_ZSTANDARD] = "zstandard"
-#: What a damaged or truncated (compressed) file raises while it is read.
-_READ_ERRORS = (OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError, zlib.error)
 _BOM = b"\xef\xbb\xbf"
-_COMPRESSION_NAMES = {".gz": "gzip", ".bz2": "bzip2", ".xz": "xz", ".zip": "zip"}
-
-
-def _split_suffixes(path: Path) -> tuple[str, str | None]:
-    """(the vectors suffix, the compression suffix or None) of a file name."""
-    name = path.name.lower()
-    compression = next((c for c in _COMPRESSED if name.endswith(c)), None)
-    inner = Path(name[: -len(compression)] if compression else name).suffix
-    return inner, compression
 
 
 def is_vectors_file(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` names an existing static vectors file (by its name: ``.bin``, ``.txt``,
     ``.vec``, optionally ``.gz``/``.bz2``/``.xz``/``.zip``)."""
     p = Path(os.fspath(path)).expanduser()
-    inner, compression = _split_suffixes(p)
+    inner, compression = split_suffixes(p)
     if not (inner in _SUFFIXES or compression == ".zip"):
         return False
     # a FIFO or device with a vectors name is one too: read_vectors refuses it with the reason
@@ -112,143 +93,6 @@ def is_vectors_file(path: str | os.PathLike[str]) -> bool:
         return not stat.S_ISDIR(os.stat(p).st_mode)
     except (OSError, ValueError):
         return False
-
-
-def _check_file(path: Path) -> None:
-    """Refuse, before anything opens it, a path that is not a regular file: a FIFO would block
-    (and could be read only once), a device such as ``/dev/zero`` never ends, and the file is read
-    more than once (format, hash) and recorded by size and sha256.
-
-    Raises
-    ------
-    ModelError
-        A missing path, an unreadable one, or one that is not a regular file, with the reason.
-    """
-    check_regular_file(path, what="vectors file", error=ModelError)
-
-
-class _HashingReader(io.RawIOBase):
-    """A read-only stream that feeds every byte it passes on into a sha256."""
-
-    def __init__(self, raw: IO[bytes], digest: Any) -> None:
-        self._raw = raw
-        self._digest = digest
-        self.n_bytes = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self._raw.read(len(buffer))
-        n = len(data)
-        buffer[:n] = data
-        self._digest.update(data)
-        self.n_bytes += n
-        return n
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _one_line(err: BaseException) -> str:
-    return " ".join(str(err).split()) or type(err).__name__
-
-
-def _damaged(path: Path, err: BaseException) -> ModelError:
-    """The error of a file that broke while it was read: damaged or truncated (compressed) data."""
-    compression = _COMPRESSION_NAMES.get(_split_suffixes(path)[1] or "")
-    kind = f"{compression} file" if compression else "file"
-    return ModelError(
-        f"cannot read the vectors {kind} {path}: it is damaged or truncated ({_one_line(err)}); "
-        "download or unpack it again"
-    )
-
-
-def _zip_entry(archive: zipfile.ZipFile, path: Path) -> zipfile.ZipInfo:
-    """The one file a zipped vectors file holds, checked: not encrypted, a method zipfile reads."""
-    members = [i for i in archive.infolist() if not i.is_dir()]
-    if len(members) != 1:
-        names = [i.filename for i in members]
-        raise ModelError(
-            f"{path} holds {len(members)} files ({names[:5]}); a zipped vectors file must hold "
-            "exactly one: unzip it and give the vectors file itself"
-        )
-    entry = members[0]
-    if entry.flag_bits & 0x41:  # bit 0: encrypted, bit 6: strong encryption
-        raise ModelError(
-            f"{path}: its file {entry.filename!r} is encrypted (password-protected); unzip it "
-            "with its password and give the vectors file itself"
-        )
-    if entry.compress_type not in _ZIP_METHODS:
-        raise ModelError(
-            f"{path}: its file {entry.filename!r} is compressed with zip method "
-            f"{entry.compress_type}, which Python's zipfile cannot read (it reads "
-            f"{', '.join(_ZIP_METHODS.values())}); unzip it with another tool and give the "
-            "vectors file itself"
-        )
-    return entry
-
-
-def _open_zip(raw: IO[bytes], path: Path) -> zipfile.ZipFile:
-    try:
-        return zipfile.ZipFile(raw)
-    except NotImplementedError as err:  # zipfile's word for a zip feature it lacks
-        raise _unsupported_zip(path, err) from None
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as err:
-        raise ModelError(
-            f"{path} is not a readable zip file ({_one_line(err)}): it is damaged, truncated or "
-            "not a zip at all; download it again, or give the file under its real name"
-        ) from None
-
-
-def _unsupported_zip(path: Path, err: NotImplementedError) -> ModelError:
-    return ModelError(
-        f"{path} uses a zip feature Python's zipfile cannot read ({_one_line(err)}); unzip it "
-        "with another tool and give the vectors file itself"
-    )
-
-
-def _open_stream(
-    path: Path, digest: Any, stack: contextlib.ExitStack
-) -> tuple[IO[bytes], IO[bytes] | None]:
-    """A decompressed byte stream of ``path`` and the raw stream under it, whose bytes feed
-    ``digest`` (None for a .zip, hashed apart), both closed with ``stack``.
-
-    Raises
-    ------
-    ModelError
-        The file cannot be opened, or a zip that is not one, holds several files, is encrypted or
-        uses a method zipfile cannot read.
-    """
-    try:
-        raw = stack.enter_context(open(path, "rb"))
-    except OSError as err:
-        raise ModelError(f"cannot open the vectors file {path}: {_one_line(err)}") from None
-    compression = _split_suffixes(path)[1]
-    if compression == ".zip":
-        archive = stack.enter_context(_open_zip(raw, path))
-        entry = _zip_entry(archive, path)
-        try:
-            return stack.enter_context(archive.open(entry)), None
-        except NotImplementedError as err:  # e.g. compressed patched data (flag bit 5)
-            raise _unsupported_zip(path, err) from None
-        except _READ_ERRORS as err:
-            raise _damaged(path, err) from None
-    hashing: IO[bytes] = stack.enter_context(
-        io.BufferedReader(_HashingReader(raw, digest), buffer_size=_CHUNK)
-    )
-    if compression == ".gz":
-        return stack.enter_context(gzip.GzipFile(fileobj=hashing, mode="rb")), hashing
-    if compression == ".bz2":
-        return stack.enter_context(bz2.BZ2File(hashing, mode="rb")), hashing
-    if compression == ".xz":
-        return stack.enter_context(lzma.LZMAFile(hashing, mode="rb")), hashing
-    return hashing, hashing
 
 
 def detect_format(path: str | os.PathLike[str]) -> VectorsFormat:
@@ -261,10 +105,10 @@ def detect_format(path: str | os.PathLike[str]) -> VectorsFormat:
         An unknown suffix (give ``format``), or an unreadable file.
     """
     p = Path(os.fspath(path)).expanduser()
-    _check_file(p)
-    inner, _ = _split_suffixes(p)
-    if inner not in _SUFFIXES and _split_suffixes(p)[1] == ".zip":
-        inner = Path(_zip_member(p)).suffix.lower()
+    check_file(p)
+    inner, _ = split_suffixes(p)
+    if inner not in _SUFFIXES and split_suffixes(p)[1] == ".zip":
+        inner = Path(zip_member(p)).suffix.lower()
     if inner not in _SUFFIXES:
         raise ModelError(
             f"cannot tell the format of {p.name} from its name; give --format, one of {list(FORMATS)}"
@@ -273,22 +117,13 @@ def detect_format(path: str | os.PathLike[str]) -> VectorsFormat:
     if known is not None:
         return known  # type: ignore[return-value]
     with contextlib.ExitStack() as stack:
-        stream, _ = _open_stream(p, hashlib.sha256(), stack)
+        stream, _ = open_stream(p, hashlib.sha256(), stack)
         try:
             first = stream.readline(1 << 16).removeprefix(_BOM)
-        except _READ_ERRORS as err:
-            raise _damaged(p, err) from None
+        except READ_ERRORS as err:
+            raise damaged(p, err) from None
     header = _header(first)
     return "word2vec-text" if header is not None and header[1] > 0 else "glove"
-
-
-def _zip_member(path: Path) -> str:
-    with contextlib.ExitStack() as stack:
-        try:
-            raw = stack.enter_context(open(path, "rb"))
-        except OSError as err:
-            raise ModelError(f"cannot open the vectors file {path}: {_one_line(err)}") from None
-        return _zip_entry(stack.enter_context(_open_zip(raw, path)), path).filename
 
 
 def _header(line: bytes) -> tuple[int, int] | None:
@@ -373,12 +208,12 @@ def read_vectors(
     """
     given = os.fspath(path)
     p = Path(given).expanduser()
-    _check_file(p)
+    check_file(p)
     fmt = parse_format(format) if format is not None else detect_format(p)
     wanted = {b for w in words if (b := _utf8(w)) is not None}
     digest = hashlib.sha256()
     with contextlib.ExitStack() as stack:
-        stream, raw = _open_stream(p, digest, stack)
+        stream, raw = open_stream(p, digest, stack)
         try:
             if fmt == "word2vec-binary":
                 found, n_read, dim, dups = _read_binary(stream, wanted, p)
@@ -387,9 +222,9 @@ def read_vectors(
             # hash what the decompressor left unread (a gzip trailer); a zip is hashed whole below
             while raw is not None and raw.read(_CHUNK):
                 pass
-        except _READ_ERRORS as err:
-            raise _damaged(p, err) from None
-    sha = _sha256_file(p) if _split_suffixes(p)[1] == ".zip" else digest.hexdigest()
+        except READ_ERRORS as err:
+            raise damaged(p, err) from None
+    sha = sha256_file(p) if split_suffixes(p)[1] == ".zip" else digest.hexdigest()
     return VectorsRead(
         vectors={w.decode("utf-8"): v for w, v in found.items()},
         vocab_size=n_read,
