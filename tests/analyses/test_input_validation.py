@@ -190,8 +190,7 @@ def test_sc_weat_hint_names_the_vast_options_not_a_suite_file() -> None:
 def test_similarity_refuses_another_suite_and_names_the_cli_flag() -> None:
     with pytest.raises(AnalysisError, match="'ibd' .* is not a similarity suite"):
         word_similarity(ibd_dataset())
-    pairs = similarity_pairs(n_words=20, n_pairs=30)
-    ds, _ = similarity_dataset(pairs)
+    ds, pairs = similarity_dataset(similarity_pairs(n_words=20, n_pairs=30))
     extra = pairs.iloc[:1].assign(word1="zzq")
     with pytest.raises(MissingStimuliError, match="--allow-missing on the command line") as err:
         word_similarity(ds, pairs=pd.concat([pairs, extra], ignore_index=True))

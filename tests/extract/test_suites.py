@@ -1111,7 +1111,7 @@ def test_similarity_without_inputs(monkeypatch, tmp_path):
         build_suite("similarity", pairs=tmp_path)
     assert len(build_suite("similarity", pairs=tmp_path, datasets="ws353")) == 4
     (tmp_path / "men.csv").write_text("word1,word2,score\na,,x\n", encoding="utf-8")
-    with pytest.raises(SuiteError, match=r"line\(s\) \[2\]"):
+    with pytest.raises(SuiteError, match=r"men\.csv: 1 bad line\(s\): line 2 has an empty word"):
         build_suite("similarity", pairs=tmp_path, datasets="men")
 
 

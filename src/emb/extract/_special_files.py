@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 from emb.errors import EmbError
 
-__all__ = ["check_regular_file", "file_kind", "open_regular_file"]
+__all__ = ["READ_TWICE", "check_regular_file", "file_kind", "open_regular_file"]
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -69,8 +69,18 @@ def _pipe_kind(path: str | PathLike[str]) -> str:
     return "a named pipe (FIFO), which waits for a writer and can be read only once"
 
 
+#: the end of the message where a reader gives no reason of its own
+READ_TWICE = ("emb reads an input file more than once and records its sha256: save the data to a "
+              "file and give its path")
+
+
 def check_regular_file(
-    path: str | PathLike[str], *, what: str, reason: str, error: type[EmbError]
+    path: str | PathLike[str],
+    *,
+    what: str,
+    error: type[EmbError],
+    reason: str = READ_TWICE,
+    must_exist: bool = False,
 ) -> None:
     """Refuse anything but a regular file (or a link to one).
 
@@ -78,18 +88,29 @@ def check_regular_file(
     ----------
     path : path
     what : str
-        The kind of input in the message ("corpus file").
-    reason : str
-        Why it must be a file and what to do instead, the end of the message.
+        The kind of input in the message ("corpus file", "vectors file").
     error : type of EmbError
         Raised with ``"{what} {path} is {kind}, not a regular file; {reason}"``.
+    reason : str
+        Why it must be a file and what to do instead, the end of the message.
+    must_exist : bool
+        Refuse a path that does not exist (or cannot be examined) too; by default that is left
+        to the caller.
 
     Raises
     ------
     error
-        The path is a directory, a device, a pipe, a FIFO or a socket. A path that does not exist
-        is left to the caller.
+        The path is a directory, a device, a pipe, a FIFO or a socket (or, with ``must_exist``,
+        missing or unreadable).
     """
+    if must_exist:
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            raise error(f"{what} {os.fspath(path)} does not exist; give an existing file") from None
+        except (OSError, ValueError) as err:
+            why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
+            raise error(f"cannot read {what} {os.fspath(path)}: {why}") from None
     kind = file_kind(path)
     if kind is not None:
         raise error(f"{what} {os.fspath(path)} is {kind}, not a regular file; {reason}")

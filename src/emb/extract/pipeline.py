@@ -219,6 +219,7 @@ def extract(
                 "tokens and no context; drop --bos-token"
             )
         suite_list, pools = runner.cover(suite_list), tuple(runner.poolings)
+        runner.check_storage(suite_list, storage_dtype)  # before the store is touched
     bos_id = runner.token_id(bos_token) if bos_token is not None else None
     info = runner.info.to_dict()
     settings = ExtractionSettings(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -84,28 +85,57 @@ def _json_label(value: LabelValue) -> str | float | None:
     return None if _is_missing(value) else value
 
 
+#: The largest integer every smaller one of which a float64 holds exactly (2⁵³).
+EXACT_INTEGERS = 2**53
+
+
 def _label_value(key: Any, value: Any, word: str) -> LabelValue:
-    """A label value as stored: str, or float (NaN for missing); SuiteError for anything else."""
+    """A label value as stored: str, or float (NaN for missing); SuiteError for anything else.
+
+    Numbers are stored as float64: an integer float64 cannot hold exactly (beyond 2⁵³, e.g. an id
+    of 17 digits) is refused rather than rounded, ``-0.0`` is stored as ``0.0`` (the same number:
+    the same content hash), numpy numbers are taken as Python's, and a boolean is refused (say
+    ``"true"``/``"false"`` or 1/0).
+    """
+    where = f"label {show(key)} of item {word!r}"
     if value is None:
         return float("nan")
     if isinstance(value, str):
         if not value.isascii():
-            check_json_data(value, where=f"label {show(key)} of item {word!r}", error=SuiteError)
+            check_json_data(value, where=where, error=SuiteError)
         return str(value)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
+        raise SuiteError(
+            f"{where} is the boolean {bool(value)}, but must be a string or a number: give "
+            "\"true\"/\"false\" or 1/0"
+        )
+    if isinstance(value, numbers.Integral):
+        integer = int(value)
         try:
-            number = float(value)
+            number = float(integer)
         except OverflowError:
             number = math.inf
         if math.isinf(number):
             raise SuiteError(
-                f"label {show(key)} of item {word!r} is {show(value)}, not a finite number; "
-                "labels must be finite (NaN or None for a missing value)"
+                f"{where} is {show(value)}, beyond the range of a float64 label (±1.8e308); "
+                "give it as a string to keep it"
             )
-        return number
-    raise SuiteError(
-        f"label {show(key)} of item {word!r} must be a string or a number, got {show(value)}"
-    )
+        if int(number) != integer:
+            raise SuiteError(
+                f"{where} is the integer {integer}, which a float64 label cannot hold exactly "
+                f"(integers beyond 2^53 = {EXACT_INTEGERS:,} are rounded, here to {int(number)}); "
+                "give it as a string to keep every digit"
+            )
+        return number + 0.0
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        if math.isinf(number):
+            raise SuiteError(
+                f"{where} is {show(value)}, not a finite number; labels must be finite (NaN or "
+                "None for a missing value)"
+            )
+        return number + 0.0  # -0.0 is 0.0
+    raise SuiteError(f"{where} must be a string or a number, got {show(value)}")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -467,7 +497,11 @@ class Suite:
         items: list[Item] = []
         problems: list[str] = []
         for index, entry in enumerate(doc["items"]):
-            item, problem = _materialise(entry)
+            try:
+                item, problem = _materialise(entry)
+            except SuiteError as err:  # a label value the suite cannot hold
+                where = f" {source}" if source else ""
+                raise SuiteError(f"suite{where}: $.items[{index}]: {err}") from None
             if item is None:
                 problems.append(
                     f"  $.items[{index}] word {show(entry['word'])} in {show(entry['context'])}: "

@@ -98,6 +98,12 @@ def _load_polar(
         )
     pleasant, rep_p = unique(word_list(doc.get("pleasant"), f"{path}: {where}.pleasant"))
     unpleasant, rep_u = unique(word_list(doc.get("unpleasant"), f"{path}: {where}.unpleasant"))
+    both = [w for w in pleasant if w in set(unpleasant)]
+    if both:
+        raise SuiteError(
+            f"polar-word file {path}: {listing(both)} are in both {where}.pleasant and "
+            f"{where}.unpleasant; a polar word marks one pole: keep each in one list"
+        )
     info = {
         "source": str(path),
         "sha256": sha256(path),
