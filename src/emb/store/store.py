@@ -31,6 +31,8 @@ from emb.store.validate import (
     Status,
     ValidationReport,
     describe_problems,
+    is_group_doc,
+    looks_like_suite,
     read_done,
     root_attribute_problem,
     store_error,
@@ -385,6 +387,13 @@ def open_store(
         raise IncompleteStoreError(
             f"{text} holds no store (no zarr.json there): {where}; run 'emb extract ... --store {text}'"
         )
+    if not is_group_doc(meta) and any(
+        looks_like_suite(zstore, n) for n in child_names(zstore, "") if is_group_name(n)
+    ):
+        raise CorruptStoreError(
+            f"{text}: the store's root metadata (zarr.json) is not a zarr v3 group's, while suite "
+            f"data is there; 'emb validate {text}' reports the whole store"
+        )
     try:
         root = zarr.open_group(zstore, mode="r", zarr_format=3, use_consolidated=False)
     except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError, ValueError, TypeError) as err:
@@ -554,8 +563,10 @@ def describe(info: StoreInfo) -> str:
             lines.append(f"          {line}")
     if not info.suites and info.status != "corrupt":
         lines.append("suite     none yet")
-    for problem in info.problems if info.status == "corrupt" else ():
-        lines.append(f"problem   {problem}")
+    names = tuple(f"{s.name}:" for s in info.suites)
+    for problem in info.problems:  # an unfinished suite is its own line above
+        if info.status == "corrupt" or not problem.startswith(names):
+            lines.append(f"problem   {problem}")
     status = info.status
     if status == "corrupt":
         status += f" (run 'emb validate {info.location}')"

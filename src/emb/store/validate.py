@@ -42,6 +42,8 @@ __all__ = [
     "Status",
     "ValidationReport",
     "consolidated_problems",
+    "is_group_doc",
+    "looks_like_suite",
     "read_done",
     "root_attribute_problem",
     "shard_key",
@@ -127,7 +129,7 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
             problems=(f"the store's root metadata is damaged: {err}; restore it from a copy, or "
                       "re-extract into a new store",),
         )
-    suite_like = [n for n in names if _looks_like_suite(zstore, n)]
+    suite_like = [n for n in names if looks_like_suite(zstore, n)]
     if root is None:
         if suite_like:
             return ValidationReport(
@@ -340,7 +342,7 @@ def is_group_doc(meta: Any) -> bool:
 _EMB_GROUP_ATTRS = {dm.ATTR_EXTRACTION, dm.ATTR_SKELETON, dm.ATTR_COMPLETE}
 
 
-def _looks_like_suite(zstore: Any, name: str) -> bool:
+def looks_like_suite(zstore: Any, name: str) -> bool:
     """Whether ``name`` holds an emb suite's pieces (even with its own metadata gone)."""
     try:
         meta = read_json(zstore, f"{name}/zarr.json")
