@@ -271,7 +271,7 @@ def test_flipped_bits_in_a_shard_index_are_refused_naming_the_index(
     size = shard.stat().st_size
     _flip_bits(shard, [size - 20, size - 12, size - 9])  # the last chunk's entry in the index
     assert_refused(_analyze(store, tmp_path / "out"), codes=(1,),
-                   mentions=["CorruptStoreError", f"the index of the embedding shard of block 0",
+                   mentions=["CorruptStoreError", "the index of the embedding shard of block 0",
                              SHARD, "emb validate --deep"])
 
 
@@ -310,7 +310,7 @@ def test_an_old_store_is_verified_against_its_manifest(tmp_path: Path) -> None:
     ds = emb.open_store(str(path)).dataset("mini")
     with pytest.raises(CorruptStoreError, match=r"mini/embedding/c/0/0/0/0 has other bytes.*"
                                                 r"manifest.*emb validate --deep"):
-        ds.embedding.isel(layer=0).values  # any read of the shard checks it whole, once
+        ds.embedding.isel(layer=0).load()  # any read of the shard checks it whole, once
     unchecked = emb.open_store(str(path)).dataset("mini", verify=False).embedding
     np.testing.assert_array_equal(unchecked.isel(layer=0).values, want[:, 0])  # others intact
 
@@ -355,7 +355,7 @@ def test_a_read_during_a_rewrite_is_refused_not_nan(tmp_path: Path, monkeypatch)
                 overwrite=True)
     monkeypatch.undo()
     with pytest.raises(StoreError, match="changed while it was read") as caught:
-        ds.embedding.values
+        ds.embedding.load()
     assert not isinstance(caught.value, CorruptStoreError)  # a rewrite, not damage
 
 
