@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,14 @@ from emb.store._nodes import _ZIP_DAMAGE, BadMetadata, crc32, is_damage, read_by
 from emb.store.manifest import MANIFEST_VERSION, describe_key
 from emb.store.validate import shard_key
 
-__all__ = ["CheckedArray", "SuiteReads", "VerifiedStore", "check_unchanged", "open_reads"]
+__all__ = [
+    "CheckedArray",
+    "SuiteReads",
+    "VerifiedStore",
+    "check_unchanged",
+    "suite_reads",
+    "verified_store",
+]
 
 #: the key of a Dataset's ``encoding`` holding its :class:`SuiteReads`
 READS_KEY = "emb_reads"
@@ -389,32 +396,33 @@ def _rows(rows: np.ndarray) -> str:
     return f"{int(rows.min())}–{int(rows.max())}" if rows.size else "none"
 
 
-def open_reads(
-    zstore: Any, location: str, name: str, *, verify: bool = True
-) -> tuple[SuiteReads, Any]:
-    """The suite's :class:`SuiteReads` (its identity, read first) and the store to read it
-    through: a :class:`VerifiedStore` when the suite has a manifest (and ``verify``), else the
-    store itself.
+def suite_reads(zstore: Any, location: str, name: str) -> SuiteReads:
+    """The suite's :class:`SuiteReads`: its identity now (read before anything else of it)."""
+    return SuiteReads(location, zstore, name, sync(_read_identity(zstore, name)))
+
+
+def verified_store(reads: SuiteReads, *, verify: bool = True) -> Any:
+    """The store to read the suite through: a :class:`VerifiedStore` when it has a manifest
+    (and ``verify``), else the store itself.  Call it once the suite was validated (a plain
+    check: the manifest's form and the objects' sizes).
 
     Raises
     ------
     CorruptStoreError
         The embedding's metadata differs from the manifest's record of it.
     """
-    identity = sync(_read_identity(zstore, name))
-    reads = SuiteReads(location, zstore, name, identity)
+    zstore, name = reads.zstore, reads.name
     manifest = _manifest_of(zstore, name)
     objects = (manifest or {}).get("objects")
-    if (not verify or not isinstance(objects, Mapping)
-            or (manifest or {}).get("version") != MANIFEST_VERSION):
-        return reads, zstore
-    listed = {
-        f"{name}/{rel}": (int(entry[0]), str(entry[1]))
-        for rel, entry in objects.items()
-        if isinstance(entry, Sequence) and len(entry) == 2
-    }
-    block = int((manifest or {}).get("block_size") or 1)
-    n_items = int((manifest or {}).get("n_items") or 0)
+    if not verify or not isinstance(objects, Mapping) or manifest.get("version") != MANIFEST_VERSION:
+        return zstore
+    listed: dict[str, tuple[int, str]] = {}
+    for rel, entry in objects.items():
+        if (isinstance(entry, list | tuple) and len(entry) == 2 and isinstance(entry[0], int)
+                and isinstance(entry[1], str)):
+            listed[f"{name}/{rel}"] = (int(entry[0]), entry[1])
+    block = _whole_number(manifest.get("block_size"))
+    n_items = _whole_number(manifest.get("n_items"))
     prefix = f"{name}/{dm.EMBEDDING}/c/"
     checked = frozenset(k for k in listed if k.startswith(prefix)) if _chunks_checked(
         zstore, name, listed, reads) else frozenset()
@@ -422,9 +430,12 @@ def open_reads(
     def describe(key: str) -> str:
         return f"{describe_key(key.removeprefix(f'{name}/'), block, n_items)} at {key}"
 
-    store = VerifiedStore(zstore, listed=listed, chunk_checked=checked, reads=reads,
-                          describe=describe)
-    return reads, store
+    return VerifiedStore(zstore, listed=listed, chunk_checked=checked, reads=reads,
+                         describe=describe)
+
+
+def _whole_number(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _manifest_of(zstore: Any, name: str) -> dict[str, Any] | None:
@@ -432,7 +443,8 @@ def _manifest_of(zstore: Any, name: str) -> dict[str, Any] | None:
         meta = read_json(zstore, f"{name}/{dm.PROGRESS_GROUP}/zarr.json")
     except BadMetadata:
         return None
-    manifest = ((meta or {}).get("attributes") or {}).get(dm.ATTR_MANIFEST)
+    attrs = (meta or {}).get("attributes")
+    manifest = attrs.get(dm.ATTR_MANIFEST) if isinstance(attrs, dict) else None
     return manifest if isinstance(manifest, dict) else None
 
 

@@ -96,12 +96,18 @@ def check_manifest(
     if isinstance(version, int) and not isinstance(version, bool) and version > MANIFEST_VERSION:
         return [f"{name}: its manifest has version {version}, this emb reads {MANIFEST_VERSION}; "
                 "upgrade emb"]
-    if version != MANIFEST_VERSION or not isinstance(objects, Mapping) or not all(
-        isinstance(e, list | tuple) and len(e) == 2 and isinstance(e[0], int) and isinstance(e[1], str)
-        for e in objects.values()
-    ):
-        return [f"{name}: its manifest is damaged (version {version!r}, objects "
-                f"{type(objects).__name__}); {fix}"]
+    bad = None
+    if version != MANIFEST_VERSION:
+        bad = f"its version is {str(version)[:40]!r}"
+    elif not isinstance(objects, Mapping):
+        bad = f"its 'objects' hold a {type(objects).__name__}, not an object"
+    else:
+        bad = next((f"its entry for {str(rel)[:80]!r} is not [size, crc32]"
+                    for rel, e in objects.items()
+                    if not (isinstance(e, list | tuple) and len(e) == 2 and isinstance(e[0], int)
+                            and not isinstance(e[0], bool) and isinstance(e[1], str))), None)
+    if bad is not None:
+        return [f"{name}: its manifest is damaged ({bad}); {fix}"]
     for field, want in (layout or {}).items():
         if manifest.get(field) != want:
             return [f"{name}: its manifest says {field} = {manifest.get(field)!r}, the suite's "

@@ -24,7 +24,7 @@ from emb.errors import CorruptStoreError, EmbError, IncompleteStoreError, StoreE
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
 from emb.store._nodes import BadMetadata, child_names, damage_reported, read_json, text_values
-from emb.store._verify import READS_KEY, checked_variable, open_reads
+from emb.store._verify import READS_KEY, checked_variable, suite_reads, verified_store
 from emb.store.names import is_group_name
 from emb.store.shards import ShardProgress, describe_shards
 from emb.store.validate import (
@@ -207,7 +207,7 @@ class Store:
         name = str(name) if isinstance(name, str) else name
         self._group(name)
         # the suite's identity first: a rewrite after this moment is found by check_unchanged
-        reads, zstore = open_reads(self.zstore, self.location, name, verify=verify)
+        reads = suite_reads(self.zstore, self.location, name)
         status, problems, _ = suite_status(self.zstore, name)
         if status == "corrupt":
             raise store_error(self.location, name, problems)
@@ -217,6 +217,7 @@ class Store:
                 f"suite {name!r} in {self.location} is incomplete ({done} of {total} blocks written); "
                 "re-run the same 'emb extract' command to finish it"
             )
+        zstore = verified_store(reads, verify=verify)
         try:  # every later read goes through the verifying store
             group = zarr.open_group(zstore, path=name, mode="r", zarr_format=3,
                                     use_consolidated=False)
@@ -422,7 +423,8 @@ def suite_names(zstore: Any) -> list[str]:
             meta = read_json(zstore, f"{name}/zarr.json")
         except BadMetadata:
             continue
-        if meta and meta.get("node_type") == "group" and dm.ATTR_SUITE in (meta.get("attributes") or {}):
+        attrs = (meta or {}).get("attributes")
+        if meta and meta.get("node_type") == "group" and isinstance(attrs, dict) and dm.ATTR_SUITE in attrs:
             names.append(name)
     return names
 

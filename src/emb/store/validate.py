@@ -576,7 +576,10 @@ def _manifest(zstore: Any, name: str, *, complete: bool, version: Any) -> dict[s
         raise BadMetadata(f"its bookkeeping group's metadata ({key}) is not a zarr v3 group's "
                           f"(it holds {_described(meta)})")
     attrs = (meta or {}).get("attributes") or {}
-    manifest = attrs.get(dm.ATTR_MANIFEST) if isinstance(attrs, dict) else attrs
+    if not isinstance(attrs, dict):
+        raise BadMetadata(f"its bookkeeping group's attributes ({key}) hold {_described(attrs)}, "
+                          "not an object")
+    manifest = attrs.get(dm.ATTR_MANIFEST)
     if manifest is not None and not isinstance(manifest, dict):
         raise BadMetadata(f"its manifest ({key}) holds {_described(manifest)}, not an object")
     if manifest is None and complete and version != 1:
