@@ -460,3 +460,15 @@ def test_emb_info_summarises_many_unfinished_shards(tmp_path: Path) -> None:
     assert validate.exit_code == 1 and "more unfinished shards" in validate.output
     assert validate.output.count("shard ") <= 10, validate.output
 
+
+
+def test_the_suite_schema_reserves_every_name_of_the_data_model() -> None:
+    """A label becomes an array of the suite group: the schema refuses the store's own names
+    when the suite is read (``_progress`` and ``n_tokens`` were missing), declared once in
+    ``datamodel.RESERVED_NAMES``."""
+    from emb.schemas import datamodel as dm
+    from emb.schemas import load_schema
+
+    names = load_schema("suite")["$defs"]["item"]["properties"]["labels"]["propertyNames"]
+    assert set(names["not"]["enum"]) == dm.RESERVED_NAMES
+    assert {dm.PROGRESS_GROUP, dm.EMBEDDING, *dm.DIMS, *dm.ITEM_COORDS} <= dm.RESERVED_NAMES
