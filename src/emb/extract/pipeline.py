@@ -45,6 +45,7 @@ from emb.extract.shards import (
     window_blocks_of,
 )
 from emb.schemas import datamodel as dm
+from emb.store import writer as store_writer
 from emb.store._location import is_url, local_path, open_zarr_store
 from emb.store._nodes import text_values
 from emb.store._write_checks import check_store, extraction_differences, open_for_writing
@@ -60,7 +61,7 @@ from emb.store.shards import (
     shard_windows,
 )
 from emb.store.store import suite_names
-from emb.store.writer import SuiteWriter, block_size_for, check_group, read_rows
+from emb.store.writer import SuiteWriter, check_group, read_rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.extract.estimate import Estimate
@@ -389,8 +390,8 @@ def _check_shard_count(
             zstore = open_zarr_store(store, mode="r", storage_options=storage_options)
     for prep in prepared:
         n_items, n_layers, n_poolings, n_features = prep.shape
-        block = block_size or block_size_for(n_layers, n_poolings, n_features,
-                                             np.dtype(storage_dtype).itemsize)
+        block = block_size or store_writer.block_size_for(  # the writer's rule, looked up now
+            n_layers, n_poolings, n_features, np.dtype(storage_dtype).itemsize)
         window, recorded = prep.window_blocks, None
         if zstore is not None:
             record = read_record(zstore, prep.name)
