@@ -208,26 +208,33 @@ class VerifiedStore(WrapperStore[Any]):
         listed: Mapping[str, tuple[int, str]] | None = None,
         chunk_checked: frozenset[str] = frozenset(),
         reads: SuiteReads,
-        describe: Any = None,
+        block: int = 0,
+        n_items: int = 0,
     ) -> None:
         super().__init__(store)
         self._listed = dict(listed or {})
         self._chunk_checked = chunk_checked
         self._reads = reads
-        self._describe = describe or (lambda key: key)
+        self._block = block
+        self._n_items = n_items
         self._verified: set[str] = set()
         self._pending: dict[str, asyncio.Future[Buffer]] = {}
 
     def _with_store(self, store: Any) -> VerifiedStore:
         return VerifiedStore(
             store, listed=self._listed, chunk_checked=self._chunk_checked, reads=self._reads,
-            describe=self._describe,
+            block=self._block, n_items=self._n_items,
         )
 
     def __getstate__(self) -> dict[str, Any]:  # a dask worker verifies again, on its own
         state = dict(self.__dict__)
         state["_pending"] = {}
         return state
+
+    def _describe(self, key: str) -> str:
+        """An object in words, with its key: 'the embedding shard of block 3 (items …) at …'."""
+        rel = key.removeprefix(f"{self._reads.name}/")
+        return f"{describe_key(rel, self._block, self._n_items)} at {key}"
 
     async def _fail(self, key: str, what: str, cause: BaseException | None = None) -> EmbError:
         if (change := await self._reads.changed_async()) is not None:
@@ -426,12 +433,8 @@ def verified_store(reads: SuiteReads, *, verify: bool = True) -> Any:
     prefix = f"{name}/{dm.EMBEDDING}/c/"
     checked = frozenset(k for k in listed if k.startswith(prefix)) if _chunks_checked(
         zstore, name, listed, reads) else frozenset()
-
-    def describe(key: str) -> str:
-        return f"{describe_key(key.removeprefix(f'{name}/'), block, n_items)} at {key}"
-
-    return VerifiedStore(zstore, listed=listed, chunk_checked=checked, reads=reads,
-                         describe=describe)
+    return VerifiedStore(zstore, listed=listed, chunk_checked=checked, reads=reads, block=block,
+                         n_items=n_items)
 
 
 def _whole_number(value: Any) -> int:

@@ -508,9 +508,10 @@ def _validate_suite(
         return "corrupt"
     # a manifest also vouches for a suite whose 'complete' flag was not written (or was reset)
     if manifest is not None and (complete or done == total):
+        n_blocks = -(-int(n_items) // block)  # as the writer cuts them (none for no items)
         expected = [f"{key}/zarr.json" for key in arrays if not key.startswith(dm.PROGRESS_GROUP)]
-        expected += [shard_key(name, emb_arr, b).removeprefix(f"{name}/") for b in range(total)]
-        layout = {"n_items": int(n_items), "n_blocks": total, "block_size": block}
+        expected += [shard_key(name, emb_arr, b).removeprefix(f"{name}/") for b in range(n_blocks)]
+        layout = {"n_items": int(n_items), "n_blocks": n_blocks, "block_size": block}
         found = check_manifest(zstore, name, manifest, deep=deep, expected=expected, layout=layout)
         if found:
             problems.extend(found)
