@@ -154,8 +154,9 @@ class SuiteReads:
         """The refusal for a suite that changed while it was read."""
         return StoreError(
             f"suite {self.name!r} in {self.location} changed while it was read: {change}; what was "
-            "read may mix its old and new vectors, so nothing was computed from it; run the "
-            "analysis again once the 'emb extract' writing it has finished"
+            "read may mix its old and new vectors, so the results computed from it are refused "
+            "(nothing is written); run the analysis again once the 'emb extract' writing it has "
+            "finished"
         )
 
     def changed(self) -> str | None:
