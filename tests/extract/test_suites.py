@@ -154,8 +154,9 @@ def _doc(*items, **top):
 def test_schema_errors_carry_the_json_path(doc, path, reason):
     with pytest.raises(SuiteError) as info:
         validate_document(doc, "suite")
-    lines = [line.strip() for line in str(info.value).splitlines()]
-    assert any(line.startswith(f"{path}:") and reason in line for line in lines), str(info.value)
+    message = str(info.value)  # one line: "...(1 problem): PATH: REASON; fix this element ..."
+    assert "\n" not in message and f"): {path}: " in message, message
+    assert reason in message.split(f"{path}: ", 1)[1], message
     with pytest.raises(SuiteError, match=re.escape(path)):
         Suite.from_dict(doc)
 

@@ -269,6 +269,7 @@ def _snapshot(path: str) -> dict:
         out[name] = np.asarray(arr[:])
     attrs = dict(root["s"].attrs)
     attrs.pop("created")
+    attrs.pop("generation")  # each layout's own id: two runs' ids differ
     out["attrs"] = json.dumps(attrs, sort_keys=True, default=str)
     return out
 

@@ -124,7 +124,7 @@ def test_device_spec_is_checked():
 
 @pytest.mark.parametrize(
     ("count", "order"),
-    [(1, [1]), (2, [2, 1]), (3, [3, 1, 2]), (3, [1, 2, 3]), (5, [4, 2, 5, 1, 3]), (40, None)],
+    [(1, [1]), (2, [2, 1]), (3, [3, 1, 2]), (3, [1, 2, 3]), (5, [4, 2, 5, 1, 3]), (13, None)],
 )
 def test_shards_in_any_order_give_the_single_process_store(tmp_path, count, order):
     want = one_process(tmp_path)
@@ -136,14 +136,16 @@ def test_shards_in_any_order_give_the_single_process_store(tmp_path, count, orde
         (report,) = extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
                             window_blocks=WINDOW, shard=f"{index}/{count}")
         ran.add(int(index))
-        # complete exactly when every shard with blocks has run (with 40 shards, 27 are empty)
+        # complete exactly when every shard with blocks has run (13 shards: one per window;
+        # more are refused, see tests/faults/test_store.py)
         record = read_record(open_zarr_store(path), "s")
         working = {i + 1 for i, (a, b) in enumerate(record.blocks) if b > a}
         want_status = "complete" if working <= ran else "incomplete"
         assert emb.open_store(path).validate().status == want_status
         assert report.already_complete == was_complete  # an empty shard run after the last one
         was_complete = want_status == "complete"
-    assert len(working) == min(count, 13)
+    # cut by cost, 13 shards over 13 windows may leave some without work, never more than 13
+    assert len(working) == count if count <= 5 else 0 < len(working) <= 13
     assert snapshot(path) == want
     assert emb.open_store(path).validate(deep=True).status == "complete"
     # a worker re-run on the finished suite finds it complete and changes nothing

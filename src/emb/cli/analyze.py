@@ -308,7 +308,7 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     from emb.analyses.stats._work import planning
     from emb.cli._progress import compute, estimate
     from emb.results import discard_out, prepare_out, write_results
-    from emb.store import damage_reported
+    from emb.store import check_unchanged, damage_reported
 
     stores: tuple[str, ...] = params.pop("stores")
     as_json: bool = params.pop("as_json")
@@ -337,6 +337,8 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     try:
         with damage_reported(locations):  # a shard that does not decode: which store, what to run
             result = compute(lazy, scheduler=params["scheduler"], quiet=quiet, work=work.units)
+        # a suite rewritten while it was read: refused, nothing written
+        check_unchanged([*datasets.values(), *(d for m in per_model.values() for d in m.values())])
         written = write_results(
             plan,
             analysis,

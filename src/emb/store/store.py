@@ -30,16 +30,19 @@ from emb._outputs import (
     refuse_inside_store,
     zarr_store_around,
 )
-from emb.errors import CorruptStoreError, IncompleteStoreError, StoreError
+from emb.errors import CorruptStoreError, EmbError, IncompleteStoreError, StoreError
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
 from emb.store._nodes import BadMetadata, child_names, damage_reported, read_json, text_values
+from emb.store._verify import READS_KEY, checked_variable, suite_reads, verified_store
 from emb.store.names import is_group_name
-from emb.store.shards import ShardProgress
+from emb.store.shards import ShardProgress, describe_shards
 from emb.store.validate import (
     Status,
     ValidationReport,
     describe_problems,
+    is_group_doc,
+    looks_like_suite,
     read_done,
     root_attribute_problem,
     store_error,
@@ -166,6 +169,7 @@ class Store:
         allow_incomplete: bool = False,
         chunks: Literal["layer", "shard", "inner"] = "layer",
         chunk_by: Sequence[str] = (),
+        verify: bool = True,
     ) -> xr.Dataset:
         """The suite ``name`` as a lazy Dataset.
 
@@ -186,7 +190,13 @@ class Store:
         ``MAX_ITEM_CHUNKS`` chunks keep the default chunks.
 
         A complete suite is first checked against its manifest (object sizes: a missing or
-        truncated shard would otherwise read as NaN).
+        truncated shard would otherwise read as NaN), and every read is verified
+        (:mod:`emb.store._verify`): an inner chunk of a store-schema-3 suite by its CRC-32C, any
+        other object its manifest lists by its CRC-32 when first read (for a suite written
+        before schema 3 that includes its shards, read whole once; ``verify=False`` skips these
+        manifest checks, never zarr's own). After computing from the Dataset, call
+        :func:`emb.store.check_unchanged` (``emb analyze`` does) to refuse results read while
+        the suite was rewritten.
 
         Raises
         ------
@@ -195,7 +205,8 @@ class Store:
         IncompleteStoreError
             The suite was not finished (unless ``allow_incomplete``).
         CorruptStoreError
-            The suite is damaged (a missing shard, garbled metadata).
+            The suite is damaged (a missing shard, garbled metadata); also raised when computing
+            from the Dataset reads bytes that fail their checksum, naming the object.
         """
         if chunks not in ("layer", "shard", "inner"):
             raise StoreError(f"chunks must be 'layer', 'shard' or 'inner'; got {chunks!r}")
@@ -204,25 +215,33 @@ class Store:
         ):
             raise StoreError(f"chunk_by must be a sequence of label names; got {chunk_by!r}")
         name = str(name) if isinstance(name, str) else name
-        group = self._group(name)
+        self._group(name)
+        # the suite's identity first: a rewrite after this moment is found by check_unchanged
+        reads = suite_reads(self.zstore, self.location, name)
         status, problems, _ = suite_status(self.zstore, name)
         if status == "corrupt":
             raise store_error(self.location, name, problems)
         if status == "incomplete" and not allow_incomplete:
-            done, total = _progress(group)
+            done, total = _progress(self._group(name))
             raise IncompleteStoreError(
                 f"suite {name!r} in {self.location} is incomplete ({done} of {total} blocks written); "
                 "re-run the same 'emb extract' command to finish it"
             )
-        block = int(group.attrs.get(dm.ATTR_EXTRACTION, {}).get("block_size", 1024))
-        try:
-            ds = xr.open_zarr(
-                self.zstore, group=name, consolidated=False, zarr_format=3, chunks=None
-            )
+        zstore = verified_store(reads, verify=verify)
+        try:  # every later read goes through the verifying store
+            group = zarr.open_group(zstore, path=name, mode="r", zarr_format=3,
+                                    use_consolidated=False)
+            block = int(group.attrs.get(dm.ATTR_EXTRACTION, {}).get("block_size", 1024))
+            ds = xr.open_zarr(zstore, group=name, consolidated=False, zarr_format=3, chunks=None)
+            array = zarr.open_array(zstore, path=f"{name}/{dm.EMBEDDING}", mode="r",
+                                    zarr_format=3)
+        except EmbError:
+            raise
         except Exception as err:  # noqa: BLE001 - damaged metadata: a clear error, no traceback
             raise store_error(self.location, name, [f"{type(err).__name__}: {err}"]) from err
         with damage_reported([self.location]):  # a coordinate chunk that does not decode
             ds = ds.assign_coords(_coordinates(group, ds))
+        ds[dm.EMBEDDING] = checked_variable(ds[dm.EMBEDDING].variable, array, reads, block=block)
         # whole shards per dask chunk, at most MAX_ITEM_CHUNKS of them: a paper-scale CEAT group
         # (4 million items, 128 per shard) would otherwise make 406,250 dask chunks per read
         shards = max(1, -(-ds.sizes["item"] // (block * MAX_ITEM_CHUNKS)))
@@ -239,6 +258,7 @@ class Store:
         # wrap and hash every coordinate, ~1.5 µs per item)
         ds[dm.EMBEDDING] = ds[dm.EMBEDDING].variable.chunk(spec)
         ds.encoding["source"] = self.location
+        ds.encoding[READS_KEY] = reads  # for check_unchanged
         return ds
 
     def damaged(self, name: str) -> CorruptStoreError | None:
@@ -427,6 +447,13 @@ def open_store(
         raise IncompleteStoreError(
             f"{text} holds no store (no zarr.json there): {where}; run 'emb extract ... --store {text}'"
         )
+    if not is_group_doc(meta) and any(
+        looks_like_suite(zstore, n) for n in child_names(zstore, "") if is_group_name(n)
+    ):
+        raise CorruptStoreError(
+            f"{text}: the store's root metadata (zarr.json) is not a zarr v3 group's, while suite "
+            f"data is there; 'emb validate {text}' reports the whole store"
+        )
     try:
         root = zarr.open_group(zstore, mode="r", zarr_format=3, use_consolidated=False)
     except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError, ValueError, TypeError) as err:
@@ -455,7 +482,8 @@ def suite_names(zstore: Any) -> list[str]:
             meta = read_json(zstore, f"{name}/zarr.json")
         except BadMetadata:
             continue
-        if meta and meta.get("node_type") == "group" and dm.ATTR_SUITE in (meta.get("attributes") or {}):
+        attrs = (meta or {}).get("attributes")
+        if meta and meta.get("node_type") == "group" and isinstance(attrs, dict) and dm.ATTR_SUITE in attrs:
             names.append(name)
     return names
 
@@ -592,12 +620,14 @@ def describe(info: StoreInfo) -> str:
             f"({','.join(s.poolings)}) × {s.n_features} ({s.storage_dtype}); settings "
             f"{','.join(s.settings)}; {state}{per_item}"
         )
-        for shard in s.shards:
-            lines.append(f"          {shard.describe()}")
+        for line in describe_shards(s.shards):
+            lines.append(f"          {line}")
     if not info.suites and info.status != "corrupt":
         lines.append("suite     none yet")
-    for problem in info.problems if info.status == "corrupt" else ():
-        lines.append(f"problem   {problem}")
+    names = tuple(f"{s.name}:" for s in info.suites)
+    for problem in info.problems:  # an unfinished suite is its own line above
+        if info.status == "corrupt" or not problem.startswith(names):
+            lines.append(f"problem   {problem}")
     status = info.status
     if status == "corrupt":
         status += f" (run 'emb validate {info.location}')"
