@@ -31,8 +31,28 @@ from pathlib import Path
 
 __all__ = ["Outcome", "assert_refused", "run_emb", "start_emb"]
 
-#: the command line of ``emb`` in a child process (the console script's own entry point)
-EMB = [sys.executable, "-c", "from emb.cli.main import main; main()"]
+#: the command line of ``emb`` in a child process (the console script's own entry point); the
+#: child writes its own peak memory (``VmHWM``: the process after exec, never the forked parent's
+#: pages, which ``ru_maxrss`` would count) to the file named by ``EMB_HOSTILE_PEAK`` as it exits
+_CHILD = """
+import atexit, os
+
+def _peak():
+    path = os.environ.get("EMB_HOSTILE_PEAK")
+    if path:
+        try:
+            with open("/proc/self/status") as status:
+                kib = next(line.split()[1] for line in status if line.startswith("VmHWM:"))
+            with open(path, "w") as out:
+                out.write(kib)
+        except (OSError, StopIteration):
+            pass
+
+atexit.register(_peak)
+from emb.cli.main import main
+main()
+"""
+EMB = [sys.executable, "-c", _CHILD]
 
 
 @dataclass(frozen=True)
@@ -44,7 +64,7 @@ class Outcome:
     stdout: str
     stderr: str
     seconds: float
-    peak_rss_mib: float
+    peak_rss_mib: float  # the child's own peak resident memory (VmHWM)
     timed_out: bool
 
     @property
@@ -100,7 +120,10 @@ def run_emb(
 
     ``stdin`` is a file descriptor (or DEVNULL), or a path opened for reading."""
     argv = [*EMB, *map(str, args)]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.TemporaryDirectory() as scratch:
+        peak_file = Path(scratch) / "peak"
+        env = {**(env or {}), "EMB_HOSTILE_PEAK": str(peak_file)}
         opened = open(stdin, "rb") if isinstance(stdin, str) else None  # noqa: SIM115
         try:
             start = time.monotonic()
@@ -146,11 +169,20 @@ def run_emb(
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),
             seconds=seconds,
-            peak_rss_mib=usage.ru_maxrss / 1024,  # KiB on Linux
+            peak_rss_mib=_peak_mib(peak_file, usage),
             timed_out=killed.is_set(),
         )
     _log(outcome)
     return outcome
+
+
+def _peak_mib(peak_file: Path, usage: os.struct_rusage) -> float:
+    """The child's own peak memory (VmHWM, written as it exited); where it could not write it
+    (killed, or no /proc), ``ru_maxrss``, an upper bound that includes the forked parent's."""
+    try:
+        return int(peak_file.read_text()) / 1024
+    except (OSError, ValueError):
+        return usage.ru_maxrss / 1024  # KiB on Linux
 
 
 def _log(outcome: Outcome) -> None:

@@ -6,6 +6,15 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No test depends on the machine's speed: hypothesis' timing checks (a per-example deadline, the
+# "data generation is too slow" health check) are off for every property test, whatever its own
+# @settings say about example counts (they inherit these).
+settings.register_profile(
+    "emb", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.load_profile("emb")
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -4,9 +4,17 @@ have, the types of those it may have, file names that stay inside its directory.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["is_bare_name", "sidecar_problems"]
+from emb._documents import MAX_DEPTH, parse_json, show
+from emb._text import cut, names
+
+__all__ = ["MAX_SIDECAR_BYTES", "is_bare_name", "load_sidecar", "sidecar_problems"]
+
+#: Largest sidecar read (bytes): one holds a short summary, the options and the provenance,
+#: a few hundred KB at most; a larger .json is not one (and is not read into memory).
+MAX_SIDECAR_BYTES = 64 * 2**20
 
 #: Optional sidecar entries and the type each must have when present.
 _SIDECAR_MAPPINGS = ("stores", "provenance", "options", "output", "versions", "tables", "figures",
@@ -19,27 +27,66 @@ def is_bare_name(name: Any) -> bool:
             and "\\" not in name and "\0" not in name)
 
 
+def load_sidecar(path: Path, *, error: type[Exception]) -> Any:
+    """The JSON data of the sidecar at ``path`` (not yet checked: :func:`sidecar_problems`).
+
+    Raises
+    ------
+    error
+        The file cannot be read, is larger than :data:`MAX_SIDECAR_BYTES`, is not UTF-8 JSON, or
+        is nested deeper than the JSON parser allows.
+    """
+    try:
+        size = path.stat().st_size
+        if size > MAX_SIDECAR_BYTES:
+            raise error(
+                f"{path} has {size:,} bytes, more than the {MAX_SIDECAR_BYTES:,} of any results "
+                "sidecar: it is not one; give the sidecar an 'emb analyze' run wrote"
+            )
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise error(f"cannot read the results sidecar {path}: {cut(str(err))}") from None
+    meta = parse_json(text, where=f"the results sidecar {path}", error=error)
+    if _depth(meta) > MAX_DEPTH:  # a page builder walking it would run out of stack
+        raise error(
+            f"the results sidecar {path} is nested deeper than {MAX_DEPTH} levels of lists and "
+            "objects (an 'emb analyze' sidecar has fewer than 10); give the sidecar a run wrote"
+        )
+    return meta
+
+
+def _depth(value: Any) -> int:
+    """Levels of lists and objects in ``value`` (iterative: no recursion on deep data)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, level)
+            stack.extend((v, level + 1) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
 def sidecar_problems(meta: Mapping[str, Any], *, version: int) -> list[str]:
     """What makes ``meta`` unusable as a run's sidecar (empty: none)."""
     problems = []
     found = meta.get("emb_results")
     if not isinstance(found, int) or isinstance(found, bool) or found < 1:
-        problems.append(f"'emb_results' must be a positive integer, found {found!r}")
+        problems.append(f"'emb_results' must be a positive integer, found {show(found)}")
     elif found > version:
-        problems.append(f"it has version {found}, this emb reads up to {version} (upgrade emb)")
+        problems.append(f"it has version {show(found)}, this emb reads up to {version} (upgrade emb)")
     if not isinstance(meta.get("analysis"), str) or not meta.get("analysis"):
-        problems.append(f"'analysis' must be the analysis' name, found {meta.get('analysis')!r}")
+        problems.append(f"'analysis' must be the analysis' name, found {show(meta.get('analysis'))}")
     files = meta.get("files")
     if not isinstance(files, dict):
-        problems.append(f"'files' must map each file name to its sha256, found {files!r}")
+        problems.append(f"'files' must map each file name to its sha256, found {show(files)}")
         files = {}
     elif not files:
         problems.append("'files' lists no file (a run writes at least its netCDF)")
     else:
         odd = [n for n, d in files.items() if not is_bare_name(n) or not isinstance(d, str)]
         if odd:
-            problems.append(f"'files' lists {odd[:5]}, which are not file names in its directory "
-                            "with a sha256")
+            problems.append(f"'files' lists {names(odd, limit=5)}, which are not file names in its "
+                            "directory with a sha256")
     for key in _SIDECAR_MAPPINGS:
         if meta.get(key) is not None and not isinstance(meta[key], dict):
             problems.append(f"'{key}' must be a mapping, found {type(meta[key]).__name__}")
@@ -48,10 +95,14 @@ def sidecar_problems(meta: Mapping[str, Any], *, version: int) -> list[str]:
             problems.append(f"'{key}' must be a string, found {type(meta[key]).__name__}")
     figures = meta.get("figures")
     if isinstance(figures, dict):
-        unlisted = [f for v in figures.values() for f in (v if isinstance(v, list) else [v])
-                    if f not in files]
-        if unlisted:
-            problems.append(f"'figures' names files that 'files' does not list: {unlisted[:5]}")
+        if not all(isinstance(v, list) and all(isinstance(f, str) for f in v)
+                   for v in figures.values()):
+            problems.append("'figures' must map each figure to the list of its file names")
+        else:
+            unlisted = [f for v in figures.values() for f in v if f not in files]
+            if unlisted:
+                problems.append(f"'figures' names files that 'files' does not list: "
+                                f"{names(unlisted, limit=5)}")
     summary = meta.get("summary")
     if isinstance(summary, dict):
         for key in ("headline", "notes", "table"):

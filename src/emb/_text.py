@@ -13,7 +13,10 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["did_you_mean", "names", "natural_key", "plain", "unknown_names"]
+__all__ = ["cut", "did_you_mean", "names", "natural_key", "plain", "unknown_names"]
+
+#: The most characters of one name (its repr) a message shows.
+_NAME_LIMIT = 80
 
 
 def plain(value: Any) -> Any:
@@ -34,6 +37,21 @@ def plain(value: Any) -> Any:
     return value
 
 
+def cut(text: str, limit: int = 300) -> str:
+    """``text`` shortened to ``limit`` characters (an ellipsis and the count of the rest), for
+    quoting a parser's or a user's text in a message: never megabytes on a terminal.
+
+    Examples
+    --------
+    >>> cut("abcdef", 4)
+    'abc… (3 more characters)'
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1]}… ({len(text) - limit + 1:,} more characters)"
+
+
 def names(values: Iterable[Any], *, limit: int = 20) -> str:
     """A list of names as ``['a', 'b', …]``, plain Python, at most ``limit`` shown.
 
@@ -45,7 +63,7 @@ def names(values: Iterable[Any], *, limit: int = 20) -> str:
     '[0, 1, 2, … (27 more)]'
     """
     items = [plain(v) for v in values]
-    shown = ", ".join(repr(v) for v in items[:limit])
+    shown = ", ".join(cut(repr(v), _NAME_LIMIT) for v in items[:limit])
     more = f", … ({len(items) - limit} more)" if len(items) > limit else ""
     return f"[{shown}{more}]"
 
@@ -71,7 +89,7 @@ def did_you_mean(name: Any, choices: Iterable[Any]) -> str:
     ''
     """
     close = _closest(name, choices)
-    return "" if close is None else f" Did you mean {close!r}?"
+    return "" if close is None else f" Did you mean {cut(repr(close), _NAME_LIMIT)}?"
 
 
 def unknown_names(kind: str, wanted: Iterable[Any], present: Iterable[Any], where: str) -> str:
@@ -86,9 +104,11 @@ def unknown_names(kind: str, wanted: Iterable[Any], present: Iterable[Any], wher
     present = [plain(p) for p in present]
     pairs = [(w, c) for w in wanted if (c := _closest(w, present)) is not None]
     if len(wanted) == 1 and pairs:
-        hint = f" Did you mean {pairs[0][1]!r}?"
+        hint = f" Did you mean {cut(repr(pairs[0][1]), _NAME_LIMIT)}?"
     elif pairs:
-        hint = " Did you mean " + ", ".join(f"{c!r} for {w!r}" for w, c in pairs) + "?"
+        hint = " Did you mean " + ", ".join(
+            f"{cut(repr(c), _NAME_LIMIT)} for {cut(repr(w), _NAME_LIMIT)}" for w, c in pairs[:10]
+        ) + "?"
     else:
         hint = ""
     return f"{kind} {names(wanted)} not in {where}, which has {names(present)}.{hint}"

@@ -13,19 +13,26 @@ the run (command line, time, package versions, options).
 from __future__ import annotations
 
 import base64
-import contextlib
 import datetime as _dt
 import html
 import json
 import math
 import os
-import shutil
-import tempfile
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from emb._outputs import (
+    Claim,
+    check_space,
+    claim,
+    disk_full_message,
+    is_disk_full,
+    refuse_inside_store,
+    remove_path,
+    write_file,
+)
 from emb._version import __version__
 from emb.results import ResultsError, find_runs, make_dirs, remove_empty_dirs
 
@@ -382,32 +389,6 @@ def _check_assets(assets: Path) -> bool:
     return True
 
 
-def _write_assets(copies: Mapping[str, Path], assets: Path, page: Path, *, replace: bool) -> None:
-    """Copy the figures into a temporary directory beside ``assets`` and swap it in (the earlier
-    directory, emb's own, is removed only once the new one is complete)."""
-    old: Path | None = None
-    tmp = Path(tempfile.mkdtemp(dir=assets.parent, prefix=f".{assets.name}.partial-"))
-    try:
-        for name, source in copies.items():
-            shutil.copyfile(source, tmp / name)
-        (tmp / _ASSETS_MANIFEST).write_text(json.dumps(
-            {"emb_report": 1, "page": page.name, "files": sorted(copies)}, indent=1) + "\n",
-            encoding="utf-8")
-        if replace:
-            old = Path(tempfile.mkdtemp(dir=assets.parent, prefix=f".{assets.name}.old-"))
-            os.replace(assets, old / assets.name)
-        try:
-            os.replace(tmp, assets)
-        except OSError:
-            if old is not None:
-                os.replace(old / assets.name, assets)
-            raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-
-
 def build_report(
     paths: Sequence[str | os.PathLike[str]],
     out: str | os.PathLike[str] | None = None,
@@ -454,39 +435,110 @@ def build_report(
         raise ResultsError("give at least one results directory (the --out of 'emb analyze')")
     runs = find_runs(paths)
     target = Path(out) if out is not None else Path(f"emb-report.{format}")
-    if target.is_dir():
-        raise ResultsError(f"{target} is a directory; give the report's file name (e.g. {target / ('report.' + format)})")
-    if target.exists() and not _is_emb_report(target):
-        raise ResultsError(
-            f"{target} exists and is not a report emb wrote; emb does not replace files it did "
-            "not write: move it or give another --out"
-        )
+    refuse_inside_store(target, what="the report", error=ResultsError,
+                        fix="give an --out outside the store")
+    _check_page(target, format)
     copies: dict[str, Path] = {}
     assets = _assets_dir(target)
     if format == "html":
         text = _html(runs, title, target)
     else:
         text, copies = _markdown(runs, title, target)
-    replace = _check_assets(assets) if copies else False
-    stale = False  # an earlier page's figure directory, emb's own, that this page does not use
-    if not copies and format == "md":
-        with contextlib.suppress(ResultsError):
-            stale = _check_assets(assets)
+    if copies:
+        _check_assets(assets)
     created = make_dirs(target.parent, what="the report under")
-    tmp = target.with_name(f".{target.name}.partial")
     try:
-        if copies:
-            _write_assets(copies, assets, target, replace=replace)
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, target)
-        if stale:
-            shutil.rmtree(assets)
-    except OSError as err:
-        tmp.unlink(missing_ok=True)
+        page = text.encode("utf-8")
+        needed = len(page) + sum(p.stat().st_size for p in copies.values())
+        check_space(target.parent, needed, what="the report", error=ResultsError,
+                    fix="give another --out (nothing was written)")
+        with claim(target, what="--out", error=ResultsError) as held:
+            held.remove_leftovers()  # a killed report's temporaries
+            _write_page(held, page, copies, format)
+    except BaseException:
         remove_empty_dirs(created)
+        raise
+    return target
+
+
+def _check_page(target: Path, format: str) -> None:  # noqa: A002 - the CLI's --format
+    """Refuse a page path that is a directory, or a file emb did not write."""
+    if target.is_dir():
+        raise ResultsError(f"{target} is a directory; give the report's file name (e.g. {target / ('report.' + format)})")
+    if os.path.lexists(target) and not _is_emb_report(target):
+        raise ResultsError(
+            f"{target} exists and is not a report emb wrote; emb does not replace files it did "
+            "not write: move it or give another --out"
+        )
+
+
+def _write_page(held: Claim, page: bytes, copies: Mapping[str, Path], format: str) -> None:  # noqa: A002
+    """Write the page (and, for Markdown, its figure directory) beside the target and swap them
+    in, under the claim of the page: the page is replaced in one rename; the earlier figure
+    directory (emb's own, checked again here) is moved aside into a temporary, the new one moved
+    in, and the aside one removed. A kill at any step leaves the earlier page or the new one
+    whole, and only emb's temporaries (removed by the next report to this page).
+
+    Raises
+    ------
+    ResultsError
+        The disk has no room for the page and its figures (the space needed said), or a write
+        fails; nothing of this report is left then.
+    """
+    target = held.target
+    assets = _assets_dir(target)
+    _check_page(target, format)  # again, now that no other report writes it
+    if copies:
+        replace = _check_assets(assets)
+    else:  # an earlier Markdown page's figures, emb's own, that this page does not use
+        try:
+            replace = format == "md" and _check_assets(assets)
+        except ResultsError:
+            replace = False  # not emb's: left alone
+    needed = len(page) + sum(p.stat().st_size for p in copies.values())
+    fix = "give another --out (nothing was written)"
+    check_space(target.parent, needed, what="the report", error=ResultsError, fix=fix)
+    temporaries: list[Path] = []
+    aside: Path | None = None
+    moved_in = page_in = False
+    try:
+        new_assets = None
+        if copies:
+            new_assets = held.temporary(directory=True)
+            temporaries.append(new_assets)
+            for name, source in copies.items():
+                write_file(new_assets / name, source.read_bytes())
+            write_file(new_assets / _ASSETS_MANIFEST, (json.dumps(
+                {"emb_report": 1, "page": target.name, "files": sorted(copies)}, indent=1)
+                + "\n").encode("utf-8"))
+        page_tmp = held.temporary_name()
+        temporaries.append(page_tmp)
+        write_file(page_tmp, page)
+        if replace:  # the earlier figures, emb's own: aside, then removed
+            aside = held.temporary_name()
+            os.rename(assets, aside)
+            temporaries.append(aside)
+        if new_assets is not None:
+            os.rename(new_assets, assets)
+            moved_in = True
+        os.replace(page_tmp, target)
+        page_in = True
+    except OSError as err:
+        if not page_in:  # the earlier page stays: so do its figures
+            if moved_in:
+                remove_path(assets)
+            if aside is not None and not os.path.lexists(assets):
+                os.rename(aside, assets)
+        for path in temporaries:
+            remove_path(path)
+        if is_disk_full(err):
+            raise ResultsError(disk_full_message(target.parent, needed, what="the report",
+                                                 fix=fix)) from None
         raise ResultsError(f"cannot write the report {target}: {err.strerror or err}; give a "
                            "writable --out") from None
-    return target
+    finally:
+        for path in temporaries:
+            remove_path(path)
 
 
 def _is_emb_report(path: Path) -> bool:

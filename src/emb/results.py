@@ -13,6 +13,13 @@ default one, and only the files that run's sidecar lists, unchanged since; files
 are never touched: a run that would replace one is refused before anything is moved. A run that
 fails or is interrupted leaves no empty directory it created behind (:func:`discard_out`).
 
+Output paths follow the rule of :mod:`emb._outputs`: never inside a zarr store, never over a file
+emb did not write (an export path too: only the earlier run's export, unchanged), one writer per
+analysis and directory at a time. Every file is rendered in memory and written by emb itself (a
+full disk is one clear error with the space needed; HDF5 never writes to a full disk), and the
+files are moved into place by a journalled swap (:mod:`emb._swap`): a run killed at any step
+leaves the earlier run or the new one whole, and the next run into the directory completes it.
+
 Tables are byte-identical across identical runs (CSV: pandas' shortest round-trip floats, LF line
 ends, no timestamps; Parquet: no timestamps). Per-word tables default to Parquet: a Warriner run
 has millions of rows, and Parquet keeps types (a word such as ``null`` stays a word), is several
@@ -23,24 +30,38 @@ dependency (an environment-dependent fallback would make the same command write 
 from __future__ import annotations
 
 import datetime as _dt
-import functools
 import hashlib
-import importlib.metadata
 import json
 import os
 import shlex
-import shutil
-import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import xarray as xr
 
-from emb._sidecar import is_bare_name, sidecar_problems
+from emb import _swap
+from emb._outputs import (
+    claim,
+    disk_full_message,
+    is_disk_full,
+    refuse_inside_store,
+    write_file,
+)
+from emb._render import (
+    Files,
+    figure_bytes,
+    figure_metadata,
+    figure_title,
+    maybe_json,
+    netcdf_bytes,
+    netcdf_ready,
+    package_versions,
+    provenance,
+    table_bytes,
+)
+from emb._sidecar import is_bare_name, load_sidecar, sidecar_problems
 from emb._text import names, plain
 from emb.errors import EmbError
 
@@ -53,6 +74,7 @@ __all__ = [
     "discard_out",
     "find_runs",
     "make_dirs",
+    "netcdf_ready",
     "prepare_out",
     "read_run",
     "remove_empty_dirs",
@@ -82,12 +104,19 @@ class OutputPlan:
     created : tuple of Path
         The directories :func:`prepare_out` created (outermost first): :func:`discard_out`
         removes those still empty when the run fails.
+    earlier : str or None
+        The sha256 of the earlier run's sidecar (None: no earlier run): :func:`write_results`
+        refuses to move anything when the directory changed since.
+    notes : tuple of str
+        What :func:`prepare_out` finished of an interrupted earlier run (for the user).
     """
 
     directory: Path
     stem: str
     replaced: tuple[Path, ...] = ()
     created: tuple[Path, ...] = ()
+    earlier: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,7 +189,9 @@ def _refuse_foreign(plan: OutputPlan, names: Sequence[str]) -> None:
 
 def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: bool = False,
                 default: bool = False) -> OutputPlan:
-    """Check the output directory before computing: creatable, writable, no earlier run in the way.
+    """Check the output directory before computing: outside any zarr store, creatable,
+    writable, no earlier run in the way. An interrupted run's swap there is completed (or its
+    temporaries removed) first, under the claim of the directory's results (see :mod:`emb._swap`).
 
     Parameters
     ----------
@@ -182,40 +213,65 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
     Raises
     ------
     ResultsError
-        The path is a file or under one, cannot be created or written, holds an earlier run
+        The path is or lies inside a zarr store, is a file or under one, cannot be created or
+        written, another emb process writes the same analysis there, an interrupted run's files
+        cannot be moved into place, holds an earlier run
         and neither ``overwrite`` nor ``default`` is set, or holds a file of a name the run
         writes that emb did not write (its ``<stem>.json`` or ``<stem>.nc``; the other names
         are checked by :func:`write_results`, before anything is moved into place).
     """
     directory = Path(directory)
     stem = analysis.stem
+    refuse_inside_store(directory, what="results", error=ResultsError,
+                        fix="give an --out outside the store")
     created = make_dirs(directory, what="results to")
     plan = OutputPlan(directory=directory, stem=stem, created=created)
     try:
-        probe = tempfile.NamedTemporaryFile(dir=directory, prefix=".emb-probe-", delete=True)
-        probe.close()
-    except OSError as err:
-        discard_out(plan)
-        raise ResultsError(
-            f"cannot write results to {directory}: {err.strerror or err}; give a writable --out"
-        ) from None
-    sidecar = directory / f"{stem}.json"
-    replaced: tuple[Path, ...] = ()
-    try:
+        with _claimed(directory, analysis) as held:  # also the check that it is writable
+            notes = _recover(held, directory)
+        sidecar = directory / f"{stem}.json"
+        replaced: tuple[Path, ...] = ()
+        earlier = None
         if os.path.lexists(sidecar):
             meta = _earlier_run(sidecar, analysis)
             if not (overwrite or default):
+                finished = f" (emb just {notes[0][0].lower()}{notes[0][1:]})" if notes else ""
                 raise ResultsError(
                     f"{directory} already holds the results of an earlier '{analysis.name}' run "
-                    f"({sidecar.name}); pass --overwrite to replace them, or give another --out"
+                    f"({sidecar.name}){finished}; pass --overwrite to replace them, or give "
+                    "another --out"
                 )
             replaced = _earlier_files(sidecar, meta)
-        plan = OutputPlan(directory=directory, stem=stem, replaced=replaced, created=created)
+            earlier = _sha256(sidecar)
+        plan = OutputPlan(directory=directory, stem=stem, replaced=replaced, created=created,
+                          earlier=earlier, notes=tuple(notes))
         _refuse_foreign(plan, [f"{stem}.nc"])  # the other names are known once the result is
     except BaseException:
         discard_out(plan)
         raise
     return plan
+
+
+def _claimed(directory: Path, analysis: Any) -> Any:
+    """The claim on ``directory``'s results of ``analysis`` (one writer at a time)."""
+    return claim(directory / analysis.stem, what="--out", error=ResultsError,
+                 shown=f"the '{analysis.name}' results in {directory}")
+
+
+def _recover(held: Any, directory: Path) -> list[str]:
+    """Finish an interrupted run's swap in ``directory`` (see :mod:`emb._swap`)."""
+    try:
+        return _swap.recover(held, directory)
+    except _swap.SwapBlocked as blocked:
+        raise ResultsError(
+            f"an interrupted run's new files in {directory} cannot be moved into place: "
+            f"{blocked} there is not a file emb wrote; move it away and run again"
+        ) from None
+    except OSError as err:
+        raise ResultsError(
+            f"cannot finish an interrupted run's file swap in {directory}: "
+            f"{err.strerror or err}; make the directory writable and run again"
+        ) from None
 
 
 def discard_out(plan: OutputPlan) -> None:
@@ -261,73 +317,12 @@ def remove_empty_dirs(created: Sequence[Path]) -> None:
             break
 
 
-@functools.cache
-def _versions() -> dict[str, str]:
-    out = {"python": sys.version.split()[0]}
-    for pkg in ("emb", "numpy", "scipy", "pandas", "xarray", "dask", "zarr", "matplotlib",
-                "pyarrow", "h5netcdf"):
-        try:
-            out[pkg] = importlib.metadata.version(pkg)
-        except importlib.metadata.PackageNotFoundError:
-            out[pkg] = "not installed"
-    return out
-
-
-def _plain_attr(value: Any) -> Any:
-    """An attribute netCDF can hold: str/int/float as they are, anything else as JSON (numpy
-    scalars and arrays, ``np.str_`` included, become plain Python first)."""
-    value = plain(value)
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        return value
-    return json.dumps(value, default=str, sort_keys=True, ensure_ascii=False)
-
-
-def netcdf_ready(result: xr.Dataset) -> xr.Dataset:
-    """``result`` with plain unicode strings and netCDF-safe attributes (a copy)."""
-    out = result.copy()
-    for name, var in list(out.variables.items()):
-        if var.dtype.kind in "OTU" or str(var.dtype).startswith("StringDType"):
-            values = np.asarray(var.values).astype(object).astype(str)
-            if name in out.coords:
-                out = out.assign_coords({name: (var.dims, values, var.attrs)})
-            else:
-                out[name] = (var.dims, values, var.attrs)
-        elif var.dtype == bool:
-            values = np.asarray(var.values).astype(np.int8)
-            if name in out.coords:
-                out = out.assign_coords({name: (var.dims, values, var.attrs)})
-            else:
-                out[name] = (var.dims, values, var.attrs)
-    out.attrs = {k: _plain_attr(v) for k, v in out.attrs.items()}
-    for name in out.variables:
-        out[name].attrs = {k: _plain_attr(v) for k, v in out[name].attrs.items()}
-        out[name].encoding = {}
-    return out
-
-
 def _sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
-
-
-def _maybe_json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value.item() if hasattr(value, "item") else value
-
-
-def _table_format(name: str, analysis: Any, table_format: str) -> str:
-    if table_format not in TABLE_FORMATS:
-        raise ResultsError(f"table format must be one of {names(TABLE_FORMATS)}; got {table_format!r}")
-    if table_format != "auto":
-        return table_format
-    return "parquet" if name in getattr(analysis, "word_tables", ()) else "csv"
 
 
 def _descriptions(result: xr.Dataset, table: Any) -> dict[str, str]:
@@ -350,61 +345,26 @@ def _descriptions(result: xr.Dataset, table: Any) -> dict[str, str]:
     return out
 
 
-def _write_table(table: Any, path: Path, fmt: str, descriptions: Mapping[str, str],
-                 meta: Mapping[str, Any]) -> None:
-    if fmt == "csv":
-        table.to_csv(path, index=False, lineterminator="\n")
-        return
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    arrow = pa.Table.from_pandas(table, preserve_index=False)
-    fields = [f.with_metadata({"description": descriptions.get(f.name, "")}) if descriptions.get(f.name)
-              else f for f in arrow.schema]
-    schema = pa.schema(fields, metadata={**(arrow.schema.metadata or {}),
-                                         b"emb": json.dumps(meta, sort_keys=True).encode()})
-    pq.write_table(arrow.cast(schema), path, compression="zstd")
+def _table_format(name: str, analysis: Any, table_format: str) -> str:
+    if table_format not in TABLE_FORMATS:
+        raise ResultsError(f"table format must be one of {names(TABLE_FORMATS)}; got {table_format!r}")
+    if table_format != "auto":
+        return table_format
+    return "parquet" if name in getattr(analysis, "word_tables", ()) else "csv"
 
 
-def _figure_metadata(fmt: str, title: str, command: str, when: _dt.datetime,
-                     versions: Mapping[str, str]) -> dict[str, Any]:
-    software = f"emb {versions.get('emb', '?')}, matplotlib {versions.get('matplotlib', '?')}"
-    description = f"{command} (analysed {when.isoformat(timespec='seconds')})"
-    if fmt == "png":
-        return {"Title": title, "Description": description, "Software": software,
-                "Creation Time": when.isoformat(timespec="seconds"),
-                "Comment": json.dumps(dict(versions), sort_keys=True)}
-    if fmt == "pdf":
-        return {"Title": title, "Subject": description, "Creator": software,
-                "Keywords": json.dumps(dict(versions), sort_keys=True), "CreationDate": when}
-    return {"Title": title, "Description": description, "Creator": software,
-            "Date": when.isoformat(timespec="seconds")}
-
-
-def _figure_title(fig: Any) -> str:
-    """What a figure shows, as drawn on it: its suptitle, else its first axes' title."""
-    title = fig.get_suptitle() if hasattr(fig, "get_suptitle") else ""
-    if not title:
-        title = next((ax.get_title() for ax in getattr(fig, "axes", ()) if ax.get_title()), "")
-    return " ".join(str(title).split())
-
-
-def _provenance(result: xr.Dataset, stores: Mapping[str, str]) -> dict[str, Any]:
-    """Per store label: its path and the model, suite and extraction it was made with."""
-    attrs = {k: _maybe_json(v) for k, v in result.attrs.items()}
-    per_model = attrs.get("models") if isinstance(attrs.get("models"), Mapping) else {}
-    out = {}
-    for label, path in stores.items():
-        own = {k: _maybe_json(v) for k, v in dict(per_model.get(label, {})).items()}
-        entry: dict[str, Any] = {"store": path}
-        if "://" not in path:
-            entry["store_path"] = str(Path(path).resolve())
-        for key in ("model", "suite", "extraction", "emb_schema_version", "created"):
-            value = own.get(key, attrs.get(key))
-            if value is not None:
-                entry[key] = value
-        out[label] = entry
-    return out
+def _write_error(directory: Path, err: OSError, needed: int) -> ResultsError:
+    """The one-line error of a write that failed (nothing of it left): in the output directory,
+    or beside an export (``err.filename`` says where)."""
+    where = Path(err.filename).parent if err.filename else directory
+    if not where.is_dir():  # the run's temporary directory, removed by now
+        where = directory
+    if is_disk_full(err):
+        return ResultsError(disk_full_message(
+            where, needed, what="the results",
+            fix="give another --out (nothing was written; an earlier run there is untouched)"))
+    return ResultsError(f"cannot write results to {where}: {err.strerror or err}; give a "
+                        "writable --out (nothing was written)")
 
 
 def write_results(
@@ -424,9 +384,11 @@ def write_results(
 ) -> Written:
     """Write a computed result's tables, netCDF, figures and sidecar into ``plan.directory``.
 
-    All files are written into a temporary directory first and moved into place only when every
-    one of them was written; on any error nothing of this run is left behind and an earlier
-    run's files are untouched.
+    Every file is rendered in memory and written by emb into a temporary directory first; only
+    when every one of them is there are they moved into place, by a journalled swap that a kill
+    at any step leaves recoverable (:mod:`emb._swap`; the next run into the directory completes
+    it). On any error nothing of this run is left behind and an earlier run's files are
+    untouched.
 
     Parameters
     ----------
@@ -436,109 +398,220 @@ def write_results(
         Every figure in each format (PDF and SVG are vector; ``dpi`` applies to PNG).
     figure_options : mapping, optional
         Passed to the analysis' figures (e.g. ``relative_depth``), where it takes them.
+
+    Raises
+    ------
+    ResultsError
+        Another process writes the same analysis into the directory, the directory changed since
+        :func:`prepare_out` (another run, an edited file), a file of a name the run writes is in
+        the way and emb did not write it, an export path is inside a zarr store or holds a file
+        that is not the earlier run's export, or the disk is full (with the space needed).
     """
     bad = [f for f in figure_formats if f not in FIGURE_FORMATS]
     if bad or not figure_formats:
         raise ResultsError(f"figure formats must be among {names(FIGURE_FORMATS)}; got {names(figure_formats)}")
     stem = plan.stem
     when = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
-    versions = _versions()
+    versions = package_versions()
     command_text = shlex.join(command) if command else ""
     tables = analysis.tables(result)
     summary = analysis.summary(result, tables)
-    tmp = Path(tempfile.mkdtemp(dir=plan.directory, prefix=f".{stem}-partial-"))
-    try:
-        names_: list[str] = []
-        table_meta: dict[str, Any] = {}
-        for name, table in tables.items():
-            fmt = _table_format(name, analysis, table_format)
-            fname = f"{name}.{fmt}"
-            descriptions = _descriptions(result, table)
-            _write_table(table, tmp / fname, fmt, descriptions,
-                         {"analysis": analysis.name, "table": name})
-            names_.append(fname)
-            table_meta[name] = {"file": fname, "format": fmt, "rows": int(len(table)),
-                                "columns": descriptions}
-        stamped = result.copy()
-        stamped.attrs = {**result.attrs, "emb_command": command_text,
-                         "emb_analysed_at": when.isoformat(timespec="seconds"),
-                         "emb_versions": json.dumps(versions, sort_keys=True),
-                         "emb_options": json.dumps(plain(dict(options)), default=str, sort_keys=True)}
-        netcdf_ready(stamped).to_netcdf(tmp / f"{stem}.nc", engine="h5netcdf")
-        names_.append(f"{stem}.nc")
-        figure_files: dict[str, list[str]] = {}
-        figure_titles: dict[str, str] = {}
-        if figures:
-            drawn = (analysis.draw(result, **dict(figure_options or {}))
-                     if hasattr(analysis, "draw") else analysis.figures(result))
-            for key, fig in drawn.items():
-                figure_titles[key] = _figure_title(fig)
-                title = f"emb {analysis.name}: {figure_titles[key] or key}"
-                for fmt in dict.fromkeys(figure_formats):
-                    fname = f"{stem}_{key}.{fmt}"
-                    meta = _figure_metadata(fmt, title, command_text, when, versions)
-                    fig.savefig(tmp / fname, dpi=dpi, format=fmt, metadata=meta)
-                    names_.append(fname)
-                    figure_files.setdefault(key, []).append(fname)
-        exports = _extra_files(analysis, result, tmp, names_)
-        meta = {
-            "emb_results": SIDECAR_VERSION,
-            "analysis": analysis.name,
-            "suite": suite,
-            "stores": dict(stores),
-            "provenance": _provenance(result, stores),
-            "options": plain(dict(options)),
-            "output": {"table_format": table_format, "figure_formats": list(figure_formats),
-                       "dpi": int(dpi), "figure_options": plain(dict(figure_options or {}))},
-            "command": command_text,
-            "analysed_at": when.isoformat(timespec="seconds"),
-            "versions": versions,
-            "files": {n: _sha256(tmp / n) for n in names_},
-            **({"exports": {str(p): hashlib.sha256(c).hexdigest() for p, c in exports.items()}}
-               if exports else {}),
-            "tables": table_meta,
-            "figures": figure_files,
-            "figure_titles": figure_titles,
-            "summary": summary.to_dict(),
-            "attrs": {k: _maybe_json(v) for k, v in result.attrs.items()},
-        }
-        (tmp / f"{stem}.json").write_text(
-            json.dumps(meta, indent=2, default=str, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
-        _refuse_foreign(plan, [*names_, f"{stem}.json"])
-        _refuse_own_outputs(plan, [*names_, f"{stem}.json"], exports)
-        for old in plan.replaced:
-            old.unlink(missing_ok=True)
-        final = []
-        for name in names_:
-            os.replace(tmp / name, plan.directory / name)
-            final.append(plan.directory / name)
-        for path, content in exports.items():  # files the user named, each replaced atomically
-            _write_atomic(path, content)
-            final.append(path)
-        os.replace(tmp / f"{stem}.json", plan.directory / f"{stem}.json")  # last: a complete run
-        final.append(plan.directory / f"{stem}.json")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    bare, exports = _extra_files(analysis, result)
+    with _claimed(plan.directory, analysis) as held:
+        _recover(held, plan.directory)
+        earlier = _unchanged_since_prepared(plan)
+        partial = held.temporary(directory=True)
+        files = Files(partial)
+        needed = sum(len(c) for c in exports.values())
+        try:
+            table_meta: dict[str, Any] = {}
+            for name, table in tables.items():
+                fmt = _table_format(name, analysis, table_format)
+                fname = f"{name}.{fmt}"
+                descriptions = _descriptions(result, table)
+                files.put(fname, table_bytes(table, fmt, descriptions,
+                                              {"analysis": analysis.name, "table": name}))
+                table_meta[name] = {"file": fname, "format": fmt, "rows": int(len(table)),
+                                    "columns": descriptions}
+            stamped = result.copy()
+            stamped.attrs = {**result.attrs, "emb_command": command_text,
+                             "emb_analysed_at": when.isoformat(timespec="seconds"),
+                             "emb_versions": json.dumps(versions, sort_keys=True),
+                             "emb_options": json.dumps(plain(dict(options)), default=str, sort_keys=True)}
+            files.put(f"{stem}.nc", netcdf_bytes(stamped))
+            figure_files: dict[str, list[str]] = {}
+            figure_titles: dict[str, str] = {}
+            if figures:
+                drawn = (analysis.draw(result, **dict(figure_options or {}))
+                         if hasattr(analysis, "draw") else analysis.figures(result))
+                for key, fig in drawn.items():
+                    figure_titles[key] = figure_title(fig)
+                    title = f"emb {analysis.name}: {figure_titles[key] or key}"
+                    for fmt in dict.fromkeys(figure_formats):
+                        fname = f"{stem}_{key}.{fmt}"
+                        meta = figure_metadata(fmt, title, command_text, when, versions)
+                        files.put(fname, figure_bytes(fig, fmt, dpi, meta))
+                        figure_files.setdefault(key, []).append(fname)
+            for name, content in bare.items():
+                if name in files.digests:
+                    raise ValueError(f"analysis {analysis.name!r}: extra file {name!r} clashes "
+                                     "with another output")
+                files.put(name, content)
+            names_ = list(files.digests)
+            meta = {
+                "emb_results": SIDECAR_VERSION,
+                "analysis": analysis.name,
+                "suite": suite,
+                "stores": dict(stores),
+                "provenance": provenance(result, stores),
+                "options": plain(dict(options)),
+                "output": {"table_format": table_format, "figure_formats": list(figure_formats),
+                           "dpi": int(dpi), "figure_options": plain(dict(figure_options or {}))},
+                "command": command_text,
+                "analysed_at": when.isoformat(timespec="seconds"),
+                "versions": versions,
+                "files": dict(files.digests),
+                **({"exports": {str(p): hashlib.sha256(c).hexdigest() for p, c in exports.items()}}
+                   if exports else {}),
+                "tables": table_meta,
+                "figures": figure_files,
+                "figure_titles": figure_titles,
+                "summary": summary.to_dict(),
+                "attrs": {k: maybe_json(v) for k, v in result.attrs.items()},
+            }
+            files.put(f"{stem}.json", (json.dumps(meta, indent=2, default=str, ensure_ascii=False)
+                                       + "\n").encode("utf-8"))
+            needed += files.size
+            if files.full is not None:
+                raise files.full
+            _refuse_foreign(plan, [*names_, f"{stem}.json"])
+            _refuse_own_outputs(plan, [*names_, f"{stem}.json"], exports)
+            replaces = _check_exports(plan, earlier, exports)
+            temps = {path: Path(path.parent / f".{path.name}.emb-partial-{partial.name[-8:]}")
+                     for path in exports}
+            journal = _swap.Journal(
+                stem=stem, files=dict(files.digests), remove=_earlier_digests(plan, earlier),
+                exports={str(p): {"temp": str(temps[p]), "sha256": hashlib.sha256(c).hexdigest(),
+                                  "replaces": replaces[p]} for p, c in exports.items()})
+            _swap.write_journal(partial, journal)  # first: it owns the exports' temporaries
+            for path, content in exports.items():
+                write_file(temps[path], content)
+            swap = held.temporary_name("swap")
+            _swap.commit(partial, swap)
+        except BaseException as err:
+            if partial.exists():  # not committed: this run leaves nothing
+                _swap.discard(partial)
+            if isinstance(err, OSError) and not isinstance(err, EmbError):
+                raise _write_error(plan.directory, err, needed) from None
+            raise
+        try:
+            _swap.roll_forward(swap, plan.directory, journal, verify=False)
+        except OSError as err:
+            raise ResultsError(
+                f"cannot move this run's files into {plan.directory}: {err.strerror or err}; "
+                f"they are whole in {swap.name} there: make the directory writable and run "
+                "'emb analyze' into it again to finish"
+            ) from None
+    final = [plan.directory / n for n in names_]
+    final += list(exports)
+    final.append(plan.directory / f"{stem}.json")
     return Written(directory=plan.directory, files=tuple(final), summary=summary)
 
 
-def _extra_files(analysis: Any, result: xr.Dataset, tmp: Path, names: list[str]) -> dict[Path, bytes]:
-    """Write an analysis' extra files named by a bare name into ``tmp`` (added to ``names``);
-    return those named by an absolute path, to be written after the rest."""
+def _digest(path: Path) -> str | None:
+    """The sha256 of a regular file (not a link); None when there is none to read."""
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        return _sha256(path)
+    except OSError:
+        return None
+
+
+def _unchanged_since_prepared(plan: OutputPlan) -> dict[str, Any]:
+    """The earlier run's sidecar, checked to be as :func:`prepare_out` found it, with every file
+    it replaces unchanged ({} when there was none).
+
+    Raises
+    ------
+    ResultsError
+        The directory changed meanwhile: another run wrote there, or a file was edited.
+    """
+    sidecar = plan.directory / f"{plan.stem}.json"
+    now = _digest(sidecar) if os.path.lexists(sidecar) else None
+    if now != plan.earlier:
+        raise ResultsError(
+            f"{plan.directory} changed while this run computed ({sidecar.name} was written, "
+            "changed or removed by another process); nothing was written: run it again"
+        )
+    if plan.earlier is None:
+        return {}
+    meta = json.loads(sidecar.read_text(encoding="utf-8"))
+    changed = [p.name for p in plan.replaced if p != sidecar
+               and _digest(p) != meta["files"].get(p.name)]
+    if changed:
+        raise ResultsError(
+            f"{', '.join(changed)} in {plan.directory} changed while this run computed; emb "
+            "replaces only its own files as it wrote them: move them away, or give another "
+            "--out (nothing was written)"
+        )
+    return meta
+
+
+def _earlier_digests(plan: OutputPlan, earlier: Mapping[str, Any]) -> dict[str, str]:
+    """The earlier run's files this run replaces (its sidecar included) → their sha256."""
+    out = {p.name: str(earlier["files"][p.name]) for p in plan.replaced
+           if p.name in earlier.get("files", {})}
+    if plan.earlier is not None:
+        out[f"{plan.stem}.json"] = plan.earlier
+    return out
+
+
+def _extra_files(analysis: Any, result: xr.Dataset) -> tuple[dict[str, bytes], dict[Path, bytes]]:
+    """An analysis' extra files: those named by a bare name (written with the rest) and those
+    named by an absolute path (exports, moved into place with the rest)."""
     hook = getattr(analysis, "extra_files", None)
+    bare: dict[str, bytes] = {}
     exports: dict[Path, bytes] = {}
     for name, content in (hook(result) if hook is not None else {}).items():
         path = Path(name)
         if path.is_absolute():
             exports[path] = bytes(content)
-        elif path.name == name and name not in names:
-            (tmp / name).write_bytes(content)
-            names.append(name)
+        elif is_bare_name(name):
+            bare[name] = bytes(content)
         else:
             raise ValueError(f"analysis {analysis.name!r}: extra file {name!r} is neither a bare "
-                             "file name nor an absolute path, or clashes with another output")
-    return exports
+                             "file name nor an absolute path")
+    return bare, exports
+
+
+def _check_exports(plan: OutputPlan, earlier: Mapping[str, Any],
+                   exports: Mapping[Path, bytes]) -> dict[Path, str | None]:
+    """Each export path, checked by the rule of every output: not inside a zarr store, and an
+    existing file there only the earlier run's export of it (its sidecar lists the path with the
+    file's sha256). Returns the sha256 each export replaces (None: nothing there).
+
+    Raises
+    ------
+    ResultsError
+    """
+    listed = earlier.get("exports") if isinstance(earlier.get("exports"), dict) else {}
+    out: dict[Path, str | None] = {}
+    for path in exports:
+        refuse_inside_store(path, what="the export", error=ResultsError,
+                            fix="give an export path outside the store (nothing was written)")
+        if not path.parent.is_dir():
+            raise ResultsError(f"cannot export to {path}: its directory {path.parent} does not "
+                               "exist; create it first (nothing was written)")
+        digest = listed.get(str(path))
+        if os.path.lexists(path) and (not isinstance(digest, str) or _digest(path) != digest):
+            raise ResultsError(
+                f"cannot export to {path}: that file exists and is not the export of the earlier "
+                f"run in {plan.directory} (emb replaces only files it wrote, unchanged since); "
+                "move it away, or give another export path (nothing was written)"
+            )
+        out[path] = digest if os.path.lexists(path) else None
+    return out
 
 
 def _refuse_own_outputs(plan: OutputPlan, names: Sequence[str], exports: Mapping[Path, bytes]) -> None:
@@ -555,20 +628,6 @@ def _refuse_own_outputs(plan: OutputPlan, names: Sequence[str], exports: Mapping
         )
 
 
-def _write_atomic(path: Path, content: bytes) -> None:
-    """``path`` holds ``content`` or its earlier content, never a partial file."""
-    partial: str | None = None
-    try:
-        fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(content)
-        os.replace(partial, path)
-    except OSError as err:
-        if partial is not None and os.path.exists(partial):
-            os.unlink(partial)
-        raise ResultsError(f"cannot write {path}: {err.strerror or err}; give a writable path") from None
-
-
 def read_run(sidecar: str | os.PathLike[str]) -> dict[str, Any]:
     """The sidecar of a run, checked: every file it lists is present with its sha256.
 
@@ -579,10 +638,7 @@ def read_run(sidecar: str | os.PathLike[str]) -> dict[str, Any]:
         name outside its directory, a newer version), or a listed file is missing or changed.
     """
     sidecar = Path(sidecar)
-    try:
-        meta = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise ResultsError(f"cannot read the results sidecar {sidecar}: {err}") from None
+    meta = load_sidecar(sidecar, error=ResultsError)
     if not isinstance(meta, dict) or "emb_results" not in meta:
         raise ResultsError(f"{sidecar} is not an emb results sidecar (no 'emb_results' key)")
     problems = sidecar_problems(meta, version=SIDECAR_VERSION)
@@ -595,7 +651,7 @@ def read_run(sidecar: str | os.PathLike[str]) -> dict[str, Any]:
            if not (sidecar.parent / n).is_file() or _sha256(sidecar.parent / n) != digest]
     if bad:
         raise ResultsError(
-            f"the run described by {sidecar} is incomplete or was changed: {bad}; re-run it"
+            f"the run described by {sidecar} is incomplete or was changed: {names(bad)}; re-run it"
         )
     return meta
 
@@ -617,13 +673,14 @@ def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, dict[
             continue
         if not path.is_dir():
             raise ResultsError(f"{path} does not exist; give results directories written by 'emb analyze'")
-        here = []
+        here, unreadable = [], []
         for candidate in sorted(path.rglob("*.json")):
             if any(part.startswith(".") for part in candidate.relative_to(path).parts):
                 continue
             try:
-                head = json.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                head = load_sidecar(candidate, error=ResultsError)
+            except ResultsError as err:  # not a sidecar (too big, not JSON): a file of the user's
+                unreadable.append(str(err))
                 continue
             if isinstance(head, dict) and "emb_results" in head:
                 here.append(candidate)
@@ -631,6 +688,8 @@ def find_runs(paths: Sequence[str | os.PathLike[str]]) -> list[tuple[Path, dict[
             raise ResultsError(
                 f"{path} holds no emb results (no sidecar <analysis>.json); give the --out "
                 "directory of an 'emb analyze' run"
+                + (f" ({len(unreadable)} .json file(s) there cannot be read: {unreadable[0]})"
+                   if unreadable else "")
             )
         found += here
     unique = list(dict.fromkeys(p.resolve() for p in found))

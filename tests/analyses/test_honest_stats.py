@@ -51,9 +51,12 @@ def test_p_below_float_range_is_floored_never_zero() -> None:
         c = fn(x, y)
         assert float(c.pvalue) == stats.P_FLOOR > 0  # scipy's incomplete beta gives 0.0 here
         assert float(stats.log10_pvalue(c.r, c.n, method=method)) < -3000
-    perfect = stats.pearson([1.0, 2.0, 3.0, 4.0], [2.0, 4.0, 6.0, 8.0])
+    x = np.arange(40.0)
+    perfect = stats.pearson(x, 2 * x)
     assert float(perfect.pvalue) == 0.0  # a perfect correlation's p is exactly 0, not floored
-    assert stats.log10_pvalue(1.0, 4) == -np.inf
+    assert stats.log10_pvalue(1.0, 40) == -np.inf
+    # ... with few pairs its exact permutation p: 2 of the 4! orders (as is, reversed)
+    assert float(stats.pearson(x[:4], 2 * x[:4]).pvalue) == pytest.approx(2 / 24)
     text = format_p(stats.P_FLOOR, log10_p=-3012.34)
     assert text == "p ≈ 10^-3012.3"
 

@@ -66,7 +66,8 @@ def test_weat_sc_weat_valnorm_vast_similarity_run(static_store: Path, data_dir: 
     assert np.isfinite(res.effect_size).all()
     # a custom test naming a word without a vector: the error says why it is missing
     with pytest.raises(MissingStimuliError, match="static vectors from GoogleNews"):
-        ANALYSES["weat"].function(weat, x=["aster"], y=["ant"], a=["love"], b=["hate"])
+        ANALYSES["weat"].function(weat, x=["aster", "clover"], y=["ant", "flea"], a=["love"],
+                                  b=["hate"])
     vast_ds = store.dataset("vast")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

@@ -33,7 +33,7 @@ def _run(*args: object) -> tuple[int, str]:
     (("weat", "--seed", "-1"), "'--seed': -1 is not an integer from 0 to 9,223,372,036,854,775,807"),
     (("weat", "--seed", str(2**64)), "is not an integer from 0 to"),
     (("weat", "--n-permutations", "99999999999999999999999"),
-     "'--n-permutations': 99999999999999999999999 is not an integer from 2 to 1,000,000,000"),
+     "'--n-permutations': 99999999999999999999999 is not an integer from 2 to 10,000,000"),
     (("weat", "--n-bootstrap", "-3"), "is not an integer from 0 to 100,000"),
     (("weat", "--n-permutations", "ten"), "'ten' is not an integer"),
     (("intersectional", "--seed", str(2**32)), "is not an integer from 0 to 4,294,967,295"),

@@ -60,20 +60,21 @@ def test_the_intact_store_is_analyzed(store: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "offset, raised",
-    [(-10, "ValueError: Stored and computed checksum do not match"),  # the shard index
-     (0, "RuntimeError: error during blosc decompression")],  # the first inner chunk
-    ids=["checksum", "blosc"],
+    "offset, named",
+    [(-10, "the index of the embedding shard of block 0"),  # the shard index's CRC-32C
+     (0, "the embedding shard of block 0 (items 0–127) at weat/embedding/c/0/0/0/0, layer")],
+    ids=["index", "chunk"],  # the first inner chunk's CRC-32C (store schema 3)
 )
 def test_a_shard_that_does_not_decode_is_a_corrupt_store_error(
-    store: Path, tmp_path: Path, offset: int, raised: str
+    store: Path, tmp_path: Path, offset: int, named: str
 ) -> None:
     """Same size, other bytes: the plain check passes, decoding fails while computing."""
     shard = _shard(store)
     _flip(shard, offset % shard.stat().st_size)
     code, out = _analyze(store, tmp_path / "out")
-    assert code == 1 and "CorruptStoreError" in out and raised in out, out
-    assert f"the stored data of {store} is damaged" in out
+    assert code == 1 and "CorruptStoreError" in out and named in out, out
+    assert f"the stored data of suite 'weat' in {store} is damaged" in out
+    assert "CRC-32C checksum does not match" in out
     assert f"emb validate --deep {store}" in out
 
 

@@ -282,7 +282,7 @@ def test_zip_targets_that_cannot_be_written(gpt2_dir, small_suite, tmp_path):
     run("extract", "-m", gpt2_dir, "-s", small_suite, "--store", store, "-q")
     before = sorted(p.relative_to(store) for p in store.rglob("*"))
     for target, needle in ((tmp_path / "missing" / "s.zip", "does not exist"),
-                           (store / "s.zip", "inside the store"),
+                           (store / "s.zip", "inside the zarr store"),
                            (store, "exists")):
         res = run("zip", store, target, ok=False)
         _assert_failed(res, "StoreError", needle)

@@ -6,7 +6,6 @@ import gzip
 import hashlib
 import json
 import re
-import time
 import zlib
 from pathlib import Path
 
@@ -171,11 +170,10 @@ def test_real_corpus_counts_match_the_documented_table(real_corpus, data_dir):
     assert counts == dict(zip(table["word"], table["n_sentences"], strict=True))
 
 
-def test_real_corpus_indexes_in_a_few_seconds(data_dir):
-    start = time.perf_counter()
+def test_real_corpus_is_indexed_and_searched(data_dir):
+    # (~2 s on one core; no timed assertion: a loaded machine must not fail a test)
     corpus = load_corpus(data_dir / "corpus" / "sentences.jsonl.gz")
-    corpus.find("love")
-    assert time.perf_counter() - start < 30  # ~2 s on one core; generous for slow CI
+    assert corpus.find("love").size > 0 and corpus.find("zzqxjv").size == 0
 
 
 # --------------------------------------------------------------------------- sample

@@ -201,7 +201,7 @@ _CELL = st.one_of(st.sampled_from(["high", "low", "Sociability", '["an x"]', "["
                   st.text(alphabet='abc ,"[]\\\n\r\tx1-é', max_size=12))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(header=st.lists(st.sampled_from(["dimension", "term", "direction", "synset", "examples", "id", "x"]),
                        min_size=0, max_size=6),
        rows=st.lists(st.lists(_CELL, min_size=0, max_size=7), max_size=5),

@@ -154,8 +154,9 @@ def _doc(*items, **top):
 def test_schema_errors_carry_the_json_path(doc, path, reason):
     with pytest.raises(SuiteError) as info:
         validate_document(doc, "suite")
-    lines = [line.strip() for line in str(info.value).splitlines()]
-    assert any(line.startswith(f"{path}:") and reason in line for line in lines), str(info.value)
+    message = str(info.value)  # one line: "...(1 problem): PATH: REASON; fix this element ..."
+    assert "\n" not in message and f"): {path}: " in message, message
+    assert reason in message.split(f"{path}: ", 1)[1], message
     with pytest.raises(SuiteError, match=re.escape(path)):
         Suite.from_dict(doc)
 
@@ -1111,7 +1112,7 @@ def test_similarity_without_inputs(monkeypatch, tmp_path):
         build_suite("similarity", pairs=tmp_path)
     assert len(build_suite("similarity", pairs=tmp_path, datasets="ws353")) == 4
     (tmp_path / "men.csv").write_text("word1,word2,score\na,,x\n", encoding="utf-8")
-    with pytest.raises(SuiteError, match=r"line\(s\) \[2\]"):
+    with pytest.raises(SuiteError, match=r"men\.csv: 1 bad line\(s\): line 2 has an empty word"):
         build_suite("similarity", pairs=tmp_path, datasets="men")
 
 
@@ -1145,9 +1146,14 @@ def test_suites_export_refuses_missing_directories_existing_files_and_stores(tmp
     assert open_store(store).validate().status == "complete"
     assert not (tmp_path / "nodir3").exists()
     (tmp_path / "x.json").write_text("mine")
-    res = export("x.json")
+    for extra in ((), ("--overwrite",)):  # a user's file that is not a suite file: never replaced
+        res = export("x.json", *extra)
+        assert res.exit_code == 1 and "x.json exists and is not a suite file" in res.output
+        assert (tmp_path / "x.json").read_text() == "mine"
+    (tmp_path / "x.json").unlink()
+    assert export("x.json").exit_code == 0
+    res = export("x.json")  # a suite file: replaced only with --overwrite
     assert res.exit_code == 1 and "x.json exists" in res.output and "--overwrite" in res.output
-    assert (tmp_path / "x.json").read_text() == "mine"
     res = export("x.json", "--overwrite")
     assert res.exit_code == 0, res.output
     assert len(load_suite(tmp_path / "x.json")) == 120

@@ -3,8 +3,9 @@
 ``tests/fixtures/store_v1.zarr.zip`` was written by emb before store schema 2 (see the README
 there); schema 2 stores text as UTF-8 bytes tagged ``_Encoding: utf-8``, which plain xarray
 decodes to ``str`` objects.  ``tests/fixtures/store_v2.zarr.zip`` was written by the emb of
-store schema 2 from the same suite and model; every later emb must read both (the rule is in the
-README), and a store of a schema this emb does not know is refused in one line.
+store schema 2 from the same suite and model, ``store_v3.zarr.zip`` by the emb of store schema 3
+(a CRC-32C per inner chunk, a generation id per layout); every later emb must read them all (the
+rule is in the README), and a store of a schema this emb does not know is refused in one line.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from tests.store.test_pipeline import words_suite
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V1 = FIXTURES / "store_v1.zarr.zip"
 V2 = FIXTURES / "store_v2.zarr.zip"
+V3 = FIXTURES / "store_v3.zarr.zip"
 WORDS = ["love", "war", "café", "love", "unbelievably"]
 
 
@@ -97,7 +99,24 @@ def test_v2_store_reads_and_holds_the_v1_vectors():
     assert list(plain.word.values.astype(str)) == WORDS
 
 
-@pytest.mark.parametrize(("fixture", "version"), [(V1, 1), (V2, 2)])
+def test_v3_store_reads_verified_and_holds_the_v1_vectors():
+    store = emb.open_store(str(V3))
+    assert store.suites == ("mini",) and store.root.attrs["emb_schema_version"] == 3
+    assert store.validate(deep=True).status == "complete"
+    ds = store.dataset("mini")
+    assert ds.attrs["emb_schema_version"] == 3 and len(ds.attrs["generation"]) == 32
+    np.testing.assert_array_equal(ds.embedding.values, emb.open_store(str(V1)).dataset("mini").embedding.values)
+    assert list(ds.word.values) == WORDS
+    # the inner chunks carry zarr's crc32c codec, which plain zarr/xarray check too
+    zstore = zarr.storage.ZipStore(V3, mode="r")
+    codecs = zarr.open_array(zstore, path="mini/embedding", mode="r").metadata.to_dict()["codecs"]
+    inner = [c["name"] for c in codecs[0]["configuration"]["codecs"]]
+    assert inner == ["bytes", "blosc", "crc32c"]
+    plain = xr.open_zarr(zstore, group="mini")
+    np.testing.assert_array_equal(plain.embedding.values, ds.embedding.values)
+
+
+@pytest.mark.parametrize(("fixture", "version"), [(V1, 1), (V2, 2), (V3, 3)])
 def test_info_shows_the_schema_version(fixture, version):
     text = CliRunner().invoke(main, ["info", str(fixture)])
     assert text.exit_code == 0 and f"schema    {version} (store schema version" in text.output

@@ -269,6 +269,7 @@ def _snapshot(path: str) -> dict:
         out[name] = np.asarray(arr[:])
     attrs = dict(root["s"].attrs)
     attrs.pop("created")
+    attrs.pop("generation")  # each layout's own id: two runs' ids differ
     out["attrs"] = json.dumps(attrs, sort_keys=True, default=str)
     return out
 
@@ -282,8 +283,13 @@ _CHILD = textwrap.dedent(
     from emb.extract.pipeline import extract
 
     class Slow(FakeRunner):
+        calls = 0
+
         def embed(self, encodings, **kw):
             time.sleep(0.02)
+            Slow.calls += 1
+            if {pause!r} and Slow.calls > 2:  # held after two windows until killed
+                time.sleep(600)
             return super().embed(encodings, **kw)
 
     print("START", flush=True)
@@ -300,16 +306,18 @@ def test_sigkill_at_any_moment_resumes_bitwise_identical(tmp_path):
     extract(FakeRunner(), words_suite(600), ref, progress=False, block_size=16)
     want = _snapshot(ref)
     path = str(tmp_path / "killed.zarr")
-    script = _CHILD.format(repo=str(REPO), path=path)
     rng = np.random.default_rng(0)
     statuses = []
     for attempt in range(6):
+        # once, for certain, in the middle of writing blocks: that child holds after two windows
+        # (an order, not a race, so a loaded machine cannot let it finish first)
+        script = _CHILD.format(repo=str(REPO), path=path, pause=attempt == 1)
         proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1"})
         assert proc.stdout.readline().strip() == "START"
-        if attempt == 1:  # once, for certain, in the middle of writing blocks
+        if attempt == 1:
             marker = Path(path) / "s" / "_progress" / "done" / "c"
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 300
             while time.monotonic() < deadline and len(list(marker.glob("*"))) < 3:
                 time.sleep(0.005)
         else:  # elsewhere at random moments, from layout writing to the last blocks

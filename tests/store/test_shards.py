@@ -124,7 +124,7 @@ def test_device_spec_is_checked():
 
 @pytest.mark.parametrize(
     ("count", "order"),
-    [(1, [1]), (2, [2, 1]), (3, [3, 1, 2]), (3, [1, 2, 3]), (5, [4, 2, 5, 1, 3]), (40, None)],
+    [(1, [1]), (2, [2, 1]), (3, [3, 1, 2]), (3, [1, 2, 3]), (5, [4, 2, 5, 1, 3]), (13, None)],
 )
 def test_shards_in_any_order_give_the_single_process_store(tmp_path, count, order):
     want = one_process(tmp_path)
@@ -136,14 +136,16 @@ def test_shards_in_any_order_give_the_single_process_store(tmp_path, count, orde
         (report,) = extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
                             window_blocks=WINDOW, shard=f"{index}/{count}")
         ran.add(int(index))
-        # complete exactly when every shard with blocks has run (with 40 shards, 27 are empty)
+        # complete exactly when every shard with blocks has run (13 shards: one per window;
+        # more are refused, see tests/faults/test_store.py)
         record = read_record(open_zarr_store(path), "s")
         working = {i + 1 for i, (a, b) in enumerate(record.blocks) if b > a}
         want_status = "complete" if working <= ran else "incomplete"
         assert emb.open_store(path).validate().status == want_status
         assert report.already_complete == was_complete  # an empty shard run after the last one
         was_complete = want_status == "complete"
-    assert len(working) == min(count, 13)
+    # cut by cost, 13 shards over 13 windows may leave some without work, never more than 13
+    assert len(working) == count if count <= 5 else 0 < len(working) <= 13
     assert snapshot(path) == want
     assert emb.open_store(path).validate(deep=True).status == "complete"
     # a worker re-run on the finished suite finds it complete and changes nothing
@@ -357,8 +359,15 @@ _WORKER = textwrap.dedent(
     from tests.store.test_shards import BLOCK, WINDOW, BatchRunner, repeat_suite
 
     class Slow(BatchRunner):
+        calls = 0
+
         def embed(self, encodings, **kw):
             time.sleep({delay})
+            Slow.calls += 1
+            if {pause!r} and Slow.calls > 1:  # after its first window: held until killed
+                deadline = time.monotonic() + 600
+                while time.monotonic() < deadline:
+                    time.sleep(0.01)
             return super().embed(encodings, **kw)
 
     (r,) = extract(Slow(), repeat_suite({n}), {store!r}, progress=False, block_size=BLOCK,
@@ -368,9 +377,12 @@ _WORKER = textwrap.dedent(
 )
 
 
-def _worker(store: str, shard: str, *, n: int, delay: float, env: dict | None = None):
+def _worker(store: str, shard: str, *, n: int, delay: float, env: dict | None = None,
+            pause: bool = False):
+    """A worker process; with ``pause`` it computes its first window, then waits (until killed)
+    before its second: a kill lands mid-way whatever the machine's load."""
     script = _WORKER.format(src=str(REPO / "src"), repo=str(REPO), store=store, shard=shard,
-                            n=n, delay=delay)
+                            n=n, delay=delay, pause=pause)
     return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
 
@@ -378,8 +390,9 @@ def _worker(store: str, shard: str, *, n: int, delay: float, env: dict | None = 
 def _kill_mid_way_and_resume(store: str, want: dict, *, n: int, env: dict | None = None) -> None:
     """Three workers; shard 2 is SIGKILLed once it has written a block; the others end; the
     suite is incomplete; shard 2 re-run finishes it; bitwise the single-process store."""
-    # shard 2 sleeps 1 s before each window, so the kill lands before its last window
-    workers = {i: _worker(store, f"{i}/3", n=n, delay=1.0 if i == 2 else 0.1, env=env)
+    # shard 2 stops after its first window (an order, not a race: the kill lands before its
+    # last window however slowly the machine runs)
+    workers = {i: _worker(store, f"{i}/3", n=n, delay=0.1, env=env, pause=i == 2)
                for i in (1, 2, 3)}
     deadline = time.monotonic() + 300
     killed = False

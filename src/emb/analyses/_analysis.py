@@ -27,7 +27,9 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
+    "MAX_BOOTSTRAP",
     "MAX_COUNT",
+    "MAX_PERMUTATIONS",
     "MAX_SEED",
     "SEED",
     "SEED_32",
@@ -50,6 +52,17 @@ OptionType = Literal["str", "int", "float", "bool", "path", "layer"]
 MAX_COUNT = 10**9
 #: Largest seed: what a signed 64-bit attribute of the written netCDF can hold.
 MAX_SEED = 2**63 - 1
+#: Most random splits of a Monte-Carlo permutation test (``--n-permutations``) and most splits
+#: enumerated for an exact one (``--exact-limit``). A Monte-Carlo p is never below its floor
+#: 1/(N+1) and has the standard error sqrt(p(1-p)/N): at N = 10^7 the floor is 1e-7 and the
+#: standard error of p = 0.05 is 7e-5 (0.14 % of it), of p = 5e-6 (a Bonferroni threshold over
+#: 10,000 tests) 7e-7, so no reported decision needs more; and 10^7 splits of 50 words already
+#: take about a minute per 10 layer x pooling cells on one core.
+MAX_PERMUTATIONS = 10_000_000
+#: Most bootstrap replicates (``--n-bootstrap``): the Monte-Carlo error of a 95 % percentile
+#: interval's bounds shrinks as 1/sqrt(B); at 10^5 it is a few thousandths of the interval's
+#: width, 10x below the 10^4 replicates usually recommended (Efron & Tibshirani 1993).
+MAX_BOOTSTRAP = 100_000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -320,7 +333,8 @@ def add_log10_p(
 ) -> pd.DataFrame:
     """``frame`` with a ``log10_p`` column (after ``p``): the exact log10 of a correlation's p,
     finite where ``p`` itself is floored at the smallest normal double
-    (:data:`emb.analyses.stats.P_FLOOR`)."""
+    (:data:`emb.analyses.stats.P_FLOOR`); the log10 of ``p`` itself where few pairs made it an
+    exact permutation p (:data:`emb.analyses.stats.EXACT_MAX_N`)."""
     from emb.analyses import stats
 
     if r not in frame or n not in frame or p not in frame:
@@ -328,7 +342,8 @@ def add_log10_p(
     out = frame.copy()
     values = stats.log10_pvalue(pd.to_numeric(out[r], errors="coerce").to_numpy(float),
                                 pd.to_numeric(out[n], errors="coerce").to_numpy(float),
-                                method=method)
+                                method=method,
+                                pvalue=pd.to_numeric(out[p], errors="coerce").to_numpy(float))
     column = name or ("log10_p" if p == "p" else f"{p.removesuffix('_p')}_log10_p")
     out.insert(int(out.columns.get_loc(p)) + 1, column, np.asarray(values, dtype=np.float64))
     return out

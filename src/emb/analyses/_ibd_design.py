@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from emb._text import names as name_list
 from emb.analyses._select import item_values, settings_present, unique_in_order
 from emb.errors import AnalysisError, EmbWarning
 
@@ -139,6 +140,7 @@ def design(
     }
     if groups is None:
         wanted = [g for g in DEFAULT_GROUPS if g in total] or sorted(validated["ibd"])
+        wanted = [g for g in wanted if g != contrast]  # the contrast is evaluated as such
         explicit = False
     else:
         wanted = [groups] if isinstance(groups, str) else [str(g) for g in groups]
@@ -166,6 +168,14 @@ def design(
     if contrast is not None:
         if contrast not in total:
             raise AnalysisError(f"contrast {contrast!r} is not a group of this suite: {list(total)}")
+        if contrast in wanted:
+            raise AnalysisError(
+                f"the contrast group {contrast!r} is also a target group ({name_list(wanted)}): the "
+                "exported CEAT tests would compare it with itself (X = Y, and no words in A or B, "
+                "as words detected for both groups are left out of both); give another "
+                "--contrast (the default is european_male), leave that group out of --group, or "
+                "--contrast none"
+            )
         if contrast not in targets:
             if contrast in live and all(contrast in validated[m] for m in METHODS):
                 targets.append(contrast)

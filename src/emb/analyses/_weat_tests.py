@@ -25,7 +25,6 @@ The same module reads the tests of the built-in ``weat`` suite from its ``test``
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,13 +33,14 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-import yaml
 
-from emb._text import did_you_mean, names, natural_key, plain, unknown_names
+from emb._documents import check_json_data, parse_json, parse_yaml, show
+from emb._text import cut, did_you_mean, names, natural_key, plain, unknown_names
 from emb.analyses._select import item_values, label_mask, truthy, unique_in_order
 from emb.errors import AnalysisError
 
 __all__ = [
+    "MAX_FILE_BYTES",
     "ROLES",
     "TestSpec",
     "custom_test",
@@ -55,6 +55,8 @@ __all__ = [
 ROLES = ("X", "Y", "A", "B")
 _ROLE_KEYS = ("name", "words", "labels")
 _SUFFIXES = (".yaml", ".yml", ".json")
+#: Largest test file read (bytes): the 10 WEATs of Caliskan et al. take 5 KB.
+MAX_FILE_BYTES = 16 * 2**20
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,28 +83,39 @@ def is_test_file(value: Any) -> bool:
 def load_tests(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a test-definition file (YAML or JSON) into its ``tests`` mapping (not yet resolved).
 
+    The file is read as every user document is (:mod:`emb._documents`): JSON's data model only,
+    YAML without aliases, at most :data:`~emb._documents.MAX_DEPTH` levels deep, at most
+    :data:`MAX_FILE_BYTES`.
+
     Raises
     ------
     AnalysisError
-        Unreadable, not YAML/JSON, or not laid out as ``tests: {name: {X: …, Y: …, A: …, B: …}}``.
+        Unreadable, too large, not YAML/JSON (or YAML with aliases, dates or tags), nested too
+        deeply, or not laid out as ``tests: {name: {X: …, Y: …, A: …, B: …}}``.
     """
     path = Path(os.fspath(path))
     try:
-        text = path.read_text(encoding="utf-8")
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise AnalysisError(
+                f"the WEAT test file {path} has {size:,} bytes, more than the {MAX_FILE_BYTES:,} "
+                "a test file may have (a test is a few lists of words): give the file of your tests"
+            )
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as err:
-        raise AnalysisError(f"cannot read the WEAT test file {path}: {err}") from None
-    try:
-        doc = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (ValueError, yaml.YAMLError) as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
-        raise AnalysisError(f"{path} is not valid {path.suffix[1:].upper()}: {first}") from None
+        raise AnalysisError(f"cannot read the WEAT test file {path}: {cut(str(err))}") from None
+    where = f"the WEAT test file {path}"
+    parse = parse_json if path.suffix.lower() == ".json" else parse_yaml
+    doc = parse(text, where=where, error=AnalysisError)
+    check_json_data(doc, where=where, error=AnalysisError, allow_nan=False)
     if not isinstance(doc, Mapping) or "tests" not in doc:
         keys = [str(k) for k in doc] if isinstance(doc, Mapping) else []
         typo = next((k for k in keys if did_you_mean(k, ["tests"])), None)
+        found = names(keys) if keys else _kind(doc)
         raise AnalysisError(
             f"{path}: the file must be a mapping with a 'tests' key (tests: {{NAME: {{X: …, Y: …, "
-            f"A: …, B: …}}}}); found {names(keys) if keys else type(doc).__name__}."
-            + (f" Did you mean 'tests' (not {typo!r})?" if typo else "")
+            f"A: …, B: …}}}}); found {found}."
+            + (f" Did you mean 'tests' (not {show(typo)})?" if typo else "")
         )
     extra = [k for k in doc if k not in ("tests", "description")]
     if extra:
@@ -112,8 +125,22 @@ def load_tests(path: str | os.PathLike[str]) -> dict[str, Any]:
         )
     tests = doc["tests"]
     if not isinstance(tests, Mapping) or not tests:
-        raise AnalysisError(f"{path}: 'tests' must map test names to their X/Y/A/B; it is empty or not a mapping")
+        raise AnalysisError(
+            f"{path}: 'tests' must map test names to their X/Y/A/B; it is "
+            f"{'empty' if isinstance(tests, Mapping) else _kind(tests)}"
+        )
     return {"source": str(path), "tests": dict(tests)}
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, in words (for messages: never the value itself, which may be big)."""
+    if isinstance(value, Mapping):
+        return f"a mapping of {len(value):,} keys"
+    if isinstance(value, list | tuple):
+        return f"a list of {len(value):,} items"
+    if value is None:
+        return "empty (null)"
+    return f"{type(value).__name__} {show(value)}"
 
 
 def _role_spec(where: str, value: Any) -> dict[str, Any]:
@@ -122,12 +149,12 @@ def _role_spec(where: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise AnalysisError(
             f"{where} must be a list of words or a mapping with words/labels/name; got "
-            f"{type(value).__name__} {plain(value)!r}"
+            f"{_kind(value)}"
         )
     unknown = [k for k in value if k not in _ROLE_KEYS]
     if unknown:
         raise AnalysisError(
-            f"{where}: unknown key {unknown[0]!r}; a role takes {names(_ROLE_KEYS)}."
+            f"{where}: unknown key {show(unknown[0])}; a role takes {names(_ROLE_KEYS)}."
             f"{did_you_mean(unknown[0], _ROLE_KEYS)}"
         )
     if "words" not in value and "labels" not in value:
@@ -135,7 +162,7 @@ def _role_spec(where: str, value: Any) -> dict[str, Any]:
     words = value.get("words")
     if words is not None:
         if isinstance(words, str) or not isinstance(words, list | tuple):
-            raise AnalysisError(f"{where}.words must be a list of words; got {plain(words)!r}")
+            raise AnalysisError(f"{where}.words must be a list of words; got {_kind(words)}")
         bad = [w for w in words if not isinstance(w, str | int | float) or isinstance(w, bool)]
         if bad:
             raise AnalysisError(f"{where}.words holds non-words {names(bad)}")
@@ -152,7 +179,7 @@ def _role_spec(where: str, value: Any) -> dict[str, Any]:
         }
     name = value.get("name")
     if name is not None and not isinstance(name, str | int | float):
-        raise AnalysisError(f"{where}.name must be a string; got {plain(name)!r}")
+        raise AnalysisError(f"{where}.name must be a string; got {_kind(name)}")
     return {"words": words, "labels": labels, "name": None if name is None else str(name)}
 
 
@@ -161,20 +188,20 @@ def _label_words(ds: xr.Dataset, where: str, labels: Mapping[str, Any]) -> list[
     for label, wanted in labels.items():
         if label not in present_labels:
             raise AnalysisError(
-                f"{where}.labels: the suite has no label {label!r}; it has "
+                f"{where}.labels: the suite has no label {show(label)}; it has "
                 f"{names(sorted(present_labels), limit=40)}.{did_you_mean(label, present_labels)}"
             )
         values = unique_in_order(item_values(ds, label).astype(str))
         missing = [w for w in ([wanted] if isinstance(wanted, str) else wanted) if w not in values]
         if missing:
             raise AnalysisError(
-                f"{where}.labels: no item has {label} = {missing[0]!r}; its values are "
+                f"{where}.labels: no item has {cut(label, 40)} = {show(missing[0])}; its values are "
                 f"{names(values, limit=30)}.{did_you_mean(missing[0], values)}"
             )
     mask = label_mask(ds, **labels)
     words = unique_in_order(item_values(ds, "word").astype(str)[mask])
     if not words:
-        raise AnalysisError(f"{where}.labels {plain(dict(labels))!r} select no item together")
+        raise AnalysisError(f"{where}.labels {show(plain(dict(labels)), 200)} select no item together")
     return [str(w) for w in words]
 
 
@@ -192,14 +219,14 @@ def parse_tests(definition: Mapping[str, Any], ds: xr.Dataset) -> list[TestSpec]
         raise AnalysisError(f"{source}: no tests defined")
     out = []
     for test_name, roles in tests.items():
-        where = f"{source}: tests.{test_name}"
+        where = f"{source}: tests.{cut(test_name, 60)}"
         if not isinstance(roles, Mapping):
-            raise AnalysisError(f"{where} must map X, Y, A and B to word lists; got {type(roles).__name__}")
+            raise AnalysisError(f"{where} must map X, Y, A and B to word lists; got {_kind(roles)}")
         by_role = {str(k).upper(): v for k, v in roles.items()}
         extra = [k for k in roles if str(k).upper() not in ROLES]
         if extra:
             raise AnalysisError(
-                f"{where}: unknown role {plain(extra[0])!r}; the roles are X, Y (targets) and A, B "
+                f"{where}: unknown role {show(plain(extra[0]))}; the roles are X, Y (targets) and A, B "
                 f"(attributes).{did_you_mean(str(extra[0]).upper(), ROLES)}"
             )
         absent = [r for r in ROLES if r not in by_role]
@@ -286,7 +313,7 @@ def custom_test(
     for role, key in zip(ROLES, ("x", "y", "a", "b"), strict=True):
         value = given[key]
         if isinstance(value, str):
-            raise AnalysisError(f"{key} must be a list of words, not the string {value!r}")
+            raise AnalysisError(f"{key} must be a list of words, not the string {show(value)}")
         words[role] = [str(w) for w in value]  # type: ignore[union-attr]
         if not words[role]:
             raise AnalysisError(f"word list {key} is empty")

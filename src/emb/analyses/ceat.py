@@ -14,6 +14,7 @@ stimuli and over each stimulus' contexts, which does not (METHODS.md, "CEAT").
 from __future__ import annotations
 
 import json
+import math
 import os
 import zlib
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from emb import data
 from emb._text import did_you_mean, natural_key
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
+    MAX_BOOTSTRAP,
     Analysis,
     Option,
     Summary,
@@ -57,12 +59,22 @@ from emb.analyses._select import (
     provenance_attrs,
     suite_parameters,
 )
+from emb.analyses.stats._work import plan
 from emb.errors import AnalysisError, MissingStimuliError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ANALYSIS", "ceat", "ceat_kernel", "sample_indices"]
+__all__ = ["ANALYSIS", "MAX_CEAT_SAMPLES", "MAX_SAMPLE_PERMUTATIONS", "ceat", "ceat_kernel",
+           "sample_indices"]
+
+#: Most samples of one context per stimulus (``--samples``) and per bootstrap replicate
+#: (``--bootstrap-samples``): 100x the 10,000 of Guo & Caliskan (2021), whose combined effect size
+#: has settled long before (the convergence figure); memory is checked for the sizes asked.
+MAX_CEAT_SAMPLES = 1_000_000
+#: Most re-splits behind each sample's own p (``--n-permutations``, only the histogram's
+#: colours): done once per sample, so 10^5 x 10,000 samples is already 10^9 splits.
+MAX_SAMPLE_PERMUTATIONS = 100_000
 
 
 
@@ -201,6 +213,10 @@ def _one_test(
     seeds = [[seed, zlib.crc32(test.name.encode()), zlib.crc32(s.encode())] for s in order]
     idx = sample_indices(counts, n_samples, rng_seeds=seeds, replace=replace) + offsets
     sizes = {r: len(test.stimuli[r]) for r in ROLES}
+    if n_permutations:
+        n_t = sizes["X"] + sizes["Y"]
+        cells = math.prod(n for d, n in ds["embedding"].sizes.items() if d not in ("item", "feature"))
+        plan(n_samples * n_permutations * n_t * cells, "CEAT per-sample permutation tests")
     emb = ds["embedding"].isel(item=np.concatenate(positions)).reset_coords(drop=True)
     emb = emb.drop_vars("item", errors="ignore")
     if emb.chunks is not None:
@@ -573,16 +589,17 @@ ANALYSIS = Analysis(
     description="CEAT: random-effects combined WEAT effect sizes over sampled natural contexts",
     options=(
         Option(name="tests", multiple=True, help="test of the suite, e.g. C1 (default: all)"),
-        Option(name="n_samples", type="int", flag="--samples", low=2,
+        Option(name="n_samples", type="int", flag="--samples", low=2, high=MAX_CEAT_SAMPLES,
                help="N: samples of one context per stimulus"),
         Option(name="alternative", choices=("two-sided", "greater", "less"),
                help="alternative hypothesis of the combined z"),
         Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
-        Option(name="n_permutations", type="int",
+        Option(name="n_permutations", type="int", high=MAX_SAMPLE_PERMUTATIONS,
                help="re-splits behind each sample's own p (histogram colours); 0: none"),
-        Option(name="n_bootstrap", type="int",
+        Option(name="n_bootstrap", type="int", high=MAX_BOOTSTRAP,
                help="bootstrap replicates: 0 (no bootstrap CI) or at least 20"),
-        Option(name="bootstrap_samples", type="int", low=2, help="samples combined in each replicate"),
+        Option(name="bootstrap_samples", type="int", low=2, high=MAX_CEAT_SAMPLES,
+               help="samples combined in each replicate"),
     ),
     tables=_tables,
     figures=_figures,

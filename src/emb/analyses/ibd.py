@@ -28,6 +28,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._outputs import refuse_inside_store
+from emb._text import cut
 from emb.analyses import stats
 from emb.analyses._analysis import (
     Analysis,
@@ -61,6 +63,9 @@ __all__ = ["ANALYSIS", "ibd"]
 
 #: The authors' threshold grid: np.arange(-200, 200, 5) / 100.
 CODE_GRID = "-2:2:0.05"
+#: Most thresholds of a grid (``--thresholds``): the exact ROC tries every distinct score of the
+#: few hundred attribute words; a grid 100x finer than the authors' 80 values is 8,000.
+MAX_THRESHOLDS = 100_000
 
 
 # -- options -------------------------------------------------------------------------------------
@@ -74,28 +79,42 @@ def _parse_thresholds(value: str | Sequence[float] | None) -> np.ndarray | None:
     """None = the exact ROC; else a sorted grid (from ``START:STOP:STEP`` or a list)."""
     if value is None or (isinstance(value, str) and value.strip().lower() == "exact"):
         return None
+    too_many = ""
     try:
         if isinstance(value, str) and ":" in value:
             start, stop, step = (float(v) for v in value.split(":"))
             if not step > 0 or not stop > start:
                 raise ValueError
-            n = math.ceil((stop - start) / step - 1e-9)
-            grid = np.round(start + step * np.arange(n), 10)
+            n = (stop - start) / step
+            if not n <= MAX_THRESHOLDS:  # inf too
+                too_many = f"{n:,.0f}" if math.isfinite(n) else "too many"
+                grid = None
+            else:
+                grid = np.round(start + step * np.arange(math.ceil(n - 1e-9)), 10)
         else:
             parts = value.split(",") if isinstance(value, str) else list(value)
             grid = np.array([float(v) for v in parts], dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise AnalysisError(
             f"thresholds must be 'exact', START:STOP:STEP (e.g. {CODE_GRID}, stop excluded) or "
-            f"a comma-separated list of numbers; got {value!r}"
+            f"a comma-separated list of numbers; got {cut(repr(value), 80)}"
         ) from None
+    if grid is None:
+        raise AnalysisError(
+            f"the threshold grid {cut(repr(value), 80)} has {too_many} values, more than the "
+            f"{MAX_THRESHOLDS:,} a grid may have (the exact ROC, the default, already tries every "
+            "distinct score): give a larger STEP, or 'exact'"
+        )
     grid = np.unique(grid)
     if grid.size == 0 or not np.isfinite(grid).all():
-        raise AnalysisError(f"thresholds must be finite numbers; got {value!r}")
+        raise AnalysisError(f"thresholds must be finite numbers; got {cut(repr(value), 80)}")
+    if grid.size > MAX_THRESHOLDS:
+        raise AnalysisError(f"the threshold list has {grid.size:,} values, more than the "
+                            f"{MAX_THRESHOLDS:,} a grid may have; give fewer, or 'exact'")
     if not (grid >= 0).any():
         raise AnalysisError(
-            f"the threshold grid {value!r} has no value >= 0; IBD's threshold is a positive "
-            "effect size"
+            f"the threshold grid {cut(repr(value), 80)} has no value >= 0; IBD's threshold is a "
+            "positive effect size"
         )
     return grid
 
@@ -111,6 +130,8 @@ def _parse_export(path: str | os.PathLike[str] | None) -> str | None:
             f"the directory of export_tests {os.fspath(path)!r} does not exist; create it first "
             "(the CLI also writes the tests as ibd_tests.json in --out)"
         )
+    refuse_inside_store(full, what="export_tests", error=AnalysisError,
+                        fix="give an export path outside the store")
     return full
 
 

@@ -34,6 +34,7 @@ from emb import data
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
+    MAX_PERMUTATIONS,
     SEED_32,
     Analysis,
     Option,
@@ -47,6 +48,7 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import item_values, label_mask, own_descriptions, provenance_attrs
+from emb.analyses.stats._work import plan
 from emb.analyses.stats.subspace import SCALINGS, Scaling
 from emb.analyses.valence_subspace import project, valence_direction
 from emb.errors import AnalysisError, MissingStimuliError
@@ -313,6 +315,10 @@ def intersectional(
         proj = proj.chunk(whole)
 
     p2 = proj.isel({PHRASE: slice(0, exp2.size)}).reset_coords(drop=True).drop_vars(PHRASE)
+    cells = p2.sizes["layer"] * p2.sizes["pooling"]
+    plan(sum(stats.planned_splits(a.size + b.size, a.size, n_permutations=int(n_permutations),
+                                  method="reference" if reference else "exact-or-monte-carlo")
+             * (a.size + b.size) for a, b in groups) * cells, "intersectional permutation tests")
     d, p, mean_a, mean_b = xr.apply_ufunc(
         _pair_kernel,
         p2,
@@ -532,7 +538,8 @@ ANALYSIS = Analysis(
         Option(name="cv_folds", type="int", high=25, help="folds of the classifier's cross-validated accuracy"),
         Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
         Option(name="alternative", choices=("two-sided", "greater", "less"), help="alternative hypothesis"),
-        Option(name="n_permutations", type="int", low=2, help="Monte-Carlo re-splits of A and B"),
+        Option(name="n_permutations", type="int", low=2, high=MAX_PERMUTATIONS,
+               help="Monte-Carlo re-splits of A and B"),
         Option(name="correction", choices=("none", "holm", "bh"), help="correction across the 12 pairs"),
         Option(name="extreme_share", type="float", low=0, high=0.5, low_open=True,
                help="share of experiment-3 phrases in the top/bottom sets"),

@@ -28,6 +28,7 @@ import scipy.linalg
 from emb.errors import AnalysisError
 
 __all__ = [
+    "MAX_K",
     "Components",
     "all_but_the_top",
     "iter_sweep_cosines",
@@ -37,6 +38,12 @@ __all__ = [
     "sweep_cosines",
     "top_components",
 ]
+
+
+#: Most principal components a sweep nullifies (``--k-max``): all-but-the-top removes a few
+#: (Mu & Viswanath 2018: about d/100; VAST sweeps 0..12); the data bound it further (k is at
+#: most the number of vectors and their dimension, checked when the sweep runs).
+MAX_K = 1024
 
 
 class Components(NamedTuple):

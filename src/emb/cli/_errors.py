@@ -4,13 +4,16 @@ source file, no line of code).
 Exit statuses: 1 for an emb error (bad input, a damaged or missing store; ``emb validate`` has
 its own 0/1/2), 2 for a usage error (click's), and :data:`INTERNAL_ERROR` (3) when emb could not
 finish for another reason: it ran out of memory, or an unexpected exception (a bug) reached the
-CLI. No traceback is printed unless the environment variable ``EMB_DEBUG`` is set (not ``0``).
+CLI. A reader that stops reading emb's output (``emb suites | head -1``) ends it quietly with
+status 1 (click's handling of a broken pipe), never an "internal error". No traceback is printed unless the environment variable ``EMB_DEBUG`` is set (not ``0``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
+import sys
 import traceback
 import warnings
 from collections.abc import Iterator
@@ -73,15 +76,43 @@ def _invoke(invoke: Any, ctx: click.Context) -> Any:
                 "compute on a dask cluster with 'emb analyze … --scheduler ADDRESS'",
                 INTERNAL_ERROR,
             ) from err
+        except BrokenPipeError as err:
+            if not _output_closed():  # a socket's, say: unexpected, as below
+                raise _internal(err) from err
+            raise  # the reader of emb's output has gone (emb suites | head -1): click's main
+            # exits 1 without a word (its EPIPE handling), as Unix tools stop quietly
         except Exception as err:  # noqa: BLE001 - the last resort: one line, never a traceback
-            if _debug():
-                traceback.print_exception(err)
-            see = "" if _debug() else "; set EMB_DEBUG=1 to see the traceback"
-            raise _Failure(
-                f"internal error: {type(err).__name__}: {err}\nplease report this with the "
-                f"command{see}",
-                INTERNAL_ERROR,
-            ) from err
+            raise _internal(err) from err
+
+
+def _internal(err: Exception) -> _Failure:
+    """The one-line "internal error" of an unexpected exception (a bug)."""
+    if _debug():
+        traceback.print_exception(err)
+    see = "" if _debug() else "; set EMB_DEBUG=1 to see the traceback"
+    return _Failure(
+        f"internal error: {type(err).__name__}: {err}\nplease report this with the "
+        f"command{see}",
+        INTERNAL_ERROR,
+    )
+
+
+def _output_closed() -> bool:
+    """Whether stdout or stderr is a pipe whose reader has gone (poll reports an error on the
+    write end of a pipe with no reader; a file or a terminal never does). Without poll (Windows)
+    a broken pipe is taken to be the output's, by far the common case."""
+    if not hasattr(select, "poll"):
+        return True
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):  # replaced by a test runner, or closed
+            continue
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        if any(events & select.POLLERR for _, events in poller.poll(0)):
+            return True
+    return False
 
 
 class EmbCommand(click.Command):

@@ -305,9 +305,10 @@ def _default_out(names: Sequence[str], analysis: Any) -> Path:
 
 def _run(analysis: Any, params: dict[str, Any]) -> None:
     from emb.analyses import run_analysis
-    from emb.cli._progress import compute
+    from emb.analyses.stats._work import planning
+    from emb.cli._progress import compute, estimate
     from emb.results import discard_out, prepare_out, write_results
-    from emb.store import damage_reported
+    from emb.store import check_unchanged, damage_reported
 
     stores: tuple[str, ...] = params.pop("stores")
     as_json: bool = params.pop("as_json")
@@ -325,12 +326,19 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     out_dir = Path(params["out_dir"]) if params["out_dir"] else _default_out(names, analysis)
     # check everything cheap before computing and before creating anything: the options (the
     # lazy result), then the output directory
-    lazy = run_analysis(analysis, datasets, per_model=per_model, **options)
+    with planning() as work:  # the permutation tests' work, declared while the graph is built
+        lazy = run_analysis(analysis, datasets, per_model=per_model, **options)
     plan = prepare_out(out_dir, analysis, overwrite=params["overwrite"],
                        default=params["out_dir"] is None)
+    for note in plan.notes:
+        click.echo(f"({note})", err=True)
+    if not quiet and (line := estimate(work.units, work.parts, scheduler=params["scheduler"])):
+        click.echo(line, err=True)
     try:
         with damage_reported(locations):  # a shard that does not decode: which store, what to run
-            result = compute(lazy, scheduler=params["scheduler"], quiet=quiet)
+            result = compute(lazy, scheduler=params["scheduler"], quiet=quiet, work=work.units)
+        # a suite rewritten while it was read: refused, nothing written
+        check_unchanged([*datasets.values(), *(d for m in per_model.values() for d in m.values())])
         written = write_results(
             plan,
             analysis,

@@ -81,7 +81,7 @@ def read_table(raw: bytes, path: Path) -> Any:
 
     sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else ","
     try:
-        return pd.read_csv(
+        frame = pd.read_csv(
             io.BytesIO(raw),
             sep=sep,
             dtype=str,
@@ -94,7 +94,17 @@ def read_table(raw: bytes, path: Path) -> Any:
             f"lexicon file {path} is empty; give a file with a header and rows"
         ) from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise LexiconError(f"cannot parse lexicon file {path} as CSV: {exc}") from exc
+        raise LexiconError(
+            f"cannot parse lexicon file {path} as CSV: {' '.join(str(exc).split())}"
+        ) from exc
+    if not isinstance(frame.index, pd.RangeIndex):  # pandas took the surplus field as an index
+        raise LexiconError(
+            f"lexicon file {path}: its rows have more fields than its header "
+            f"({len(frame.columns)}: {[str(c)[:30] for c in frame.columns][:10]}), so every "
+            "column would shift by one; remove the extra fields (a trailing separator?) or name "
+            "every column in the header"
+        )
+    return frame
 
 
 def numeric(column: Any, label: str, lines: np.ndarray, path: Path) -> np.ndarray:

@@ -34,7 +34,14 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 
 from emb.errors import CorpusError
-from emb.extract.corpus_stream import CorpusFile, Format, corpus_files, iter_blocks, record_ids
+from emb.extract.corpus_stream import (
+    MAX_RECORD_BYTES,
+    CorpusFile,
+    Format,
+    corpus_files,
+    iter_blocks,
+    record_ids,
+)
 from emb.extract.reservoir import Reservoirs, below, candidate_keys
 from emb.extract.sentences import _sentence_of, _sentences, one_sentence
 from emb.extract.stimulus_matching import Matcher, Unit, reference_text, reference_window
@@ -122,6 +129,11 @@ class ContextSample:
         The options.
     records_skipped : int
         ``[deleted]``/``[removed]``/empty records.
+    records_too_long : int
+        Records longer than :data:`~emb.extract.corpus_stream.MAX_RECORD_BYTES`, skipped.
+    records_invalid_unicode : int
+        JSON records holding a stimulus whose text or id has an unpaired surrogate escape
+        (``\\ud800``), skipped.
     bytes_read, bytes_text : int
         Bytes read from disk and decompressed bytes scanned.
     seconds : float
@@ -146,6 +158,8 @@ class ContextSample:
     seconds: float
     workers: int = 1
     options: dict[str, Any] = field(default_factory=dict)
+    records_too_long: int = 0
+    records_invalid_unicode: int = 0
 
     def kept(self, stimulus: str) -> int:
         return len(self.contexts.get(stimulus, ()))
@@ -172,6 +186,9 @@ class ContextSample:
             "text_field": self.text_field,
             "id_field": self.id_field,
             "records_skipped": self.records_skipped,
+            "records_too_long": self.records_too_long,
+            "max_record_bytes": MAX_RECORD_BYTES,
+            "records_invalid_unicode": self.records_invalid_unicode,
             "bytes_read": self.bytes_read,
             "bytes_text": self.bytes_text,
             "seconds": round(self.seconds, 3),
@@ -331,7 +348,7 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
     matcher = job.matcher
     res = Reservoirs(len(matcher.stimuli), job.n)
     exchange = _shared_bound(len(matcher.stimuli))
-    skipped = 0
+    skipped = too_long = invalid = 0
     scanned = 0
     for file, findex in zip(job.files, job.file_index, strict=True):
         for block in iter_blocks(
@@ -339,6 +356,8 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
             prefilter=matcher.scan, report=report,
         ):
             skipped += block.skipped
+            too_long += block.too_long
+            invalid += block.invalid_unicode
             scanned += block.source_bytes
             _offer(res, job, block, file.name, findex)
             if exchange is not None:
@@ -347,7 +366,8 @@ def _scan(job: _Job, report: Callable[[int], None] | None = None) -> dict[str, A
     if exchange is not None:  # the final thresholds, published before the contexts are built
         candidates = below(candidates, exchange(res.threshold))
     kept = [_contexts(matcher, s, cols) for s, cols in enumerate(candidates)]
-    return {"kept": kept, "seen": res.seen, "skipped": skipped, "scanned": scanned,
+    return {"kept": kept, "seen": res.seen, "skipped": skipped, "too_long": too_long,
+            "invalid_unicode": invalid, "scanned": scanned,
             "read": sum(f.size for f in job.files), "cpu": time.process_time() - cpu0,
             "wall": time.perf_counter() - wall0}
 
@@ -572,7 +592,9 @@ def sample_contexts(
     return ContextSample(
         contexts=contexts, seen=seen, files=files, n=n, seed=int(seed), unit=unit,
         case_sensitive=matcher.case_sensitive, text_field=text_field, id_field=id_field,
-        records_skipped=sum(p["skipped"] for p in parts), bytes_read=total,
+        records_skipped=sum(p["skipped"] for p in parts),
+        records_too_long=sum(p["too_long"] for p in parts),
+        records_invalid_unicode=sum(p["invalid_unicode"] for p in parts), bytes_read=total,
         bytes_text=sum(p["scanned"] for p in parts), seconds=elapsed,
         workers=len(jobs) if scheduler is None else 0,
         options={"worker_cpu_seconds": [round(p["cpu"], 3) for p in parts],

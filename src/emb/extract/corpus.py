@@ -1,7 +1,7 @@
 """Sentence corpora for the ``random`` contextual setting (torch-free).
 
 A corpus is a sequence of sentences read from plain text (one sentence per line) or JSON Lines
-(one object per line with a text field), optionally gzip- or zstandard-compressed.
+(one object per line with a text field), optionally gzip-, zstandard-, xz- or bzip2-compressed.
 :meth:`Corpus.find` returns the sentences that contain a word as a whole word, ignoring case,
 through an inverted index built once; :meth:`Corpus.sample` draws one of them, seeded per word.
 
@@ -17,7 +17,6 @@ part.
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import io
 import json
@@ -33,6 +32,8 @@ from typing import Literal
 import numpy as np
 
 from emb.errors import CorpusError
+from emb.extract._special_files import check_regular_file, open_regular_file
+from emb.extract.corpus_files import compression_of, decompressed
 
 __all__ = ["TOKEN_PATTERN", "Corpus", "load_corpus", "whole_word_pattern"]
 
@@ -40,9 +41,13 @@ __all__ = ["TOKEN_PATTERN", "Corpus", "load_corpus", "whole_word_pattern"]
 TOKEN_PATTERN = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 _PART = re.compile(r"[^\W_]+")
 
-_GZIP_MAGIC = b"\x1f\x8b"
-_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 _JSONL_SUFFIXES = {".jsonl", ".ndjson", ".json"}
+#: why a sentence corpus must be a regular file, and what to do (the end of the refusal)
+_NOT_A_FILE = (
+    "a corpus is read from a file (its sha256 recorded, its format told by its name); give the "
+    "file itself (gzip, zstd, xz and bzip2 files are read directly) or save the stream to a "
+    "file first"
+)
 
 
 def whole_word_pattern(word: str) -> re.Pattern[str]:
@@ -176,25 +181,13 @@ class Corpus:
 
 
 def _decompress(raw: bytes, path: Path) -> bytes:
-    if raw.startswith(_GZIP_MAGIC):
-        try:
-            return gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise CorpusError(f"cannot decompress gzip corpus {path}: {exc}") from exc
-    if raw.startswith(_ZSTD_MAGIC):
-        try:
-            import zstandard
-        except ImportError as exc:
-            raise CorpusError(
-                f"{path} is zstandard-compressed but the 'zstandard' package is not installed; "
-                "run 'pip install zstandard' (or pip install 'emb[corpus]')"
-            ) from exc
-        try:
-            with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)) as reader:
-                return reader.read()
-        except zstandard.ZstdError as exc:
-            raise CorpusError(f"cannot decompress zstandard corpus {path}: {exc}") from exc
-    return raw
+    """The bytes of a file as stored, decompressed when they are gzip, zstandard, xz or bzip2
+    (every member or frame, the end checked: see :func:`emb.extract.corpus_files.decompressed`)."""
+    kind = compression_of(raw[:8])
+    if kind in ("none", "parquet"):
+        return raw
+    with decompressed(io.BytesIO(raw), compression=kind, path=str(path)) as stream:
+        return stream.read()
 
 
 def _jsonl_text(line: str, text_field: str, where: str) -> str:
@@ -250,7 +243,7 @@ def _jsonl_text(line: str, text_field: str, where: str) -> str:
 
 def _format_of(path: Path) -> str:
     suffixes = [s.lower() for s in path.suffixes]
-    while suffixes and suffixes[-1] in (".gz", ".zst", ".zstd"):
+    while suffixes and suffixes[-1] in (".gz", ".zst", ".zstd", ".xz", ".bz2"):
         suffixes.pop()
     return "jsonl" if suffixes and suffixes[-1] in _JSONL_SUFFIXES else "text"
 
@@ -267,11 +260,13 @@ def load_corpus(
     ----------
     path
         Plain text (one sentence per line) or JSON Lines (``.jsonl``/``.ndjson``/``.json``, one
-        object per line); gzip or zstandard compression is detected from the file's first bytes.
+        object per line); gzip, zstandard, xz or bzip2 compression is detected from the file's
+        first bytes. A regular file: pipes, FIFOs, devices and directories are refused.
     text_field
         Key of the sentence in each JSON object.
     format
-        ``"auto"`` (from the suffix, ignoring ``.gz``/``.zst``), ``"text"`` or ``"jsonl"``.
+        ``"auto"`` (from the suffix, ignoring ``.gz``/``.zst``/``.xz``/``.bz2``), ``"text"`` or
+        ``"jsonl"``.
 
     Returns
     -------
@@ -281,8 +276,8 @@ def load_corpus(
     Raises
     ------
     CorpusError
-        Unreadable or undecodable file, invalid JSON or a missing/non-string text field (naming
-        the line), or no sentences at all.
+        Unreadable or undecodable file (also one cut short), not a regular file, invalid JSON or
+        a missing/non-string text field (naming the line), or no sentences at all.
 
     Examples
     --------
@@ -293,10 +288,12 @@ def load_corpus(
     path = Path(path)
     if format not in ("auto", "text", "jsonl"):
         raise CorpusError(f"format must be 'auto', 'text' or 'jsonl', got {format!r}")
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CorpusError(f"cannot read corpus {path}: {exc.strerror or exc}") from exc
+    check_regular_file(path, what="corpus", reason=_NOT_A_FILE, error=CorpusError)
+    with open_regular_file(path, what="corpus", reason=_NOT_A_FILE, error=CorpusError) as handle:
+        try:
+            raw = handle.read()
+        except OSError as exc:
+            raise CorpusError(f"cannot read corpus {path}: {exc.strerror or exc}") from exc
     sha256 = hashlib.sha256(raw).hexdigest()
     data = _decompress(raw, path)
     try:

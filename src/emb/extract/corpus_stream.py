@@ -7,6 +7,14 @@ or Parquet (a string column), each optionally compressed with gzip, zstandard, x
 long window) are read as published: the decoder window is raised to 2 GiB, and records whose text
 is ``[deleted]`` or ``[removed]`` are skipped (and counted).
 
+Memory is bounded by the block size whatever the input: a record (its line in the decompressed
+file; Parquet: its text) longer than :data:`MAX_RECORD_BYTES` is read through without being kept,
+skipped and counted (:attr:`RecordBlock.too_long`), and so is a JSON record whose text or id holds
+an unpaired surrogate escape such as ``"\\ud800"`` (:attr:`RecordBlock.invalid_unicode`: JSON
+allows it, but it is no Unicode text). Nothing else is skipped: a line that is not JSON or not
+UTF-8, a damaged or cut-short file, a Parquet file that cannot be read raise
+:class:`~emb.errors.CorpusError` naming the file and the line (or row).
+
 :func:`iter_blocks` yields :class:`RecordBlock` objects of a few MB of decompressed text at a time:
 the texts of the records concatenated as UTF-8 (each preceded by a newline byte, so that no word
 can span two records), their byte ranges, and each record's location in its file (byte offset in
@@ -18,18 +26,19 @@ from __future__ import annotations
 
 import functools
 import json
-import lzma
 import operator
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from emb._documents import text_is_unicode
 from emb.errors import CorpusError
 from emb.extract.corpus_files import CorpusFile, Format, corpus_files, open_stream
 
 __all__ = [  # CorpusFile, Format and corpus_files are handed on from emb.extract.corpus_files
+    "MAX_RECORD_BYTES",
     "CorpusFile",
     "Format",
     "RecordBlock",
@@ -43,6 +52,10 @@ __all__ = [  # CorpusFile, Format and corpus_files are handed on from emb.extrac
 SKIPPED_TEXTS = frozenset({"[deleted]", "[removed]"})
 #: Decompressed bytes per block.
 BLOCK_BYTES = 8 * 2**20
+#: Longest record read, in bytes of its line in the decompressed file (Parquet: of its text): a
+#: longer one is skipped and counted (:attr:`RecordBlock.too_long`), so that memory stays bounded
+#: by the block size (a 200 MB line took 10.9 GB when it was read whole).
+MAX_RECORD_BYTES = BLOCK_BYTES
 # two-byte JSON escapes that end in a letter: blanked before the byte-level prefilter, so that
 # "\nlove" is seen as a word boundary followed by "love" (see RecordBlock)
 _LETTER_ESCAPE_BYTES = np.frombuffer(b"ntrbf", dtype=np.uint8)
@@ -68,6 +81,10 @@ class RecordBlock:
         The record's ``id_field`` value ("" when absent).
     skipped : int
         Records dropped as ``[deleted]``/``[removed]`` (or empty) in this block.
+    too_long : int
+        Records longer than :data:`MAX_RECORD_BYTES` dropped in (or just before) this block.
+    invalid_unicode : int
+        JSON records dropped because their text or id holds an unpaired surrogate (``\\ud800``).
     source_bytes : int
         Decompressed bytes of the file this block covers (all its lines, kept or not).
     texts : sequence of str, optional
@@ -84,6 +101,8 @@ class RecordBlock:
     lines: np.ndarray
     ids: list[str] = field(default_factory=list)
     skipped: int = 0
+    too_long: int = 0
+    invalid_unicode: int = 0
     source_bytes: int = 0
     known: tuple[np.ndarray, np.ndarray] | None = None
     texts: Sequence[str] | None = None
@@ -136,39 +155,53 @@ class RecordBlock:
         )
 
 
-def _read_chunks(file: CorpusFile, report: Callable[[int], None] | None) -> Iterator[tuple[int, bytes]]:
-    """(offset of the chunk's first byte, chunk) of whole lines of the decompressed file."""
+class _Chunk(NamedTuple):
+    """Whole lines of a decompressed file."""
+
+    offset: int  # of the first byte in the decompressed file
+    data: bytes
+    dropped: int  # lines longer than MAX_RECORD_BYTES just before these (not in data)
+
+
+def _read_chunks(file: CorpusFile, report: Callable[[int], None] | None) -> Iterator[_Chunk]:
+    """Whole lines of the decompressed file, about :data:`BLOCK_BYTES` at a time.
+
+    A line that grows past :data:`MAX_RECORD_BYTES` before its newline is read through without
+    being kept and counted in the next chunk's ``dropped`` (a last, empty chunk carries those at
+    the end of the file), so a chunk never exceeds ``BLOCK_BYTES + MAX_RECORD_BYTES``. Shorter
+    lines may still be longer than the limit: callers drop those themselves.
+    """
     stream = open_stream(file, report)
     try:
         offset = 0
         tail = b""
+        dropped = 0
+        skipping = False  # inside a line too long to keep
         while True:
-            try:
-                data = stream.read(BLOCK_BYTES)
-            except (OSError, EOFError, lzma.LZMAError, ValueError) as exc:
-                raise CorpusError(
-                    f"cannot decompress {file.compression} corpus {file.path} after "
-                    f"{offset + len(tail):,} bytes: {exc}"
-                ) from exc
-            except Exception as exc:  # zstandard's and ISA-L's errors do not derive from OSError
-                if type(exc).__name__ in ("ZstdError", "IsalError"):
-                    raise CorpusError(
-                        f"cannot decompress {file.compression} corpus {file.path} after "
-                        f"{offset + len(tail):,} bytes: {exc}"
-                    ) from exc
-                raise
+            data = stream.read(BLOCK_BYTES)
             if not data:
-                if tail:
-                    yield offset, tail + b"\n"
+                if tail or dropped:
+                    yield _Chunk(offset, tail + b"\n" if tail else b"", dropped)
                 return
-            data = tail + data
+            if skipping:
+                newline = data.find(b"\n")
+                offset += len(data) if newline < 0 else newline + 1
+                if newline < 0:
+                    continue
+                skipping = False
+                data = data[newline + 1 :]
+            data = tail + data if tail else data
             cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                tail = data
-                continue
-            yield offset, data[:cut]
-            offset += cut
+            if cut:
+                yield _Chunk(offset, data if cut == len(data) else data[:cut], dropped)
+                offset += cut
+                dropped = 0
             tail = data[cut:]
+            if len(tail) > MAX_RECORD_BYTES:
+                skipping = True
+                dropped += 1
+                offset += len(tail)
+                tail = b""
     finally:
         stream.close()
 
@@ -194,7 +227,8 @@ def _text_blocks(
     report: Callable[[int], None] | None,
 ) -> Iterator[RecordBlock]:
     first_line = 1
-    for offset, chunk in _read_chunks(file, report):
+    for offset, chunk, dropped in _read_chunks(file, report):
+        first_line += dropped
         starts, ends = _line_table(chunk)
         n_lines = len(starts)
         lines = np.arange(first_line, first_line + n_lines, dtype=np.int64)
@@ -203,6 +237,9 @@ def _text_blocks(
         cr[cr] = np.frombuffer(chunk, dtype=np.uint8)[ends[cr] - 1] == 13  # CRLF files
         ends = ends - cr
         keep = ends > starts  # blank lines are no records; all others go to the one matching pass
+        long = ends - starts > MAX_RECORD_BYTES
+        if long.any():
+            keep &= ~long
         # the block's data is the chunk itself: every line is preceded by a newline byte
         data = b"\n" + chunk
         try:
@@ -216,6 +253,7 @@ def _text_blocks(
             offsets=starts[keep] + offset,
             lines=lines[keep],
             ids=[""] * int(keep.sum()),
+            too_long=dropped + int(long.sum()),
             source_bytes=len(chunk),
         )
 
@@ -268,13 +306,18 @@ def _jsonl_blocks(
     report: Callable[[int], None] | None,
 ) -> Iterator[RecordBlock]:
     first_line = 1
-    for offset, chunk in _read_chunks(file, report):
+    for offset, chunk, dropped in _read_chunks(file, report):
+        first_line += dropped
         newlines, quotes, slashes = _json_marks(chunk)
         starts, ends = _line_table(chunk, newlines)
         n_lines = len(starts)
         lines = np.arange(first_line, first_line + n_lines, dtype=np.int64)
         first_line += n_lines
         keep = ends > starts
+        long = ends - starts > MAX_RECORD_BYTES
+        too_long = dropped + int(long.sum())
+        if too_long:
+            keep &= ~long
         hits = None
         if prefilter is not None:
             found = prefilter(_json_prefilter_view(chunk, slashes))
@@ -283,24 +326,32 @@ def _jsonl_blocks(
             keep &= _lines_hit(found, starts)
         chosen = np.flatnonzero(keep)
         raw = list(map(chunk.__getitem__, map(slice, starts[chosen].tolist(), ends[chosen].tolist())))
-        values, objects, id_of = _decode_records(file, raw, lines[chosen], text_field, id_field)
-        if _all_texts(values):  # the common case, checked at C speed
+        values, objects, id_of, invalid = _decode_records(
+            file, raw, lines[chosen], text_field, id_field
+        )
+        if invalid is None and _all_texts(values):  # the common case, checked at C speed
             kept: Sequence[int] = range(len(values))
             texts = values
         else:
-            kept = [i for i, v in enumerate(values)
-                    if type(v) is str and v not in SKIPPED_TEXTS and v and not v.isspace()]
             for i, v in enumerate(values):
                 if v is not None and type(v) is not str:
+                    kind = "int" if isinstance(v, _LongInt) else type(v).__name__
                     raise CorpusError(
                         f"{file.path} line {int(lines[chosen[i]])}: field {text_field!r} is "
-                        f"{type(v).__name__}, not a string"
+                        f"{kind}, not a string; pass --text-field with the key that holds the text"
                     )
+            bad = invalid or set()
+            kept = [i for i, v in enumerate(values)
+                    if v not in SKIPPED_TEXTS and v and not v.isspace() and i not in bad]
             texts = [values[i] for i in kept]
         rows = chosen[np.asarray(kept, dtype=np.int64)]
+        n_invalid = len(invalid) if invalid else 0
         block = RecordBlock.from_texts(
-            texts, starts[rows] + offset, lines[rows], skipped=len(values) - len(kept),
+            texts, starts[rows] + offset, lines[rows],
+            skipped=len(values) - len(kept) - n_invalid,
         )
+        block.too_long = too_long
+        block.invalid_unicode = n_invalid
         if id_of is not None:  # looked up only for the records a caller asks about
             block.ids = _RecordIds(objects, kept, id_of)
         if hits is not None and len(block):
@@ -431,14 +482,15 @@ def _record_decoder(text_field: str, id_field: str | None) -> Any:
 
 def _decode_records(
     file: CorpusFile, raw: list[bytes], lines: np.ndarray, text_field: str, id_field: str | None
-) -> tuple[list[Any], list[Any], Callable[[Any], Any] | None]:
-    """The text field's value of many JSON lines, the decoded records and how to read a
-    record's id (None without ``id_field``).
+) -> tuple[list[Any], list[Any], Callable[[Any], Any] | None, set[int] | None]:
+    """The text field's value of many JSON lines, the decoded records, how to read a record's id
+    (None without ``id_field``), and the records whose text or id is not Unicode (None: all are).
 
     msgspec decodes only the two fields; where it refuses anything (invalid JSON, a line that is
     not an object or lacks the text field, a lone surrogate escape, a number out of range), the
     lines are decoded again by :mod:`json`, which accepts what Python's reader accepts and names
-    the bad line.
+    the bad line; the texts and ids it returns are then checked for unpaired surrogates (msgspec
+    refuses those, json accepts them).
     """
     decoder = _record_decoder(text_field, id_field)
     if decoder is not None and raw:
@@ -448,14 +500,21 @@ def _decode_records(
             pass
         else:
             id_of = operator.attrgetter("i") if id_field else None
-            return list(map(operator.attrgetter("t"), records)), records, id_of
+            return list(map(operator.attrgetter("t"), records)), records, id_of, None
     objects = _decode_json(file, raw, lines)
     try:
         values = list(map(operator.itemgetter(text_field), objects))
     except (KeyError, TypeError, IndexError):
         values = [_checked_text(file, obj, int(line), text_field)
                   for obj, line in zip(objects, lines.tolist(), strict=True)]
-    return values, objects, (lambda obj: obj.get(id_field)) if id_field else None
+    id_of = (lambda obj: obj.get(id_field)) if id_field else None
+    invalid = {
+        i for i, v in enumerate(values)
+        if (type(v) is str and not text_is_unicode(v))
+        or (id_of is not None and type(ident := id_of(objects[i])) is str
+            and not text_is_unicode(ident))
+    }
+    return values, objects, id_of, invalid or None
 
 
 def _checked_text(file: CorpusFile, obj: Any, line: int, text_field: str) -> Any:
@@ -472,25 +531,43 @@ def _checked_text(file: CorpusFile, obj: Any, line: int, text_field: str) -> Any
     return obj[text_field]
 
 
+class _LongInt(str):
+    """A JSON integer longer than Python converts (4,300 digits), kept as its digits: msgspec
+    reads such a line, so the stdlib must too (as an id it is its digits, as a text an error)."""
+
+
+def _parse_int(digits: str) -> int | str:
+    try:
+        return int(digits)
+    except ValueError:
+        return _LongInt(digits)
+
+
 def _decode_json(file: CorpusFile, raw: list[bytes], lines: np.ndarray) -> list[Any]:
     """Decode many JSON lines in one call (C speed); on failure, find and name the bad line."""
     if not raw:
         return []
     try:
-        out = json.loads(b"[" + b",".join(raw) + b"]")
+        out = json.loads(b"[" + b",".join(raw) + b"]", parse_int=_parse_int)
         if len(out) == len(raw):
             return out
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, deep nesting
         pass
     out = []
     for line, text in zip(lines.tolist(), raw, strict=True):
         try:
-            out.append(json.loads(text))
+            out.append(json.loads(text, parse_int=_parse_int))
         except UnicodeDecodeError as exc:
             raise _decode_error(file, line, exc) from None
         except json.JSONDecodeError as exc:
             raise CorpusError(
-                f"{file.path} line {line}: invalid JSON ({exc.msg} at column {exc.colno})"
+                f"{file.path} line {line}: invalid JSON ({exc.msg} at column {exc.colno}); each "
+                "line must be one JSON object"
+            ) from None
+        except RecursionError:
+            raise CorpusError(
+                f"{file.path} line {line}: JSON nested too deeply for Python's parser; each line "
+                "must be one JSON object of a few levels"
             ) from None
     return out
 
@@ -503,27 +580,69 @@ def _parquet_blocks(
 ) -> Iterator[RecordBlock]:
     try:
         import pyarrow as pa
+        import pyarrow.compute as pc
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise CorpusError(
             f"{file.path} is a Parquet file but 'pyarrow' (a dependency of emb) is not "
             "installed; run pip install pyarrow"
         ) from exc
+    row = 0
+
+    def damaged(exc: BaseException) -> CorpusError:
+        where = f" after row {row:,}" if row else ""
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return CorpusError(
+            f"cannot read Parquet corpus {file.path}{where}: {detail}; the file is damaged or "
+            "not Parquet: write or download it again"
+        )
+
     try:
         reader = pq.ParquetFile(file.path)
-    except (OSError, pa.ArrowInvalid) as exc:
-        raise CorpusError(f"cannot read Parquet corpus {file.path}: {exc}") from exc
-    names = reader.schema_arrow.names
+        schema = reader.schema_arrow
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise damaged(exc) from None
+    names = schema.names
     if text_field not in names:
         raise CorpusError(
             f"{file.path}: no column {text_field!r} (columns {names}); pass --text-field"
         )
+    kind = schema.field(text_field).type
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_null(kind)
+            or str(kind) == "string_view"):
+        raise CorpusError(
+            f"{file.path}: column {text_field!r} holds {kind}, not strings; pass --text-field "
+            "with the column that holds the text"
+        )
     columns = [text_field] + ([id_field] if id_field and id_field in names else [])
-    row = 0
     done = 0
-    for batch in reader.iter_batches(batch_size=65_536, columns=columns):
-        texts = batch.column(0).to_pylist()
-        ids = batch.column(1).to_pylist() if len(columns) > 1 else [None] * len(texts)
+    try:
+        batch_rows = _parquet_batch_rows(reader, text_field)
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise damaged(exc) from None
+    batches = reader.iter_batches(batch_size=batch_rows, columns=columns)
+    while True:
+        try:
+            batch = next(batches, None)
+            if batch is None:
+                break
+            column = batch.column(0)
+            if pa.types.is_dictionary(column.type):
+                column = column.dictionary_decode()
+            too_long = 0
+            if not pa.types.is_null(column.type):
+                if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+                    column = column.cast(pa.large_string())  # string_view
+                long = pc.fill_null(pc.greater(pc.binary_length(column), MAX_RECORD_BYTES), False)
+                too_long = pc.sum(long).as_py() or 0
+                if too_long:  # dropped before they become Python strings
+                    column = pc.if_else(long, pa.scalar(None, column.type), column)
+            texts = column.to_pylist()
+            ids = batch.column(1).to_pylist() if len(columns) > 1 else [None] * len(texts)
+        except (OSError, pa.ArrowException, ValueError) as exc:  # UnicodeDecodeError included
+            raise damaged(exc) from None
         keep = [
             i for i, t in enumerate(texts)
             if isinstance(t, str) and t.strip() and t not in SKIPPED_TEXTS
@@ -534,8 +653,9 @@ def _parquet_blocks(
             rows,
             rows + 1,
             ["" if ids[i] is None else str(ids[i]) for i in keep],
-            skipped=len(texts) - len(keep),
+            skipped=len(texts) - len(keep) - too_long,
         )
+        block.too_long = too_long
         block.source_bytes = sum(len(t.encode("utf-8")) for t in texts if isinstance(t, str))
         yield block
         row += len(texts)
@@ -543,6 +663,35 @@ def _parquet_blocks(
             now = int(file.size * row / max(reader.metadata.num_rows, 1))
             report(now - done)
             done = now
+
+
+def _parquet_batch_rows(reader: Any, column: str) -> int:
+    """Rows per batch: about :data:`BLOCK_BYTES` of the text column, between 1 and 65,536.
+
+    The text's size per row is the larger of the row groups' metadata (uncompressed size) and the
+    first 1,024 rows read (a dictionary-encoded column of long repeated texts is small in the
+    metadata, not in memory).
+    """
+    meta = reader.metadata
+    size = rows = 0
+    try:
+        index = reader.schema_arrow.names.index(column)
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            rows += group.num_rows
+            size += group.column(index).total_uncompressed_size
+    except (IndexError, ValueError, OSError):  # a nested schema: the sample alone
+        size = rows = 0
+    per_row = size / rows if rows else 0.0
+    first = next(reader.iter_batches(batch_size=1024, columns=[column]), None)
+    if first is not None and first.num_rows:
+        sample = first.column(0)
+        if hasattr(sample, "dictionary_decode"):
+            sample = sample.dictionary_decode()
+        per_row = max(per_row, sample.nbytes / first.num_rows)
+    if per_row <= 0:
+        return 65_536
+    return int(min(65_536, max(1, BLOCK_BYTES // per_row)))
 
 
 def iter_blocks(

@@ -38,12 +38,14 @@ from emb.extract.settings import ExtractionSettings, SuiteReport, parse_layers, 
 from emb.extract.shards import (
     Shard,
     available_rows,
+    check_count,
     parse_shard,
     settle,
     shard_record,
     window_blocks_of,
 )
 from emb.schemas import datamodel as dm
+from emb.store import writer as store_writer
 from emb.store._location import is_url, local_path, open_zarr_store
 from emb.store._nodes import text_values
 from emb.store._write_checks import check_store, extraction_differences, open_for_writing
@@ -219,6 +221,7 @@ def extract(
                 "tokens and no context; drop --bos-token"
             )
         suite_list, pools = runner.cover(suite_list), tuple(runner.poolings)
+        runner.check_storage(suite_list, storage_dtype)  # before the store is touched
     bos_id = runner.token_id(bos_token) if bos_token is not None else None
     info = runner.info.to_dict()
     settings = ExtractionSettings(
@@ -252,6 +255,9 @@ def extract(
             store, prepared, overwrite=overwrite, storage_options=storage_options,
             shard=shard.label if shard is not None else None,
         )
+        if shard is not None:
+            _check_shard_count(store, prepared, shard, block_size, settings.storage_dtype,
+                               storage_options)
         for prep in prepared:
             if prep.unknown:
                 warnings.warn(prep.unknown_message(runner), EmbWarning, stacklevel=2)
@@ -369,6 +375,38 @@ def _check_groups(
         )
 
 
+def _check_shard_count(
+    store: str,
+    prepared: Sequence[Prepared],
+    shard: Shard,
+    block_size: int | None,
+    storage_dtype: str,
+    storage_options: dict[str, Any] | None,
+) -> None:
+    """Refuse a shard count above a suite's compute windows (:func:`~emb.extract.shards.check_count`),
+    with the block and window sizes the suite will be written with (those stored, on a resume)."""
+    zstore = None
+    if is_url(store) or local_path(store).is_dir():
+        with contextlib.suppress(StoreError):
+            zstore = open_zarr_store(store, mode="r", storage_options=storage_options)
+    for prep in prepared:
+        n_items, n_layers, n_poolings, n_features = prep.shape
+        block = block_size or store_writer.block_size_for(  # the writer's rule, looked up now
+            n_layers, n_poolings, n_features, np.dtype(storage_dtype).itemsize)
+        window, recorded = prep.window_blocks, None
+        if zstore is not None:
+            record = read_record(zstore, prep.name)
+            recorded = record.count if record is not None else None
+            with contextlib.suppress(StoreError, KeyError, ValueError, TypeError, OSError):
+                stored = zarr.open_group(zstore, path=prep.name, mode="r", zarr_format=3,
+                                         use_consolidated=False).attrs.get(dm.ATTR_EXTRACTION)
+                if isinstance(stored, dict):
+                    block = int(stored.get("block_size", block))
+                    window = int(stored.get("window_blocks", 1))
+        check_count(shard, name=prep.name, n_items=n_items, block_size=block,
+                    window_blocks=window, recorded=recorded)
+
+
 @contextlib.contextmanager
 def _frozen_gc() -> Iterator[None]:
     """Keep the garbage collector off the millions of objects torch and transformers hold.
@@ -463,6 +501,7 @@ def _extract_suite(
             markers = read_markers(writer.done) if not writer.fresh else np.zeros(len(ranges), np.uint8)
             truncate = bool(writer.extraction.get("truncate_after_target", False))
             if not writer.fresh and writer.group.attrs.get(dm.ATTR_COMPLETE) and (markers == DONE).all():
+                writer.refresh_consolidated()  # where a failed last step left it stale
                 return SuiteReport(
                     name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
                     blocks_written=0, blocks_total=len(ranges), already_complete=True,

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "Shard",
     "available_rows",
+    "check_count",
     "cross_window_rows",
     "parse_shard",
     "partition",
@@ -97,6 +98,39 @@ def parse_shard(spec: str | Shard | Sequence[int] | None) -> Shard | None:
             f"{MAX_SHARDS} (a SLURM array 0..N-1 passes $((SLURM_ARRAY_TASK_ID + 1))/N)"
         )
     return Shard(index, count)
+
+
+def check_count(
+    shard: Shard, *, name: str, n_items: int, block_size: int, window_blocks: int,
+    recorded: int | None = None,
+) -> None:
+    """Refuse ``shard`` when its N exceeds the suite's compute windows (before anything is
+    written; ``recorded``: the N of the suite's shard record, which alone rules once it exists).
+
+    Why this bound: a shard is a run of whole windows, so with N above the number of windows at
+    least N - windows shards have nothing to do, their workers load the model for nothing, and
+    the record (and ``emb info``) carries them all.  ``--shard 1/100000`` on a one-block suite
+    meant 99,999 empty shards.  Parsing bounds N by ``MAX_SHARDS`` already; this bound depends on
+    the suite (its items, block size and ``window_blocks``), the same for every worker.
+
+    Raises
+    ------
+    EmbError
+        More shards than windows, naming the most that have work and what to do.
+    """
+    if recorded is not None:
+        return
+    n_blocks = -(-max(0, n_items) // max(1, block_size))
+    windows = max(1, -(-n_blocks // max(1, window_blocks)))
+    if shard.count > windows:
+        raise EmbError(
+            f"--shard {shard} asks for {shard.count} shards, but suite {name!r} has "
+            f"{windows} compute window{'s' if windows != 1 else ''} ({n_items} items in "
+            f"{n_blocks} block{'s' if n_blocks != 1 else ''} of {block_size}, {window_blocks} "
+            f"blocks a window) and a shard is a run of whole windows, so at most {windows} "
+            f"shard{'s' if windows != 1 else ''} can have work; use --shard I/N with N <= "
+            f"{windows}, or no --shard (with suites of different sizes, a shard array per suite)"
+        )
 
 
 def window_blocks_of(n_blocks: int, window_blocks: int) -> list[list[int]]:

@@ -21,6 +21,7 @@ Nothing here imports torch.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -32,11 +33,13 @@ import numpy as np
 from emb.errors import ModelError, SuiteError, TargetNotFoundError
 from emb.extract.vectors import (
     FORMATS,
+    LOSS_LIMIT,
     VectorsFormat,
     detect_format,
     is_vectors_file,
     parse_format,
     read_vectors,
+    rounding_loss,
 )
 
 __all__ = [
@@ -279,6 +282,59 @@ class StaticRunner:
                 "context span: write those items into separate stores or suites runs"
             )
         return out
+
+    def check_storage(self, suites: Sequence[Any], storage_dtype: str) -> None:
+        """Refuse, before anything is written, vectors the storage dtype cannot hold.
+
+        A vector is refused when rounding it to ``storage_dtype`` changes it by more than
+        :data:`~emb.extract.vectors.LOSS_LIMIT` (0.1 %) of its length (:func:`rounding_loss`):
+        a value beyond float16's ±65504 (it would be stored as infinity), or values below
+        float16's normal range (6.1e-5) that make the vector all zeros or distort it. Rounding
+        within the range changes a vector by 2⁻¹¹ (0.05 %) of its length at most, so only vectors
+        the dtype cannot represent are refused; float32 storage holds every vector the file gave.
+
+        Parameters
+        ----------
+        suites : sequence of Suite
+            Covered suites (:meth:`cover`): their items' ``vector_key`` labels say which vectors
+            are stored.
+        storage_dtype : {"float16", "float32"}
+
+        Raises
+        ------
+        ModelError
+            The words whose vectors the dtype cannot hold, each with what happens to it, and
+            the fix (``--storage-dtype float32``).
+        """
+        if np.dtype(storage_dtype) == np.float32:
+            return  # the vectors were read as float32 (and checked then)
+        keys = dict.fromkeys(
+            str(item.labels[KEY_LABEL]) for suite in suites for item in suite.items
+            if KEY_LABEL in item.labels
+        )
+        problems = []
+        for key in keys:
+            if key not in self.vectors:
+                continue
+            vector = self.vectors[key][1]
+            loss = rounding_loss(vector, storage_dtype)
+            if loss <= LOSS_LIMIT:
+                continue
+            if math.isinf(loss):
+                what = (f"holds {float(np.max(np.abs(vector))):.6g}, which overflows to infinity "
+                        f"(the largest {storage_dtype} is {float(np.finfo(storage_dtype).max):g})")
+            elif loss >= 1.0:
+                what = "becomes all zeros (its values lie below the dtype's range)"
+            else:
+                what = (f"changes by {loss:.1%} of its length (values below the dtype's normal "
+                        "range)")
+            problems.append(f"{key!r} {what}")
+        if problems:
+            raise ModelError(
+                f"{len(problems)} vector(s) of {self.info.file_name} cannot be stored as "
+                f"{storage_dtype}: {'; '.join(problems[:10])}{' …' if len(problems) > 10 else ''}; "
+                "give --storage-dtype float32 (storage_dtype='float32' in Python)"
+            )
 
     # -- the Runner interface -------------------------------------------------------------------
     def encode(

@@ -14,17 +14,23 @@ Any of them may be compressed (``.gz``, ``.bz2``, ``.xz``, or a ``.zip`` holding
 listed twice keeps its first vector (as gensim does). :func:`read_vectors` keeps only the wanted
 words, so memory is bounded by them, not by the vocabulary, and hashes the file in the same pass.
 Nothing here imports torch; :mod:`emb.extract.static` serves the vectors as a model runner.
+
+What is refused, each as one :class:`~emb.errors.ModelError` naming the file: anything but a
+regular file (a FIFO, a device such as ``/dev/zero``, a socket, a directory: the file is read more
+than once and hashed), a damaged or truncated compressed file, a zip that is encrypted or uses a
+compression method Python cannot read, a malformed header or record, a text line longer than
+:data:`MAX_LINE` bytes, and a kept vector holding NaN or an infinite value, or a value float32
+cannot hold (beyond ±3.4e38, or so small that the vector changes by over 0.1 % of its length), each with
+its word and line (or record, in a binary file). The words the suites do not use are not parsed.
 """
 
 from __future__ import annotations
 
-import bz2
-import gzip
+import contextlib
 import hashlib
-import io
-import lzma
+import math
 import os
-import zipfile
+import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,97 +39,60 @@ from typing import IO, Any, Literal
 import numpy as np
 
 from emb.errors import ModelError
+from emb.extract._vectors_open import (
+    READ_ERRORS,
+    check_file,
+    damaged,
+    open_stream,
+    sha256_file,
+    split_suffixes,
+    zip_member,
+)
 
 __all__ = [
     "FORMATS",
+    "LOSS_LIMIT",
+    "MAX_LINE",
     "VectorsFormat",
     "VectorsRead",
     "detect_format",
     "is_vectors_file",
     "parse_format",
     "read_vectors",
+    "rounding_loss",
 ]
 
 VectorsFormat = Literal["word2vec-binary", "word2vec-text", "glove", "fasttext"]
 FORMATS: tuple[str, ...] = ("word2vec-binary", "word2vec-text", "glove", "fasttext")
 
-_COMPRESSED = (".gz", ".bz2", ".xz", ".zip")
 _SUFFIXES = {".bin": "word2vec-binary", ".vec": "fasttext", ".txt": None}
 _CHUNK = 1 << 18
-_HASH_BLOCK = 8 << 20
-
-
-def _split_suffixes(path: Path) -> tuple[str, str | None]:
-    """(the vectors suffix, the compression suffix or None) of a file name."""
-    name = path.name.lower()
-    compression = next((c for c in _COMPRESSED if name.endswith(c)), None)
-    inner = Path(name[: -len(compression)] if compression else name).suffix
-    return inner, compression
+#: The longest text line read (bytes): a 300-dimensional GloVe line is ~3 KB, a 4,096-dimensional
+#: one ~50 KB; a longer "line" (a binary file read as text, an endless stream) is refused, so memory
+#: stays bounded.
+MAX_LINE = 16 << 20
+#: The largest vector dimension accepted from a header: a binary record is read whole, so this
+#: bounds the read buffer (4 MiB per record).
+_MAX_DIM = 1 << 20
+#: A kept vector that a narrower dtype changes by more than this share of its length is refused:
+#: twice the most that rounding within float16's normal range can do (2⁻¹¹), so only vectors whose
+#: values lie beyond the dtype's range (overflow) or below its normal range (subnormal, zero) are.
+LOSS_LIMIT = 0.001
+_BOM = b"\xef\xbb\xbf"
 
 
 def is_vectors_file(path: str | os.PathLike[str]) -> bool:
     """Whether ``path`` names an existing static vectors file (by its name: ``.bin``, ``.txt``,
     ``.vec``, optionally ``.gz``/``.bz2``/``.xz``/``.zip``)."""
     p = Path(os.fspath(path)).expanduser()
-    inner, compression = _split_suffixes(p)
-    return p.is_file() and (inner in _SUFFIXES or compression == ".zip")
-
-
-class _HashingReader(io.RawIOBase):
-    """A read-only stream that feeds every byte it passes on into a sha256."""
-
-    def __init__(self, raw: IO[bytes], digest: Any) -> None:
-        self._raw = raw
-        self._digest = digest
-        self.n_bytes = 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        data = self._raw.read(len(buffer))
-        n = len(data)
-        buffer[:n] = data
-        self._digest.update(data)
-        self.n_bytes += n
-        return n
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(_HASH_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _open_stream(path: Path, digest: Any) -> tuple[IO[bytes], list[Any]]:
-    """A decompressed byte stream of ``path`` whose raw bytes feed ``digest`` (not for .zip)."""
-    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the returned list
-    hashing = io.BufferedReader(_HashingReader(raw, digest), buffer_size=_CHUNK)
-    compression = _split_suffixes(path)[1]
-    if compression == ".zip":
-        archive = zipfile.ZipFile(raw)
-        members = [i for i in archive.infolist() if not i.is_dir()]
-        if len(members) != 1:
-            names = [i.filename for i in members]
-            archive.close()
-            raw.close()
-            raise ModelError(
-                f"{path} holds {len(members)} files ({names[:5]}); a zipped vectors file must hold "
-                "exactly one: unzip it and give the vectors file itself"
-            )
-        stream: IO[bytes] = archive.open(members[0])
-        return stream, [stream, archive, raw]
-    if compression == ".gz":
-        stream = gzip.GzipFile(fileobj=hashing, mode="rb")
-    elif compression == ".bz2":
-        stream = bz2.BZ2File(hashing, mode="rb")
-    elif compression == ".xz":
-        stream = lzma.LZMAFile(hashing, mode="rb")
-    else:
-        stream = hashing
-    return stream, [stream, hashing, raw]
+    inner, compression = split_suffixes(p)
+    if not (inner in _SUFFIXES or compression == ".zip"):
+        return False
+    # a FIFO or device with a vectors name is one too: read_vectors refuses it with the reason
+    try:
+        return not stat.S_ISDIR(os.stat(p).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def detect_format(path: str | os.PathLike[str]) -> VectorsFormat:
@@ -136,9 +105,10 @@ def detect_format(path: str | os.PathLike[str]) -> VectorsFormat:
         An unknown suffix (give ``format``), or an unreadable file.
     """
     p = Path(os.fspath(path)).expanduser()
-    inner, _ = _split_suffixes(p)
-    if inner not in _SUFFIXES and _split_suffixes(p)[1] == ".zip":
-        inner = Path(_zip_member(p)).suffix.lower()
+    check_file(p)
+    inner, _ = split_suffixes(p)
+    if inner not in _SUFFIXES and split_suffixes(p)[1] == ".zip":
+        inner = Path(zip_member(p)).suffix.lower()
     if inner not in _SUFFIXES:
         raise ModelError(
             f"cannot tell the format of {p.name} from its name; give --format, one of {list(FORMATS)}"
@@ -146,38 +116,33 @@ def detect_format(path: str | os.PathLike[str]) -> VectorsFormat:
     known = _SUFFIXES[inner]
     if known is not None:
         return known  # type: ignore[return-value]
-    stream, handles = _open_stream(p, hashlib.sha256())
-    try:
-        first = stream.readline(1 << 16)
-    except (OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError) as err:
-        raise ModelError(f"cannot read {p}: {err}") from None
-    finally:
-        for h in handles:
-            h.close()
-    return "word2vec-text" if _header(first) is not None else "glove"
-
-
-def _zip_member(path: Path) -> str:
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = [i.filename for i in archive.infolist() if not i.is_dir()]
-    except (OSError, zipfile.BadZipFile) as err:
-        raise ModelError(f"cannot read the zip file {path}: {err}") from None
-    if len(members) != 1:
-        raise ModelError(
-            f"{path} holds {len(members)} files ({members[:5]}); a zipped vectors file must hold "
-            "exactly one: unzip it and give the vectors file itself"
-        )
-    return members[0]
+    with contextlib.ExitStack() as stack:
+        stream, _ = open_stream(p, hashlib.sha256(), stack)
+        try:
+            first = stream.readline(1 << 16).removeprefix(_BOM)
+        except READ_ERRORS as err:
+            raise damaged(p, err) from None
+    header = _header(first)
+    return "word2vec-text" if header is not None and header[1] > 0 else "glove"
 
 
 def _header(line: bytes) -> tuple[int, int] | None:
-    """``(n_words, dim)`` of a word2vec header line, None when the line is not one."""
+    """``(n_words, dim)`` of a word2vec header line, None when the line is not one (two numbers
+    of at most 18 digits)."""
     parts = line.split()
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
+    if len(parts) != 2 or not all(p.isdigit() and len(p) <= 18 for p in parts):
         return None
-    n, dim = int(parts[0]), int(parts[1])
-    return (n, dim) if dim > 0 else None
+    return int(parts[0]), int(parts[1])
+
+
+def _check_dim(dim: int, path: Path) -> int:
+    """``dim`` when it lies in 1..``_MAX_DIM`` (a binary record is read whole: this bounds memory)."""
+    if not 0 < dim <= _MAX_DIM:
+        raise ModelError(
+            f"{path}: its header announces vectors of dimension {dim:,}; a dimension must lie in "
+            f"1..{_MAX_DIM:,}: is the header right, and is it really a word2vec file? (give --format)"
+        )
+    return dim
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -232,36 +197,34 @@ def read_vectors(
     Raises
     ------
     ModelError
-        A missing file, an unknown format, a malformed header or record, a truncated file.
+        A missing file or one that is not a regular file, an unknown format, a damaged or
+        truncated file, a malformed header or record, a kept vector with NaN or infinite values or
+        values float32 cannot hold (each with its word and line or record).
 
     Notes
     -----
-    Memory: the wanted vectors plus a read buffer (a few times 256 KiB), whatever the vocabulary
-    size.
+    Memory: the wanted vectors plus a read buffer (a few times 256 KiB, and at most one record or
+    :data:`MAX_LINE`), whatever the vocabulary size.
     """
-    p = Path(os.fspath(path)).expanduser()
-    if not p.is_file():
-        raise ModelError(f"vectors file {str(path)!r} does not exist; give the path of a vectors file")
+    given = os.fspath(path)
+    p = Path(given).expanduser()
+    check_file(p)
     fmt = parse_format(format) if format is not None else detect_format(p)
-    wanted = {w.encode("utf-8") for w in words}
+    wanted = {b for w in words if (b := _utf8(w)) is not None}
     digest = hashlib.sha256()
-    stream, handles = _open_stream(p, digest)
-    try:
-        if fmt == "word2vec-binary":
-            found, n_read, dim, dups = _read_binary(stream, wanted, p)
-        else:
-            found, n_read, dim, dups = _read_text(stream, wanted, p, header=fmt != "glove")
-        # hash what the decompressor left unread (a gzip trailer) and, for a zip, the whole file
-        for h in handles:
-            if isinstance(h, io.BufferedReader):
-                while h.read(_CHUNK):
-                    pass
-    except (OSError, EOFError, zipfile.BadZipFile, lzma.LZMAError, UnicodeDecodeError) as err:
-        raise ModelError(f"cannot read {fmt} vectors from {p}: {err}") from None
-    finally:
-        for h in handles:
-            h.close()
-    sha = _sha256_file(p) if _split_suffixes(p)[1] == ".zip" else digest.hexdigest()
+    with contextlib.ExitStack() as stack:
+        stream, raw = open_stream(p, digest, stack)
+        try:
+            if fmt == "word2vec-binary":
+                found, n_read, dim, dups = _read_binary(stream, wanted, p)
+            else:
+                found, n_read, dim, dups = _read_text(stream, wanted, p, header=fmt != "glove")
+            # hash what the decompressor left unread (a gzip trailer); a zip is hashed whole below
+            while raw is not None and raw.read(_CHUNK):
+                pass
+        except READ_ERRORS as err:
+            raise damaged(p, err) from None
+    sha = sha256_file(p) if split_suffixes(p)[1] == ".zip" else digest.hexdigest()
     return VectorsRead(
         vectors={w.decode("utf-8"): v for w, v in found.items()},
         vocab_size=n_read,
@@ -272,11 +235,83 @@ def read_vectors(
     )
 
 
+def _utf8(word: str) -> bytes | None:
+    """The UTF-8 bytes of a wanted word; None for a string UTF-8 cannot encode (a lone
+    surrogate): no file holds it, so it is reported as missing."""
+    try:
+        return word.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
 def parse_format(format: str) -> VectorsFormat:
     """``format`` checked against :data:`FORMATS` (ModelError listing them otherwise)."""
     if format not in FORMATS:
         raise ModelError(f"unknown vectors format {format!r}; choose one of {list(FORMATS)}")
     return format  # type: ignore[return-value]
+
+
+def rounding_loss(vector: np.ndarray, dtype: Any) -> float:
+    """The share of a vector's length that rounding it to ``dtype`` changes.
+
+    ``‖x − round(x)‖ / ‖x‖`` computed in float64 (scaled by ``max |x|`` first, so tiny and huge
+    vectors lose no precision here): about 2⁻¹¹ at most for float16 and 2⁻²⁴ for float32 when the
+    values lie in the dtype's normal range; more when they fall below it (subnormal or zero); 1
+    when the vector becomes all zeros; ``inf`` when a value overflows. 0 for a zero vector.
+
+    Examples
+    --------
+    >>> rounding_loss(np.array([1e-9, 1e-9]), np.float16)
+    1.0
+    >>> rounding_loss(np.array([70000.0]), np.float16)
+    inf
+    """
+    x = np.asarray(vector, dtype=np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        rounded = x.astype(dtype)
+    if not np.isfinite(rounded).all():
+        return math.inf
+    scale = float(np.max(np.abs(x))) if x.size else 0.0
+    if scale == 0.0:
+        return 0.0
+    change = (x - rounded.astype(np.float64)) / scale
+    return float(np.linalg.norm(change) / np.linalg.norm(x / scale))
+
+
+def _value_problem(values: np.ndarray) -> str | None:
+    """Why a vector as written in the file cannot be kept (None when it can): NaN, an infinite
+    value, or values float32 cannot hold (beyond ±3.4e38, or so small that rounding changes the
+    vector by more than :data:`LOSS_LIMIT` of its length)."""
+    if np.isnan(values).any():
+        return "holds NaN"
+    if np.isinf(values).any():
+        return "holds an infinite value"
+    loss = rounding_loss(values, np.float32)
+    if math.isinf(loss):
+        return (
+            f"holds {float(np.max(np.abs(values))):.3g}, beyond float32's range (±3.4e38), "
+            "in which emb reads vectors"
+        )
+    if loss > LOSS_LIMIT:
+        return (
+            f"holds values so small that float32 changes the vector by {min(loss, 1.0):.1%} of "
+            "its length"
+        )
+    return None
+
+
+def _refuse_values(path: Path, problems: list[str], where: str) -> None:
+    if problems:
+        raise ModelError(
+            f"{path}: {len(problems)} of the vectors the suites use cannot be stored: "
+            f"{'; '.join(problems[:10])}{' …' if len(problems) > 10 else ''}; correct these "
+            f"{where} in the file (emb stores finite float32 values only), or leave these words "
+            "out of the suites"
+        )
+
+
+def _show_word(word: bytes) -> str:
+    return repr(word.decode("utf-8", "replace"))
 
 
 def _read_binary(
@@ -288,9 +323,10 @@ def _read_binary(
             f"{path} does not start with a word2vec header '<n words> <dim>'; is it really "
             "word2vec binary? (give --format)"
         )
-    n_words, dim = header
+    n_words, dim = header[0], _check_dim(header[1], path)
     width = 4 * dim
     found: dict[bytes, tuple[int, np.ndarray]] = {}
+    problems: list[str] = []
     seen_wanted: set[bytes] = set()
     buffer = b""
     pos = 0
@@ -304,6 +340,11 @@ def _read_binary(
                     f"{path} ends after {row} of the {n_words} words its header announces; the "
                     "file is truncated"
                 )
+            if space < 0 and len(buffer) - pos > MAX_LINE:
+                raise ModelError(
+                    f"{path}: record {row + 1} has no space ending its word within "
+                    f"{MAX_LINE >> 20} MiB; is it really word2vec binary? (give --format)"
+                )
             chunk = stream.read(_CHUNK)
             eof = not chunk
             buffer = buffer[pos:] + chunk
@@ -316,6 +357,9 @@ def _read_binary(
             else:
                 seen_wanted.add(word)
                 vector = np.frombuffer(buffer, dtype="<f4", count=dim, offset=space + 1)
+                problem = _value_problem(vector)
+                if problem is not None:
+                    problems.append(f"{_show_word(word)} (record {row + 1}) {problem}")
                 found[word] = (row, vector.astype(np.float32))
         pos = space + 1 + width
         row += 1
@@ -324,18 +368,30 @@ def _read_binary(
         raise ModelError(
             f"{path} goes on after the {n_words} words its header announces; is the header right?"
         )
+    _refuse_values(path, problems, "records")
     # duplicates in a binary file cannot be counted without keeping every word: 0 is "not counted"
     return found, n_words, dim, 0
 
 
-def _lines(stream: IO[bytes]) -> Iterator[bytes]:
-    yield from stream
+def _lines(stream: IO[bytes], path: Path, first: int) -> Iterator[bytes]:
+    """The lines of ``stream``, each at most :data:`MAX_LINE` bytes (a longer one is refused:
+    memory stays bounded whatever the file holds), a UTF-8 byte order mark dropped from the
+    first; ``first`` is the number of the first line."""
+    number = first
+    while line := stream.readline(MAX_LINE + 1):
+        if len(line) > MAX_LINE:
+            raise ModelError(
+                f"{path}: line {number} is longer than {MAX_LINE >> 20} MiB; is it really a text "
+                "vectors file? (give --format)"
+            )
+        yield line.removeprefix(_BOM) if number == first else line
+        number += 1
 
 
 def _read_text(
     stream: IO[bytes], wanted: set[bytes], path: Path, *, header: bool
 ) -> tuple[dict[bytes, tuple[int, np.ndarray]], int, int, int]:
-    lines = _lines(stream)
+    lines = _lines(stream, path, 1)
     n_declared: int | None = None
     dim: int | None = None
     if header:
@@ -346,9 +402,10 @@ def _read_text(
                 f"{path} does not start with a header line '<n words> <dim>'; a GloVe file has "
                 "none: give --format glove"
             )
-        n_declared, dim = parsed
+        n_declared, dim = parsed[0], _check_dim(parsed[1], path)
     firsts = {w.split(b" ", 1)[0] for w in wanted}
     found: dict[bytes, tuple[int, np.ndarray]] = {}
+    problems: list[str] = []
     row = 0
     dups = 0
     line_no = 1 if header else 0
@@ -374,13 +431,19 @@ def _read_text(
                     dups += 1
                 else:
                     try:
-                        values = np.array([np.float32(x) for x in parts[1:]], dtype=np.float32)
+                        # float64 first (numpy parses float32 text through a double too: the
+                        # same bits), so that values float32 cannot hold are seen
+                        exact = np.array([float(x) for x in parts[1:]], dtype=np.float64)
                     except ValueError:
                         raise ModelError(
-                            f"{path}: line {line_no} (word {word.decode('utf-8', 'replace')!r}) "
-                            "holds a value that is not a number"
+                            f"{path}: line {line_no} (word {_show_word(word)}) holds a value "
+                            "that is not a number"
                         ) from None
-                    found[word] = (row, values)
+                    problem = _value_problem(exact)
+                    if problem is not None:
+                        problems.append(f"{_show_word(word)} (line {line_no}) {problem}")
+                    with np.errstate(over="ignore", under="ignore"):
+                        found[word] = (row, exact.astype(np.float32))
         row += 1
     if dim is None:
         raise ModelError(f"{path} holds no vectors")
@@ -389,4 +452,5 @@ def _read_text(
             f"{path} holds {row} vectors but its header announces {n_declared}; the file is "
             "truncated or the header is wrong"
         )
+    _refuse_values(path, problems, "lines")
     return found, row, dim, dups

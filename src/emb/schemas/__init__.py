@@ -155,16 +155,16 @@ def validate_document(
         if (path, reason) in seen:
             continue
         seen.add((path, reason))
-        lines.append(f"  {path}: {reason}")
+        lines.append(f"{path}: {' '.join(reason.split()).rstrip('. ')}")
     shown = lines[:_MAX_REPORTED]
-    more = f"\n  ... and {len(lines) - len(shown)} more" if len(lines) > len(shown) else ""
+    more = f"; … and {len(lines) - len(shown)} more" if len(lines) > len(shown) else ""
     where = f" {source}" if source else ""
+    # one line (the CLI prints a refusal as one line): the problems joined by "; "
     raise error(
         f"{_schema_file(schema_name).removesuffix('.schema.json')} document{where} does not match "
-        f"{_schema_file(schema_name)} ({len(lines)} problem{'s' if len(lines) != 1 else ''}):\n"
-        + "\n".join(shown)
+        f"{_schema_file(schema_name)} ({len(lines)} problem{'s' if len(lines) != 1 else ''}): "
+        + "; ".join(shown)
         + more
-        + "\nFix these elements; the schema is emb/schemas/"
-        + _schema_file(schema_name)
-        + "."
+        + f"; fix {'these elements' if len(lines) != 1 else 'this element'} (the schema is "
+        f"emb/schemas/{_schema_file(schema_name)})"
     )

@@ -18,6 +18,7 @@ __all__ = [
     "ATTR_COMPLETE",
     "ATTR_CREATED",
     "ATTR_EXTRACTION",
+    "ATTR_GENERATION",
     "ATTR_MODEL",
     "ATTR_SCHEMA_VERSION",
     "ATTR_SKELETON",
@@ -30,6 +31,7 @@ __all__ = [
     "PROGRESS_GROUP",
     "STORE_SCHEMA_VERSION",
     "READABLE_SCHEMA_VERSIONS",
+    "RESERVED_NAMES",
     "ATTR_MANIFEST",
     "LOCK_PREFIX",
     "Pooling",
@@ -40,9 +42,12 @@ __all__ = [
 #: 1: text coordinates as zarr ``string`` arrays (numpy StringDType under plain xarray), no
 #: manifest.  2: text as UTF-8 ``variable_length_bytes`` with ``_Encoding: utf-8`` (plain
 #: xarray decodes them to ``str`` objects), and a manifest written when a suite completes.
-STORE_SCHEMA_VERSION: Final = 2
+#: 3: every inner chunk of ``embedding`` ends with its CRC-32C (zarr's ``crc32c`` codec after
+#: Blosc), so each read of a chunk is verified, and each suite layout has a ``generation`` id
+#: (a reader that finds another one knows the suite was rewritten while it read).
+STORE_SCHEMA_VERSION: Final = 3
 #: Versions this emb reads (and can resume or add suites to).
-READABLE_SCHEMA_VERSIONS: Final[tuple[int, ...]] = (1, 2)
+READABLE_SCHEMA_VERSIONS: Final[tuple[int, ...]] = (1, 2, 3)
 
 Pooling = Literal["first", "last", "mean", "max"]
 POOLINGS: Final[tuple[str, ...]] = ("first", "last", "mean", "max")
@@ -77,11 +82,23 @@ ATTR_SUITE: Final = "suite"
 ATTR_CREATED: Final = "created"
 ATTR_COMPLETE: Final = "complete"
 ATTR_SKELETON: Final = "skeleton_written"
+#: A random id written with each layout of a suite group (store schema 3): a rewrite
+#: (``--overwrite``) gives the group another one.
+ATTR_GENERATION: Final = "generation"
 
 #: Sub-group of a suite group holding one done-marker per block (hidden from xarray); its
 #: attribute ATTR_MANIFEST lists what the complete suite holds (see emb.store.manifest).
 PROGRESS_GROUP: Final = "_progress"
 ATTR_MANIFEST: Final = "manifest"
+
+#: Names a suite label can never take: the store's own dimensions, coordinates, arrays and
+#: groups inside a suite group (a label becomes an array of that group), and ``model`` (the
+#: dimension analyses stack stores along).  ``suite.schema.json`` lists the same names (a test
+#: checks), so a suite file is refused when it is read, before anything is written.
+RESERVED_NAMES: Final[frozenset[str]] = frozenset(
+    {*DIMS, SUBTOKEN_DIM, *ITEM_COORDS, "subtoken_ids", "cut_start", "cut_end", EMBEDDING,
+     PROGRESS_GROUP, "model"}
+)
 
 #: Writer lock files at the root of a local store (``.emb-lock`` for the root, ``.emb-lock.<suite>``
 #: for a suite); their names can never be group names.

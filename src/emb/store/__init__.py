@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from emb.store._nodes import damage_reported
+from emb.store._verify import check_unchanged
 from emb.store._write_checks import open_for_writing
 from emb.store.store import (
     Store,
@@ -21,6 +22,7 @@ __all__ = [
     "SuiteWriter",
     "ValidationReport",
     "block_size_for",
+    "check_unchanged",
     "damage_reported",
     "describe",
     "open_for_writing",

@@ -11,6 +11,7 @@ from typing import Any
 import zarr.storage
 from zarr.core.sync import sync
 
+from emb._outputs import refuse_inside_store
 from emb.errors import RemoteStoreError, StoreError
 from emb.store._remote import RemoteStore, is_http, open_url_store
 
@@ -88,8 +89,8 @@ def check_writable(
     """Refuse, before anything is written, a local store path emb could not write into.
 
     A file (or a path under one), a ``.zip`` (read-only: write a directory and pack it with
-    ``emb zip``), or a directory this process may not write into (nor, for a new store, its
-    nearest existing parent).  A URL is opened for writing, which writes nothing but refuses
+    ``emb zip``), a path inside another zarr store, or a directory this process may not write
+    into (nor, for a new store, its nearest existing parent).  A URL is opened for writing, which writes nothing but refuses
     HTTP, a zip, an unreachable endpoint and a bucket that does not exist.
 
     Raises
@@ -111,6 +112,9 @@ def check_writable(
         raise StoreError(
             f"--store {path} is a file, not a store: give a new or existing store directory"
         )
+    # a store inside another one would be packed with it, deleted by its 'extract --overwrite'
+    refuse_inside_store(path, what="a store", error=StoreError, include_self=False,
+                        fix="give a --store path outside it")
     existing = path
     while not existing.exists():
         if existing.parent == existing:

@@ -29,6 +29,7 @@ __all__ = [
     "BadMetadata",
     "DamagedObject",
     "child_names",
+    "crc32",
     "damage_reported",
     "digest",
     "is_damage",
@@ -152,7 +153,20 @@ def digest(data: bytes) -> str:
     ~1.5 GB/s it costs a few percent of an extraction on a small CPU, where sha256 (~0.3 GB/s
     on the same machine) cost 5%.
     """
-    return f"{zlib.crc32(data):08x}"
+    return crc32(data)
+
+
+def crc32(data: Any) -> str:
+    """:func:`digest` of any buffer (bytes, memoryview, a uint8 array): ISA-L's CRC-32 when it
+    is installed (the same value, ~10x zlib's speed: 11 GB/s against 1.1 GB/s measured here),
+    else zlib's."""
+    return f"{_crc32(data):08x}"
+
+
+try:  # the 'corpus' extra installs ISA-L for gzip; its CRC-32 is zlib's, only faster
+    from isal.isal_zlib import crc32 as _crc32
+except ImportError:  # pragma: no cover - depends on the extras installed
+    _crc32 = zlib.crc32
 
 
 def digests(

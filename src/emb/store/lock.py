@@ -206,7 +206,9 @@ class WriterLock:
                 os.ftruncate(fd, 0)
                 os.lseek(fd, 0, os.SEEK_SET)
                 os.write(fd, json.dumps(asdict(me)).encode("utf-8"))
-            except OSError as err:
+            except OSError as err:  # a full disk: leave no empty lock file behind
+                with contextlib.suppress(OSError):
+                    path.unlink()  # while still locked, as release() does
                 os.close(fd)
                 raise StoreError(f"cannot write the writer lock {path}: {err.strerror or err}") from err
             return cls(path, fd, previous)

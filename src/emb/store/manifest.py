@@ -16,14 +16,14 @@ every byte and compares checksums (CRC-32, see :func:`emb.store._nodes.digest`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from emb.errors import StoreError
 from emb.schemas import datamodel as dm
 from emb.store._nodes import DamagedObject, digests, list_prefix, object_sizes
 
-__all__ = ["MANIFEST_VERSION", "build_manifest", "check_manifest", "covered"]
+__all__ = ["MANIFEST_VERSION", "build_manifest", "check_manifest", "covered", "describe_key"]
 
 MANIFEST_VERSION = 1
 
@@ -73,18 +73,49 @@ def build_manifest(
 
 
 def check_manifest(
-    zstore: Any, name: str, manifest: Mapping[str, Any], *, deep: bool
+    zstore: Any,
+    name: str,
+    manifest: Mapping[str, Any],
+    *,
+    deep: bool,
+    expected: Collection[str] = (),
+    layout: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Problems found comparing suite ``name`` with its manifest (empty: it holds what it did).
 
     ``deep`` reads every object and compares its checksum; otherwise only sizes are compared.
+    ``expected``: keys (relative to the suite) the manifest must list, such as every block's
+    shard; ``layout``: its ``n_items``, ``n_blocks`` and ``block_size`` as the suite's arrays
+    give them.  So an edited manifest (its objects emptied, a shard left out) cannot vouch for
+    a suite it does not describe.
     """
     objects = manifest.get("objects")
-    if manifest.get("version") != MANIFEST_VERSION or not isinstance(objects, Mapping):
-        return [
-            f"{name}: its manifest has version {manifest.get('version')!r}, this emb reads "
-            f"{MANIFEST_VERSION}; upgrade emb"
-        ]
+    version = manifest.get("version")
+    fix = (f"restore {name}/{dm.PROGRESS_GROUP}/zarr.json from a copy, or re-extract the suite "
+           f"with --name {name} --overwrite")
+    if isinstance(version, int) and not isinstance(version, bool) and version > MANIFEST_VERSION:
+        return [f"{name}: its manifest has version {version}, this emb reads {MANIFEST_VERSION}; "
+                "upgrade emb"]
+    bad = None
+    if version != MANIFEST_VERSION:
+        bad = f"its version is {str(version)[:40]!r}"
+    elif not isinstance(objects, Mapping):
+        bad = f"its 'objects' hold a {type(objects).__name__}, not an object"
+    else:
+        bad = next((f"its entry for {str(rel)[:80]!r} is not [size, crc32]"
+                    for rel, e in objects.items()
+                    if not (isinstance(e, list | tuple) and len(e) == 2 and isinstance(e[0], int)
+                            and not isinstance(e[0], bool) and isinstance(e[1], str))), None)
+    if bad is not None:
+        return [f"{name}: its manifest is damaged ({bad}); {fix}"]
+    for field, want in (layout or {}).items():
+        if manifest.get(field) != want:
+            return [f"{name}: its manifest says {field} = {manifest.get(field)!r}, the suite's "
+                    f"arrays {want}; {fix}"]
+    unlisted = sorted(set(expected) - set(objects))
+    if unlisted:
+        return [f"{name}: its manifest does not list {len(unlisted)} of the suite's objects "
+                f"(e.g. {', '.join(unlisted[:3])}), so it cannot vouch for them; {fix}"]
     block = int(manifest.get("block_size") or 0)
     n_items = int(manifest.get("n_items") or 0)
     keys = {f"{name}/{rel}": rel for rel in objects}
@@ -94,10 +125,10 @@ def check_manifest(
         want = int(objects[rel][0])
         got = sizes[key]
         if got is None:
-            problems.append(f"{name}: {_what(rel, block, n_items)} ({key}) is missing")
+            problems.append(f"{name}: {describe_key(rel, block, n_items)} ({key}) is missing")
         elif got != want:
             problems.append(
-                f"{name}: {_what(rel, block, n_items)} ({key}) has {got} bytes, the manifest {want} "
+                f"{name}: {describe_key(rel, block, n_items)} ({key}) has {got} bytes, the manifest {want} "
                 "(truncated or rewritten)"
             )
     if deep:
@@ -107,18 +138,18 @@ def check_manifest(
             if isinstance(entry, DamagedObject):
                 cause = entry.__cause__ or entry
                 problems.append(
-                    f"{name}: {_what(rel, block, n_items)} ({key}) cannot be read back: "
+                    f"{name}: {describe_key(rel, block, n_items)} ({key}) cannot be read back: "
                     f"{type(cause).__name__}: {cause}"
                 )
             elif entry is not None and entry[1] != objects[rel][1]:
                 problems.append(
-                    f"{name}: {_what(rel, block, n_items)} ({key}) has other bytes than when the suite "
+                    f"{name}: {describe_key(rel, block, n_items)} ({key}) has other bytes than when the suite "
                     f"was completed (crc32 {entry[1]}, manifest {objects[rel][1]})"
                 )
     return problems
 
 
-def _what(rel: str, block: int, n_items: int) -> str:
+def describe_key(rel: str, block: int, n_items: int) -> str:
     """A manifest key in words: 'the shard of block 3 (items 1536-2047)', 'the metadata of word'."""
     parts = rel.split("/")
     if parts[-1] == "zarr.json":

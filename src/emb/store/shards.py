@@ -59,6 +59,7 @@ __all__ = [
     "ShardRecord",
     "check_no_shard_writers",
     "create_once",
+    "describe_shards",
     "layout_claim",
     "read_markers",
     "read_record",
@@ -302,6 +303,27 @@ def shard_progress(record: ShardRecord, markers: np.ndarray) -> list[ShardProgre
             )
         )
     return out
+
+
+#: Most unfinished shards named one by one in ``emb info`` and ``emb validate``.
+SHOWN_SHARDS = 8
+
+
+def describe_shards(
+    progress: Sequence[ShardProgress], *, limit: int = SHOWN_SHARDS, done: bool = True
+) -> list[str]:
+    """The shards in words, one line each (``done``: finished shards too), and past ``limit``
+    shards only the first ``limit`` unfinished ones, then one summary line: a suite cut into
+    thousands of shards is a few lines, whatever N is."""
+    pending = [s for s in progress if not s.complete]
+    if len(progress) <= limit:
+        return [s.describe() for s in progress if done or not s.complete]
+    lines = [s.describe() for s in pending[:limit]]
+    if len(pending) > limit:
+        empty = sum(1 for s in pending[limit:] if s.blocks_done == 0)
+        lines.append(f"… and {len(pending) - limit} more unfinished shards ({empty} of them not "
+                     f"started); {len(progress) - len(pending)} of {len(progress)} shards done")
+    return lines
 
 
 # -- locks and the layout guard ------------------------------------------------------------------------

@@ -6,6 +6,8 @@ plain xarray reads (``xr.open_zarr(path, group="vast")``).  See :mod:`emb.schema
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import math
 import os
 import zipfile
@@ -20,16 +22,33 @@ import xarray as xr
 import zarr
 import zarr.errors
 
-from emb.errors import CorruptStoreError, IncompleteStoreError, RemoteStoreError, StoreError
+from emb._outputs import (
+    check_space,
+    claim,
+    disk_full_message,
+    is_disk_full,
+    refuse_inside_store,
+    zarr_store_around,
+)
+from emb.errors import (
+    CorruptStoreError,
+    EmbError,
+    IncompleteStoreError,
+    RemoteStoreError,
+    StoreError,
+)
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
 from emb.store._nodes import BadMetadata, child_names, damage_reported, read_json, text_values
+from emb.store._verify import READS_KEY, checked_variable, suite_reads, verified_store
 from emb.store.names import is_group_name
-from emb.store.shards import ShardProgress
+from emb.store.shards import ShardProgress, describe_shards
 from emb.store.validate import (
     Status,
     ValidationReport,
     describe_problems,
+    is_group_doc,
+    looks_like_suite,
     read_done,
     root_attribute_problem,
     store_error,
@@ -158,6 +177,7 @@ class Store:
         allow_incomplete: bool = False,
         chunks: Literal["layer", "shard", "inner"] = "layer",
         chunk_by: Sequence[str] = (),
+        verify: bool = True,
     ) -> xr.Dataset:
         """The suite ``name`` as a lazy Dataset.
 
@@ -178,7 +198,13 @@ class Store:
         ``MAX_ITEM_CHUNKS`` chunks keep the default chunks.
 
         A complete suite is first checked against its manifest (object sizes: a missing or
-        truncated shard would otherwise read as NaN).
+        truncated shard would otherwise read as NaN), and every read is verified
+        (:mod:`emb.store._verify`): an inner chunk of a store-schema-3 suite by its CRC-32C, any
+        other object its manifest lists by its CRC-32 when first read (for a suite written
+        before schema 3 that includes its shards, read whole once; ``verify=False`` skips these
+        manifest checks, never zarr's own). After computing from the Dataset, call
+        :func:`emb.store.check_unchanged` (``emb analyze`` does) to refuse results read while
+        the suite was rewritten.
 
         Raises
         ------
@@ -187,7 +213,8 @@ class Store:
         IncompleteStoreError
             The suite was not finished (unless ``allow_incomplete``).
         CorruptStoreError
-            The suite is damaged (a missing shard, garbled metadata).
+            The suite is damaged (a missing shard, garbled metadata); also raised when computing
+            from the Dataset reads bytes that fail their checksum, naming the object.
         """
         if chunks not in ("layer", "shard", "inner"):
             raise StoreError(f"chunks must be 'layer', 'shard' or 'inner'; got {chunks!r}")
@@ -196,27 +223,33 @@ class Store:
         ):
             raise StoreError(f"chunk_by must be a sequence of label names; got {chunk_by!r}")
         name = str(name) if isinstance(name, str) else name
-        group = self._group(name)
+        self._group(name)
+        # the suite's identity first: a rewrite after this moment is found by check_unchanged
+        reads = suite_reads(self.zstore, self.location, name)
         status, problems, _ = suite_status(self.zstore, name)
         if status == "corrupt":
             raise store_error(self.location, name, problems)
         if status == "incomplete" and not allow_incomplete:
-            done, total = _progress(group)
+            done, total = _progress(self._group(name))
             raise IncompleteStoreError(
                 f"suite {name!r} in {self.location} is incomplete ({done} of {total} blocks written); "
                 "re-run the same 'emb extract' command to finish it"
             )
-        block = int(group.attrs.get(dm.ATTR_EXTRACTION, {}).get("block_size", 1024))
-        try:
-            ds = xr.open_zarr(
-                self.zstore, group=name, consolidated=False, zarr_format=3, chunks=None
-            )
-        except RemoteStoreError:  # the server, not the metadata
+        zstore = verified_store(reads, verify=verify)
+        try:  # every later read goes through the verifying store
+            group = zarr.open_group(zstore, path=name, mode="r", zarr_format=3,
+                                    use_consolidated=False)
+            block = int(group.attrs.get(dm.ATTR_EXTRACTION, {}).get("block_size", 1024))
+            ds = xr.open_zarr(zstore, group=name, consolidated=False, zarr_format=3, chunks=None)
+            array = zarr.open_array(zstore, path=f"{name}/{dm.EMBEDDING}", mode="r",
+                                    zarr_format=3)
+        except EmbError:
             raise
         except Exception as err:  # noqa: BLE001 - damaged metadata: a clear error, no traceback
             raise store_error(self.location, name, [f"{type(err).__name__}: {err}"]) from err
         with damage_reported([self.location]):  # a coordinate chunk that does not decode
             ds = ds.assign_coords(_coordinates(group, ds))
+        ds[dm.EMBEDDING] = checked_variable(ds[dm.EMBEDDING].variable, array, reads, block=block)
         # whole shards per dask chunk, at most MAX_ITEM_CHUNKS of them: a paper-scale CEAT group
         # (4 million items, 128 per shard) would otherwise make 406,250 dask chunks per read
         shards = max(1, -(-ds.sizes["item"] // (block * MAX_ITEM_CHUNKS)))
@@ -233,6 +266,7 @@ class Store:
         # wrap and hash every coordinate, ~1.5 µs per item)
         ds[dm.EMBEDDING] = ds[dm.EMBEDDING].variable.chunk(spec)
         ds.encoding["source"] = self.location
+        ds.encoding[READS_KEY] = reads  # for check_unchanged
         return ds
 
     def damaged(self, name: str) -> CorruptStoreError | None:
@@ -280,11 +314,18 @@ class Store:
     def to_zip(self, path: str | os.PathLike[str]) -> Path:
         """Pack the store into one zip file (stored, not re-compressed) for sharing.
 
+        The zip is written under a unique temporary name beside the target (claimed: a second
+        ``emb zip`` to the same target is refused while this one runs; the next one to claim it
+        removes what a killed one left) and linked into place only when it is complete, where
+        no file may have appeared meanwhile: ``path`` never holds a partial zip, and a file
+        there is never replaced.
+
         Raises
         ------
         StoreError
-            The target exists, lies in a missing directory or inside the store itself, or the
-            store is not a local directory.
+            The target exists, lies in a missing directory or inside a zarr store (this one or
+            another), another ``emb zip`` is writing it, the disk has no room for it (with the
+            space needed), or the store is not a local directory.
         IncompleteStoreError, CorruptStoreError
             The store is not complete and intact (see :meth:`validate`).
         """
@@ -292,39 +333,81 @@ class Store:
         source = Path(self.location).expanduser()
         if is_url(self.location) or not source.is_dir():
             raise StoreError(f"only local directory stores can be packed; {self.location} is not one")
-        if target.exists():
-            raise StoreError(f"{target} exists; remove it or choose another name")
         if not target.parent.is_dir():
             raise StoreError(
                 f"cannot write {target}: its directory {target.parent} does not exist; create it "
                 "first or choose another path"
             )
-        if target.resolve().is_relative_to(source.resolve()):
-            raise StoreError(
-                f"cannot write {target} inside the store {source} it packs; choose a path outside it"
-            )
+        if os.path.lexists(target):
+            if zarr_store_around(target) is None:  # a zip killed after it was linked into place
+                with contextlib.suppress(StoreError), claim(target, what="TARGET",
+                                                             error=StoreError) as held:
+                    held.remove_leftovers()
+            raise StoreError(f"{target} exists; remove it or choose another name")
+        refuse_inside_store(target, what="the zip", error=StoreError,
+                            fix="choose a path outside the store")
         if not os.access(target.parent, os.W_OK | os.X_OK):
             raise StoreError(f"cannot write {target}: {target.parent} is read-only for this user")
-        report = self.validate()
-        if report.status != "complete":
-            error = CorruptStoreError if report.status == "corrupt" else IncompleteStoreError
-            raise error(
-                f"{self.location} is {report.status} ({describe_problems(report.problems)}); "
-                "finish or repair it ('emb validate') before packing"
-            )
-        tmp = target.with_name(target.name + ".partial")
-        try:
-            with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-                for file in sorted(p for p in source.rglob("*") if p.is_file()):
-                    rel = file.relative_to(source).as_posix()
-                    if rel.startswith(dm.LOCK_PREFIX) or rel.endswith(".partial"):
-                        continue  # a writer's lock, a temporary file of an interrupted write
-                    zf.write(file, rel)
-            tmp.replace(target)
-        except OSError as err:
-            tmp.unlink(missing_ok=True)
-            raise StoreError(f"cannot write {target}: {err.strerror or err}") from err
+        fix = "choose another path (nothing was written)"
+        members = []
+        for file in sorted(p for p in source.rglob("*") if p.is_file()):
+            rel = file.relative_to(source).as_posix()
+            if rel.startswith(dm.LOCK_PREFIX) or rel.endswith(".partial"):
+                continue  # a writer's lock, a temporary file of an interrupted write
+            members.append((file, rel))
+        # each member: its bytes, a local header and a central directory entry (both with
+        # the name and a zip64 extra field); then the end records
+        needed = sum(f.stat().st_size + 2 * len(r.encode()) + 140 for f, r in members) + 1024
+        check_space(target.parent, needed, what="the zip", error=StoreError, fix=fix)
+        with claim(target, what="TARGET", error=StoreError) as held:
+            held.remove_leftovers()  # a killed zip's temporary
+            if os.path.lexists(target):
+                raise StoreError(f"{target} exists; remove it or choose another name")
+            report = self.validate()
+            if report.status != "complete":
+                error = CorruptStoreError if report.status == "corrupt" else IncompleteStoreError
+                raise error(
+                    f"{self.location} is {report.status} ({describe_problems(report.problems)}); "
+                    "finish or repair it ('emb validate') before packing"
+                )
+            tmp = held.temporary()
+            try:
+                with tmp.open("wb") as raw, zipfile.ZipFile(
+                        raw, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+                    for file, rel in members:
+                        zf.write(file, rel)
+                _link_new(tmp, target)
+            except OSError as err:
+                if is_disk_full(err):
+                    tmp.unlink(missing_ok=True)
+                    raise StoreError(disk_full_message(target.parent, needed, what="the zip",
+                                                       fix=fix)) from None
+                raise StoreError(f"cannot write {target}: {err.strerror or err}") from None
+            finally:
+                tmp.unlink(missing_ok=True)
         return target
+
+
+def _link_new(tmp: Path, target: Path) -> None:
+    """Give the complete file ``tmp`` the name ``target``, which must still be free: a hard link
+    fails if anything took the name meanwhile (where a file system has no hard links, the name
+    is checked, then the file renamed)."""
+    try:
+        os.link(tmp, target)
+        return
+    except FileExistsError:
+        raise StoreError(
+            f"{target} appeared while the zip was written (another program made it); it was "
+            "left as it is: remove it or choose another name"
+        ) from None
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV,
+                             errno.EMLINK, errno.ENOSYS):
+            raise
+    if os.path.lexists(target):
+        raise StoreError(f"{target} appeared while the zip was written; remove it or choose "
+                         "another name")
+    os.replace(tmp, target)
 
 
 def open_store(
@@ -374,6 +457,13 @@ def open_store(
         raise IncompleteStoreError(
             f"{text} holds no store (no zarr.json there): {where}; run 'emb extract ... --store {text}'"
         )
+    if not is_group_doc(meta) and any(
+        looks_like_suite(zstore, n) for n in child_names(zstore, "") if is_group_name(n)
+    ):
+        raise CorruptStoreError(
+            f"{text}: the store's root metadata (zarr.json) is not a zarr v3 group's, while suite "
+            f"data is there; 'emb validate {text}' reports the whole store"
+        )
     try:
         root = zarr.open_group(zstore, mode="r", zarr_format=3, use_consolidated=False)
     except (FileNotFoundError, zarr.errors.GroupNotFoundError, KeyError, ValueError, TypeError) as err:
@@ -402,7 +492,8 @@ def suite_names(zstore: Any) -> list[str]:
             meta = read_json(zstore, f"{name}/zarr.json")
         except BadMetadata:
             continue
-        if meta and meta.get("node_type") == "group" and dm.ATTR_SUITE in (meta.get("attributes") or {}):
+        attrs = (meta or {}).get("attributes")
+        if meta and meta.get("node_type") == "group" and isinstance(attrs, dict) and dm.ATTR_SUITE in attrs:
             names.append(name)
     return names
 
@@ -539,12 +630,14 @@ def describe(info: StoreInfo) -> str:
             f"({','.join(s.poolings)}) × {s.n_features} ({s.storage_dtype}); settings "
             f"{','.join(s.settings)}; {state}{per_item}"
         )
-        for shard in s.shards:
-            lines.append(f"          {shard.describe()}")
+        for line in describe_shards(s.shards):
+            lines.append(f"          {line}")
     if not info.suites and info.status != "corrupt":
         lines.append("suite     none yet")
-    for problem in info.problems if info.status == "corrupt" else ():
-        lines.append(f"problem   {problem}")
+    names = tuple(f"{s.name}:" for s in info.suites)
+    for problem in info.problems:  # an unfinished suite is its own line above
+        if info.status == "corrupt" or not problem.startswith(names):
+            lines.append(f"problem   {problem}")
     status = info.status
     if status == "corrupt":
         status += f" (run 'emb validate {info.location}')"

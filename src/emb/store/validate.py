@@ -17,6 +17,7 @@ manifest existed (store schema 1) are checked the old way, and the report says s
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -29,14 +30,24 @@ from emb.store._location import is_url, local_path, open_zarr_store
 from emb.store._nodes import BadMetadata, child_names, object_sizes, read_json
 from emb.store.manifest import check_manifest
 from emb.store.names import is_group_name
-from emb.store.shards import ShardProgress, read_markers, read_record, shard_progress
+from emb.store.shards import (
+    ShardProgress,
+    describe_shards,
+    read_markers,
+    read_record,
+    shard_progress,
+)
 
 __all__ = [
     "Status",
     "ValidationReport",
+    "consolidated_problems",
+    "is_group_doc",
+    "looks_like_suite",
     "read_done",
     "root_attribute_problem",
     "shard_key",
+    "stale_consolidated",
     "suite_shards",
     "suite_status",
     "validate_store",
@@ -121,7 +132,7 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
             problems=(f"the store's root metadata is damaged: {err}; restore it from a copy, or "
                       "re-extract into a new store",),
         )
-    suite_like = [n for n in names if _looks_like_suite(zstore, n)]
+    suite_like = [n for n in names if looks_like_suite(zstore, n)]
     if root is None:
         if suite_like:
             return ValidationReport(
@@ -146,7 +157,15 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
             problems=("nothing extracted yet: run 'emb extract' into this store",),
         )
     attrs = root.get("attributes") or {}
-    if root.get("zarr_format") != 3 or root.get("node_type") != "group":
+    if not is_group_doc(root):
+        if suite_like:
+            return ValidationReport(
+                status="corrupt",
+                problems=(f"the store's root metadata (zarr.json) is not a zarr v3 group's (it "
+                          f"holds {_described(root)}), while suite data is still there "
+                          f"({', '.join(suite_like)}); restore it from a copy, or re-extract "
+                          "into a new store",),
+            )
         return ValidationReport(
             status="corrupt",
             problems=(f"{location} is not an emb store: its root is not a zarr v3 group",),
@@ -196,6 +215,18 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
             else:
                 notes.append(f"{name}: not part of the store (no zarr metadata); ignored")
             continue
+        if not is_group_doc(meta) and meta.get("node_type") != "array":
+            if name in suite_like:
+                statuses[name] = "corrupt"
+                problems.append(
+                    f"{name}: the suite's metadata ({name}/zarr.json) is not a zarr v3 group's (it "
+                    f"holds {_described(meta)}), though the suite's data is there; restore it "
+                    f"from a copy, or re-extract it with --name {name} --overwrite"
+                )
+            else:
+                notes.append(f"{name}: not part of the store (its zarr.json is not zarr "
+                             "metadata); ignored")
+            continue
         group_attrs = meta.get("attributes") or {}
         if not isinstance(group_attrs, dict):
             statuses[name] = "corrupt"
@@ -222,9 +253,19 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
             problems=(*problems, "no suite written yet: run 'emb extract' into this store"),
             notes=tuple(notes),
         )
+    complete = [n for n, st in statuses.items() if st == "complete"]
+    stale = consolidated_problems(zstore, root, complete=complete, names=names)
+    if stale:
+        problems.append(
+            f"the consolidated metadata in the root zarr.json (a copy of every node's metadata "
+            f"that plain xarray's open_zarr reads; emb reads each node's own) disagrees with "
+            f"the store: {describe_problems(stale, limit=4)}; the suites' data is not affected; "
+            "re-run the 'emb extract' command of any complete suite of the store (on a complete "
+            "suite it only refreshes that copy)"
+        )
     if "corrupt" in statuses.values() or found is not None:
         status: Status = "corrupt"
-    elif "incomplete" in statuses.values():
+    elif "incomplete" in statuses.values() or stale:
         status = "incomplete"
     else:
         status = "complete"
@@ -234,11 +275,82 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
     )
 
 
+def consolidated_problems(
+    zstore: Any, root: dict[str, Any], *, complete: Sequence[str], names: Sequence[str]
+) -> list[str]:
+    """Where the root's consolidated metadata (``root``: the parsed root ``zarr.json``) disagrees
+    with the nodes of the ``complete`` suites, or lists a suite group that is gone (``names``:
+    the groups there); empty when it agrees, or when there is none (plain xarray then reads
+    each node itself).  Suites being written are not compared: their metadata changes until
+    they complete, and the writer refreshes the copy when they do."""
+    copy = root.get("consolidated_metadata")
+    if copy is None:
+        return []
+    metadata = copy.get("metadata") if isinstance(copy, dict) else None
+    if not isinstance(metadata, dict):
+        return [f"it is not zarr consolidated metadata (it holds {_described(copy)})"]
+    found: list[str] = []
+    listed = {str(k): v for k, v in metadata.items()}
+    for key in sorted(listed):
+        top = key.split("/", 1)[0]
+        if top not in names:
+            found.append(f"it lists {key}, which is not in the store")
+    for name in complete:
+        own = [k for k in listed if k == name or k.startswith(f"{name}/")]
+        if name not in listed:
+            found.append(f"suite {name!r} is not in it")
+            continue
+        for key in sorted(own):
+            try:
+                actual = read_json(zstore, f"{key}/zarr.json")
+            except BadMetadata:
+                actual = None
+            if actual is None:
+                found.append(f"it lists {key}, which is not in the store")
+            elif _node_doc(actual) != _node_doc(listed[key]):
+                found.append(f"its copy of {key}/zarr.json differs from the file")
+    return found
+
+
+def stale_consolidated(zstore: Any) -> list[str]:
+    """:func:`consolidated_problems` of a store, comparing the suites whose metadata says they
+    are complete (what a writer checks before it refreshes the copy)."""
+    try:
+        root = read_json(zstore, "zarr.json")
+    except BadMetadata:
+        return []
+    if root is None:
+        return []
+    names = [n for n in child_names(zstore, "") if is_group_name(n)]
+    complete = []
+    for name in names:
+        try:
+            meta = read_json(zstore, f"{name}/zarr.json")
+        except BadMetadata:
+            continue
+        attrs = (meta or {}).get("attributes")
+        if isinstance(attrs, dict) and attrs.get(dm.ATTR_COMPLETE) is True:
+            complete.append(name)
+    return consolidated_problems(zstore, root, complete=complete, names=names)
+
+
+def _node_doc(doc: Any) -> Any:
+    """A node's metadata as consolidated metadata holds it (a group's own copy set aside)."""
+    if not isinstance(doc, dict):
+        return doc
+    return {k: v for k, v in doc.items() if k != "consolidated_metadata"}
+
+
+def is_group_doc(meta: Any) -> bool:
+    """Whether a parsed ``zarr.json`` is zarr v3 group metadata."""
+    return isinstance(meta, dict) and meta.get("zarr_format") == 3 and meta.get("node_type") == "group"
+
+
 #: attributes emb writes on every suite group besides ``suite``
 _EMB_GROUP_ATTRS = {dm.ATTR_EXTRACTION, dm.ATTR_SKELETON, dm.ATTR_COMPLETE}
 
 
-def _looks_like_suite(zstore: Any, name: str) -> bool:
+def looks_like_suite(zstore: Any, name: str) -> bool:
     """Whether ``name`` holds an emb suite's pieces (even with its own metadata gone)."""
     try:
         meta = read_json(zstore, f"{name}/zarr.json")
@@ -350,6 +462,11 @@ def _open_arrays(
         if meta is None:
             problems.append(f"{name}: the array '{key}' is missing ({name}/{key}/zarr.json)")
             return None
+        if meta.get("zarr_format") != 3 or meta.get("node_type") != "array":
+            problems.append(f"{name}: the metadata of '{key}' ({name}/{key}/zarr.json) is not a "
+                            f"zarr v3 array's (it holds {_described(meta)}); restore it from a "
+                            f"copy, or re-extract the suite with --name {name} --overwrite")
+            return None
         try:
             arrays[key] = zarr.open_array(zstore, path=f"{name}/{key}", mode="r", zarr_format=3)
         except RemoteStoreError:  # the server, not the metadata
@@ -396,10 +513,20 @@ def _validate_suite(
     if complete and done != total:
         problems.append(f"{name}: marked complete but only {done} of {total} blocks are written")
         return "corrupt"
-    manifest = _manifest(zstore, name)
     block = int((attrs.get(dm.ATTR_EXTRACTION) or {}).get("block_size", emb_arr.chunks[0]))
-    if complete and manifest is not None:
-        found = check_manifest(zstore, name, manifest, deep=deep)
+    try:
+        manifest = _manifest(zstore, name, complete=complete, version=version)
+    except BadMetadata as err:
+        problems.append(f"{name}: {err}; restore {name}/{dm.PROGRESS_GROUP}/zarr.json from a "
+                        f"copy, or re-extract the suite with --name {name} --overwrite")
+        return "corrupt"
+    # a manifest also vouches for a suite whose 'complete' flag was not written (or was reset)
+    if manifest is not None and (complete or done == total):
+        n_blocks = -(-int(n_items) // block)  # as the writer cuts them (none for no items)
+        expected = [f"{key}/zarr.json" for key in arrays if not key.startswith(dm.PROGRESS_GROUP)]
+        expected += [shard_key(name, emb_arr, b).removeprefix(f"{name}/") for b in range(n_blocks)]
+        layout = {"n_items": int(n_items), "n_blocks": n_blocks, "block_size": block}
+        found = check_manifest(zstore, name, manifest, deep=deep, expected=expected, layout=layout)
         if found:
             problems.extend(found)
             return "corrupt"
@@ -429,7 +556,7 @@ def _validate_suite(
     if not complete:
         shards = suite_shards(zstore, name, arrays[f"{dm.PROGRESS_GROUP}/done"])
         per_shard = (
-            "; " + ", ".join(s.describe() for s in shards if not s.complete)
+            "; " + ", ".join(describe_shards(shards, done=False))
             + "; re-run the unfinished shards ('emb extract … --shard I/N')"
             if shards else "; re-run the same 'emb extract'"
         )
@@ -453,13 +580,32 @@ def suite_shards(zstore: Any, name: str, done: Any = None) -> tuple[ShardProgres
     return tuple(shard_progress(record, read_markers(done)))
 
 
-def _manifest(zstore: Any, name: str) -> dict[str, Any] | None:
-    try:
-        meta = read_json(zstore, f"{name}/{dm.PROGRESS_GROUP}/zarr.json")
-    except BadMetadata:
-        return None
-    manifest = ((meta or {}).get("attributes") or {}).get(dm.ATTR_MANIFEST)
-    return manifest if isinstance(manifest, dict) else None
+def _manifest(zstore: Any, name: str, *, complete: bool, version: Any) -> dict[str, Any] | None:
+    """The suite's manifest; None where it has none (an unfinished suite, store schema 1).
+
+    Raises
+    ------
+    BadMetadata
+        The ``_progress`` group's metadata is damaged, is not a group's, or holds no manifest
+        (or a garbled one) though the suite is marked complete and was written with one.
+    """
+    key = f"{name}/{dm.PROGRESS_GROUP}/zarr.json"
+    meta = read_json(zstore, key)
+    if meta is not None and not is_group_doc(meta):
+        raise BadMetadata(f"its bookkeeping group's metadata ({key}) is not a zarr v3 group's "
+                          f"(it holds {_described(meta)})")
+    attrs = (meta or {}).get("attributes") or {}
+    if not isinstance(attrs, dict):
+        raise BadMetadata(f"its bookkeeping group's attributes ({key}) hold {_described(attrs)}, "
+                          "not an object")
+    manifest = attrs.get(dm.ATTR_MANIFEST)
+    if manifest is not None and not isinstance(manifest, dict):
+        raise BadMetadata(f"its manifest ({key}) holds {_described(manifest)}, not an object")
+    if manifest is None and complete and version != 1:
+        where = "is missing" if meta is None else "has no 'manifest' attribute"
+        raise BadMetadata(f"it is marked complete, but {key} {where}: the manifest that lists "
+                          "what the suite holds is gone, so the suite cannot be checked")
+    return manifest
 
 
 def missing_shards(

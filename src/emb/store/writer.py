@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
@@ -42,7 +43,7 @@ from zarr.core.sync import sync as zarr_sync
 
 from emb.errors import CorruptStoreError, StoreError, StoreMismatchError
 from emb.schemas import datamodel as dm
-from emb.store._layout import block_size_for, compressor, coord_layout, read_rows
+from emb.store._layout import block_size_for, chunk_codecs, coord_layout, read_rows
 from emb.store._location import is_url, local_path
 from emb.store._nodes import BadMetadata, digest, list_prefix, read_bytes, read_json
 from emb.store._write_checks import ROOT_LOCK_WAIT_S, check_same
@@ -51,7 +52,13 @@ from emb.store.manifest import build_manifest, covered
 from emb.store.names import check_group_name
 from emb.store.shards import LAYOUT_WAIT_S, shard_layout_guard
 from emb.store.shards import writer_lock as _take_lock
-from emb.store.validate import describe_problems, read_done, shard_key, suite_status
+from emb.store.validate import (
+    describe_problems,
+    read_done,
+    shard_key,
+    stale_consolidated,
+    suite_status,
+)
 
 __all__ = [
     "SuiteWriter",
@@ -411,7 +418,7 @@ class SuiteWriter:
                 "dtype": storage_dtype,
                 "chunks": (block, 1, n_poolings, n_features),
                 "shards": (block, n_layers, n_poolings, n_features),
-                "compressors": compressor(),
+                "compressors": chunk_codecs(),
                 "fill_value": np.nan,
                 "dimension_names": dm.DIMS,
                 "attributes": {
@@ -434,6 +441,7 @@ class SuiteWriter:
         attributes = {
             "coordinates": coordinate_names,
             dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION,
+            dm.ATTR_GENERATION: uuid.uuid4().hex,  # this layout's id: readers notice a rewrite
             dm.ATTR_MODEL: dict(root.attrs[dm.ATTR_MODEL]),
             dm.ATTR_SUITE: dict(suite_attrs),
             dm.ATTR_EXTRACTION: dict(extraction),
@@ -519,8 +527,37 @@ class SuiteWriter:
             )
             progress.attrs[dm.ATTR_MANIFEST] = manifest
             self.group.attrs[dm.ATTR_COMPLETE] = True
-            consolidate(self.root, self.location)
+        self._consolidate_complete()
         self.close()
+
+    def refresh_consolidated(self) -> bool:
+        """Refresh the root's consolidated metadata of a complete suite where it disagrees with
+        the store (the last step of a run failed, or the copy was edited); True when it did.
+        Nothing is written when it agrees.
+
+        Raises
+        ------
+        StoreError
+            It disagrees and cannot be rewritten (a full or read-only disk).
+        """
+        if not stale_consolidated(self.root.store):
+            return False
+        self._consolidate_complete()
+        return True
+
+    def _consolidate_complete(self) -> None:
+        """:func:`consolidate` once the suite is complete: a failure says what is true."""
+        try:
+            consolidate(self.root, self.location)
+        except OSError as err:
+            raise StoreError(
+                f"suite {self.name!r} in {self.location} is complete (its vectors and manifest "
+                f"are written; emb reads it as it is), but the consolidated metadata that plain "
+                f"xarray's open_zarr reads first could not be refreshed: {err.strerror or err}; "
+                "free some space (or make the store writable) and re-run the same command, which "
+                "then only refreshes it (until then, plain xarray reads the suite with "
+                "open_zarr(..., consolidated=False))"
+            ) from err
 
     def close(self) -> None:
         """Release the suite's lock (idempotent); an unfinished suite stays resumable."""

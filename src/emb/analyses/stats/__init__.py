@@ -23,6 +23,7 @@ from emb.analyses.stats.association import (
 )
 from emb.analyses.stats.bootstrap import bootstrap_counts, weat_bootstrap
 from emb.analyses.stats.correlation import (
+    EXACT_MAX_N,
     P_FLOOR,
     Correlation,
     CorrelationMethod,
@@ -52,10 +53,12 @@ from emb.analyses.stats.permutation import (
     PermutationMethod,
     PermutationResult,
     permutation_test,
+    planned_splits,
 )
 from emb.analyses.stats.twosample import TTest, TTestKind, cohens_d, t_test
 
 __all__ = [
+    "EXACT_MAX_N",
     "P_FLOOR",
     "Alternative",
     "Correlation",
@@ -87,6 +90,7 @@ __all__ = [
     "normalize",
     "pearson",
     "permutation_test",
+    "planned_splits",
     "sc_weat_effect_size",
     "t_test",
     "single_threaded_blas",

@@ -49,8 +49,10 @@ def single_threaded_blas() -> Iterator[None]:
     with _blas_lock:
         if _blas_users == 0:
             _blas_saved = [(lib, lib.get_num_threads()) for lib in _blas_controllers()]
-            for lib, _ in _blas_saved:
-                lib.set_num_threads(1)
+        # every entry, not only the first: code outside (threadpoolctl's own limits, a library
+        # that sets its threads) may have changed the count since the first one entered
+        for lib, _ in _blas_saved:
+            lib.set_num_threads(1)
         _blas_users += 1
     try:
         yield

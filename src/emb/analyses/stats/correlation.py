@@ -1,6 +1,10 @@
 """Correlations with the statistics researchers report: Pearson's r (n, two-sided p, Fisher-z 95% CI)
 and Spearman's rho, vectorised over batch axes; :func:`correlation` for labelled, lazy data.
 
+Small samples get an exact p: with at most :data:`EXACT_MAX_N` complete pairs the p-value of
+either coefficient is its exact permutation p (all n! pairings enumerated), never an asymptotic
+approximation far below what n pairs can give (with 3 pairs no p is below 1/3).
+
 References
 ----------
 Toney-Wails, A. & Caliskan, A. (2021). ValNorm quantifies semantics to reveal consistent valence
@@ -9,6 +13,8 @@ biases across languages and over centuries. *EMNLP 2021*.
 
 from __future__ import annotations
 
+import functools
+import itertools
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -19,6 +25,7 @@ from scipy import special
 from emb.errors import AnalysisError
 
 __all__ = [
+    "EXACT_MAX_N",
     "P_FLOOR",
     "Correlation",
     "CorrelationMethod",
@@ -39,6 +46,15 @@ _Z95 = float(special.ndtri(0.975))
 P_FLOOR = float(np.finfo(np.float64).tiny)
 #: Below this, a p-value from scipy's incomplete beta is recomputed in log space.
 _LOG_SPACE_BELOW = 1e-250
+#: Most complete pairs whose p-value is exact: the permutation p over all n! pairings (9! =
+#: 362,880, a few milliseconds per correlation). From 10 pairs on, Pearson's p is the exact
+#: p under bivariate normality and Spearman's the t approximation (as scipy.stats), which is
+#: never taken below 1/n! (no pairing of n ranks is rarer).
+EXACT_MAX_N = 9
+#: Two pairings whose coefficients differ by less than this are taken as tied (rounding).
+_TIE = 1e-12
+#: Pairings' coefficients computed at once (columns of one matrix product) per group.
+_EXACT_COLUMNS = 16
 
 # --------------------------------------------------------------------------------------------
 # correlations
@@ -116,6 +132,62 @@ def _floor(p: np.ndarray, r: np.ndarray) -> np.ndarray:
         return np.where((p < P_FLOOR) & (np.abs(r) < 1.0), P_FLOOR, p)
 
 
+@functools.cache
+def _pairings(n: int) -> np.ndarray:
+    """Every permutation of ``range(n)`` (identity first), shape (n!, n)."""
+    return np.array(list(itertools.permutations(range(n))), dtype=np.intp).reshape(-1, n)
+
+
+def _standardised(v: np.ndarray) -> np.ndarray:
+    d = v - v.mean()
+    return d / np.sqrt(d @ d)
+
+
+def _exact_pvalue(x: np.ndarray, y: np.ndarray, mask: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """The two-sided permutation p of a correlation where 3 ≤ n ≤ :data:`EXACT_MAX_N` (NaN
+    elsewhere): the share of all n! pairings of the complete pairs whose coefficient is at least
+    as far from 0 as the observed one (``x``, ``y``: values, or ranks for Spearman).
+
+    Rows with the same ``y`` (the ratings every layer is correlated with) share one table of
+    permuted ``y`` values and one matrix product."""
+    width = x.shape[-1]
+    xs, ys, ms = x.reshape(-1, width), y.reshape(-1, width), mask.reshape(-1, width)
+    n = ms.sum(axis=-1)
+    out = np.full(n.shape, np.nan)
+    rows = np.flatnonzero((n >= 3) & (n <= EXACT_MAX_N) & np.isfinite(r.reshape(-1)))
+    groups: dict[bytes, tuple[np.ndarray, list[int], list[np.ndarray]]] = {}
+    for row in rows:
+        b = _standardised(ys[row][ms[row]])
+        key = b.tobytes()
+        if key not in groups:
+            groups[key] = (b, [], [])
+        groups[key][1].append(row)
+        groups[key][2].append(_standardised(xs[row][ms[row]]))
+    for b, members, columns in groups.values():
+        table = b[_pairings(b.size)]  # (n!, n): y in every order; row 0 is the observed one
+        for start in range(0, len(members), _EXACT_COLUMNS):
+            coef = table @ np.stack(columns[start:start + _EXACT_COLUMNS], axis=-1)  # (n!, m)
+            extreme = np.abs(coef) >= np.abs(coef[0]) - _TIE
+            out[members[start:start + _EXACT_COLUMNS]] = extreme.mean(axis=0)
+    return out.reshape(r.shape)
+
+
+def _with_exact(p: np.ndarray, x: np.ndarray, y: np.ndarray, mask: np.ndarray, r: np.ndarray,
+                n: np.ndarray) -> np.ndarray:
+    """``p`` with the exact permutation p where 3 ≤ n ≤ :data:`EXACT_MAX_N`."""
+    small = (n >= 3) & (n <= EXACT_MAX_N) & np.isfinite(r)
+    if not np.any(small):
+        return p
+    return np.where(small, _exact_pvalue(x, y, mask, r), p)
+
+
+def _rarest_pairing(n: np.ndarray) -> np.ndarray:
+    """``1/n!``, the smallest share a set of pairings of n ranks can have (0 where it
+    underflows, from n = 171 on)."""
+    with np.errstate(invalid="ignore", over="ignore", under="ignore"):
+        return np.exp(-special.gammaln(np.asarray(n, dtype=np.float64) + 1.0))
+
+
 def _finish(
     r: np.ndarray, n: np.ndarray, pvalue: np.ndarray, *, bonett_wright: bool = False
 ) -> Correlation:
@@ -148,12 +220,18 @@ def pearson(x: Any, y: Any, *, axis: int = -1) -> Correlation:
 
     Notes
     -----
-    ``r = Σ(x−x̄)(y−ȳ) / sqrt(Σ(x−x̄)² Σ(y−ȳ)²)``.  Under independence of normal variables
-    ``(r + 1)/2 ~ Beta(n/2 − 1, n/2 − 1)`` (equivalently a t-test with n − 2 df), so
-    ``p = 2 I_{(1−|r|)/2}(n/2 − 1, n/2 − 1)`` exactly as :func:`scipy.stats.pearsonr`
-    (p = 1 for n = 2).  CI: ``tanh(atanh(r) ± z₀.₉₇₅ / sqrt(n − 3))``, z₀.₉₇₅ ≈ 1.96, as
-    ``scipy.stats.pearsonr(...).confidence_interval()``.  A p below the smallest normal double
-    (:data:`P_FLOOR`) is returned as ``P_FLOOR``, never 0 (see :func:`log10_pvalue`).
+    ``r = Σ(x−x̄)(y−ȳ) / sqrt(Σ(x−x̄)² Σ(y−ȳ)²)``.  With 3 to :data:`EXACT_MAX_N` (9) complete
+    pairs, p is the exact two-sided permutation p: the share of the n! pairings of the x and y
+    values whose |r| is at least the observed one (:func:`scipy.stats.pearsonr` with
+    ``method=PermutationMethod()`` doubles the smaller one-sided p instead, which differs where
+    the permutation distribution is skewed); it is never below 1/n! (with 3 pairs,
+    a perfect linear relation gets 1/3: the observed pairing and its reversal).  From
+    10 pairs on, under independence of normal variables ``(r + 1)/2 ~ Beta(n/2 − 1, n/2 − 1)``
+    (equivalently a t-test with n − 2 df), so ``p = 2 I_{(1−|r|)/2}(n/2 − 1, n/2 − 1)`` exactly
+    as :func:`scipy.stats.pearsonr`'s default (p = 1 for n = 2).  CI: ``tanh(atanh(r) ±
+    z₀.₉₇₅ / sqrt(n − 3))``, z₀.₉₇₅ ≈ 1.96, as ``scipy.stats.pearsonr(...).confidence_interval()``.
+    A p below the smallest normal double (:data:`P_FLOOR`) is returned as ``P_FLOOR``, never 0
+    (see :func:`log10_pvalue`).
 
     References
     ----------
@@ -163,8 +241,8 @@ def pearson(x: Any, y: Any, *, axis: int = -1) -> Correlation:
     Examples
     --------
     >>> c = pearson([1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 1.0, 4.0, 3.0, 5.0])
-    >>> round(float(c.r), 3), round(float(c.pvalue), 3), int(c.n)
-    (0.8, 0.104, 5)
+    >>> round(float(c.r), 3), round(float(c.pvalue), 3), int(c.n)  # exact: 16 of 120 pairings
+    (0.8, 0.133, 5)
     """
     x, y, mask = _paired(x, y, axis)
     r, n = _pearson_r(x, y, mask)
@@ -173,7 +251,7 @@ def pearson(x: Any, y: Any, *, axis: int = -1) -> Correlation:
         p = 2.0 * special.betainc(ab, ab, np.clip(0.5 * (1.0 - np.abs(r)), 0.0, 1.0))
     p = np.where(n == 2, 1.0, p)
     p = np.where(np.isnan(r), np.nan, _floor(np.clip(p, 0.0, 1.0), r))
-    return _finish(r, n, p)
+    return _finish(r, n, _with_exact(p, x, y, mask, r, n))
 
 
 def average_ranks(a: Any) -> np.ndarray:
@@ -224,10 +302,14 @@ def spearman(x: Any, y: Any, *, axis: int = -1, y_ranks: Any = None) -> Correlat
 
     Notes
     -----
-    ρ is Pearson's r of the average ranks (ties share the mean rank).  The p-value is the
-    t approximation of :func:`scipy.stats.spearmanr`,
-    ``t = ρ sqrt((n − 2) / (1 − ρ²))`` with n − 2 degrees of freedom.  The CI applies the
-    Fisher-z formula of :func:`pearson` to ρ (an approximation for ranks).
+    ρ is Pearson's r of the average ranks (ties share the mean rank).  With 3 to
+    :data:`EXACT_MAX_N` (9) complete pairs the p-value is exact: the share of the n! pairings of
+    the ranks whose |ρ| is at least the observed one (with ties, of the tied ranks as they
+    are), so never below 2/n! without ties (1/3 for n = 3).  From 10 pairs on it is the t approximation
+    of :func:`scipy.stats.spearmanr`, ``t = ρ sqrt((n − 2) / (1 − ρ²))`` with n − 2 degrees of
+    freedom, but never below 1/n! (the exact p cannot be: the observed pairing is one of n!),
+    nor 0, nor below :data:`P_FLOOR`.  NaN for fewer than 3 pairs.  The CI applies the Fisher-z
+    formula of :func:`pearson` to ρ (an approximation for ranks).
 
     References
     ----------
@@ -247,13 +329,16 @@ def spearman(x: Any, y: Any, *, axis: int = -1, y_ranks: Any = None) -> Correlat
         complete = mask.all(axis=-1, keepdims=True)
         if not complete.all():
             ry = np.where(complete, ry, average_ranks(y))
-    r, n = _pearson_r(average_ranks(x), ry, mask)
+    rx = average_ranks(x)
+    r, n = _pearson_r(rx, ry, mask)
     df = n - 2.0
     with np.errstate(invalid="ignore", divide="ignore"):
         t = r * np.sqrt(df / ((1.0 - r) * (1.0 + r)))
         p = 2.0 * special.stdtr(df, -np.abs(t))
-    p = np.where(np.isnan(r) | (n < 3), np.nan, _floor(np.clip(p, 0.0, 1.0), r))
-    return _finish(r, n, p, bonett_wright=True)
+    p = np.maximum(np.clip(p, 0.0, 1.0), _rarest_pairing(n))
+    p = np.where(p < P_FLOOR, P_FLOOR, p)  # a perfect ρ too: n! pairings, one of them observed
+    p = np.where(np.isnan(r) | (n < 3), np.nan, p)
+    return _finish(r, n, _with_exact(p, rx, ry, mask, r, n), bonett_wright=True)
 
 
 def _log_betainc_tail(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -326,7 +411,9 @@ def correlation_ci(
     return lo[()], hi[()]
 
 
-def log10_pvalue(r: Any, n: Any, *, method: CorrelationMethod = "pearson") -> np.ndarray:
+def log10_pvalue(
+    r: Any, n: Any, *, method: CorrelationMethod = "pearson", pvalue: Any = None
+) -> np.ndarray:
     """log10 of the two-sided p-value of a correlation, exact far below float range.
 
     Parameters
@@ -336,13 +423,19 @@ def log10_pvalue(r: Any, n: Any, *, method: CorrelationMethod = "pearson") -> np
     n : array_like
         Pairs used (broadcast with ``r``).
     method : {"pearson", "spearman"}
-        Pearson: the exact null distribution of r (as :func:`pearson`); Spearman: the t
-        approximation (as :func:`spearman`).
+        Pearson: the exact null distribution of r under normality (as :func:`pearson`);
+        Spearman: the t approximation, never below ``log10(1/n!)`` (as :func:`spearman`).
+    pvalue : array_like, optional
+        The p-values :func:`pearson` / :func:`spearman` returned (broadcast with ``r``): where
+        n ≤ :data:`EXACT_MAX_N` their p is the exact permutation p, which depends on the data
+        and not on r and n alone, so its log10 is taken from here (NaN there without it). A p
+        that small n gives is never below 1/9!, far inside float range.
 
     Returns
     -------
     numpy.ndarray
-        ``log10 p`` (float64): ``-inf`` for ``|r| = 1``, NaN where r is NaN or n < 3.
+        ``log10 p`` (float64): ``-inf`` for Pearson's ``|r| = 1`` (from 10 pairs on), NaN where
+        r is NaN or n < 3.
 
     Notes
     -----
@@ -364,9 +457,11 @@ def log10_pvalue(r: Any, n: Any, *, method: CorrelationMethod = "pearson") -> np
     """
     if method not in ("pearson", "spearman"):
         raise AnalysisError(f"method must be 'pearson' or 'spearman'; got {method!r}")
-    r, n = np.broadcast_arrays(np.asarray(r, dtype=np.float64), np.asarray(n, dtype=np.float64))
+    given = np.nan if pvalue is None else np.asarray(pvalue, dtype=np.float64)
+    r, n, given = np.broadcast_arrays(np.asarray(r, dtype=np.float64),
+                                      np.asarray(n, dtype=np.float64), given)
     shape = r.shape
-    r, n = r.ravel(), n.ravel()
+    r, n, given = r.ravel(), n.ravel(), given.ravel()
     with np.errstate(invalid="ignore", divide="ignore"):
         if method == "pearson":
             a = n / 2.0 - 1.0
@@ -385,6 +480,9 @@ def log10_pvalue(r: Any, n: Any, *, method: CorrelationMethod = "pearson") -> np
         if deep.any():
             out[deep] = scale + _log_betainc_tail(a[deep], b[deep], x[deep]) / np.log(10.0)
         out = np.where(x == 0, -np.inf, out)
+        if method == "spearman":  # never below one pairing in n!
+            out = np.maximum(out, -special.gammaln(n + 1.0) / np.log(10.0))
+        out = np.where(n <= EXACT_MAX_N, np.log10(given), out)
         out = np.where(np.isfinite(r) & (n >= 3), out, np.nan)
     return out.reshape(shape)[()]
 

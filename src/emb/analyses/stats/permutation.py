@@ -16,9 +16,11 @@ from typing import Any, Literal
 import numpy as np
 from scipy import special
 
+from emb.analyses.stats._work import METER
 from emb.errors import AnalysisError
 
-__all__ = ["Alternative", "PermutationMethod", "PermutationResult", "permutation_test"]
+__all__ = ["Alternative", "PermutationMethod", "PermutationResult", "permutation_test",
+           "planned_splits"]
 
 Alternative = Literal["greater", "less", "two-sided"]
 PermutationMethod = Literal["exact-or-monte-carlo", "exact", "monte-carlo", "reference"]
@@ -117,6 +119,30 @@ def _indicator(idx: np.ndarray, n: int) -> np.ndarray:
     ind = np.zeros((idx.shape[0], n), dtype=np.float64)
     np.put_along_axis(ind, idx, 1.0, axis=1)
     return ind
+
+
+def planned_splits(
+    n: int,
+    n_x: int,
+    *,
+    n_permutations: int = 100_000,
+    exact_limit: int = 1_000_000,
+    method: PermutationMethod = "exact-or-monte-carlo",
+) -> int:
+    """The splits :func:`permutation_test` evaluates for ``n`` values with ``n_x`` in X (all
+    ``C(n, n_x)`` when exact, else ``n_permutations``): its work is that times ``n`` per batch
+    row.
+
+    Examples
+    --------
+    >>> planned_splits(16, 8), planned_splits(50, 25)
+    (12870, 100000)
+    """
+    if not 1 <= int(n_x) <= int(n) - 1:
+        return 0
+    total = math.comb(int(n), int(n_x))
+    exact = method == "exact" or (method == "exact-or-monte-carlo" and total <= exact_limit)
+    return total if exact else int(n_permutations)
 
 
 def permutation_test(
@@ -236,6 +262,7 @@ def permutation_test(
     for idx in blocks:
         ind_t = _indicator(idx, n).T  # (n, rows)
         n_seen += idx.shape[0]
+        METER.add(idx.shape[0] * n_rows * n)
         for lo in range(0, n_rows, batch_step):
             sl = slice(lo, lo + batch_step)
             s_i = 2.0 * (flat[sl] @ ind_t) - total[sl, None]  # (batch, rows)

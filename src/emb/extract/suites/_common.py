@@ -7,8 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from emb._documents import check_json_data, parse_json, show
 from emb.errors import SuiteError
-from emb.extract._documents import check_json_data, parse_json, show
+from emb.extract._special_files import check_regular_file
 from emb.extract.suites.core import Item
 
 #: The bleached template's prefix: "This is WORD" (May et al. 2019; VAST).
@@ -46,7 +47,9 @@ def listing(words: Sequence[str], limit: int = 20) -> str:
 
 
 def read_json(path: Path, what: str) -> Any:
-    """A user's JSON file as plain JSON data (see :mod:`emb.extract._documents`), or SuiteError."""
+    """A user's JSON file as plain JSON data (see :mod:`emb._documents`), or SuiteError
+    (also for a path that is not a regular file: a FIFO would block)."""
+    check_regular_file(path, what=what, error=SuiteError, must_exist=True)
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:

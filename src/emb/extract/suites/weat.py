@@ -11,9 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from emb import data
+from emb._documents import show
 from emb.errors import SuiteError
-from emb.extract._documents import show
-from emb.extract.suites._common import BLEACHED, read_json, sha256, span_item, word_list
+from emb.extract.suites._common import (
+    BLEACHED,
+    listing,
+    read_json,
+    sha256,
+    span_item,
+    word_list,
+)
 from emb.extract.suites.core import Suite
 from emb.extract.suites.generator import SuiteGenerator, SuiteOption
 
@@ -103,6 +110,14 @@ def parse_weat_tests(doc: Any, path: str | Path) -> tuple[WeatTest, ...]:
                     excluded=tuple(excluded),
                 )
             )
+        for first, second in ((groups[0], groups[1]), (groups[2], groups[3])):
+            both = [w for w in first.words if w in set(second.words)]
+            if both:
+                raise SuiteError(
+                    f"{where}: {listing(both)} are in both {_ROLE_KEYS[first.role]} and "
+                    f"{_ROLE_KEYS[second.role]}; the two sets a WEAT compares must not share "
+                    "words: keep each word in one of them"
+                )
         if not isinstance(test.get("name", ""), str):
             raise SuiteError(f"{where}.name must be a string, got {show(test['name'])}")
         out.append(

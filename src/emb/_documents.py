@@ -1,8 +1,9 @@
 """Reading users' JSON and YAML documents into plain JSON data, or a clear error (torch-free).
 
-Every document a user hands to ``emb extract`` (a suite file, a polar-word, template or WEAT-test
-file, a corpus JSONL line) goes through :func:`parse_json` or :func:`parse_yaml`, and the data
-through :func:`check_json_data`, so that what reaches the rest of emb is JSON's data model and
+Every document a user hands to emb (for ``emb extract``: a suite file, a polar-word, template or
+WEAT-test file, a corpus JSONL line; for ``emb analyze``: a ``--tests`` file) goes through
+:func:`parse_json` or :func:`parse_yaml`, and the data through :func:`check_json_data`, so that
+what reaches the rest of emb is JSON's data model and
 nothing else: ``dict`` with ``str`` keys, ``list``, ``str``, ``int``, ``float``, ``bool``,
 ``None``; at most :data:`MAX_DEPTH` levels deep; finite numbers that fit a 64-bit float; no
 circular references; valid Unicode. Anything else raises the caller's :class:`~emb.errors.EmbError`
@@ -13,7 +14,10 @@ spirit): timestamps are not resolved (``2020-12-01`` stays the string ``"2020-12
 dropped the timestamp type), the tags ``!!timestamp``, ``!!binary``, ``!!set``, ``!!omap`` and
 ``!!pairs`` are refused, and so are aliases (``*name``): a 519-byte file of nested aliases
 otherwise expands to gigabytes ("billion laughs"), and an alias inside its own anchor makes a
-circular document.
+circular document. Messages quote at most a few hundred characters of what they found.
+
+This module sits at the package's top so that both ``emb.extract`` and ``emb.analyses`` read
+documents with it (neither imports the other).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import math
 import re
 from collections.abc import Iterator
 from typing import Any
+
+from emb._text import cut
 
 __all__ = [
     "MAX_DEPTH",
@@ -92,9 +98,9 @@ def _path(parts: Any) -> str:
         if isinstance(part, int) and not isinstance(part, bool):
             out += f"[{part}]"
         elif isinstance(part, str) and part.isidentifier():
-            out += f".{part}"
+            out += f".{cut(part, 40)}"
         elif isinstance(part, str):
-            out += f"[{json.dumps(part)}]"
+            out += f"[{cut(json.dumps(part), 40)}]"
         else:
             out += f"[{show(part, 40)}]"
     return out
@@ -315,7 +321,7 @@ def _loader() -> type:
                 raise ComposerError(
                     None,
                     None,
-                    f"found the alias *{event.anchor}: aliases are not allowed (a file of "
+                    f"found the alias *{cut(event.anchor, 40)}: aliases are not allowed (a file of "
                     "nested aliases expands to gigabytes); write the value out in full",
                     event.start_mark,
                 )
@@ -338,7 +344,7 @@ def _loader() -> type:
             None,
             None,
             f"the tag {node.tag.replace('tag:yaml.org,2002:', '!!')} ({_REFUSED_TAGS[node.tag]}) "
-            "is not allowed: a suite holds JSON data (strings, numbers, true/false, null, lists, "
+            "is not allowed: emb reads JSON data (strings, numbers, true/false, null, lists, "
             "objects); quote the value to make it a string",
             node.start_mark,
         )
@@ -385,7 +391,7 @@ def parse_yaml(text: str, *, where: str, error: type[Exception]) -> Any:
         problem = getattr(exc, "problem", None) or str(exc)
         context = getattr(exc, "context", None)
         problem = f"{context}, {problem}" if context else problem
-        raise error(f"{where} is not valid YAML for emb: {problem}{at}") from None
+        raise error(f"{where} is not valid YAML for emb: {cut(problem)}{at}") from None
     except RecursionError:
         raise error(
             f"{where} is nested too deeply for the YAML parser; flatten the document"

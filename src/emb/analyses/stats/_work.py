@@ -1,0 +1,105 @@
+"""How much work the long kernels plan and how much they have done: the CLI's estimate and progress.
+
+An analysis that runs permutation tests declares, while it builds its lazy result, how many
+split × word × cell products they will take (:func:`plan`), and :func:`~emb.analyses.stats.
+permutation_test` counts those it has done as it goes (:data:`METER`). Both are plain counters,
+no output: outside a :func:`planning` block :func:`plan` does nothing, and the meter is a
+process-wide, thread-safe tally (dask's threads add to it) that the CLI resets before computing.
+The CLI turns them into one line before computing ("~N s") and a progress display while it runs
+(:mod:`emb.cli._progress`); a dask cluster's workers count in their own processes (its dashboard
+shows their progress).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["METER", "Meter", "Plan", "plan", "planning", "units_per_second"]
+
+
+@dataclass
+class Plan:
+    """The work an analysis declared: units (split × word × cell products) and what they are."""
+
+    units: float = 0.0
+    parts: list[str] = field(default_factory=list)
+
+    def add(self, units: float, what: str) -> None:
+        self.units += float(units)
+        if what not in self.parts:
+            self.parts.append(what)
+
+
+_PLAN: contextvars.ContextVar[Plan | None] = contextvars.ContextVar("emb_work_plan", default=None)
+
+
+@contextlib.contextmanager
+def planning() -> Iterator[Plan]:
+    """Collect what the analyses called inside the block :func:`plan` (the CLI's estimate)."""
+    token = _PLAN.set(Plan())
+    try:
+        yield _PLAN.get()  # type: ignore[misc]
+    finally:
+        _PLAN.reset(token)
+
+
+def plan(units: float, what: str) -> None:
+    """Declare ``units`` of permutation work (``what``: e.g. "WEAT permutation tests"); nothing
+    happens outside a :func:`planning` block."""
+    current = _PLAN.get()
+    if current is not None and units > 0:
+        current.add(units, what)
+
+
+class Meter:
+    """A thread-safe count of the units done."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._value = 0.0
+
+    def add(self, units: float) -> None:
+        with self._lock:
+            self._value += units
+
+    @property
+    def value(self) -> float:
+        with self._lock:
+            return self._value
+
+    def reset(self) -> None:
+        with self._lock:
+            self._value = 0.0
+
+
+#: The process' count of permutation units done (see the module docstring).
+METER = Meter()
+
+
+def units_per_second(seconds: float = 0.1) -> float:
+    """Units one thread does per second on this machine: a seeded permutation test of 50 words
+    over 8 cells, timed for about ``seconds`` (a calibration for the estimate; the meter is left
+    as it was)."""
+    from emb.analyses.stats._blas import single_threaded_blas
+    from emb.analyses.stats.permutation import permutation_test
+
+    values = np.random.default_rng(0).normal(size=(8, 50))
+    before = METER.value
+    splits, spent = 4096, 0.0
+    while True:
+        start = time.perf_counter()
+        with single_threaded_blas():  # as in a dask task
+            permutation_test(values, 25, n_permutations=splits, exact_limit=0, seed=0)
+        spent = time.perf_counter() - start
+        if spent >= seconds / 4 or splits >= 1 << 20:
+            break
+        splits *= 4
+    METER.add(before - METER.value)  # the calibration is not progress
+    return splits * 8 * 50 / max(spent, 1e-6)
