@@ -59,6 +59,19 @@ NOISE = ("Task exception was never retrieved", "Unclosed client session", "Unclo
          "Traceback")
 
 
+@pytest.fixture(autouse=True)
+def _no_s3fs_left_behind() -> Iterator[None]:
+    """s3fs caches its file systems by their arguments, not by the endpoint in the environment:
+    one made here against this module's servers must not serve another test later."""
+    yield
+    import gc
+
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+    gc.collect()  # their aiohttp sessions closed now, while the loops they were made on run
+
+
 # -- servers, stores, models ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def moto() -> Iterator[str]:

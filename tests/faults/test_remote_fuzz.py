@@ -35,6 +35,19 @@ ROOT = json.dumps({"zarr_format": 3, "node_type": "group",
                    "attributes": {"emb_schema_version": 2}}).encode()
 
 
+@pytest.fixture(autouse=True)
+def _no_s3fs_left_behind() -> Iterator[None]:
+    """s3fs caches its file systems by their arguments, not by the endpoint in the environment:
+    one made here against this module's servers must not serve another test later."""
+    yield
+    import gc
+
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+    gc.collect()  # their aiohttp sessions closed now, while the loops they were made on run
+
+
 # -- the settings -----------------------------------------------------------------------------------
 _SETTING_TEXT = st.one_of(
     st.none(),  # what an environment can hold: no NUL, no lone surrogates
