@@ -25,6 +25,8 @@ EXTRACT_ONLY = {"torch", "transformers", "gguf", "safetensors", "accelerate"}
 CORPUS_ONLY = {"zstandard", "sentencex", "ahocorasick_rs", "isal", "msgspec"}
 #: Imports that only the http extra provides (stores at http(s):// URLs; imported lazily).
 HTTP_ONLY = {"aiohttp"}
+#: Imports that only the distributed extra provides (--scheduler; imported lazily).
+DISTRIBUTED_ONLY = {"distributed"}
 #: Base dependencies that emb never imports by name, and why they are needed all the same.
 USED_WITHOUT_IMPORT = {
     "numcodecs": "zarr's Blosc codec of the store's shards; its version is recorded in the store",
@@ -63,6 +65,9 @@ def test_every_import_is_declared_in_its_group():
                 assert distribution in extras["extract"], (path, module)
             elif module in CORPUS_ONLY:
                 assert distribution in extras["corpus"], (path, module)
+            elif module in DISTRIBUTED_ONLY:
+                assert distribution in extras["distributed"] and distribution in extras["test"], (
+                    path, module)
             elif module in HTTP_ONLY:
                 assert distribution in extras["http"] and distribution in extras["test"], (path, module)
             else:
