@@ -244,7 +244,7 @@ def test_a_layout_being_written_is_waited_for_not_called_damaged(tmp_path):
 
     from emb.errors import CorruptStoreError
     from emb.schemas import datamodel as dm
-    from emb.store.writer import check_group
+    from emb.store._write_checks import check_group
 
     path = str(tmp_path / "one.zarr")
     extract(BatchRunner(), repeat_suite(40), path, progress=False, block_size=BLOCK,

@@ -11,8 +11,12 @@ windows that still have unwritten blocks, recomputing each such window whole, so
 therefore its vectors are bitwise those of an uninterrupted run.
 
 With ``shard="I/N"`` a worker computes only its shard of the windows (:mod:`emb.extract.shards`,
-coordinated through the store by :mod:`emb.store.shards`); the worker that writes the last block
-completes the suite, bitwise what one process writes.
+coordinated through the store's shard record); the worker that writes the last block completes
+the suite, bitwise what one process writes.
+
+Everything written goes through the store's one write handle, :class:`emb.store.StoreWriter`
+(locks, layout, shard record, markers, manifest): the pipeline decides what to compute, the store
+how it is kept.
 """
 
 from __future__ import annotations
@@ -22,16 +26,15 @@ import gc
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import zarr
 
-from emb.errors import EmbError, EmbWarning, RemoteStoreError, StoreError
-from emb.extract._plan import BlockSources, Key, Plan
+from emb.errors import EmbError, EmbWarning, StoreError
+from emb.extract._plan import BlockSources, Plan
 from emb.extract._prepared import Prepared, first_position
 from emb.extract.devices import check_device
 from emb.extract.settings import ExtractionSettings, SuiteReport, parse_layers, parse_settings
@@ -42,31 +45,17 @@ from emb.extract.shards import (
     parse_shard,
     settle,
     shard_record,
+    shard_windows,
     window_blocks_of,
 )
 from emb.schemas import datamodel as dm
-from emb.store import writer as store_writer
-from emb.store._location import is_url, local_path, open_zarr_store
-from emb.store._nodes import text_values
-from emb.store._write_checks import check_store, extraction_differences, open_for_writing
-from emb.store.lock import WriterLock
-from emb.store.names import check_group_name
-from emb.store.shards import (
-    COPIES_PENDING,
-    DONE,
-    read_markers,
-    read_record,
-    record_shards,
-    shard_lock_path,
-    shard_windows,
-)
-from emb.store.store import suite_names
-from emb.store.writer import SuiteWriter, check_group, read_rows
+from emb.store import COPIES_PENDING, DONE, StoreWriter, check_group_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.extract.estimate import Estimate
     from emb.extract.model import Runner
     from emb.extract.suites import Suite
+    from emb.store import SuiteWriter
 
 __all__ = ["extract"]
 
@@ -130,7 +119,7 @@ def extract(
         :func:`emb.extract.loading.load_model`; recorded in the store).
     names
         Group names (default: the suites' names), each one path segment (see
-        :func:`emb.store.names.check_group_name`).
+        :func:`emb.store.check_group_name`).
     overwrite
         Replace existing groups of the same name instead of refusing a different definition.
     block_size
@@ -189,15 +178,10 @@ def extract(
     if isinstance(window_blocks, bool) or not isinstance(window_blocks, int) or window_blocks < 1:
         raise EmbError(f"window_blocks must be a positive integer; got {window_blocks!r}")
     bos = _bos_with_token(bos, bos_token)
-    store = os.fspath(store)
-    # a store path emb cannot or must not write into, or a suite another process is writing,
-    # is refused before the model loads
-    check_store(store, storage_options=storage_options, suites=group_names if shard is None else ())
-    if shard is not None:  # this shard's lock (local stores): another worker with the same shard
-        for name in group_names:
-            path = shard_lock_path(store, name, shard.label)
-            if path is not None:
-                WriterLock.check_free(path, what=f"{shard.label} of suite {name!r} of store {store}")
+    target = StoreWriter(store, storage_options=storage_options)
+    # a store path emb cannot or must not write into, or a suite another process is writing
+    # (with --shard: another worker with the same shard), is refused before the model loads
+    target.check(suites=group_names, shard=shard.label if shard is not None else None)
 
     if isinstance(model, str | os.PathLike):
         model = os.fspath(model)
@@ -250,14 +234,13 @@ def extract(
                          window_blocks=window_blocks, layers=chosen)
             for suite, plan, name, b in zip(suite_list, plans, group_names, suite_bos, strict=True)
         ]
-        check_store(store, model=info, storage_options=storage_options)
-        _check_groups(
-            store, prepared, overwrite=overwrite, storage_options=storage_options,
-            shard=shard.label if shard is not None else None,
+        target.check(model=info)
+        target.check_suites(
+            [(prep.name, prep.suite_attrs, prep.extraction) for prep in prepared],
+            overwrite=overwrite, shard=shard.label if shard is not None else None,
         )
         if shard is not None:
-            _check_shard_count(store, prepared, shard, block_size, settings.storage_dtype,
-                               storage_options)
+            _check_shard_count(target, prepared, shard, block_size, settings.storage_dtype)
         for prep in prepared:
             if prep.unknown:
                 warnings.warn(prep.unknown_message(runner), EmbWarning, stacklevel=2)
@@ -273,14 +256,13 @@ def extract(
             if dry_run:
                 return []
 
-        _zstore, root = open_for_writing(store, model=info, storage_options=storage_options)
+        target.open(model=info)
         reports = []
         for suite, plan, prep, b in zip(suite_list, plans, prepared, suite_bos, strict=True):
             reports.append(
                 _extract_suite(
                     runner,
-                    root,
-                    store,
+                    target,
                     suite=suite,
                     plan=plan,
                     prep=prep,
@@ -352,58 +334,24 @@ def _warn_position_zero(runner: Runner, suite: Suite, plan: Plan, bos: bool | No
     )
 
 
-def _check_groups(
-    store: str,
-    prepared: Sequence[Prepared],
-    *,
-    overwrite: bool,
-    storage_options: dict[str, Any] | None,
-    shard: str | None,
-) -> None:
-    """Refuse, reading only, a group this run could not resume or must not replace (``shard``:
-    this run writes that shard, ``shard-I-of-N``, beside other workers)."""
-    if not is_url(store) and not local_path(store).is_dir():
-        return
-    try:
-        zstore = open_zarr_store(store, mode="r", storage_options=storage_options)
-    except StoreError:
-        return  # nothing there yet
-    for prep in prepared:
-        check_group(
-            store, zstore, name=prep.name, suite_attrs=prep.suite_attrs,
-            extraction=prep.extraction, overwrite=overwrite, shard=shard,
-        )
-
-
 def _check_shard_count(
-    store: str,
+    target: StoreWriter,
     prepared: Sequence[Prepared],
     shard: Shard,
     block_size: int | None,
     storage_dtype: str,
-    storage_options: dict[str, Any] | None,
 ) -> None:
     """Refuse a shard count above a suite's compute windows (:func:`~emb.extract.shards.check_count`),
     with the block and window sizes the suite will be written with (those stored, on a resume)."""
-    zstore = None
-    if is_url(store) or local_path(store).is_dir():
-        with contextlib.suppress(StoreError):
-            zstore = open_zarr_store(store, mode="r", storage_options=storage_options)
-    for prep in prepared:
-        n_items, n_layers, n_poolings, n_features = prep.shape
-        block = block_size or store_writer.block_size_for(  # the writer's rule, looked up now
-            n_layers, n_poolings, n_features, np.dtype(storage_dtype).itemsize)
-        window, recorded = prep.window_blocks, None
-        if zstore is not None:
-            record = read_record(zstore, prep.name)
-            recorded = record.count if record is not None else None
-            with contextlib.suppress(StoreError, KeyError, ValueError, TypeError, OSError):
-                stored = zarr.open_group(zstore, path=prep.name, mode="r", zarr_format=3,
-                                         use_consolidated=False).attrs.get(dm.ATTR_EXTRACTION)
-                if isinstance(stored, dict):
-                    block = int(stored.get("block_size", block))
-                    window = int(stored.get("window_blocks", 1))
-        check_count(shard, name=prep.name, n_items=n_items, block_size=block,
+    stored_plans = target.stored_plans([prep.name for prep in prepared])
+    for prep, (stored, recorded) in zip(prepared, stored_plans, strict=True):
+        block = block_size or target.block_size(prep.shape, storage_dtype)
+        window = prep.window_blocks
+        if isinstance(stored, dict):
+            with contextlib.suppress(ValueError, TypeError):
+                block = int(stored.get("block_size", block))
+                window = int(stored.get("window_blocks", 1))
+        check_count(shard, name=prep.name, n_items=prep.shape[0], block_size=block,
                     window_blocks=window, recorded=recorded)
 
 
@@ -423,46 +371,10 @@ def _frozen_gc() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _reuse_sources(
-    root: zarr.Group, name: str, extraction: Mapping[str, Any], *, only: Sequence[str] | None = None
-) -> tuple[dict[Key, tuple[str, int]], tuple[str, ...]]:
-    """Keys already stored by other finished suites with the same extraction settings, and the
-    names of those suites.  ``only``: the suites a sharded extraction's record names (every
-    shard copies from the same ones, whatever finished since)."""
-    sources: dict[Key, tuple[str, int]] = {}
-    used: list[str] = []
-    for other in suite_names(root.store) if only is None else only:
-        if other == name:
-            continue
-        try:
-            node = zarr.open_group(root.store, path=other, mode="r", use_consolidated=False)
-            if not node.attrs.get(dm.ATTR_COMPLETE) or dm.ATTR_EXTRACTION not in node.attrs:
-                raise KeyError(other)
-            if extraction_differences(node.attrs[dm.ATTR_EXTRACTION], extraction):
-                raise KeyError(other)
-            contexts = text_values(node["context"][:])
-            starts = np.asarray(node["char_start"][:])
-            ends = np.asarray(node["char_end"][:])
-        except RemoteStoreError:  # the server, not a damaged suite
-            raise
-        except (KeyError, ValueError, TypeError, OSError):
-            if only is None:
-                continue  # a damaged suite is no source ('emb validate' reports it)
-            raise StoreError(
-                f"suite {other!r}, whose vectors the shards of {name!r} copy, is no longer "
-                f"complete in {root.store}; re-extract {name!r} with --overwrite"
-            ) from None
-        used.append(other)
-        for row, key in enumerate(zip(contexts.tolist(), starts.tolist(), ends.tolist(), strict=True)):
-            sources.setdefault((str(key[0]), int(key[1]), int(key[2])), (other, row))
-    return sources, tuple(used)
-
-
 # -- running ----------------------------------------------------------------------------------------
 def _extract_suite(
     runner: Runner,
-    root: zarr.Group,
-    location: str,
+    target: StoreWriter,
     *,
     suite: Suite,
     plan: Plan,
@@ -480,10 +392,8 @@ def _extract_suite(
     try:  # the suite lock is released once the writer thread has ended
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="emb-writer") as pool:
             # a new layout is written by the writer thread while the first block is computed
-            writer = SuiteWriter.open(
-                location,
-                root,
-                name=name,
+            writer = target.open_suite(
+                name,
                 coords=prep.coords,
                 shape=shape,
                 storage_dtype=settings.storage_dtype,
@@ -498,22 +408,22 @@ def _extract_suite(
             # computed window by window (the stored setting: a resumed run cuts the same windows)
             per_window = int(writer.extraction.get("window_blocks", 1))
             all_windows = window_blocks_of(len(ranges), per_window)
-            markers = read_markers(writer.done) if not writer.fresh else np.zeros(len(ranges), np.uint8)
+            markers = writer.markers() if not writer.fresh else np.zeros(len(ranges), np.uint8)
             truncate = bool(writer.extraction.get("truncate_after_target", False))
-            if not writer.fresh and writer.group.attrs.get(dm.ATTR_COMPLETE) and (markers == DONE).all():
+            if not writer.fresh and writer.complete and (markers == DONE).all():
                 writer.refresh_consolidated()  # where a failed last step left it stale
                 return SuiteReport(
                     name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
                     blocks_written=0, blocks_total=len(ranges), already_complete=True,
                     seconds=time.perf_counter() - t0, **unknown,
                 )
-            record = read_record(root.store, name)
-            reuse, reuse_from = _reuse_sources(
-                root, name, writer.extraction, only=record.reuse_from if record else None
+            record = writer.shard_record()
+            reuse, reuse_from = target.reusable_rows(
+                name, writer.extraction, only=record.reuse_from if record else None
             )
             mine: Sequence[int] = range(len(all_windows))
             if shard is not None:
-                record = record_shards(root.store, location, name, shard_record(
+                record = writer.record_shards(shard_record(
                     plan, ranges, all_windows, shard.count, per_window, reuse_from))
                 mine = shard_windows(record, shard.index)
             # a shard writer leaves blocks written with copies pending to the settling step
@@ -570,7 +480,7 @@ def _extract_suite(
                         values[list(pos)] = writer.read_rows(rows)
                 for other, pairs in other_rows.items():
                     pos, rows = zip(*pairs, strict=True)
-                    values[list(pos)] = read_rows(root[f"{other}/{dm.EMBEDDING}"], rows)
+                    values[list(pos)] = target.read_rows(other, rows)
                 for pos, first_pos in later:
                     values[pos] = values[first_pos]
                 n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)

@@ -6,7 +6,8 @@ contiguous runs of about equal cost, the cost of a window being the tokens of th
 computed there.  The plan is a pure function of the suite, the tokenizer and the settings (block
 size, window size): every worker computes the same plan without talking to the others, a killed
 worker's shard is resumed by re-running the same command, and the plan is recorded in the store
-(:mod:`emb.store.shards`) so that ``emb info`` and ``emb validate`` can show each shard's progress.
+(:class:`emb.store.ShardRecord`, through :meth:`emb.store.SuiteWriter.record_shards`) so that
+``emb info`` and ``emb validate`` can show each shard's progress.
 
 Shards are numbered from 1: ``--shard 1/4`` … ``--shard 4/4`` (a SLURM array ``--array=0-3``
 passes ``--shard $((SLURM_ARRAY_TASK_ID + 1))/$SLURM_ARRAY_TASK_COUNT``).
@@ -29,10 +30,10 @@ import numpy as np
 
 from emb.errors import EmbError
 from emb.extract._plan import Key, Plan
-from emb.store.shards import COPIES_PENDING, DONE, ShardRecord, read_markers
+from emb.store import COPIES_PENDING, DONE, ShardRecord
 
 if TYPE_CHECKING:  # pragma: no cover
-    from emb.store.writer import SuiteWriter
+    from emb.store import SuiteWriter
 
 __all__ = [
     "Shard",
@@ -43,6 +44,7 @@ __all__ = [
     "partition",
     "settle",
     "shard_record",
+    "shard_windows",
     "window_blocks_of",
     "window_costs",
 ]
@@ -204,6 +206,12 @@ def shard_record(
     )
 
 
+def shard_windows(record: ShardRecord, index: int) -> Sequence[int]:
+    """The windows of shard ``index`` (1-based)."""
+    first, stop = record.windows[index - 1]
+    return range(first, stop)
+
+
 def available_rows(
     writer: SuiteWriter,
     rows: Sequence[tuple[int, int]],
@@ -219,7 +227,7 @@ def available_rows(
     others = sorted({r // size for _, r in rows} - computing)
     written = set(computing)
     if others:
-        marks = np.asarray(writer.done.get_orthogonal_selection((np.asarray(others),)))
+        marks = writer.markers(others)
         written.update(b for b, m in zip(others, marks.tolist(), strict=True) if m in (DONE, COPIES_PENDING))
     ready = [(p, r) for p, r in rows if r // size in written]
     waiting = [(p, r) for p, r in rows if r // size not in written]
@@ -252,18 +260,17 @@ def settle(writer: SuiteWriter, plan: Plan, reuse: Mapping[Key, Any], window_blo
     last write, so the last worker to write sees every block written and finishes the suite.
     """
     size = writer.block_size
-    markers = read_markers(writer.done)
+    markers = writer.markers()
     for block in np.flatnonzero(markers == COPIES_PENDING).tolist():
         rows = cross_window_rows(plan, reuse, block, size, window_blocks)
         if any(markers[r // size] == 0 for _, r in rows):
             continue  # its rows are in a window no shard has written yet
-        start, stop = block * size, min(writer.n_items, (block + 1) * size)
-        values = np.asarray(writer.array[start:stop])
+        values = writer.read_block(block)
         if rows:
             pos, sources = zip(*rows, strict=True)
             values[list(pos)] = writer.read_rows(sources)
         writer.write_block(block, values, marker=DONE)
-    if not (read_markers(writer.done) == DONE).all():
+    if not (writer.markers() == DONE).all():
         return False
     writer.finish()
     return True

@@ -5,6 +5,8 @@ from __future__ import annotations
 from emb.store._nodes import damage_reported
 from emb.store._verify import check_unchanged
 from emb.store._write_checks import open_for_writing
+from emb.store.names import check_group_name
+from emb.store.shards import COPIES_PENDING, DONE, ShardRecord
 from emb.store.store import (
     Store,
     StoreInfo,
@@ -14,14 +16,20 @@ from emb.store.store import (
     open_store,
 )
 from emb.store.writer import SuiteWriter, block_size_for
+from emb.store.writing import StoreWriter
 
 __all__ = [
+    "COPIES_PENDING",
+    "DONE",
+    "ShardRecord",
     "Store",
     "StoreInfo",
+    "StoreWriter",
     "SuiteInfo",
     "SuiteWriter",
     "ValidationReport",
     "block_size_for",
+    "check_group_name",
     "check_unchanged",
     "damage_reported",
     "describe",

@@ -1,6 +1,8 @@
 """May a run write here? The store's root, its model and a suite's extraction settings checked
 before anything is written: someone else's data, a damaged store, another model, or other settings
-are refused (reading only), and a new store's root is created under the root lock.
+are refused (reading only), and a new store's root is created under the root lock.  What a
+suite's group holds decides what writing it does (:func:`plan_group`: new, resume, rewrite or
+replace; :func:`check_group`: its refusals, before any lock is taken).
 """
 
 from __future__ import annotations
@@ -14,20 +16,23 @@ import zarr
 from emb.errors import CorruptStoreError, StoreError, StoreMismatchError
 from emb.schemas import datamodel as dm
 from emb.store._location import check_writable, is_url, local_path, open_zarr_store
-from emb.store._nodes import BadMetadata, child_names, read_json
+from emb.store._nodes import BadMetadata, child_names, list_prefix, read_json
 from emb.store.lock import WriterLock, lock_path, locked
 from emb.store.names import check_group_name
-from emb.store.validate import root_attribute_problem
+from emb.store.shards import LAYOUT_WAIT_S
+from emb.store.validate import describe_problems, root_attribute_problem, suite_status
 
 __all__ = [
     "EXTRACTION_IDENTITY_KEYS",
     "MODEL_IDENTITY_KEYS",
     "ROOT_LOCK_WAIT_S",
+    "check_group",
     "check_same",
     "check_store",
     "extraction_differences",
     "model_differences",
     "open_for_writing",
+    "plan_group",
     "root_attrs",
 ]
 
@@ -241,3 +246,125 @@ def extraction_differences(stored: Mapping[str, Any], run: Mapping[str, Any]) ->
 
 def _norm(value: Any) -> Any:
     return list(value) if isinstance(value, (tuple, list)) else value
+
+
+def _group_state(zstore: Any, name: str) -> tuple[str, dict[str, Any] | None, str]:
+    """What is at group ``name``: ("absent" | "suite" | "foreign" | "damaged", attrs, why)."""
+    try:
+        meta = read_json(zstore, f"{name}/zarr.json")
+    except BadMetadata as err:
+        return "damaged", None, f"its metadata is damaged ({err})"
+    if meta is None:
+        if list_prefix(zstore, name):
+            return "damaged", None, f"its metadata ({name}/zarr.json) is missing but data is there"
+        return "absent", None, ""
+    attrs = meta.get("attributes") or {}
+    if meta.get("node_type") != "group":
+        return "foreign", None, f"it is a zarr {meta.get('node_type', 'node')}, not a suite group"
+    if dm.ATTR_SUITE not in attrs:
+        return "foreign", None, "it is a zarr group emb did not write"
+    return "suite", dict(attrs), ""
+
+
+def plan_group(
+    location: str,
+    zstore: Any,
+    *,
+    name: str,
+    suite_attrs: Mapping[str, Any],
+    extraction: Mapping[str, Any],
+    overwrite: bool,
+) -> tuple[str, dict[str, Any] | None]:
+    """What writing suite ``name`` must do with what is there, reading only:
+    ``("new", None)``, ``("resume", attrs)`` (its layout is whole and it is the same suite with the
+    same settings), ``("rewrite", attrs)`` (the same suite's layout write was interrupted), or
+    ``("replace", attrs or None)`` (``overwrite``: the group, and only it, is deleted first).
+
+    Raises
+    ------
+    StoreMismatchError
+        Another definition or other settings, or a node emb did not write (without ``overwrite``).
+    CorruptStoreError
+        The group's metadata is damaged (without ``overwrite``).
+    """
+    state, attrs, why = _group_state(zstore, name)
+    if state == "absent":
+        return "new", None
+    if overwrite:
+        return "replace", attrs
+    if state in ("damaged", "foreign"):
+        error = CorruptStoreError if state == "damaged" else StoreMismatchError
+        raise error(
+            f"{location} already has a {name!r} that emb cannot resume: {why}; use --name to "
+            f"write this suite under another name, or --overwrite to replace {name!r}"
+        )
+    assert attrs is not None
+    version = attrs.get(dm.ATTR_SCHEMA_VERSION)
+    if version not in dm.READABLE_SCHEMA_VERSIONS:
+        raise StoreMismatchError(
+            f"suite {name!r} in {location} has store schema version {version!r}, which this emb "
+            "does not write; upgrade emb, or use --name / --overwrite"
+        )
+    if attrs.get(dm.ATTR_SKELETON):
+        check_same(location, name, attrs, suite_attrs, extraction)
+        status, problems, _ = suite_status(zstore, name)
+        if status == "corrupt":  # resuming would keep (or declare complete) the damage
+            raise CorruptStoreError(
+                f"suite {name!r} in {location} is damaged ({describe_problems(problems)}); "
+                "re-extract it with --overwrite ('emb validate' gives the whole report)"
+            )
+        return "resume", attrs
+    # a run's layout write was interrupted: rewritten when it was this very suite
+    check_same(location, name, attrs, suite_attrs, extraction)
+    return "rewrite", attrs
+
+
+def check_group(
+    location: str,
+    zstore: Any,
+    *,
+    name: str,
+    suite_attrs: Mapping[str, Any],
+    extraction: Mapping[str, Any],
+    overwrite: bool,
+    shard: str | None = None,
+) -> None:
+    """:func:`plan_group`'s refusals, read before any lock is taken, so that a run refuses before
+    it writes anything.
+
+    A group that reads as damaged may be a layout another writer is writing at this moment (its
+    arrays are there, its ``zarr.json`` not yet).  On a local store it is read again once that
+    writer lets go of the suite's lock: a whole-suite writer (``shard`` None) is refused at once
+    while the lock is held (:class:`StoreLockedError` names the holder, instead of a misleading
+    "damaged"); a shard writer waits for the other worker's layout, as its own layout guard
+    would.  On object storage a shard writer leaves the question to the check it repeats under
+    its layout claim.
+
+    Raises
+    ------
+    StoreMismatchError, CorruptStoreError
+        As :func:`plan_group`.
+    StoreLockedError
+        (whole-suite writer, local store) Another process holds the suite's lock.
+    """
+
+    def plan() -> None:
+        plan_group(
+            location, zstore, name=name, suite_attrs=suite_attrs, extraction=extraction,
+            overwrite=overwrite,
+        )
+
+    try:
+        plan()
+    except CorruptStoreError:
+        path = lock_path(location, name)
+        if path is None:
+            if shard is not None:
+                return
+            raise
+        if shard is None:
+            WriterLock.check_free(path, what=f"suite {name!r} of store {location}")
+        else:
+            with locked(location, name, purpose=f"check suite {name!r}", wait_s=LAYOUT_WAIT_S):
+                pass
+        plan()

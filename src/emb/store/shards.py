@@ -67,7 +67,6 @@ __all__ = [
     "shard_lock_path",
     "shard_layout_guard",
     "shard_progress",
-    "shard_windows",
     "writer_lock",
 ]
 
@@ -436,9 +435,3 @@ def shard_layout_guard(zstore: Any, location: str, name: str) -> Iterator[bool]:
 
     with layout_claim(zstore, location, name, is_laid_out=laid_out) as mine:
         yield mine
-
-
-def shard_windows(record: ShardRecord, index: int) -> Sequence[int]:
-    """The windows of shard ``index`` (1-based)."""
-    first, stop = record.windows[index - 1]
-    return range(first, stop)

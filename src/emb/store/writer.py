@@ -41,49 +41,30 @@ import zarr.codecs
 import zarr.errors
 from zarr.core.sync import sync as zarr_sync
 
-from emb.errors import CorruptStoreError, StoreError, StoreMismatchError
+from emb.errors import StoreError
 from emb.schemas import datamodel as dm
 from emb.store._layout import block_size_for, chunk_codecs, coord_layout, read_rows
 from emb.store._location import is_url, local_path
-from emb.store._nodes import BadMetadata, digest, list_prefix, read_bytes, read_json
-from emb.store._write_checks import ROOT_LOCK_WAIT_S, check_same
-from emb.store.lock import WriterLock, lock_path, locked
+from emb.store._nodes import digest, list_prefix, read_bytes
+from emb.store._write_checks import ROOT_LOCK_WAIT_S, plan_group
+from emb.store.lock import WriterLock, locked
 from emb.store.manifest import build_manifest, covered
 from emb.store.names import check_group_name
-from emb.store.shards import LAYOUT_WAIT_S, shard_layout_guard
-from emb.store.shards import writer_lock as _take_lock
-from emb.store.validate import (
-    describe_problems,
-    read_done,
-    shard_key,
-    stale_consolidated,
-    suite_status,
+from emb.store.shards import (
+    ShardRecord,
+    read_markers,
+    read_record,
+    record_shards,
+    shard_layout_guard,
 )
+from emb.store.shards import writer_lock as _take_lock
+from emb.store.validate import read_done, shard_key, stale_consolidated
 
 __all__ = [
     "SuiteWriter",
     "block_size_for",
-    "check_group",
-    "plan_group",
     "read_rows",
 ]
-
-def _group_state(zstore: Any, name: str) -> tuple[str, dict[str, Any] | None, str]:
-    """What is at group ``name``: ("absent" | "suite" | "foreign" | "damaged", attrs, why)."""
-    try:
-        meta = read_json(zstore, f"{name}/zarr.json")
-    except BadMetadata as err:
-        return "damaged", None, f"its metadata is damaged ({err})"
-    if meta is None:
-        if list_prefix(zstore, name):
-            return "damaged", None, f"its metadata ({name}/zarr.json) is missing but data is there"
-        return "absent", None, ""
-    attrs = meta.get("attributes") or {}
-    if meta.get("node_type") != "group":
-        return "foreign", None, f"it is a zarr {meta.get('node_type', 'node')}, not a suite group"
-    if dm.ATTR_SUITE not in attrs:
-        return "foreign", None, "it is a zarr group emb did not write"
-    return "suite", dict(attrs), ""
 
 
 def _delete_group(zstore: Any, name: str, *, flags: bool) -> None:
@@ -118,110 +99,6 @@ def _write_errors(what: str) -> Iterator[None]:
             f"cannot write {what}: {err.strerror or err}; the store must stay writable (and "
             "have room) while 'emb extract' runs; re-run the same command to resume"
         ) from err
-
-
-def plan_group(
-    location: str,
-    zstore: Any,
-    *,
-    name: str,
-    suite_attrs: Mapping[str, Any],
-    extraction: Mapping[str, Any],
-    overwrite: bool,
-) -> tuple[str, dict[str, Any] | None]:
-    """What writing suite ``name`` must do with what is there, reading only:
-    ``("new", None)``, ``("resume", attrs)`` (its layout is whole and it is the same suite with the
-    same settings), ``("rewrite", attrs)`` (the same suite's layout write was interrupted), or
-    ``("replace", attrs or None)`` (``overwrite``: the group, and only it, is deleted first).
-
-    Raises
-    ------
-    StoreMismatchError
-        Another definition or other settings, or a node emb did not write (without ``overwrite``).
-    CorruptStoreError
-        The group's metadata is damaged (without ``overwrite``).
-    """
-    state, attrs, why = _group_state(zstore, name)
-    if state == "absent":
-        return "new", None
-    if overwrite:
-        return "replace", attrs
-    if state in ("damaged", "foreign"):
-        error = CorruptStoreError if state == "damaged" else StoreMismatchError
-        raise error(
-            f"{location} already has a {name!r} that emb cannot resume: {why}; use --name to "
-            f"write this suite under another name, or --overwrite to replace {name!r}"
-        )
-    assert attrs is not None
-    version = attrs.get(dm.ATTR_SCHEMA_VERSION)
-    if version not in dm.READABLE_SCHEMA_VERSIONS:
-        raise StoreMismatchError(
-            f"suite {name!r} in {location} has store schema version {version!r}, which this emb "
-            "does not write; upgrade emb, or use --name / --overwrite"
-        )
-    if attrs.get(dm.ATTR_SKELETON):
-        check_same(location, name, attrs, suite_attrs, extraction)
-        status, problems, _ = suite_status(zstore, name)
-        if status == "corrupt":  # resuming would keep (or declare complete) the damage
-            raise CorruptStoreError(
-                f"suite {name!r} in {location} is damaged ({describe_problems(problems)}); "
-                "re-extract it with --overwrite ('emb validate' gives the whole report)"
-            )
-        return "resume", attrs
-    # a run's layout write was interrupted: rewritten when it was this very suite
-    check_same(location, name, attrs, suite_attrs, extraction)
-    return "rewrite", attrs
-
-
-def check_group(
-    location: str,
-    zstore: Any,
-    *,
-    name: str,
-    suite_attrs: Mapping[str, Any],
-    extraction: Mapping[str, Any],
-    overwrite: bool,
-    shard: str | None = None,
-) -> None:
-    """:func:`plan_group`'s refusals, read before any lock is taken, so that a run refuses before
-    it writes anything.
-
-    A group that reads as damaged may be a layout another writer is writing at this moment (its
-    arrays are there, its ``zarr.json`` not yet).  On a local store it is read again once that
-    writer lets go of the suite's lock: a whole-suite writer (``shard`` None) is refused at once
-    while the lock is held (:class:`StoreLockedError` names the holder, instead of a misleading
-    "damaged"); a shard writer waits for the other worker's layout, as its own layout guard
-    would.  On object storage a shard writer leaves the question to the check it repeats under
-    its layout claim.
-
-    Raises
-    ------
-    StoreMismatchError, CorruptStoreError
-        As :func:`plan_group`.
-    StoreLockedError
-        (whole-suite writer, local store) Another process holds the suite's lock.
-    """
-
-    def plan() -> None:
-        plan_group(
-            location, zstore, name=name, suite_attrs=suite_attrs, extraction=extraction,
-            overwrite=overwrite,
-        )
-
-    try:
-        plan()
-    except CorruptStoreError:
-        path = lock_path(location, name)
-        if path is None:
-            if shard is not None:
-                return
-            raise
-        if shard is None:
-            WriterLock.check_free(path, what=f"suite {name!r} of store {location}")
-        else:
-            with locked(location, name, purpose=f"check suite {name!r}", wait_s=LAYOUT_WAIT_S):
-                pass
-        plan()
 
 
 class SuiteWriter:
@@ -489,10 +366,27 @@ class SuiteWriter:
         done = read_done(self.done)
         return [i for i in range(len(self.block_ranges())) if not done[i]]
 
+    def markers(self, blocks: Sequence[int] | None = None) -> np.ndarray:
+        """The raw done-markers (0 not written, ``DONE``, ``COPIES_PENDING``: see
+        :mod:`emb.store.shards`): of every block, one that cannot be decoded read as 0; or of
+        ``blocks`` alone, as stored."""
+        if blocks is None:
+            return read_markers(self.done)
+        return np.asarray(self.done.get_orthogonal_selection((np.asarray(blocks),)))
+
+    @property
+    def complete(self) -> bool:
+        """Whether the group is marked complete (its manifest written)."""
+        return bool(self.group.attrs.get(dm.ATTR_COMPLETE))
+
     def write_block(self, index: int, values: np.ndarray, *, marker: int = 1) -> None:
         """Write block ``index`` (one shard), then its done-marker (``marker``: 1 done, 2 rows
         copied from other shards still pending, see :mod:`emb.store.shards`); the shard is read
-        back and hashed for the manifest."""
+        back and hashed for the manifest.
+
+        The one place a block's vectors reach the store (the pipeline calls it on its writer
+        thread): how a shard is encoded and written changes here, its order (shard, then
+        marker) never."""
         start, stop = self.block_ranges()[index]
         if values.shape != (stop - start, *self.array.shape[1:]):
             raise StoreError(
@@ -510,6 +404,27 @@ class SuiteWriter:
     def read_rows(self, rows: Sequence[int]) -> np.ndarray:
         """Rows already written (for vectors reused by later items)."""
         return read_rows(self.array, rows)
+
+    def read_block(self, index: int) -> np.ndarray:
+        """Block ``index`` as stored (a copy the caller may change)."""
+        start, stop = index * self.block_size, min(self.n_items, (index + 1) * self.block_size)
+        return np.asarray(self.array[start:stop])
+
+    # -- shard writers (see emb.store.shards) ---------------------------------------------------------
+    def shard_record(self) -> ShardRecord | None:
+        """The suite's shard record, or None (never sharded, or a record that does not parse)."""
+        return read_record(self.root.store, self.name)
+
+    def record_shards(self, record: ShardRecord) -> ShardRecord:
+        """Create the suite's shard record, or check this worker's ``record`` against the one
+        there (:func:`emb.store.shards.record_shards`); the record that rules.
+
+        Raises
+        ------
+        StoreMismatchError
+            The suite is being extracted with another shard count or plan.
+        """
+        return record_shards(self.root.store, self.location, self.name, record)
 
     def finish(self) -> None:
         """Write the manifest, mark the suite complete, and release the suite's lock."""
