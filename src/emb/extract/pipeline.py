@@ -345,7 +345,7 @@ def _check_shard_count(
     with the block and window sizes the suite will be written with (those stored, on a resume)."""
     stored_plans = target.stored_plans([prep.name for prep in prepared])
     for prep, (stored, recorded) in zip(prepared, stored_plans, strict=True):
-        block = block_size or target.block_size(prep.shape, storage_dtype)
+        block = block_size or target.default_block_size(prep.shape, storage_dtype)
         window = prep.window_blocks
         if isinstance(stored, dict):
             with contextlib.suppress(ValueError, TypeError):

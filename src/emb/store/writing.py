@@ -153,7 +153,7 @@ class StoreWriter:
         return plans
 
     @staticmethod
-    def block_size(shape: tuple[int, int, int, int], storage_dtype: str) -> int:
+    def default_block_size(shape: tuple[int, int, int, int], storage_dtype: str) -> int:
         """Items per shard of a new suite of ``shape`` (items, layers, poolings, features):
         the rule :meth:`SuiteWriter.open` applies, looked up when called."""
         _, n_layers, n_poolings, n_features = shape
@@ -170,8 +170,7 @@ class StoreWriter:
         """
         _, self._root = open_for_writing(self.location, model=model, storage_options=self.storage_options)
 
-    @property
-    def root(self) -> zarr.Group:
+    def _opened(self) -> zarr.Group:
         """The store's root group, once :meth:`open`."""
         if self._root is None:
             raise StoreError(f"{self.location} is not open for writing: call open(model=...) first")
@@ -195,7 +194,7 @@ class StoreWriter:
         the writer thread, where given) or the unfinished one resumed; see
         :meth:`SuiteWriter.open`."""
         return SuiteWriter.open(
-            self.location, self.root, name=name, coords=coords, shape=shape,
+            self.location, self._opened(), name=name, coords=coords, shape=shape,
             storage_dtype=storage_dtype, suite_attrs=suite_attrs, extraction_attrs=extraction_attrs,
             overwrite=overwrite, block_size=block_size, executor=executor, shard=shard,
         )
@@ -214,7 +213,7 @@ class StoreWriter:
         StoreError
             (``only``) One of those suites is no longer complete.
         """
-        root = self.root
+        root = self._opened()
         sources: dict[RowKey, tuple[str, int]] = {}
         used: list[str] = []
         for other in suite_names(root.store) if only is None else only:
@@ -245,4 +244,4 @@ class StoreWriter:
 
     def read_rows(self, suite: str, rows: Sequence[int]) -> np.ndarray:
         """Rows of another suite's stored embedding, in the order asked for."""
-        return read_rows(self.root[f"{suite}/{dm.EMBEDDING}"], rows)
+        return read_rows(self._opened()[f"{suite}/{dm.EMBEDDING}"], rows)
