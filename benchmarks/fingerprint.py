@@ -42,11 +42,12 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 EMB = [sys.executable, "-c", "from emb.cli.main import main; main()"]
 
-#: keys whose values differ by run (time, machine, package versions), never by code
+#: keys whose values differ by run (time, machine, package versions, random ids: a layout's
+#: ``generation``, a shard record's claim ``token``), never by code
 VOLATILE = {
     "created", "versions", "emb_versions", "emb_analysed_at", "analysed_at", "time", "started",
     "host", "pid", "command", "emb_command", "sha256", "python", "platform", "written_at",
-    "seconds",
+    "seconds", "generation", "token",
 }
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
