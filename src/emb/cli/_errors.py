@@ -10,7 +10,9 @@ status 1 (click's handling of a broken pipe), never an "internal error". No trac
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 import os
 import select
 import sys
@@ -57,7 +59,44 @@ def one_line_warnings() -> Iterator[None]:
         yield
 
 
+def _settle_store_io() -> None:
+    """After a failed run, cancel the store I/O still in flight on zarr's event loop and let it
+    unwind there, then keep what is left of it quiet as the interpreter exits.
+
+    A read or write that fails (an S3 server that died mid-run) ends the run while zarr's other
+    requests of the same batch are still pending on its I/O thread. Left alone, they are destroyed
+    at exit: asyncio logs "Task was destroyed but it is pending!" and a coroutine closed outside
+    its own context (aiobotocore's) prints an "Exception ignored in" traceback after emb's one-line
+    error. Cancelled on their own loop, they unwind in their own context and print nothing; what
+    still remains is shown only with ``EMB_DEBUG``.
+    """
+    sync = sys.modules.get("zarr.core.sync")  # never imports zarr: a run that did not load it
+    loop = getattr(sync, "loop", [None])[0] if sync is not None else None  # has nothing pending
+    if loop is not None and loop.is_running() and not loop.is_closed():
+
+        async def cancel_pending() -> None:
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            if tasks:
+                await asyncio.wait(tasks, timeout=2.0)
+
+        with contextlib.suppress(Exception):  # a loop stopping as we ask: nothing left to settle
+            asyncio.run_coroutine_threadsafe(cancel_pending(), loop).result(timeout=3.0)
+    if not _debug():
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+        sys.unraisablehook = lambda unraisable: None
+
+
 def _invoke(invoke: Any, ctx: click.Context) -> Any:
+    try:
+        return _one_line(invoke, ctx)
+    except BaseException:
+        _settle_store_io()
+        raise
+
+
+def _one_line(invoke: Any, ctx: click.Context) -> Any:
     with one_line_warnings():
         try:
             return invoke(ctx)

@@ -1,0 +1,63 @@
+"""A failed run prints its one line and nothing after it: store I/O still in flight on zarr's
+event loop when the error ends the run (a server that died mid-batch) is cancelled on its own
+loop, never destroyed at exit with an "Exception ignored in" traceback (seen on CI: aiobotocore's
+context reset in a coroutine closed outside its context)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent('''
+    import asyncio, contextlib, contextvars, sys
+    import click
+    from zarr.core.sync import sync
+    from emb.cli._errors import EmbCommand
+    from emb.errors import StoreError
+
+    VAR = contextvars.ContextVar("request")
+
+    @contextlib.asynccontextmanager
+    async def in_context():  # as aiobotocore's start_as_current_context: reset on the way out
+        token = VAR.set("request")
+        try:
+            yield
+        finally:
+            VAR.reset(token)
+
+    async def pending():
+        async with in_context():
+            await asyncio.Event().wait()  # a request that never comes back
+
+    async def batch():
+        async def failing():
+            await asyncio.sleep(0.01)
+            raise StoreError("the server at http://127.0.0.1:1 went away: run the same command again")
+        await asyncio.gather(failing(), *(pending() for _ in range(4)))
+
+    @click.command(cls=EmbCommand)
+    def run():
+        sync(batch())
+
+    {debug}
+    run()
+''')
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_pending_store_io_is_cancelled_and_the_error_is_one_line(debug):
+    env_line = "import os; os.environ['EMB_DEBUG'] = '1'" if debug else ""
+    proc = subprocess.run([sys.executable, "-c", SCRIPT.replace("{debug}", env_line)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    if debug:  # the error's own traceback, asked for; never the leftovers'
+        assert lines[-1].startswith("Error: StoreError: the server"), proc.stderr
+    else:
+        assert lines == ["Error: StoreError: the server at http://127.0.0.1:1 went away: run the "
+                         "same command again"], proc.stderr
+    for noise in ("Exception ignored", "Task was destroyed", "different Context"):
+        assert noise not in proc.stderr, proc.stderr
