@@ -56,15 +56,8 @@ def _suite_options() -> list[Any]:
             + ("" if default is None or opt.type is bool else f" (default {_show(default)})"),
         }
         if opt.type is bool:
-            kwargs["is_flag"] = True
             kwargs.pop("multiple")
-        elif opt.choices:
-            kwargs["type"] = click.Choice(list(opt.choices))
-        elif opt.type is int:
-            kwargs["type"] = int
-        elif opt.type is float:
-            kwargs["type"] = float
-        decorators.append(click.option(flag, name, **kwargs))
+        decorators.append(click.option(flag, name, **kwargs, **_click_type(opt)))
     return decorators
 
 
@@ -89,16 +82,17 @@ def _backend_options() -> list[Any]:
             kwargs: dict[str, Any] = {
                 "default": opt.default, "help": f"[{owners}] {opt.help}" if owners else opt.help,
             }
-            if opt.type is bool:
-                kwargs["is_flag"] = True
-            elif opt.choices:
-                kwargs["type"] = click.Choice(list(opt.choices))
-            elif opt.type is int:
-                kwargs["type"] = int
-            elif opt.type is float:
-                kwargs["type"] = float
-            decorators.append(click.option(opt.flag, opt.name, **kwargs))
+            decorators.append(click.option(opt.flag, opt.name, **kwargs, **_click_type(opt)))
     return decorators
+
+
+def _click_type(opt: Any) -> dict[str, Any]:
+    """The click type of a declared option: a flag for ``bool``, its choices, int or float."""
+    if opt.type is bool:
+        return {"is_flag": True}
+    if opt.choices:
+        return {"type": click.Choice(list(opt.choices))}
+    return {"type": opt.type} if opt.type in (int, float) else {}
 
 
 def _backend_option_names() -> set[str]:
