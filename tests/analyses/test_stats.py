@@ -452,8 +452,9 @@ def test_single_threaded_blas_limits_restores_and_nests(monkeypatch):
         assert lib.threads == 1
         with stats.single_threaded_blas():  # re-entrant
             assert lib.threads == 1
-        assert lib.threads == 1 and lib.calls == [1]
-    assert lib.threads == 4 and lib.calls == [1, 4]
+        assert lib.threads == 1 and lib.calls == [1, 1]  # each entry sets it (OpenBLAS may
+        # have dropped a count set from another thread meanwhile)
+    assert lib.threads == 4 and lib.calls == [1, 1, 4]
     with pytest.raises(RuntimeError), stats.single_threaded_blas():
         raise RuntimeError("boom")
     assert lib.threads == 4 and stats._blas._blas_users == 0
