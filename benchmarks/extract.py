@@ -21,14 +21,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from emb.extract.loading import load_model
+from emb.backends import load_model
+from emb.backends.tokens import locate_subtokens
 from emb.extract.pipeline import extract
-from emb.extract.suites import Item, Suite
-from emb.extract.tokens import locate_subtokens
+from emb.stimuli.suites import Item, Suite
 
 
 def _words(n: int) -> list[str]:
-    from emb.extract.lexicon import load_lexicon
+    from emb.stimuli.lexicon import load_lexicon
 
     for source in ("warriner", str(Path(__file__).resolve().parents[2] / "shared/data/lexica/warriner.csv")):
         try:

@@ -47,7 +47,9 @@ EMB = [sys.executable, "-c", "from emb.cli.main import main; main()"]
 VOLATILE = {
     "created", "versions", "emb_versions", "emb_analysed_at", "analysed_at", "time", "started",
     "host", "pid", "command", "emb_command", "sha256", "python", "platform", "written_at",
-    "seconds", "generation", "token",
+    "seconds",
+    # random ids, new at every run: a suite layout's (store schema 3) and a shard record's claim
+    "generation", "token",
 }
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from emb.extract.loading import load_model
-from emb.extract.suites import build_suite
+from emb.backends import load_model
+from emb.stimuli.suites import build_suite
 
 sys.path.insert(0, str(Path(__file__).parent))
 from extract import _model  # noqa: E402  (the benchmark models)

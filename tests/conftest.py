@@ -18,6 +18,9 @@ settings.load_profile("emb")
 
 REPO = Path(__file__).resolve().parents[1]
 
+#: the tiny and small model fixtures, for every test directory
+pytest_plugins = ("tests.model_fixtures",)
+
 
 def _data_dir() -> Path:
     return Path(os.environ.get("EMB_TEST_DATA", REPO.parent / "shared" / "data"))

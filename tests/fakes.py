@@ -1,4 +1,4 @@
-"""A torch-free stand-in for :class:`emb.extract.model.Runner`, for store and pipeline tests.
+"""A torch-free :class:`emb.backends.Runner`, for store and pipeline tests.
 
 Tokens are regex words/punctuation; each token's vector at each layer is a fixed function of the
 token text, its position and the whole context, so pooled results are known in closed form.
@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from emb.backends import Runner
 from emb.errors import ModelError, TargetNotFoundError
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -61,7 +62,7 @@ def token_vectors(context: str, n_layers: int, hidden: int) -> np.ndarray:
 
 
 @dataclass
-class FakeRunner:
+class FakeRunner(Runner):
     info: FakeInfo = field(default_factory=FakeInfo)
     calls: list[int] = field(default_factory=list)
 

@@ -33,7 +33,7 @@ def minilm_store(tmp_path_factory, data_dir):
     lines = (data_dir / "lexica" / "bellezza.csv").read_text().splitlines()
     lexicon = tmp / "bellezza60.csv"
     lexicon.write_text("\n".join([lines[0], *lines[1:400:6][:60]]) + "\n")
-    from emb.extract.suites.vast import POLAR_PLEASANT, POLAR_UNPLEASANT
+    from emb.stimuli.suites.vast import POLAR_PLEASANT, POLAR_UNPLEASANT
 
     words = [line.split(",")[0] for line in lines[1:400:6][:60]]
     words += [*POLAR_PLEASANT, *POLAR_UNPLEASANT]

@@ -1,4 +1,5 @@
-"""One-way imports: the store, the analyses and the extract package import no torch."""
+"""One-way imports: the store, the analyses, the stimuli, the backends' table and the extract
+package import no torch; the analyses import none of the extract side."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import pytest
 
 
 @pytest.mark.parametrize(
-    "module", ["emb", "emb.store", "emb.analyses", "emb.extract", "emb.extract.suites", "emb.cli.main"]
+    "module",
+    ["emb", "emb.store", "emb.analyses", "emb.extract", "emb.stimuli", "emb.stimuli.suites",
+     "emb.backends", "emb.backends.hf", "emb.backends.static", "emb.cli.main"],
 )
 def test_import_does_not_pull_torch(module):
     code = f"import sys, {module}; assert 'torch' not in sys.modules, 'torch'; " \
@@ -18,8 +21,8 @@ def test_import_does_not_pull_torch(module):
 
 
 def test_analyses_do_not_import_extract():
-    code = ("import sys, emb.analyses; bad = [m for m in sys.modules if m.startswith('emb.extract')]; "
-            "assert not bad, bad")
+    code = ("import sys, emb.analyses; bad = [m for m in sys.modules if m.startswith("
+            "('emb.extract', 'emb.stimuli', 'emb.backends'))]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -30,4 +33,11 @@ def test_the_cli_and_the_analyses_import_without_sklearn_scipy_stats_or_matplotl
     code = ("import sys, emb.cli.main, emb.analyses; "
             "heavy = [m for m in ('sklearn', 'scipy.stats', 'matplotlib') if m in sys.modules]; "
             "assert not heavy, heavy")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_stimuli_import_no_backend_and_no_pipeline():
+    """The stimuli sit below the backends and the pipeline: a suite is built without them."""
+    code = ("import sys, emb.stimuli; bad = [m for m in sys.modules if m.startswith("
+            "('emb.extract', 'emb.backends'))]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,5 +1,5 @@
 """Reading word-pair files (WS-353, SimLex-999, MEN, RW): one reader for the ``similarity`` suite
-(:mod:`emb.extract.suites.similarity`) and the ``similarity`` analysis
+(:mod:`emb.stimuli.suites.similarity`) and the ``similarity`` analysis
 (:mod:`emb.analyses.similarity`), which may not import each other.
 
 Two layouts: a CSV with a header holding ``word1``, ``word2``, ``score`` (and, for one file holding

@@ -23,6 +23,7 @@ __all__ = [
     "AnalysisError",
     "SchedulerError",
     "SettingError",
+    "OptionError",
     "EmbWarning",
 ]
 
@@ -96,6 +97,16 @@ class SchedulerError(EmbError, ConnectionError):
 class SettingError(EmbError, ValueError):
     """An emb setting read from the environment (``EMB_CONNECT_TIMEOUT``, ``EMB_READ_TIMEOUT``,
     ``EMB_RETRIES``) holds a value emb cannot use."""
+
+
+class OptionError(EmbError, ValueError):
+    """An option given that the request does not take (a suite's option without its suite, a
+    backend's option for a model another backend opens), or given more often than it can be;
+    ``option`` names the flag to blame (``"--suite"``), when one is (the CLI's usage error)."""
+
+    def __init__(self, message: str, *, option: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
 
 
 class EmbWarning(UserWarning):

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from emb.extract.suites import Item, Suite, build_suite
+from emb.stimuli.suites import Item, Suite, build_suite
 from tests.analyses._synthetic import lexicon_table
 
 VAL = 5

@@ -16,11 +16,11 @@ import pytest
 
 import emb
 from emb.analyses import ANALYSES, run_analysis
+from emb.backends.static import load_vectors
 from emb.errors import MissingStimuliError
 from emb.extract.pipeline import extract
-from emb.extract.static import load_vectors
-from emb.extract.suites import build_suite
-from emb.extract.suites.weat import WEAT_TESTS
+from emb.stimuli.suites import build_suite
+from emb.stimuli.suites.weat import WEAT_TESTS
 
 BIN = "static/GoogleNews-vectors-negative300-bolukbasi.bin"
 

@@ -362,8 +362,8 @@ def test_model_with_its_own_code_is_refused_quickly_with_stdin_open(bert_dir, sm
 
 def test_transformers_is_told_not_to_run_model_code(bert_dir, tmp_path, monkeypatch):
     """Without emb's own check, transformers still gets trust_remote_code=False and refuses."""
+    from emb.backends import _hf_loading as model_module
     from emb.errors import ModelError
-    from emb.extract import loading as model_module
 
     marker = tmp_path / "code-ran"
     model = _custom_code_model(bert_dir, tmp_path / "custom", marker)

@@ -6,7 +6,7 @@ import click
 from click.testing import CliRunner
 
 from emb.cli.main import _apply, _suite_options
-from emb.extract.suites import BUILTIN_SUITES
+from emb.stimuli.suites import BUILTIN_SUITES
 
 
 def _parse(*args: str) -> dict:

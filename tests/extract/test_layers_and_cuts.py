@@ -25,7 +25,7 @@ def test_stopping_early_gives_the_same_layers(runner_name: str, request: pytest.
 
 
 def test_stop_after_runs_fewer_blocks(gpt2_runner) -> None:
-    from emb.extract.model import stop_after
+    from emb.backends._hf_runner import stop_after
 
     calls = []
     hooks = [b.register_forward_hook(lambda *a, i=i: calls.append(i))

@@ -9,7 +9,7 @@ import pytest
 
 import emb
 from emb.extract import extract
-from emb.extract.suites import load_suite
+from emb.stimuli.suites import load_suite
 
 
 def test_extract_takes_pathlib_model_suite_and_store(tiny_bert_dir: Path, tmp_path: Path) -> None:

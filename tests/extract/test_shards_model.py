@@ -21,8 +21,8 @@ def s3_env(s3_bucket):
 
 def test_cuda_index_is_checked_against_the_devices_found(monkeypatch):
     torch = pytest.importorskip("torch")
+    from emb.backends._hf_runner import parse_device
     from emb.errors import ModelError
-    from emb.extract.model import parse_device
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ModelError, match="CUDA is not available"):

@@ -15,8 +15,8 @@ pytest.importorskip("torch")
 
 import emb  # noqa: E402
 from emb.extract.pipeline import extract  # noqa: E402
-from emb.extract.suites import load_suite  # noqa: E402
 from emb.schemas import datamodel as dm  # noqa: E402
+from emb.stimuli.suites import load_suite  # noqa: E402
 from tests import models  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -15,7 +15,7 @@ import torch
 from transformers import AutoModel, AutoTokenizer
 
 import emb
-from emb.extract.loading import load_model
+from emb.backends import load_model
 from emb.extract.pipeline import extract
 from tests.store.test_pipeline import item, make_suite
 

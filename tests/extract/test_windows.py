@@ -16,8 +16,9 @@ pytest.importorskip("torch")
 pytestmark = pytest.mark.filterwarnings("ignore:suite 'v'.* position 0 :emb.errors.EmbWarning")
 
 import emb  # noqa: E402
+from emb.backends import Runner  # noqa: E402
 from emb.extract.pipeline import extract  # noqa: E402
-from emb.extract.suites import Item, Suite  # noqa: E402
+from emb.stimuli.suites import Item, Suite  # noqa: E402
 
 WORDS = "love war peace happiness unbelievably bridge cat dog catastrophe wonderful terrible".split()
 
@@ -40,7 +41,7 @@ def values(path) -> np.ndarray:
     return emb.open_store(str(path)).dataset("v").embedding.values
 
 
-class CallSensitive:
+class CallSensitive(Runner):
     """A real runner whose vectors depend on how contexts are grouped into ``embed`` calls, as
     float32 bits do on machines whose BLAS kernels change with the batch's shape: each call's
     vectors are scaled by 1 + n * 2**-20 (n = the call's number of contexts).  On such a runner a

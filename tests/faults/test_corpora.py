@@ -29,9 +29,9 @@ import pytest
 import zstandard
 
 from emb.errors import CorpusError
-from emb.extract import corpus_stream
-from emb.extract.corpus import load_corpus
-from emb.extract.corpus_stream import corpus_files, iter_blocks, record_ids
+from emb.stimuli import corpus_stream
+from emb.stimuli.corpus import load_corpus
+from emb.stimuli.corpus_stream import corpus_files, iter_blocks, record_ids
 from emb.store import open_store
 from tests._hostile import Outcome, assert_refused, run_emb
 
@@ -379,7 +379,7 @@ def test_a_compressed_file_that_is_nothing_but_its_magic_is_cut_short(tmp_path: 
 def test_a_zstd_bomb_is_read_in_bounded_pieces() -> None:
     """zstd's decoder object has no output limit: 1 KiB of input at a time keeps each piece at
     most 32 MiB (here, 256 MiB of zeros from 8 KB)."""
-    from emb.extract.corpus_files import decompressed
+    from emb.stimuli.corpus_files import decompressed
 
     bomb = zstandard.ZstdCompressor().compress(b"\x00" * 2**28)
     stream = decompressed(__import__("io").BytesIO(bomb), compression="zstd", path="bomb.zst")

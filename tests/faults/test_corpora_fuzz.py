@@ -22,10 +22,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from emb.errors import CorpusError
-from emb.extract import corpus_stream
-from emb.extract.corpus import load_corpus, whole_word_pattern
-from emb.extract.corpus_stream import SKIPPED_TEXTS, corpus_files, iter_blocks
-from emb.extract.stimulus_matching import Matcher
+from emb.stimuli import corpus_stream
+from emb.stimuli.corpus import load_corpus, whole_word_pattern
+from emb.stimuli.corpus_stream import SKIPPED_TEXTS, corpus_files, iter_blocks
+from emb.stimuli.stimulus_matching import Matcher
 
 FUZZ = settings(
     max_examples=250,

@@ -23,8 +23,8 @@ import pytest
 from click.testing import CliRunner
 
 from emb.cli.main import main
-from emb.extract.suites import load_suite
 from emb.results import find_runs, read_run
+from emb.stimuli.suites import load_suite
 from emb.store import open_store
 from tests._hostile import Outcome, assert_refused, run_emb
 from tests.faults._disk import hidden, injected, small_disk

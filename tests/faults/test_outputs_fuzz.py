@@ -126,7 +126,7 @@ def test_a_report_figure_directory_manifest_is_read_or_refused(manifest: str, ex
 @example(head=b'{\n "schema_version": 1,\n "name": "x"')
 @example(head=b"schema_version: 1\nname: x\n")
 def test_an_existing_suite_file_is_recognised_or_left_alone(head: bytes) -> None:
-    from emb.extract.suites.core import _is_suite_file
+    from emb.stimuli.suites.core import _is_suite_file
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "s.json"

@@ -20,9 +20,9 @@ import numpy as np
 import pytest
 
 import emb
+from emb.backends import vectors
+from emb.backends.static import load_vectors, read_vectors
 from emb.errors import ModelError
-from emb.extract import vectors
-from emb.extract.static import load_vectors, read_vectors
 from tests._hostile import assert_refused, run_emb
 
 TEXT = b"3 3\nlove 1 2 3\nhate 3 2 1\nsad 0.5 0.25 1\n"

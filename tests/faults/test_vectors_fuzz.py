@@ -26,13 +26,13 @@ from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from emb._pair_files import read_pair_file
+from emb.backends.static import load_vectors, read_vectors
 from emb.errors import EmbError, LexiconError, ModelError, SuiteError
-from emb.extract.lexicon import load_lexicon
-from emb.extract.static import load_vectors, read_vectors
-from emb.extract.suites import Item, Suite
-from emb.extract.suites._common import read_json
-from emb.extract.suites.ibd import parse_ibd_data
-from emb.extract.suites.stereotype import (
+from emb.stimuli.lexicon import load_lexicon
+from emb.stimuli.suites import Item, Suite
+from emb.stimuli.suites._common import read_json
+from emb.stimuli.suites.ibd import parse_ibd_data
+from emb.stimuli.suites.stereotype import (
     read_dictionary,
     read_generated_examples,
     read_names,

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from emb.errors import SuiteError
-from emb.extract.suites import build_suite
-from emb.extract.suites.stereotype import read_names
+from emb.stimuli.suites import build_suite
+from emb.stimuli.suites.stereotype import read_names
 from tests._hostile import assert_refused, run_emb
 
 

@@ -16,7 +16,7 @@ import pytest
 
 import emb
 from emb.errors import SuiteError
-from emb.extract.suites import Item, Suite, load_suite
+from emb.stimuli.suites import Item, Suite, load_suite
 from tests._hostile import assert_refused, run_emb
 
 

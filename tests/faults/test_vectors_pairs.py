@@ -17,7 +17,7 @@ import pytest
 from emb._pair_files import read_pair_file
 from emb.analyses.similarity import load_pairs, word_similarity
 from emb.errors import AnalysisError, SuiteError
-from emb.extract.suites import build_suite
+from emb.stimuli.suites import build_suite
 from tests._hostile import assert_refused, run_emb
 from tests.analyses._synthetic import similarity_dataset, similarity_pairs
 

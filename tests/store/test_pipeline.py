@@ -19,7 +19,7 @@ import zarr
 import emb
 from emb.errors import IncompleteStoreError, StoreError, StoreMismatchError, TargetNotFoundError
 from emb.extract.pipeline import _all_finite, extract
-from emb.extract.suites import Item, Suite
+from emb.stimuli.suites import Item, Suite
 from tests.fakes import FakeInfo, FakeRunner, token_vectors
 
 REPO = Path(__file__).resolve().parents[2]

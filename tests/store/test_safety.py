@@ -28,7 +28,7 @@ from emb.errors import (
     SuiteError,
 )
 from emb.extract.pipeline import extract
-from emb.extract.suites import Suite
+from emb.stimuli.suites import Suite
 from emb.store import lock as lock_module
 from emb.store._write_checks import model_differences
 from emb.store.lock import WriterLock, lock_path

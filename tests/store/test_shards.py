@@ -21,9 +21,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import emb
+from emb.backends.devices import check_device
 from emb.cli.main import main
 from emb.errors import EmbError, StoreLockedError, StoreMismatchError
-from emb.extract.devices import check_device
 from emb.extract.pipeline import extract
 from emb.extract.shards import Shard, parse_shard, partition
 from emb.store._location import open_zarr_store

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -36,12 +35,12 @@ def _suite_options() -> list[Any]:
     An option several generators declare is one flag: repeatable when any of them takes several
     values, its help joined; ``bool`` options are flags.
     """
-    from emb.extract.suites import BUILTIN_SUITES
+    from emb.stimuli.suites import BUILTIN_SUITES
 
     seen: dict[str, list[Any]] = {}
     for generator in BUILTIN_SUITES.values():
         for opt in generator.options:
-            if opt.name in _EXTRACT_LEVEL:  # one flag, declared by extract and handed on
+            if opt.name in _backend_option_names():  # one flag, a backend's, handed on
                 continue
             seen.setdefault(opt.name, []).append((generator.name, opt))
     decorators = []
@@ -57,22 +56,62 @@ def _suite_options() -> list[Any]:
             + ("" if default is None or opt.type is bool else f" (default {_show(default)})"),
         }
         if opt.type is bool:
-            kwargs["is_flag"] = True
             kwargs.pop("multiple")
-        elif opt.choices:
-            kwargs["type"] = click.Choice(list(opt.choices))
-        elif opt.type is int:
-            kwargs["type"] = int
-        elif opt.type is float:
-            kwargs["type"] = float
-        decorators.append(click.option(flag, name, **kwargs))
+        decorators.append(click.option(flag, name, **kwargs, **_click_type(opt)))
     return decorators
 
 
-#: Suite options that are also extract's own flags: ``--allow-missing`` leaves out what is missing
-#: for static vectors (words without a vector) and for the suites that declare it (ceat: stimuli
-#: without a context).
-_EXTRACT_LEVEL = frozenset({"allow_missing"})
+def _backend_options() -> list[Any]:
+    """One click option per backend option (:func:`emb.backends.available`), its help after
+    what it applies to: the backend's label and the suites that take it too (``--allow-missing``
+    leaves out what is missing for static vectors, words without a vector, and for ceat, stimuli
+    without a context); ``bool`` options are flags."""
+    from emb.backends import available
+    from emb.stimuli.suites import BUILTIN_SUITES
+
+    decorators = []
+    seen: set[str] = set()
+    for backend in available().values():
+        for opt in backend.options:
+            if opt.name in seen:
+                continue
+            seen.add(opt.name)
+            sharing = [g.name for g in BUILTIN_SUITES.values()
+                       if any(o.name == opt.name for o in g.options)]
+            owners = ", ".join(x for x in (backend.label, *sharing) if x)
+            kwargs: dict[str, Any] = {
+                "default": opt.default, "help": f"[{owners}] {opt.help}" if owners else opt.help,
+            }
+            decorators.append(click.option(opt.flag, opt.name, **kwargs, **_click_type(opt)))
+    return decorators
+
+
+def _click_type(opt: Any) -> dict[str, Any]:
+    """The click type of a declared option: a flag for ``bool``, its choices, int or float."""
+    if opt.type is bool:
+        return {"is_flag": True}
+    if opt.choices:
+        return {"type": click.Choice(list(opt.choices))}
+    return {"type": opt.type} if opt.type in (int, float) else {}
+
+
+def _backend_option_names() -> set[str]:
+    from emb.backends import available
+
+    return {o.name for backend in available().values() for o in backend.options}
+
+
+def _suite_option_names() -> set[str]:
+    from emb.stimuli.suites import BUILTIN_SUITES
+
+    return {o.name for generator in BUILTIN_SUITES.values() for o in generator.options}
+
+
+def _usage_error(err: Any) -> click.UsageError:
+    """A library's :class:`~emb.errors.OptionError` as click's usage error (exit 2)."""
+    if err.option is not None:
+        return click.BadParameter(str(err), param_hint=err.option)
+    return click.UsageError(str(err))
 
 
 def _show(value: Any) -> str:
@@ -86,105 +125,6 @@ def _apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:
         return func
 
     return wrap
-
-
-def _build_suites(specs: tuple[str, ...], options: dict[str, Any]) -> list[Any]:
-    from emb.extract.suites import BUILTIN_SUITES, build_suite, load_suite
-
-    # --allow-missing is also a static vectors flag: _static_runner judges where it applies
-    given = sorted(
-        k for k, v in options.items() if v is not None and v != () and k != "allow_missing"
-    )
-    used = {o.name for spec in specs if spec in BUILTIN_SUITES for o in BUILTIN_SUITES[spec].options}
-    ignored = [k for k in given if k not in used]
-    if ignored:
-        owners = {
-            k: [g.name for g in BUILTIN_SUITES.values() if any(o.name == k for o in g.options)]
-            for k in ignored
-        }
-        listed = "; ".join(
-            f"--{k.replace('_', '-')} belongs to suite {', '.join(owners[k]) or '?'}" for k in ignored
-        )
-        raise click.UsageError(
-            f"option(s) given that no requested suite ({', '.join(specs)}) takes: {listed}. "
-            "Remove them, or request the suite they belong to"
-        )
-    suites = []
-    for spec in specs:
-        if spec in BUILTIN_SUITES:
-            gen = BUILTIN_SUITES[spec]
-            declared = {o.name: o for o in gen.options}
-            kwargs = {}
-            for key, value in options.items():
-                if key not in declared or value is None or value == () or value is False:
-                    continue
-                if isinstance(value, tuple) and not declared[key].multiple:
-                    if len(value) > 1:
-                        raise click.BadParameter(
-                            f"suite {spec!r} takes one --{key.replace('_', '-')}; got {len(value)}",
-                            param_hint=f"--{key.replace('_', '-')}",
-                        )
-                    value = value[0]
-                kwargs[key] = list(value) if isinstance(value, tuple) else value
-            suites.append(build_suite(spec, **kwargs))
-        elif Path(spec).is_file():
-            suites.append(load_suite(spec))
-        else:
-            raise click.BadParameter(
-                f"{spec!r} is neither a built-in suite ({', '.join(BUILTIN_SUITES)}) nor a suite file",
-                param_hint="--suite",
-            )
-    return suites
-
-
-def _static_options() -> list[Any]:
-    """The flags of static vectors files (emb.extract.static), which validates their values."""
-    return [
-        click.option("--format", "vectors_format", default=None, metavar="FORMAT",
-                     help="[static vectors] word2vec-binary, word2vec-text, glove or fasttext "
-                          "(default: from the file name; a .txt by its first line)."),
-        click.option("--lowercase-fallback", is_flag=True,
-                     help="[static vectors] Look a word missing in its case up lower-cased "
-                          "(recorded per item, label vector_key)."),
-        click.option("--allow-missing", is_flag=True,
-                     help="[static vectors, ceat] Leave out the items of words without a vector, "
-                          "or CEAT stimuli without a context (recorded in the store and reported), "
-                          "instead of failing."),
-    ]
-
-
-def _static_runner(model: str, suites: list[Any], options: dict[str, Any]) -> Any:
-    """A static vectors runner when --model is a vectors file (or --format is given), else None."""
-    from emb.extract.static import is_vectors_file, load_vectors
-
-    fmt = options.pop("vectors_format")
-    lowercase, allow = options.pop("lowercase_fallback"), options.pop("allow_missing")
-    if fmt is None and not is_vectors_file(model):
-        uses_allow = any(s.parameters.get("allow_missing") for s in suites)
-        if lowercase or (allow and not uses_allow):
-            raise click.UsageError(
-                "--lowercase-fallback and --allow-missing apply to static vectors files only "
-                "(.bin, .txt, .vec, optionally .gz/.zip; or give --format), and --allow-missing "
-                "to the ceat suite")
-        return None
-    return load_vectors(model, (it.word for s in suites for it in s.items), format=fmt,
-                        lowercase_fallback=lowercase, allow_missing=allow)
-
-
-def _coverage_lines(suites: list[Any]) -> list[str]:
-    lines = []
-    for suite in suites:
-        rec = suite.parameters.get("vectors", {})
-        found = rec.get("n_words", 0) - rec.get("n_missing", 0)
-        line = f"{suite.name}: {found} of {rec.get('n_words')} words have a vector in {rec.get('file')}"
-        if rec.get("lowercased"):
-            line += f" ({len(rec['lowercased'])} found lower-cased)"
-        if rec.get("n_missing"):
-            shown = ", ".join(rec["missing"][:15]) + (" …" if rec["n_missing"] > 15 else "")
-            line += (f"; {rec['n_missing']} without one, their {rec['n_items_left_out']} items "
-                     f"left out: {shown}")
-        lines.append(line)
-    return lines
 
 
 @main.command()
@@ -213,10 +153,6 @@ def _coverage_lines(suites: list[Any]) -> list[str]:
               help="Put TOKEN first instead of the tokenizer's BOS token (implies --bos), e.g. "
                    "'<|endoftext|>' for a model whose BOS token is a chat marker such as "
                    "'<|im_start|>'; one token of the vocabulary, as the tokenizer writes it.")
-@click.option("--revision", default=None, help="Hub revision (branch, tag or commit).")
-@click.option("--trust-remote-code", is_flag=True,
-              help="Let a model that ships its own Python code run it (read that code first; "
-                   "recorded in the store). Without it such a model is refused.")
 @click.option("--overwrite", is_flag=True,
               help="Replace the suite's group (and only it) if it holds another definition.")
 @click.option("--layers", default=None,
@@ -225,7 +161,7 @@ def _coverage_lines(suites: list[Any]) -> list[str]:
 @click.option("--dry-run", is_flag=True,
               help="Build the suites, tokenise, print the estimated store size and time; write nothing.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-@_apply(_static_options())
+@_apply(_backend_options())
 @_apply(_suite_options())
 def extract(
     model: str,
@@ -240,8 +176,6 @@ def extract(
     shard: str | None,
     bos: bool | None,
     bos_token: str | None,
-    revision: str | None,
-    trust_remote_code: bool,
     overwrite: bool,
     layers: str | None,
     dry_run: bool,
@@ -249,26 +183,27 @@ def extract(
     **suite_options: Any,
 ) -> None:
     """Write every layer's embedding of each suite item's target word into STORE."""
+    from emb.backends import check_options
+    from emb.errors import OptionError
     from emb.extract.pipeline import extract as run_extract
+    from emb.stimuli import build_suites, suite_warnings
     from emb.store import describe, open_store
 
-    static_options = {k: suite_options.pop(k) for k in
-                      ("vectors_format", "lowercase_fallback", "allow_missing")}
-    suite_options["allow_missing"] = static_options["allow_missing"] or None  # ceat takes it too
-    suites = _build_suites(suite_specs, suite_options)
-    from emb.extract.suites import BUILTIN_SUITES
-
-    for suite in suites:
-        generator = BUILTIN_SUITES.get(suite.generator or "")
-        for line in generator.warnings(suite) if generator is not None else ():
-            click.echo(f"{suite.name}: {line}", err=True)
-    runner = _static_runner(model, suites, static_options)
-    if runner is not None:  # static vectors: words checked (and reported) before writing
-        suites = runner.cover(suites)
-        for line in _coverage_lines(suites):
-            click.echo(line, err=True)
-    else:
-        _quiet_transformers()
+    backend_options = {k: suite_options.pop(k) for k in _backend_option_names()}
+    for name, value in backend_options.items():  # a suite's option too (ceat's allow_missing)
+        if name in _suite_option_names():
+            suite_options[name] = value or None
+    try:
+        suites = build_suites(suite_specs, suite_options, shared=backend_options)
+    except OptionError as err:
+        raise _usage_error(err) from None
+    for line in suite_warnings(suites):
+        click.echo(line, err=True)
+    try:  # the backend that opens the model, and its options checked (loaded by the pipeline)
+        backend = check_options(model, backend_options, suites=suites)
+    except OptionError as err:
+        raise _usage_error(err) from None
+    backend.quiet()
     kwargs: dict[str, Any] = {
         k: v
         for k, v in {
@@ -276,16 +211,13 @@ def extract(
             "storage_dtype": storage_dtype,
             "batch_size": batch_size,
             "device": device,
-            "revision": revision,
         }.items()
         if v is not None
     }
     if poolings is not None:
         kwargs["poolings"] = tuple(p.strip() for p in poolings.split(",") if p.strip())
-    if trust_remote_code:
-        kwargs["trust_remote_code"] = True
     reports = run_extract(
-        runner if runner is not None else model,
+        model,
         suites,
         store,
         bos=bos,
@@ -296,8 +228,10 @@ def extract(
         layers=layers,
         dry_run=dry_run,
         on_estimate=lambda estimate: click.echo(estimate.line(), err=not dry_run),
+        on_note=lambda line: click.echo(line, err=True),
         shard=shard,
         **kwargs,
+        **backend_options,
     )
     if dry_run:
         return
@@ -311,15 +245,6 @@ def extract(
                 f"{r.seconds:.1f} s"
             )
     click.echo(describe(open_store(store).info()))
-
-
-def _quiet_transformers() -> None:
-    """Our own progress bar reports the work; transformers' weight-loading bars only add noise."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # the extract extra is missing: load_model says what to install
-        return
-    hf_logging.disable_progress_bar()
 
 
 @main.command()
@@ -365,7 +290,7 @@ def suites(ctx: click.Context) -> None:
     """List the built-in stimulus suites and their options (or export a stored suite)."""
     if ctx.invoked_subcommand is not None:
         return
-    from emb.extract.suites import BUILTIN_SUITES
+    from emb.stimuli.suites import BUILTIN_SUITES
 
     for gen in BUILTIN_SUITES.values():
         click.echo(f"{gen.name}\n    {gen.description}")
@@ -389,8 +314,8 @@ def export_suite(store: str, file: str, group: str, overwrite: bool) -> None:
     (emb extract --model M --suite FILE --store M.zarr). An existing FILE is refused unless
     --overwrite; FILE's directory must exist and lie outside any store.
     """
-    from emb.extract.suites import write_suite
-    from emb.extract.suites.export import suite_from_store
+    from emb.stimuli.suites import write_suite
+    from emb.stimuli.suites.export import suite_from_store
 
     suite = suite_from_store(store, group)
     path = write_suite(suite, file, overwrite=overwrite)

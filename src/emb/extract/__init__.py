@@ -1,23 +1,27 @@
-"""The extract stage: stimulus suites, lexicon and corpus readers, the model runner, the pipeline.
+"""The extract stage: the pipeline that feeds suites (:mod:`emb.stimuli`) through a model's runner
+(:mod:`emb.backends`) into a store.
 
-Importing this package does not import torch: the runner (:mod:`emb.extract.model`) is imported
-when a model is loaded.
+The stimuli's and the backends' public names are handed on here too (``from emb.extract import
+build_suite, load_model``). Importing this package does not import torch: the transformers runner
+is imported when a model is loaded.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from emb.extract.corpus import Corpus, load_corpus
-from emb.extract.lexicon import Lexicon, load_lexicon
 from emb.extract.pipeline import extract
 from emb.extract.settings import ExtractionSettings, SuiteReport
-from emb.extract.suites import (
+from emb.stimuli import (
     BUILTIN_SUITES,
+    Corpus,
     Item,
+    Lexicon,
     Suite,
     SuiteOption,
     build_suite,
+    load_corpus,
+    load_lexicon,
     load_suite,
     write_suite,
 )
@@ -43,7 +47,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "load_model":  # imports torch and transformers
-        from emb.extract.loading import load_model
+        from emb.backends import load_model
 
         return load_model
     raise AttributeError(f"module 'emb.extract' has no attribute {name!r}")

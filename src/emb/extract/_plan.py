@@ -19,8 +19,8 @@ from emb.errors import StoreError
 from emb.schemas import datamodel as dm
 
 if TYPE_CHECKING:  # pragma: no cover
-    from emb.extract.model import Runner
-    from emb.extract.suites import Suite
+    from emb.backends import Runner
+    from emb.stimuli.suites import Suite
 
 __all__ = ["BlockSources", "Key", "Plan", "item_coords"]
 

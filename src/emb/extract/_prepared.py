@@ -14,9 +14,9 @@ import xarray as xr
 from emb.extract._plan import Plan, item_coords
 
 if TYPE_CHECKING:  # pragma: no cover
-    from emb.extract.model import Runner
+    from emb.backends import Runner
     from emb.extract.settings import ExtractionSettings
-    from emb.extract.suites import Suite
+    from emb.stimuli.suites import Suite
 
 __all__ = ["FLOAT16_NOTE", "Prepared", "bos_added", "first_position", "suite_attrs", "unknown_targets"]
 

@@ -33,10 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from emb import backends
+from emb.backends.devices import check_device
 from emb.errors import EmbError, EmbWarning, StoreError
 from emb.extract._plan import BlockSources, Plan
 from emb.extract._prepared import Prepared, first_position
-from emb.extract.devices import check_device
 from emb.extract.settings import ExtractionSettings, SuiteReport, parse_layers, parse_settings
 from emb.extract.shards import (
     Shard,
@@ -52,9 +53,9 @@ from emb.schemas import datamodel as dm
 from emb.store import COPIES_PENDING, DONE, StoreWriter, check_group_name
 
 if TYPE_CHECKING:  # pragma: no cover
+    from emb.backends import Runner
     from emb.extract.estimate import Estimate
-    from emb.extract.model import Runner
-    from emb.extract.suites import Suite
+    from emb.stimuli.suites import Suite
     from emb.store import SuiteWriter
 
 __all__ = ["extract"]
@@ -78,8 +79,6 @@ def extract(
     device: str = "auto",
     bos: bool | None = None,
     bos_token: str | None = None,
-    revision: str | None = None,
-    trust_remote_code: bool = False,
     names: Sequence[str] | None = None,
     overwrite: bool = False,
     progress: bool = True,
@@ -89,7 +88,9 @@ def extract(
     layers: str | Sequence[int] | None = None,
     dry_run: bool = False,
     on_estimate: Callable[[Estimate], object] | None = None,
+    on_note: Callable[[str], object] | None = None,
     shard: str | Shard | None = None,
+    **backend_options: Any,
 ) -> list[SuiteReport]:
     """Extract every layer's embedding of each suite item's target into ``store``.
 
@@ -97,10 +98,11 @@ def extract(
     ----------
     model
         Hugging Face model id, local model directory, ``.gguf`` file, static vectors file
-        (:mod:`emb.extract.static`: one layer, pooling ``static``) — a ``str`` or any
-        ``os.PathLike`` — or an already loaded Runner.
+        (:mod:`emb.backends.static`: one layer, pooling ``static``), or what an installed
+        backend opens — a ``str`` or any ``os.PathLike``, loaded by the backend that opens it
+        (:func:`emb.backends.load`) — or an already loaded :class:`~emb.backends.Runner`.
     suites
-        One or more :class:`~emb.extract.suites.Suite`; each becomes a group of the store.
+        One or more :class:`~emb.stimuli.suites.Suite`; each becomes a group of the store.
     store
         Local path or fsspec URL of the (new or existing) store.
     poolings
@@ -114,9 +116,6 @@ def extract(
         A token of the vocabulary to put first instead of the tokenizer's BOS token, e.g.
         ``"<|endoftext|>"`` for a model whose BOS token is a chat marker; implies ``bos=True``
         (``bos=False`` with it is refused) and is recorded as an identity setting.
-    revision, trust_remote_code
-        Hub revision; whether a model that ships its own Python code may run it (see
-        :func:`emb.extract.loading.load_model`; recorded in the store).
     names
         Group names (default: the suites' names), each one path segment (see
         :func:`emb.store.check_group_name`).
@@ -134,10 +133,19 @@ def extract(
         Tokenise, estimate the store's size and the time (``on_estimate``), write nothing.
     on_estimate
         Called with the :class:`~emb.extract.estimate.Estimate` before anything is written.
+    on_note
+        Called with each line the runner has to say about the suites it prepared (static
+        vectors: the words with a vector), before anything is written.
     shard
         ``"I/N"``: compute and write only shard I (1-based) of N of each suite's windows (see
         :mod:`emb.extract.shards`); the worker that finds every block written finishes the
         suite.  Every worker must be given the same N, suites and settings.
+    **backend_options
+        The options of the backend that opens ``model`` (:attr:`emb.backends.Backend.options`):
+        ``revision`` and ``trust_remote_code`` (whether a model that ships its own Python code
+        may run it, see :func:`emb.backends.load_model`; recorded in the store) for
+        transformers models; ``format``, ``lowercase_fallback`` and ``allow_missing`` for static
+        vectors files. Ignored with a loaded runner.
 
     Returns
     -------
@@ -183,29 +191,17 @@ def extract(
     # (with --shard: another worker with the same shard), is refused before the model loads
     target.check(suites=group_names, shard=shard.label if shard is not None else None)
 
-    if isinstance(model, str | os.PathLike):
-        model = os.fspath(model)
-        from emb.extract.static import is_vectors_file, load_vectors
-
-        if is_vectors_file(model):  # static word vectors: read once, for these suites' words
-            runner = load_vectors(model, (it.word for s in suite_list for it in s.items))
-        else:
-            from emb.extract.loading import load_model  # torch is imported only here
-
-            runner = load_model(
-                model, dtype=dtype, device=device, revision=revision,
-                trust_remote_code=trust_remote_code,
-            )
+    if isinstance(model, str | os.PathLike):  # loaded by the backend that opens it
+        runner = backends.load(model, suite_list, dtype=dtype, device=device, **backend_options)
     else:
         runner = model
-    if hasattr(runner, "cover"):  # static vectors: missing words checked, one pooling "static"
-        if bos_token is not None:
-            raise EmbError(
-                f"--bos-token {bos_token!r} was given for static word vectors, which have no "
-                "tokens and no context; drop --bos-token"
-            )
-        suite_list, pools = runner.cover(suite_list), tuple(runner.poolings)
-        runner.check_storage(suite_list, storage_dtype)  # before the store is touched
+    # the suites as this runner extracts them (static vectors: words covered, one pooling),
+    # checked before the store is touched
+    suite_list, pools = runner.prepare(
+        suite_list, poolings=pools, storage_dtype=storage_dtype, bos_token=bos_token
+    )
+    for line in runner.notes(suite_list) if on_note is not None else ():
+        on_note(line)
     bos_id = runner.token_id(bos_token) if bos_token is not None else None
     info = runner.info.to_dict()
     settings = ExtractionSettings(

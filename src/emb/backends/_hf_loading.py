@@ -1,0 +1,403 @@
+"""Loading a transformer for extraction: what it is, whether to trust it, and its provenance.
+
+:func:`load_model` reads a local directory, a ``.gguf`` file or a hub id; refuses a model's own
+code without ``trust_remote_code``; reads pickled weights only through torch's safe unpickler;
+fingerprints the weights (sha256) or pins the hub commit; and probes what the model is (layers,
+hidden size, causal or not, BOS behaviour) into :class:`emb.backends.ModelInfo`.  The runner
+it returns is :class:`emb.backends._hf_runner.HFRunner`.  Imports torch and transformers; the
+backend :mod:`emb.backends.hf` imports it only when a model is loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import pickle
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import torch
+import transformers
+from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+from emb.backends._hf_runner import (
+    FINAL_NORMS,
+    DType,
+    HFRunner,
+    hidden_states,
+    padding_id,
+    parse_device,
+    parse_dtype,
+)
+from emb.backends.base import ModelInfo
+from emb.errors import ModelError
+
+__all__ = ["load_model"]
+
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".gguf")
+_HASH_BLOCK = 8 * 2**20
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _sha256(paths: Sequence[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as handle:
+            while block := handle.read(_HASH_BLOCK):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _weight_files(directory: Path) -> list[Path]:
+    """The weight files transformers would load from a directory (safetensors first)."""
+    files = sorted(p for p in directory.iterdir() if p.is_file())
+    for suffix in _WEIGHT_SUFFIXES:
+        chosen = [p for p in files if p.name.endswith(suffix) and not p.name.startswith("training_")]
+        if chosen:
+            return chosen
+    return []
+
+
+def _refuse_own_code(directory: Path, given: str) -> None:
+    """Refuse a model directory that ships Python code (``auto_map``), before transformers reads it."""
+    for name in ("config.json", "tokenizer_config.json"):
+        file = directory / name
+        if not file.is_file():
+            continue
+        try:
+            doc = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            raise ModelError(
+                f"{file} of model {given!r} is not readable JSON ({error}); save the model again "
+                "with save_pretrained"
+            ) from error
+        auto_map = doc.get("auto_map") if isinstance(doc, dict) else None
+        if auto_map:
+            _refuse_auto_map(given, name, auto_map)
+
+
+def _refuse_auto_map(given: str, where: str, auto_map: Any) -> None:
+    entries = (
+        ", ".join(f"{k} → {v}" for k, v in list(auto_map.items())[:4])
+        if isinstance(auto_map, Mapping)
+        else str(auto_map)[:200]
+    )
+    raise ModelError(
+        f"{given!r} ships Python code of its own (auto_map in its {where}: {entries}); emb runs a "
+        "model's own code only with --trust-remote-code (trust_remote_code=True), after you have "
+        "read that code"
+    )
+
+
+def _looks_like_path(model: str) -> bool:
+    return (
+        model.startswith((".", "/", "~"))
+        or model.endswith(".gguf")
+        or "\\" in model
+        or model.count("/") > 1
+        or os.path.isabs(model)
+    )
+
+
+def _resolve_hub_revision(model: str, revision: str | None) -> str | None:
+    """The commit hash a hub revision points to, or None when it cannot be resolved."""
+    if revision is not None and _COMMIT.match(revision):
+        return revision
+    try:
+        from transformers.utils.hub import resolve_revision
+    except ImportError:  # older transformers: the config carries the hash instead
+        return None
+    resolved = resolve_revision(model, revision)
+    commit = getattr(resolved, "resolved", None)
+    return str(commit) if commit else None
+
+
+def _cached_commit(model: str, revision: str | None) -> str | None:
+    """The commit of the hub-cache snapshot that holds the model's config.json, if any."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return None
+    path = try_to_load_from_cache(model, "config.json", revision=revision)
+    if not isinstance(path, str):
+        return None
+    match = re.search(r"[/\\]snapshots[/\\]([0-9a-f]{40})[/\\]", path)
+    return match.group(1) if match else None
+
+
+def _last_layer(model: Any) -> str:
+    """Say what the last hidden state is, from the base model's top-level modules."""
+    for name, module in model.named_children():
+        if name in FINAL_NORMS and "norm" in type(module).__name__.lower():
+            return f"after the final layer norm ({name})"
+    return "output of the last block"
+
+
+def _describe_tokenizer(tokenizer: Any) -> str:
+    return f"{type(tokenizer).__name__} ({tokenizer.name_or_path})"
+
+
+def load_model(
+    model: str | os.PathLike[str],
+    *,
+    dtype: DType = "float32",
+    device: str = "auto",
+    revision: str | None = None,
+    gguf_file: str | None = None,
+    trust_remote_code: bool = False,
+) -> HFRunner:
+    """Load a transformer and its fast tokenizer for embedding extraction.
+
+    Nothing of the model's own runs unless asked: ``trust_remote_code`` is passed to
+    transformers explicitly (so it never asks on stdin), and a model that ships Python code
+    (``auto_map`` in its config or tokenizer config) is refused without it.  Weights are read
+    from safetensors when the model has them; ``.bin`` pickles only through torch's safe
+    unpickler (``torch.load(weights_only=True)``, which admits tensors and plain containers and
+    refuses any other object); torch >= 2.6 is required, the first version where that is the
+    default and where CVE-2025-32434 (code execution through ``weights_only=True``) is fixed.
+
+    Parameters
+    ----------
+    model : str or path
+        A local directory with ``config.json`` (``save_pretrained`` output), a path to a ``.gguf``
+        file, a directory together with ``gguf_file``, or a hub id (needs network or the local
+        hub cache).
+    dtype : {"float32", "float16", "bfloat16"}
+        Weights' dtype.  Pooling is done in float32 whatever this is.
+    device : str
+        "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N".
+    revision : str, optional
+        Hub branch, tag or commit (hub ids only).
+    gguf_file : str, optional
+        Name of a .gguf file inside the directory ``model``; needs the ``gguf`` and
+        ``accelerate`` packages.  The tokenizer is read from the same file.
+    trust_remote_code : bool
+        Let a model that ships its own Python code run it (recorded in ``info``).  Read that
+        code first: it runs with your permissions.
+
+    Returns
+    -------
+    HFRunner
+        With the base model (``AutoModel``; for encoder–decoder models its encoder) in eval mode
+        on ``device``, and ``info`` (:class:`ModelInfo`).
+
+    Raises
+    ------
+    ModelError
+        Unknown path or id, a directory without config.json, a tokenizer without offsets (not a
+        fast tokenizer), a missing optional package, a bad dtype/device, a model with code of
+        its own (without ``trust_remote_code``), or pickled weights torch's safe loader refuses.
+    """
+    if not isinstance(trust_remote_code, bool):
+        raise ModelError(f"trust_remote_code must be True or False; got {trust_remote_code!r}")
+    torch_dtype = parse_dtype(dtype)
+    target_device = parse_device(device)
+    given = os.fspath(model)
+    path = Path(given).expanduser()
+    hub_commit: str | None = None
+    load_kwargs: dict[str, Any] = {}
+    if revision is not None and (gguf_file is not None or path.suffix == ".gguf" or path.is_dir()):
+        raise ModelError(
+            f"revision {revision!r} (--revision) names a version of a hub model, but {given!r} is "
+            "a local model, which has one version: drop --revision (the store records the "
+            "weights' fingerprint instead)"
+        )
+    if gguf_file is None and path.suffix == ".gguf":
+        if not path.is_file():
+            raise ModelError(f"gguf file {given!r} does not exist; give the path of a .gguf file")
+        path, gguf_file = path.parent, path.name
+    if gguf_file is not None:
+        source: Literal["hub", "local", "gguf"] = "gguf"
+        weights = path / gguf_file
+        if not weights.is_file():
+            raise ModelError(
+                f"gguf file {gguf_file!r} not found in {str(path)!r}; give the path of an "
+                "existing .gguf file"
+            )
+        for package in ("gguf", "accelerate"):
+            if importlib.util.find_spec(package) is None:
+                raise ModelError(
+                    f"loading {weights} needs the {package!r} package, which is not installed; "
+                    f"run 'pip install {package}' (or 'pip install emb[extract]')"
+                )
+        load_kwargs["gguf_file"] = gguf_file
+        location: str = str(path)
+        weights_format = "gguf"
+        fingerprint = _sha256([weights])
+    elif path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelError(
+                f"directory {given!r} has no config.json, so it is not a saved transformers "
+                f"model (found: {sorted(p.name for p in path.iterdir())[:10]}); give a directory "
+                "written by save_pretrained, a .gguf file, or a hub id"
+            )
+        source = "local"
+        location = str(path)
+        if not trust_remote_code:
+            _refuse_own_code(path, given)
+        weight_files = _weight_files(path)
+        if not weight_files:
+            raise ModelError(
+                f"directory {given!r} has a config.json but no weight files "
+                f"({', '.join('*' + s for s in _WEIGHT_SUFFIXES[:3])}); save the model with "
+                "save_pretrained"
+            )
+        if weight_files[0].name.endswith(".safetensors"):
+            load_kwargs["use_safetensors"] = True  # never fall back to a pickle beside them
+            weights_format = "safetensors"
+        else:
+            weights_format = "pickle (torch.load weights_only=True)"
+        fingerprint = _sha256(weight_files)
+    elif path.exists() or _looks_like_path(given):
+        raise ModelError(
+            f"model path {given!r} does not exist or is not a model; give a local directory "
+            "with config.json, a path to a .gguf file, or a hub id (with network access)"
+        )
+    else:
+        source = "hub"
+        location = given
+        hub_commit = _resolve_hub_revision(given, revision)
+        load_kwargs["revision"] = hub_commit or revision
+        weights_format = "hub"
+        fingerprint = ""
+    load_kwargs["trust_remote_code"] = trust_remote_code
+    try:
+        config = AutoConfig.from_pretrained(location, **load_kwargs)
+        if not trust_remote_code and getattr(config, "auto_map", None):
+            _refuse_auto_map(given, "config.json", config.auto_map)
+        tokenizer = AutoTokenizer.from_pretrained(location, **load_kwargs)
+        full = AutoModel.from_pretrained(
+            location, dtype=torch_dtype, weights_only=True, **load_kwargs
+        )
+    except pickle.UnpicklingError as error:
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        reason = next(
+            (line for line in lines if line.startswith(("Trying to load", "Unsupported"))),
+            lines[0] if lines else type(error).__name__,
+        ).rstrip(".")
+        raise ModelError(
+            f"the weights of {given!r} are a pickle that torch's safe loader "
+            f"(torch.load weights_only=True) refuses: {reason}. emb never unpickles arbitrary "
+            "objects, which can run code; get the model's weights as .safetensors, or convert "
+            "them with a tool you trust"
+        ) from error
+    except ModelError:
+        raise
+    except (OSError, ValueError, KeyError, ImportError) as error:
+        if "trust_remote_code" in str(error):
+            raise ModelError(
+                f"{given!r} needs Python code of its own to load; emb runs a model's own code only "
+                "with --trust-remote-code (trust_remote_code=True), after you have read that code"
+            ) from error
+        tried = {"hub": f"the hub id {given!r}", "local": f"the directory {location!r}"}.get(
+            source, f"the gguf file {gguf_file!r} in {location!r}"
+        )
+        raise ModelError(
+            f"could not load {tried}: {type(error).__name__}: {error}; give a local directory "
+            "with config.json, a path to a .gguf file, or a hub id with network access "
+            "(check the spelling and the revision)"
+        ) from error
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelError(
+            f"the tokenizer of {given!r} is {type(tokenizer).__name__}, which is not a fast "
+            "tokenizer and cannot report character offsets; save a tokenizer.json with the model "
+            "(e.g. AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained(dir))"
+        )
+    if source == "hub":
+        hub_commit = (
+            hub_commit
+            or getattr(config, "_commit_hash", None)
+            or _cached_commit(given, revision)
+        )
+        fingerprint = hub_commit or (revision or "unresolved")
+    is_encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
+    network = full.get_encoder() if is_encoder_decoder else full
+    network.eval()
+    network.requires_grad_(False)
+    if hasattr(network.config, "use_cache"):
+        network.config.use_cache = False
+    network.to(target_device)
+
+    probe_ids = tokenizer("a", add_special_tokens=True)
+    first_id = probe_ids["input_ids"][0] if probe_ids["input_ids"] else None
+    adds_bos = tokenizer.bos_token_id is not None and first_id == tokenizer.bos_token_id
+    with torch.inference_mode():
+        ids = torch.tensor([probe_ids["input_ids"] or [padding_id(tokenizer)]], device=target_device)
+        try:
+            hidden = hidden_states(network, ids)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise ModelError(
+                f"{type(network).__name__} of {given!r} did not run on a test input "
+                f"({type(error).__name__}: {error}); emb needs a text model that returns hidden "
+                "states"
+            ) from error
+    if not hidden:
+        raise ModelError(
+            f"{type(network).__name__} of {given!r} returns no hidden states; emb needs a model "
+            "that supports output_hidden_states=True"
+        )
+    architectures = getattr(config, "architectures", None) or [type(full).__name__]
+    causal = _is_causal(network, tokenizer, target_device, dtype)
+    info = ModelInfo(
+        model_id=given,
+        source=source,
+        revision=hub_commit if source == "hub" else None,
+        fingerprint=fingerprint,
+        architecture=str(architectures[0]),
+        model_type=str(getattr(config, "model_type", "")),
+        n_layers=len(hidden) - 1,
+        hidden_size=int(hidden[-1].shape[-1]),
+        is_encoder_decoder=is_encoder_decoder,
+        tokenizer=_describe_tokenizer(tokenizer),
+        padding_side=str(getattr(tokenizer, "padding_side", "right")),
+        bos_token=tokenizer.bos_token,
+        bos_token_id=tokenizer.bos_token_id,
+        adds_bos=bool(adds_bos),
+        last_layer=_last_layer(network),
+        dtype=dtype,
+        device=str(target_device),
+        transformers_version=transformers.__version__,
+        torch_version=torch.__version__,
+        causal=causal,
+        unk_token_id=getattr(tokenizer, "unk_token_id", None),
+        trust_remote_code=trust_remote_code,
+        weights_format=weights_format,
+    )
+    return HFRunner(network, tokenizer, target_device, info)
+
+
+#: A sentence long enough that its second half would move the first half's hidden states in
+#: any model that attends forward.
+_PROBE = "The old bridge over the river was closed for repairs until the end of spring"
+
+
+def _is_causal(network: Any, tokenizer: Any, device: torch.device, dtype: str) -> bool:
+    """Whether the first tokens' hidden states ignore the tokens after them.
+
+    Runs the sentence :data:`_PROBE` whole and cut in half and compares every layer's states at
+    the shared positions.  A causal model gives the same states up to rounding (relative
+    difference ~1e-7 in float32); a bidirectional one (BERT, a T5 encoder) changes them by
+    tens of percent.  The tolerance (1e-4 in float32, 2e-2 in half precision) errs towards "not
+    causal", which only costs speed.
+    """
+    ids = tokenizer(_PROBE, add_special_tokens=True)["input_ids"]
+    if len(ids) < 8:
+        return False
+    half = len(ids) // 2
+    with torch.inference_mode():
+        states = []
+        for chunk in (ids, ids[:half]):
+            hidden = hidden_states(network, torch.tensor([chunk], device=device))
+            states.append(torch.stack([h[0, :half].float() for h in hidden]))
+    full, prefix = states
+    scale = float(full.abs().max())
+    if not math.isfinite(scale) or scale == 0.0:
+        return False
+    tolerance = 1e-4 if dtype == "float32" else 2e-2
+    return float((full - prefix).abs().max()) <= tolerance * scale
+

@@ -1,0 +1,429 @@
+"""The transformers runner: tokenize contexts and embed target words in every layer of a loaded
+model.
+
+Loading a model (identity, trust, provenance) is :mod:`emb.backends._hf_loading`.
+
+This module imports torch and transformers at module level; :mod:`emb.backends.hf` imports it
+only when a model is loaded (``import emb.backends`` stays light).
+
+Example
+-------
+>>> from emb.backends import load_model
+>>> runner = load_model("path/to/gpt2")                            # doctest: +SKIP
+>>> encodings = runner.encode(["I love you."], [(2, 6)])            # doctest: +SKIP
+>>> vectors = runner.embed(encodings, poolings=("first", "mean"))   # doctest: +SKIP
+>>> vectors.shape          # (item, layer = L + 1, pooling, feature)  # doctest: +SKIP
+(1, 13, 2, 768)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from emb.backends.base import Encoding, ModelInfo, Runner
+from emb.backends.pooling import POOLINGS, parse_poolings, pool
+from emb.backends.tokens import apply_bos, locate_subtokens
+from emb.errors import ModelError, TargetNotFoundError
+
+__all__ = ["DType", "HFRunner", "stop_after"]
+
+DType = Literal["float32", "float16", "bfloat16"]
+_DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+FINAL_NORMS = ("ln_f", "norm", "final_layer_norm", "final_layernorm", "LayerNorm")
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+class HFRunner(Runner):
+    """A loaded model with its tokenizer; built by :func:`emb.backends.load_model`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The base model (for encoder–decoder models: its encoder), in eval mode on ``device``.
+    tokenizer : transformers fast tokenizer
+    device : torch.device
+    info : ModelInfo
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, device: torch.device, info: ModelInfo):
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = device
+        self.info = info
+
+    def __repr__(self) -> str:
+        return (
+            f"Runner({self.info.model_id!r}, {self.info.architecture}, "
+            f"layers=0..{self.info.n_layers}, dtype={self.info.dtype}, device={self.info.device})"
+        )
+
+    def encode(
+        self,
+        contexts: Sequence[str],
+        spans: Sequence[tuple[int, int]],
+        *,
+        bos: bool | None = None,
+        bos_token_id: int | None = None,
+    ) -> list[Encoding]:
+        """Tokenize contexts and find each target's subtokens.
+
+        Parameters
+        ----------
+        contexts : sequence of str
+        spans : sequence of (char_start, char_end)
+            Each target's character span in its context, end exclusive.
+        bos : {None, True, False}
+            None: the tokenizer's own special tokens; True: make the BOS token the first token
+            (prepended when the tokenizer does not add it); False: drop a BOS token the tokenizer
+            added.  See :func:`emb.backends.tokens.apply_bos`.
+        bos_token_id : int, optional
+            With ``bos=True``: the token to put first instead of the tokenizer's BOS token
+            (:meth:`token_id` of ``--bos-token``).
+
+        Returns
+        -------
+        list of Encoding, in input order.
+
+        Raises
+        ------
+        TargetNotFoundError
+            Listing every item whose span overlaps no token: ``(index, context, span)``; the
+            same tuples are in the exception's ``failures`` attribute.
+        ModelError
+            ``bos=True`` with a tokenizer that has no BOS token; ``bos_token_id`` with a tokenizer
+            that starts every sequence with a special token that is not its BOS (``[CLS]``).
+
+        Notes
+        -----
+        A context longer than the model's positions is cut to the longest window of whole tokens
+        around the target that fits (:attr:`Encoding.window` says which characters); it is never
+        dropped.
+        """
+        contexts = list(contexts)
+        spans = [(int(start), int(end)) for start, end in spans]
+        if len(spans) != len(contexts):
+            raise ValueError(f"{len(contexts)} contexts but {len(spans)} spans; give one span each")
+        if bos not in (None, True, False):
+            raise ValueError(f"bos must be None, True or False; got {bos!r}")
+        if not contexts:
+            return []
+        batch = self.tokenizer(
+            contexts,
+            add_special_tokens=True,
+            return_offsets_mapping=True,
+            return_special_tokens_mask=bos is not None,  # only the BOS policy reads it
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )
+        name = self.info.tokenizer
+        encodings: list[Encoding] = []
+        failures: list[tuple[int, str, tuple[int, int]]] = []
+        for index, (context, (start, end)) in enumerate(zip(contexts, spans, strict=True)):
+            ids, offsets = batch["input_ids"][index], batch["offset_mapping"][index]
+            if bos is not None:
+                ids, offsets = apply_bos(
+                    ids,
+                    offsets,
+                    batch["special_tokens_mask"][index],
+                    bos=bos,
+                    bos_token_id=self.tokenizer.bos_token_id,
+                    chosen_id=bos_token_id,
+                    tokenizer_name=name,
+                )
+            try:
+                target = locate_subtokens(offsets, start, end, text=context)
+            except TargetNotFoundError:
+                failures.append((index, context, (start, end)))
+                continue
+            encodings.append(
+                Encoding(input_ids=_frozen(np.asarray(ids, dtype=np.int32)), target=_frozen(target))
+            )
+        if failures:
+            listed = "; ".join(
+                f"item {index}: span [{start}, {end}) {context[start:end]!r} in {context!r}"
+                for index, context, (start, end) in failures
+            )
+            error = TargetNotFoundError(
+                f"{len(failures)} of {len(contexts)} targets overlap no token of their context "
+                f"with {name}: {listed}; check each span (char_start < char_end, inside the "
+                "context, covering the word)"
+            )
+            error.failures = tuple(failures)  # type: ignore[attr-defined]
+            raise error
+        limit = _max_positions(self.model.config)
+        too_long = [i for i, enc in enumerate(encodings) if limit and enc.n_tokens > limit]
+        for i in too_long:  # cut around the target, never dropped
+            encodings[i] = self._cut(
+                contexts[i], spans[i], encodings[i], int(limit), bos=bos, bos_token_id=bos_token_id
+            )
+        return encodings
+
+    def _cut(
+        self, context: str, span: tuple[int, int], enc: Encoding, limit: int, *,
+        bos: bool | None, bos_token_id: int | None,
+    ) -> Encoding:
+        """The encoding of the longest window of ``context`` around its target that fits."""
+        offsets = self.tokenizer(context, add_special_tokens=False, return_offsets_mapping=True)[
+            "offset_mapping"
+        ]
+        n_special = enc.n_tokens - len(offsets)
+        first = int(np.searchsorted([b for _, b in offsets], span[0], side="right"))
+        last = max(first, int(np.searchsorted([a for a, _ in offsets], span[1], side="left")) - 1)
+        for slack in (0, 2, 8, 32):
+            budget = limit - n_special - slack
+            if budget <= last - first:
+                break
+            lo = max(0, min(first - (budget - (last - first + 1)) // 2, len(offsets) - budget))
+            hi = min(len(offsets), lo + budget)
+            a, b = offsets[lo][0], offsets[hi - 1][1]
+            (cut,) = self.encode(
+                [context[a:b]], [(span[0] - a, span[1] - a)], bos=bos, bos_token_id=bos_token_id
+            )
+            if cut.n_tokens <= limit:
+                return Encoding(input_ids=cut.input_ids, target=cut.target, window=(a, b))
+        raise ModelError(
+            f"cannot fit the target {context[span[0]:span[1]]!r} with its context into the "
+            f"{limit} positions of {self.info.model_id} ({enc.n_tokens} tokens)"
+        )
+
+    def token_id(self, token: str) -> int:
+        """The vocabulary id of one token written as the tokenizer writes it, e.g.
+        ``"<|endoftext|>"`` (``--bos-token``).
+
+        Raises
+        ------
+        ModelError
+            ``token`` is not one token of the tokenizer's vocabulary.
+        """
+        vocab = self.tokenizer.get_vocab()
+        if isinstance(token, str) and token in vocab:
+            return int(vocab[token])
+        specials = list(dict.fromkeys(self.tokenizer.all_special_tokens))
+        raise ModelError(
+            f"--bos-token {token!r} is not one token of the vocabulary of {self.info.tokenizer}; "
+            f"its special tokens are {specials[:12]}{' …' if len(specials) > 12 else ''}: give "
+            "one of them, or a token of the vocabulary written as the tokenizer writes it"
+        )
+
+    def embed(
+        self,
+        encodings: Sequence[Encoding],
+        *,
+        poolings: Sequence[str] = POOLINGS,
+        batch_size: int = 64,
+        progress: Callable[[int], object] | None = None,
+        out_dtype: Literal["float32", "float16"] = "float32",
+        truncate: bool | None = None,
+        layers: Sequence[int] | None = None,
+    ) -> np.ndarray:
+        """Every layer's pooled vector of each encoded target.
+
+        Parameters
+        ----------
+        encodings : sequence of Encoding
+            From :meth:`encode`.
+        poolings : sequence of {"first", "last", "mean", "max"}
+            In the order wanted along the pooling axis.
+        batch_size : int
+            Contexts per forward pass.  Contexts are sorted by length (stable, so the batches are
+            the same for the same input) and padded on the right with an attention mask.
+        progress : callable, optional
+            Called after each batch with the number of items that batch embedded
+            (``tqdm(total=n).update`` fits).
+        out_dtype : {"float32", "float16"}
+            dtype of the result.  ``float16`` rounds each batch on the device while it is still
+            hot (IEEE round-to-nearest-even, as numpy's cast; values beyond ±65504 become ±inf,
+            which the caller can test with one pass over half the bytes).
+        truncate : bool, optional
+            Feed each context only up to its target's last subtoken.  Exact for a causal model,
+            whose later tokens cannot reach the target, and it saves their computation (about
+            half of it for targets in mid-sentence).  Default: ``info.causal``.
+        layers : sequence of int, optional
+            The layers to return (0..L, increasing; default all).  When the highest is below L the
+            forward pass stops after that block (:func:`stop_after`).
+
+        Returns
+        -------
+        numpy.ndarray of float32, (item, layer, pooling, feature)
+            ``layer`` runs 0..L: 0 = embeddings output, 1..L = the blocks' outputs as the model
+            returns them with ``output_hidden_states=True`` (see ``info.last_layer`` for L).
+            Items in input order.
+
+        Notes
+        -----
+        Pooling happens on the device in float32 (:func:`emb.backends.pooling.pool`); only the
+        token window holding the batch's targets is pooled, and each batch makes one copy to the
+        host.
+        """
+        names = parse_poolings(poolings)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
+        n = len(encodings)
+        if out_dtype not in ("float32", "float16"):
+            raise ValueError(f"out_dtype must be 'float32' or 'float16'; got {out_dtype!r}")
+        torch_out = torch.float16 if out_dtype == "float16" else torch.float32
+        chosen_layers = list(range(self.info.n_layers + 1)) if layers is None else list(layers)
+        out = np.empty((n, len(chosen_layers), len(names), self.info.hidden_size), dtype=out_dtype)
+        top = max(chosen_layers)
+        if n == 0:
+            return out
+        if truncate is None:
+            truncate = self.info.causal
+        lengths = np.fromiter(
+            (enc.token_end if truncate else enc.n_tokens for enc in encodings),
+            dtype=np.int64,
+            count=n,
+        )
+        order = np.argsort(lengths, kind="stable")
+        pad_id = padding_id(self.tokenizer)
+        with torch.inference_mode():
+            for first in range(0, n, batch_size):
+                chosen = order[first : first + batch_size]
+                batch = [encodings[i] for i in chosen]
+                width = int(lengths[chosen].max())
+                ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+                attention = np.zeros((len(batch), width), dtype=np.int64)
+                lo = min(enc.token_start for enc in batch)
+                hi = max(enc.token_end for enc in batch)
+                target = np.zeros((len(batch), hi - lo), dtype=bool)
+                for row, (enc, length) in enumerate(zip(batch, lengths[chosen], strict=True)):
+                    ids[row, :length] = enc.input_ids[:length]
+                    attention[row, :length] = 1
+                    target[row, enc.target - lo] = True
+                with stop_after(self.model, max(top, 1), self.info.n_layers):
+                    hidden = self._forward(
+                        torch.from_numpy(ids).to(self.device),
+                        torch.from_numpy(attention).to(self.device),
+                    )
+                # (layer, batch, seq, feature) as a view of a batch-major copy (see pool)
+                window = torch.stack(
+                    [hidden[j][:, lo:hi] for j in chosen_layers], dim=1
+                ).transpose(0, 1)
+                pooled = pool(window, torch.from_numpy(target).to(self.device), poolings=names)
+                # a float64 sum of float32 values is finite iff every value is (it cannot
+                # overflow); the exact test, 5x dearer, runs only to confirm a non-finite sum
+                if not math.isfinite(float(pooled.sum(dtype=torch.float64))) and not bool(
+                    torch.isfinite(pooled).all()
+                ):
+                    raise ModelError(
+                        f"{self.info.model_id} returned NaN or infinite hidden states for the "
+                        f"contexts {[int(i) for i in chosen[:10]]}; with --dtype float16/bfloat16 "
+                        "try float32 (half precision can overflow inside the model)"
+                    )
+                out[chosen] = pooled.to(torch_out).cpu().numpy()
+                if progress is not None:
+                    progress(len(batch))
+        return out
+
+    def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
+        return hidden_states(self.model, input_ids, attention_mask)
+
+
+def _blocks(network: Any, n_layers: int) -> tuple[Any, str, Any] | None:
+    """(parent module, attribute, ModuleList) of the model's ``n_layers`` blocks, shallowest first."""
+    found = []
+    for name, module in network.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n_layers:
+            parent_name, _, attr = name.rpartition(".")
+            found.append((name.count("."), network.get_submodule(parent_name), attr, module))
+    if not found:
+        return None
+    _, parent, attr, blocks = min(found, key=lambda f: f[0])
+    return parent, attr, blocks
+
+
+@contextlib.contextmanager
+def stop_after(network: Any, top: int, n_layers: int) -> Iterator[None]:
+    """Run only the first ``top`` blocks while inside (nothing changes when ``top >= n_layers``).
+
+    The block list is cut to its first ``top`` blocks and the final norm (``ln_f``, ``norm``,
+    ``final_layer_norm`` …) replaced by the identity, so that hidden state ``top`` is the raw
+    output of block ``top`` exactly as the full model returns it.  Models whose block list cannot
+    be found run whole.
+    """
+    found = _blocks(network, n_layers) if top < n_layers else None
+    if found is None:
+        yield
+        return
+    parent, attr, blocks = found
+    norms = [
+        (name, module) for name, module in network.named_children()
+        if name in FINAL_NORMS and "norm" in type(module).__name__.lower()
+    ]
+    setattr(parent, attr, torch.nn.ModuleList(list(blocks)[:top]))
+    for name, _ in norms:
+        setattr(network, name, torch.nn.Identity())
+    try:
+        yield
+    finally:
+        setattr(parent, attr, blocks)
+        for name, module in norms:
+            setattr(network, name, module)
+
+
+def hidden_states(
+    network: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+) -> tuple:
+    """Every hidden state of a batch (attention mask default: all ones)."""
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    return network(
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        output_hidden_states=True,
+        return_dict=True,
+    ).hidden_states
+
+
+def padding_id(tokenizer: Any) -> int:
+    for token_id in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if token_id is not None:
+            return int(token_id)
+    return 0
+
+
+def _max_positions(config: Any) -> int | None:
+    for key in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None  # relative or rotary positions without a stated limit
+
+
+def parse_dtype(dtype: str) -> torch.dtype:
+    if dtype not in _DTYPES:
+        raise ModelError(f"unknown dtype {dtype!r}; choose one of {sorted(_DTYPES)}")
+    return _DTYPES[dtype]
+
+
+def parse_device(device: str) -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise ModelError(
+            f"unknown device {device!r}; use 'auto', 'cpu', 'cuda' or 'cuda:N'"
+        ) from error
+    if parsed.type == "cuda" and not torch.cuda.is_available():
+        raise ModelError(f"device {device!r} requested but CUDA is not available; use 'cpu'")
+    if parsed.type == "cuda" and parsed.index is not None and parsed.index >= torch.cuda.device_count():
+        raise ModelError(
+            f"device {device!r} does not exist: this machine has {torch.cuda.device_count()} CUDA "
+            f"device(s), cuda:0..cuda:{torch.cuda.device_count() - 1} (CUDA_VISIBLE_DEVICES may hide some)"
+        )
+    return parsed

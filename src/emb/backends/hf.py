@@ -1,0 +1,69 @@
+"""Transformers models (a hub id, a ``save_pretrained`` directory, a ``.gguf`` file) as a backend.
+
+:class:`HFBackend` opens every model spec no other backend claims (a hub id is any text) and
+declares the options ``revision`` and ``trust_remote_code``. This module does not import torch:
+:meth:`HFBackend.load` imports the loader (:mod:`emb.backends._hf_loading`, which checks trust,
+fingerprints the weights and probes what the model is) and with it the runner
+(:mod:`emb.backends._hf_runner`), both of which import torch and transformers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from emb.backends.base import Backend
+from emb.stimuli.suites.generator import SuiteOption
+
+if TYPE_CHECKING:  # pragma: no cover
+    from emb.backends._hf_runner import HFRunner
+    from emb.stimuli.suites import Suite
+
+__all__ = ["HFBackend"]
+
+
+class HFBackend(Backend):
+    """Transformers and GGUF models, loaded by :func:`emb.backends.load_model`."""
+
+    name = "hf"
+    description = "Hugging Face model id, local model directory (save_pretrained) or .gguf file"
+    label = ""
+    catch_all = True
+    options = (
+        SuiteOption(name="revision", type=str, help="Hub revision (branch, tag or commit)."),
+        SuiteOption(
+            name="trust_remote_code", type=bool, default=False,
+            help="Let a model that ships its own Python code run it (read that code first; "
+                 "recorded in the store). Without it such a model is refused.",
+        ),
+    )
+
+    def guess_can_open(self, model: str, **options: Any) -> bool:
+        return True
+
+    def load(
+        self,
+        model: str,
+        *,
+        suites: Sequence[Suite],
+        dtype: str,
+        device: str,
+        revision: str | None = None,
+        trust_remote_code: bool = False,
+    ) -> HFRunner:
+        """:func:`emb.backends.load_model` (torch is imported only here); ``suites`` are not
+        read."""
+        from emb.backends._hf_loading import load_model
+
+        return load_model(
+            model, dtype=dtype, device=device, revision=revision,  # type: ignore[arg-type]
+            trust_remote_code=trust_remote_code,
+        )
+
+    def quiet(self) -> None:
+        """Turn transformers' weight-loading bars off (the CLI's own bar reports the work)."""
+        try:
+            from transformers.utils import logging as hf_logging
+        except ImportError:  # the extract extra is missing: load_model says what to install
+            return
+        hf_logging.disable_progress_bar()

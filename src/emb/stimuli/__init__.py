@@ -1,0 +1,45 @@
+"""The stimuli: which target word, in which context, to embed (torch-free).
+
+Suites and their generators (:mod:`emb.stimuli.suites`), rated lexica (:mod:`~emb.stimuli.lexicon`),
+corpus reading (:mod:`~emb.stimuli.corpus`, :mod:`~emb.stimuli.corpus_files`,
+:mod:`~emb.stimuli.corpus_stream`) and sampling of contexts (:mod:`~emb.stimuli.contexts`, with
+:mod:`~emb.stimuli.stimulus_matching`, :mod:`~emb.stimuli.sentences`,
+:mod:`~emb.stimuli.reservoir`). Importing it never imports torch: a suite is built, saved and
+checked without a model.
+"""
+
+from __future__ import annotations
+
+from emb.stimuli.corpus import Corpus, load_corpus
+from emb.stimuli.lexicon import Lexicon, load_lexicon
+from emb.stimuli.suites import (
+    BUILTIN_SUITES,
+    PLACEHOLDER,
+    Item,
+    Suite,
+    SuiteGenerator,
+    SuiteOption,
+    build_suite,
+    build_suites,
+    load_suite,
+    suite_warnings,
+    write_suite,
+)
+
+__all__ = [
+    "BUILTIN_SUITES",
+    "PLACEHOLDER",
+    "Corpus",
+    "Item",
+    "Lexicon",
+    "Suite",
+    "SuiteGenerator",
+    "SuiteOption",
+    "build_suite",
+    "build_suites",
+    "load_corpus",
+    "load_lexicon",
+    "load_suite",
+    "suite_warnings",
+    "write_suite",
+]
