@@ -22,7 +22,8 @@ from sklearn.svm import LinearSVC
 from statsmodels.stats.multitest import multipletests
 
 from emb.analyses import ANALYSES
-from emb.analyses.intersectional import _pair_kernel, intersectional
+from emb.analyses.intersectional import intersectional
+from emb.analyses.intersectional._intersectional import _pair_kernel
 from emb.analyses.stats.subspace import MAX_ITER, ColumnNorm, fit_direction
 from emb.analyses.valence_subspace import valence_subspace
 from emb.cli.analyze import analyze
@@ -413,11 +414,12 @@ def test_models_of_different_widths_and_depths_stack(ds, name):
 
 
 def test_figures_say_which_p_marks_a_cell_and_where_chance_lies(ds, result, subspace):
-    from emb.analyses import _intersectional_figures as figures
+    from emb.analyses.intersectional import _figures as figures
+    from emb.analyses.valence_subspace._figures import valnorm_curves
 
     corrected = figures.heat_table(result).axes[0].get_xlabel()
     assert "Holm-corrected over the pairs" in corrected and "p_adjusted" not in corrected
     plain = intersectional(ds.isel(layer=[0]), n_permutations=10).compute()
     assert "p (uncorrected)" in figures.heat_table(plain).axes[0].get_xlabel()
-    legend = figures.valnorm_curves(subspace).legends[0]
+    legend = valnorm_curves(subspace).legends[0]
     assert "chance accuracy (0.5)" in [t.get_text() for t in legend.get_texts()]

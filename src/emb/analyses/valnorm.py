@@ -49,17 +49,16 @@ from emb.analyses._select import (
     settings_present,
     unique_in_order,
 )
-from emb.analyses.sc_weat import declared_cell, rating_residuals, sc_weat_effect_sizes, word_table
+from emb.analyses.sc_weat import declared_cell, word_table
+from emb.analyses.stats.association import rating_residuals, sc_weat_effect_sizes
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.schemas.datamodel import ITEM
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["ANALYSIS", "N_POLAR", "polar_selection", "rated_poles", "valnorm"]
 
-ITEM = "item"
-FEATURE = "feature"
-_POLAR = "polar"
 #: Polar words per pole for the arousal / dominance variants (the WEAT valence sets have 25).
 N_POLAR = 25
 

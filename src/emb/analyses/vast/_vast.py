@@ -10,7 +10,7 @@ One call composes the experiments of Wolfe & Caliskan (2022) from a store's ``va
 2. **tokenization** — singly vs multiply tokenized lexicon words in equal-size seeded random
    subsets, against singly tokenized polar words balanced by seeded random removal (Figure 2);
 3. **nullification** — VAST after removing the top ``k = 0..K`` principal components
-   ("all-but-the-top", :mod:`emb.analyses.nullify`) at chosen layers (Table 1, Figure 3);
+   ("all-but-the-top", :mod:`emb.analyses.stats.nullify`) at chosen layers (Table 1, Figure 3);
 4. **word similarity** — Spearman's ρ on WS-353, SimLex-999, MEN and RW per layer, before and after
    nullification (:mod:`emb.analyses.similarity`, Figure 4).
 
@@ -49,9 +49,13 @@ from emb.analyses._select import (
     parse_subset,
     plain_strings,
     provenance_attrs,
+    public_in_package,
     settings_present,
 )
-from emb.analyses._vast_kernels import (
+from emb.analyses.similarity import load_pairs, word_similarity
+from emb.analyses.stats.nullify import MAX_K
+from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
+from emb.analyses.vast._blocks import (
     RATINGS,
     SETTINGS,
     _as_list,
@@ -62,9 +66,6 @@ from emb.analyses._vast_kernels import (
     _parse_nullify_layers,
     _single_pass,
 )
-from emb.analyses.nullify import MAX_K
-from emb.analyses.similarity import load_pairs, word_similarity
-from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
 from emb.errors import AnalysisError
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ MAX_SUBSETS = 10_000
 _CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
 
+@public_in_package
 @own_descriptions
 def vast(
     ds: xr.Dataset,

@@ -42,7 +42,15 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
-from emb.analyses._ceat_kernels import (
+from emb.analyses._select import (
+    describe_source,
+    item_values,
+    own_descriptions,
+    provenance_attrs,
+    public_in_package,
+    suite_parameters,
+)
+from emb.analyses.ceat._kernels import (
     _META,
     ROLES,
     _boot_kernel,
@@ -51,13 +59,6 @@ from emb.analyses._ceat_kernels import (
     _meta_kernel,
     ceat_kernel,
     sample_indices,
-)
-from emb.analyses._select import (
-    describe_source,
-    item_values,
-    own_descriptions,
-    provenance_attrs,
-    suite_parameters,
 )
 from emb.analyses.stats._work import plan
 from emb.errors import AnalysisError, MissingStimuliError
@@ -317,6 +318,7 @@ def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace:
     )
 
 
+@public_in_package
 @own_descriptions
 def ceat(
     ds: xr.Dataset,
@@ -493,7 +495,7 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
 
 
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
-    from emb.analyses import _ceat_plots as plots
+    from emb.analyses.ceat import _figures as plots
 
     figures: dict[str, Figure] = {}
     for model in coord_values(result, "model"):

@@ -44,10 +44,12 @@ from emb.analyses._select import (
     label_mask,
     own_descriptions,
     provenance_attrs,
+    public_in_package,
     select_words,
     settings_present,
 )
-from emb.analyses._weat_tests import (
+from emb.analyses.stats._work import plan
+from emb.analyses.weat._tests_file import (
     ROLES,
     TestSpec,
     custom_test,
@@ -56,7 +58,6 @@ from emb.analyses._weat_tests import (
     suite_tests,
     word_set_problems,
 )
-from emb.analyses.stats._work import plan
 from emb.errors import AnalysisError, EmbWarning
 
 if TYPE_CHECKING:
@@ -222,6 +223,7 @@ def _one_test(
     )
 
 
+@public_in_package
 @own_descriptions
 def weat(
     ds: xr.Dataset,
@@ -255,7 +257,7 @@ def weat(
     tests : str, path, mapping or a sequence of them, optional
         Tests of the suite to run by name (default: every test in it, e.g. WEAT1–WEAT10),
         and/or test-definition files (``.yaml``/``.yml``/``.json``) or mappings that give X, Y,
-        A and B by word lists or by labels (layout: :mod:`emb.analyses._weat_tests`), which work
+        A and B by word lists or by labels (layout: :mod:`emb.analyses.weat._tests_file`), which work
         on any suite.
     x, y, a, b : sequence of str, optional
         Your own target (X, Y) and attribute (A, B) word lists, instead of ``tests``; the test
@@ -480,14 +482,14 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
-    from emb.analyses import plots
+    from emb.analyses.weat._figures import weat_effect_sizes, weat_heatmap
 
     figs: dict[str, Figure] = {}
     for pooling in coord_values(result, "pooling"):
-        figs[f"effect_sizes_{slug(pooling)}"] = plots.weat_effect_sizes(
+        figs[f"effect_sizes_{slug(pooling)}"] = weat_effect_sizes(
             result, pooling=pooling, relative_depth=relative_depth)
-        figs[f"heatmap_{slug(pooling)}"] = plots.weat_heatmap(result, pooling=pooling,
-                                                            relative_depth=relative_depth)
+        figs[f"heatmap_{slug(pooling)}"] = weat_heatmap(result, pooling=pooling,
+                                                      relative_depth=relative_depth)
     return figs
 
 

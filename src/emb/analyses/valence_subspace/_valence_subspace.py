@@ -38,19 +38,19 @@ from emb.analyses._select import (
     label_mask,
     own_descriptions,
     provenance_attrs,
+    public_in_package,
     unique_in_order,
 )
-from emb.analyses.sc_weat import sc_weat_effect_sizes
+from emb.analyses.stats.association import sc_weat_effect_sizes
 from emb.analyses.stats.subspace import SCALINGS, Scaling, valence_direction_kernel
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.schemas.datamodel import FEATURE, ITEM
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["ANALYSIS", "project", "training_items", "valence_direction", "valence_subspace"]
 
-ITEM = "item"
-FEATURE = "feature"
 ALONE = "alone"
 _HINT = "run 'emb extract --model MODEL --suite intersectional --store STORE'"
 
@@ -228,6 +228,7 @@ def _lexicon_items(ds: xr.Dataset, lexicon: str | None, exclude: list[str]) -> t
     return np.flatnonzero(keep), name
 
 
+@public_in_package
 @own_descriptions
 def valence_subspace(
     ds: xr.Dataset,
@@ -350,7 +351,7 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
 
 
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
-    from emb.analyses._intersectional_figures import valnorm_curves
+    from emb.analyses.valence_subspace._figures import valnorm_curves
 
     return {"valnorm_curves": valnorm_curves(result)}
 

@@ -39,19 +39,20 @@ from emb.analyses._analysis import (
     integer_columns,
     tidy_frame,
 )
-from emb.analyses._ibd_design import METHODS, design
-from emb.analyses._ibd_export import (
+from emb.analyses._select import (
+    own_descriptions,
+    provenance_attrs,
+    public_in_package,
+    select_words,
+)
+from emb.analyses.ibd._design import METHODS, design
+from emb.analyses.ibd._export import (
     DETECTOR,
     ceat_tests,
     declared_cell,
     models,
     one_model,
     top_layer,
-)
-from emb.analyses._select import (
-    own_descriptions,
-    provenance_attrs,
-    select_words,
 )
 from emb.analyses.stats import detection
 from emb.errors import AnalysisError
@@ -167,6 +168,7 @@ def _roc_kernel(
 
 
 # -- the analysis ----------------------------------------------------------------------------------
+@public_in_package
 @own_descriptions
 def ibd(
     ds: xr.Dataset,
@@ -516,7 +518,7 @@ _METHOD_TITLE = {"ibd": "IBD (intersectional)", "eibd": "EIBD (emergent)"}
 
 
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
-    from emb.analyses._ibd_plots import accuracy_by_layer, roc_curves
+    from emb.analyses.ibd._figures import accuracy_by_layer, roc_curves
 
     cell = declared_cell(result)
     figs: dict[str, Figure] = {}

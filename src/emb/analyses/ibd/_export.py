@@ -15,7 +15,7 @@ import numpy as np
 import xarray as xr
 
 from emb.analyses._analysis import DEFAULT_POOLINGS, DEFAULT_SETTINGS, default_of
-from emb.analyses._ibd_design import METHODS
+from emb.analyses.ibd._design import METHODS
 
 __all__ = ["DETECTOR", "ceat_tests", "declared_cell", "models", "one_model", "top_layer"]
 

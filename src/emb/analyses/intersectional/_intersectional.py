@@ -47,18 +47,24 @@ from emb.analyses._analysis import (
     integer_columns,
     tidy_frame,
 )
-from emb.analyses._select import item_values, label_mask, own_descriptions, provenance_attrs
+from emb.analyses._select import (
+    item_values,
+    label_mask,
+    own_descriptions,
+    provenance_attrs,
+    public_in_package,
+)
 from emb.analyses.stats._work import plan
 from emb.analyses.stats.subspace import SCALINGS, Scaling
 from emb.analyses.valence_subspace import project, valence_direction
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.schemas.datamodel import ITEM
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["ANALYSIS", "REFERENCE_DROPPED", "intersectional"]
 
-ITEM = "item"
 PHRASE = "phrase"
 #: Phrases the authors' Table 2 code skipped at the start of experiment2.txt.
 REFERENCE_DROPPED = 70
@@ -206,6 +212,7 @@ def _experiment3(
     return has, at, values, n_pos
 
 
+@public_in_package
 @own_descriptions
 def intersectional(
     ds: xr.Dataset,
@@ -446,7 +453,7 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
 
 
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
-    from emb.analyses import _intersectional_figures as figs
+    from emb.analyses.intersectional import _figures as figs
 
     return {
         "heat_table": figs.heat_table(result),

@@ -20,7 +20,13 @@ import xarray as xr
 
 from emb.analyses import stats
 from emb.analyses._analysis import Analysis, Option, Summary, default_of, front, tidy_frame
-from emb.analyses._select import describe_source, item_values, own_descriptions, provenance_attrs
+from emb.analyses._select import (
+    describe_source,
+    item_values,
+    own_descriptions,
+    provenance_attrs,
+    public_in_package,
+)
 from emb.analyses.stats import polar
 from emb.errors import AnalysisError, MissingStimuliError
 
@@ -189,6 +195,7 @@ def _accuracy(values: np.ndarray, *, dims: np.ndarray, high: np.ndarray, n_dims:
     return zero, centred
 
 
+@public_in_package
 @own_descriptions
 def stereotype(
     ds: xr.Dataset,
@@ -478,8 +485,8 @@ def declared_pooling(result: xr.Dataset) -> str:
 
 
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
-    from emb.analyses import _stereotype_figures as figs
     from emb.analyses._analysis import slug
+    from emb.analyses.stereotype import _figures as figs
 
     pooling = declared_pooling(result)
     out: dict[str, Figure] = {}
