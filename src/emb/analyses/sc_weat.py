@@ -413,6 +413,13 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     )
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``vast`` suite (40 rated words in two settings, the polar words)."""
+    from emb.analyses._examples import lazy, vast_dataset
+
+    return lazy(vast_dataset(n_words=40, settings=("bleached", "aligned"))), {"seed": 3}
+
+
 ANALYSIS = Analysis(
     name="sc-weat",
     function=sc_weat_lexicon,
@@ -434,5 +441,12 @@ ANALYSIS = Analysis(
     figures=_figures,
     summary=_summary,
     word_tables=("sc_weat",),
+    outputs={
+        "effect_size": ("setting", "word", "layer", "pooling"),
+        "residual": ("setting", "word", "layer", "pooling"),
+        "rating": ("setting", "word"),
+        "n_subtokens": ("setting", "word"),
+    },
+    example=_example,
 )
 

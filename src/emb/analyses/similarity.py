@@ -469,6 +469,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                           "best layer (exploratory): chosen after looking; report the declared cell."])
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``similarity`` suite and its two benchmarks' pairs."""
+    from emb.analyses._examples import lazy, similarity_dataset, similarity_pairs
+
+    ds, pairs = similarity_dataset(similarity_pairs(n_words=40, n_pairs=80))
+    return lazy(ds), {"pairs": pairs, "k_max": 2}
+
+
 ANALYSIS = Analysis(
     name="similarity",
     function=word_similarity,
@@ -486,5 +494,12 @@ ANALYSIS = Analysis(
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    outputs={
+        **{name: ("dataset", "pooling", "layer", "k") for name in ("rho", "p", "ci_low", "ci_high")},
+        "n": ("dataset",),
+        "n_missing": ("dataset",),
+    },
+    example=_example,
+    api_only=("layers", "subtract_mean"),
 )
 

@@ -460,6 +460,13 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     )
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``vast`` suite (60 rated words in four settings, the polar words)."""
+    from emb.analyses._examples import lazy, vast_dataset
+
+    return lazy(vast_dataset(n_words=60)), {}
+
+
 ANALYSIS = Analysis(
     name="valnorm",
     function=valnorm,
@@ -476,5 +483,14 @@ ANALYSIS = Analysis(
     figures=_figures,
     summary=_summary,
     word_tables=("valnorm_words",),
+    outputs={
+        **{name: ("lexicon", "setting", "layer", "pooling")
+           for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        "sc_weat": ("lexicon", "setting", "word", "layer", "pooling"),
+        "residual": ("lexicon", "setting", "word", "layer", "pooling"),
+        "rating": ("lexicon", "setting", "word"),
+        "n_subtokens": ("lexicon", "setting", "word"),
+    },
+    example=_example,
 )
 

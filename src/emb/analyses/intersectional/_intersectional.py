@@ -532,6 +532,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     )
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A small ``intersectional`` suite (four attribute pairs) and a corrected permutation test."""
+    from emb.analyses._examples import intersectional_example, lazy
+
+    return lazy(intersectional_example(), item_chunk=512), {
+        "seed": 3, "n_permutations": 300, "correction": "holm"}
+
+
 ANALYSIS = Analysis(
     name="intersectional",
     seed=SEED_32,  # LinearSVC and StratifiedKFold take a random_state below 2**32
@@ -554,4 +562,17 @@ ANALYSIS = Analysis(
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    outputs={
+        **{name: ("pair", "layer", "pooling")
+           for name in ("effect_size", "p", "p_adjusted", "mean_a", "mean_b")},
+        "n_a": ("pair",),
+        "n_b": ("pair",),
+        "n_permutations": (),
+        "projection": ("phrase", "layer", "pooling"),
+        "share": ("extreme", "value", "layer", "pooling"),
+        "position_share": ("extreme", "value", "position", "layer", "pooling"),
+        "n_extreme": (),
+        "svc_accuracy": ("layer", "pooling"),
+    },
+    example=_example,
 )

@@ -555,6 +555,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                    headline=headline, table=table, notes=notes)
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``stereotype`` suite whose dimension vectors and coordinates are known exactly."""
+    from emb.analyses._examples import lazy
+    from emb.analyses.stereotype._example import stereotype_dataset
+
+    return lazy(stereotype_dataset(dtype="float32")[0]), {"correction": "holm", "test": "welch"}
+
+
 ANALYSIS = Analysis(
     name="stereotype",
     function=stereotype,
@@ -570,4 +578,15 @@ ANALYSIS = Analysis(
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    outputs={
+        **{name: ("comparison", "dimension", "layer", "pooling")
+           for name in ("mean_a", "mean_b", "d", "t", "df", "p", "p_adjusted")},
+        "coordinate": ("member", "dimension", "layer", "pooling"),
+        "z": ("comparison", "member", "dimension", "layer", "pooling"),
+        "accuracy": ("dimension", "layer", "pooling"),
+        "accuracy_centred": ("dimension", "layer", "pooling"),
+        "n_heldout": ("dimension",),
+        "heldout_coordinate": ("heldout", "layer", "pooling"),
+    },
+    example=_example,
 )

@@ -14,7 +14,7 @@ live in :mod:`emb.analyses.stats.subspace`.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -400,6 +400,13 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     )
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A small ``intersectional`` suite (its polar and rated words alone)."""
+    from emb.analyses._examples import intersectional_example, lazy
+
+    return lazy(intersectional_example(), item_chunk=512), {"seed": 3}
+
+
 ANALYSIS = Analysis(
     name="valence-subspace",
     seed=SEED_32,  # LinearSVC and StratifiedKFold take a random_state below 2**32
@@ -417,4 +424,14 @@ ANALYSIS = Analysis(
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    outputs={
+        **{name: ("layer", "pooling") for name in (
+            "svc_accuracy", "svc_converged", "offset", "n", "r_projection", "p_projection",
+            "ci_low_projection", "ci_high_projection", "r_cosine", "p_cosine", "ci_low_cosine",
+            "ci_high_cosine")},
+        "valence_axis": ("layer", "pooling", "feature"),
+        "direction": ("layer", "pooling", "feature"),
+        "n_train": (),
+    },
+    example=_example,
 )

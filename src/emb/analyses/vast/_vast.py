@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -471,6 +471,16 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     return Summary(title=summary.title, headline=summary.headline, table=summary.table, notes=notes)
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``vast`` suite, and a ``similarity`` suite with its benchmark pairs: every
+    experiment (settings, tokenization, nullification, similarity)."""
+    from emb.analyses._examples import lazy, similarity_dataset, similarity_pairs, vast_dataset
+
+    similarity, pairs = similarity_dataset(similarity_pairs(n_words=40, n_pairs=80))
+    return lazy(vast_dataset(n_words=60)), {"k_max": 3, "n_subsets": 3, "seed": 3,
+                                            "similarity": lazy(similarity), "pairs": pairs}
+
+
 ANALYSIS = Analysis(
     name="vast",
     function=vast,
@@ -502,5 +512,22 @@ ANALYSIS = Analysis(
     # a task reads one (lexicon, setting)'s words of a layer: in one zarr call instead of one
     # per shard (benchmarks/scale.py --store)
     chunk_by=("lexicon", "setting", "stimulus_set"),
+    outputs={
+        **{name: ("rating", "lexicon", "setting", "pooling", "layer")
+           for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        **{f"tokenization_{name}": ("lexicon", "setting", "token_set", "subset", "pooling", "layer")
+           for name in ("r", "p", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        "tokenization_n": ("lexicon", "setting"),
+        "tokenization_n_polar": ("lexicon", "setting"),
+        **{f"nullified_{name}": ("rating", "lexicon", "setting", "pooling", "layer", "k")
+           for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        "best_layer": ("lexicon", "pooling"),
+        "top_layer": (),
+        **{f"similarity_{name}": ("dataset", "pooling", "layer", "k")
+           for name in ("rho", "p", "ci_low", "ci_high")},
+        "similarity_n": ("dataset",),
+        "similarity_n_missing": ("dataset",),
+    },
+    example=_example,
 )
 

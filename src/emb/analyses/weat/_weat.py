@@ -556,6 +556,15 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     )
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``weat`` suite (WEAT1 with a planted effect, WEAT2 without) and options that give
+    every output (a correction, an exact and a Monte-Carlo p, the bootstrap CI)."""
+    from emb.analyses._examples import lazy, weat_dataset
+
+    return lazy(weat_dataset()), {"correction": "holm", "seed": 3, "exact_limit": 100,
+                                  "n_permutations": 200, "n_bootstrap": 100}
+
+
 ANALYSIS = Analysis(
     name="weat",
     function=weat,
@@ -588,4 +597,10 @@ ANALYSIS = Analysis(
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    outputs={
+        **{name: ("test", "setting", "layer", "pooling") for name in (
+            "effect_size", "statistic", "p", "p_adjusted", "p_mc_se", "ci_low", "ci_high")},
+        "n_permutations": ("test",),
+    },
+    example=_example,
 )
