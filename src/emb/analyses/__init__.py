@@ -10,11 +10,16 @@ statistics live in :mod:`emb.analyses.stats`. Nothing here imports torch.
 
 Examples
 --------
->>> import emb
+On a store, ``ds = emb.open_store("gpt2.zarr").dataset("vast")``; here the record's example
+suite, as two "models":
+
 >>> from emb.analyses import ANALYSES, run_analysis
->>> ds = emb.open_store("gpt2.zarr").dataset("vast")                  # doctest: +SKIP
->>> res = run_analysis("vast", {"gpt2": ds}, tokenization=False).compute()  # doctest: +SKIP
->>> ANALYSES["vast"].tables(res)["vast"].head()                       # doctest: +SKIP
+>>> ds, _ = ANALYSES["vast"].example()
+>>> res = run_analysis("vast", {"a": ds, "b": ds}, tokenization=False,
+...                    nullification=False).compute()
+>>> table = ANALYSES["vast"].tables(res)["vast"]
+>>> sorted(table["model"].unique()), int(table["layer"].max())
+(['a', 'b'], 3)
 """
 
 from __future__ import annotations

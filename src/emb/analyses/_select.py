@@ -296,8 +296,11 @@ def select_words(
 
     Examples
     --------
-    >>> sel = select_words(ds, ["rose", "tulip"], setting="bleached", test="WEAT1", role="X")
-    ... # doctest: +SKIP
+    >>> from emb.analyses._examples import weat_dataset
+    >>> ds = weat_dataset()
+    >>> sel = select_words(ds, ["flower0", "flower1"], setting="bleached", test="WEAT1", role="X")
+    >>> sel["word"].values.tolist(), sel.sizes["item"]
+    (['flower0', 'flower1'], 2)
     """
     words = [str(w) for w in words]
     if not words:

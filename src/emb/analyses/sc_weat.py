@@ -166,8 +166,14 @@ def sc_weat(
 
     Examples
     --------
-    >>> sc_weat(ds, words=["love"], setting="bleached", attribute_a=pleasant,
-    ...         attribute_b=unpleasant).effect_size  # doctest: +SKIP
+    Two words of the ``sc-weat`` record's example suite against four polar words a side:
+
+    >>> from emb.analyses._examples import PLEASANT, UNPLEASANT
+    >>> ds, _ = ANALYSIS.example()
+    >>> res = sc_weat(ds, words=["toy0000", "toy0001"], setting="bleached",
+    ...               attribute_a=PLEASANT[:4], attribute_b=UNPLEASANT[:4])
+    >>> res.effect_size.dims
+    ('word', 'layer', 'pooling')
     """
     check_options(ANALYSIS, ddof=ddof, n_permutations=n_permutations, seed=seed)
     words = [str(w) for w in words]

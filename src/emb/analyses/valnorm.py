@@ -226,9 +226,16 @@ def valnorm(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("vast")  # doctest: +SKIP
-    >>> res = valnorm(ds, lexicon="bellezza").compute()  # doctest: +SKIP
-    >>> res.r.sel(setting="bleached", pooling="last").to_series()  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("vast")``; here the record's example
+    suite:
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["valnorm"].example()
+    >>> res = valnorm(ds, lexicon="toy").compute()
+    >>> res.r.sel(setting="bleached", pooling="last").round(2).to_pandas()
+    layer      0    1     2     3
+    lexicon
+    toy      0.3  0.5  0.77  0.25
     """
     if method not in ("default", "reference"):
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")

@@ -397,9 +397,16 @@ def ceat(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("ceat")        # doctest: +SKIP
-    >>> res = ceat(ds, tests=["C1"], n_samples=1_000).compute()   # doctest: +SKIP
-    >>> res.ces.sel(pooling="last").isel(layer=-1)                 # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("ceat")``; here the record's example
+    suite (test T1 with an effect growing with the layer):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["ceat"].example()
+    >>> res = ceat(ds, tests=["T1"], n_samples=100, n_bootstrap=0).compute()
+    >>> res.ces.sel(pooling="last").round(2).to_pandas()
+    layer     0     1     2
+    test
+    T1     0.06  1.42  1.71
     """
     alternative = _parse_choice("alternative", alternative, ("two-sided", "greater", "less"))  # type: ignore[assignment]
     method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]

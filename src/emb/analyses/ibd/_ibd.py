@@ -256,9 +256,18 @@ def ibd(
 
     Examples
     --------
-    >>> ds = emb.open_store("glove.zarr").dataset("ibd")  # doctest: +SKIP
-    >>> res = ibd(ds).compute()                           # doctest: +SKIP
-    >>> res.accuracy.sel(detector="eibd", pooling="static")  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("glove.zarr").dataset("ibd")``; here the record's example
+    suite (six groups of names, attribute words with planted biases):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["ibd"].example()
+    >>> res = ibd(ds).compute()
+    >>> res.accuracy.sel(detector="eibd", setting="bleached", pooling="last").round(2).to_pandas()
+    layer              0     1     2
+    group
+    african_female  0.96  0.92  0.92
+    mexican_female  0.96  0.88  1.00
+    european_male   0.88  0.83  1.00
     """
     method = _parse_choice("method", method, ("default", "reference"))
     reference = method == "reference"

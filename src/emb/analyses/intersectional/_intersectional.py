@@ -283,9 +283,19 @@ def intersectional(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("intersectional")  # doctest: +SKIP
-    >>> res = intersectional(ds, correction="holm").compute()  # doctest: +SKIP
-    >>> res.effect_size.sel(pooling="last").isel(layer=-1).to_series()  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("intersectional")``; here the
+    record's example suite (four attribute pairs, each value shifting "person" along valence):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["intersectional"].example()
+    >>> res = intersectional(ds, correction="holm", n_permutations=300).compute()
+    >>> res.effect_size.sel(pooling="last").isel(layer=-1).round(2).to_pandas()
+    pair
+    young/old           0.13
+    white/black        -0.49
+    christian/muslim    1.50
+    male/female         0.65
+    Name: effect_size, dtype: float64
     """
     for name, value, allowed in (
         ("alternative", alternative, ("two-sided", "greater", "less")),

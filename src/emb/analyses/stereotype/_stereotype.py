@@ -271,9 +271,16 @@ def stereotype(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("stereotype")  # doctest: +SKIP
-    >>> res = stereotype(ds, basis="2d").compute()  # doctest: +SKIP
-    >>> res.d.sel(layer="mean", pooling="mean").to_series()  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("stereotype")``; here the record's
+    example suite (female names planted warmer and less competent than male names):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["stereotype"].example()
+    >>> res = stereotype(ds, basis="2d").compute()
+    >>> res.d.sel(layer="mean", pooling="mean").round(2).to_pandas()
+    dimension                   warmth  competence
+    comparison
+    female_names vs male_names    2.27       -3.39
     """
     basis = _parse_choice("basis", basis, ("2d", "7d", "both"))  # type: ignore[assignment]
     test = _parse_choice("test", test, ("student", "welch"))  # type: ignore[assignment]

@@ -203,10 +203,16 @@ def vast(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset(  # doctest: +SKIP
-    ...     "vast", chunk_by=ANALYSIS.chunk_by)  # one read per (lexicon, setting), as the CLI
-    >>> res = vast(ds, lexicon="bellezza", tokenization=False).compute()  # doctest: +SKIP
-    >>> res.r.sel(rating="valence", setting="bleached", pooling="last")  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("vast", chunk_by=ANALYSIS.chunk_by)``
+    (one read per lexicon and setting, as the CLI reads it); here the record's example suite:
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["vast"].example()
+    >>> res = vast(ds, lexicon="toy", tokenization=False, nullification=False).compute()
+    >>> res.r.sel(rating="valence", setting="bleached", pooling="last").round(2).to_pandas()
+    layer      0    1     2     3
+    lexicon
+    toy      0.3  0.5  0.77  0.25
     """
     if method not in ("default", "reference"):
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")

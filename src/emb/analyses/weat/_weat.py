@@ -328,9 +328,17 @@ def weat(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("weat")  # doctest: +SKIP
-    >>> res = weat(ds, tests=["WEAT1", "WEAT2"], correction="holm").compute()  # doctest: +SKIP
-    >>> res.effect_size.sel(setting="bleached", pooling="last")  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("weat")``; here the record's example
+    suite (WEAT1 with an effect growing with the layer, WEAT2 without):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["weat"].example()
+    >>> res = weat(ds, tests=["WEAT1", "WEAT2"], correction="holm", n_permutations=1_000).compute()
+    >>> res.effect_size.sel(setting="bleached", pooling="last").round(2).to_pandas()
+    layer     0     1     2     3
+    test
+    WEAT1  0.69  1.46  1.30  1.74
+    WEAT2 -0.20 -0.47  0.12 -0.35
     """
     alternative = _parse_choice("alternative", alternative, ("greater", "less", "two-sided"))  # type: ignore[assignment]
     method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]

@@ -131,7 +131,7 @@ def test_summary_says_which_tests_and_stimuli_the_suite_left_out() -> None:
 
     import xarray as xr
 
-    from emb.analyses.ceat._ceat import _coverage_notes
+    from emb.analyses.ceat._summary import _coverage_notes
 
     params = {"tests": {"C1": {"X": ["a", "b"], "Y": ["c"], "A": ["d", "e"], "B": ["f"]}},
               "missing_by_test": {"C1": ["b"], "C9": ["x"]}, "dropped_tests": ["I1", "I2"]}
