@@ -41,3 +41,16 @@ def test_stimuli_import_no_backend_and_no_pipeline():
     code = ("import sys, emb.stimuli; bad = [m for m in sys.modules if m.startswith("
             "('emb.extract', 'emb.backends'))]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_every_module_of_the_analyses_imports_neither_torch_nor_the_extraction():
+    """Each family's private modules too (``emb.analyses.weat._figures`` …): the analyses import
+    the store and the data model, never torch, the extraction or the CLI."""
+    code = ("import importlib, pkgutil, sys, emb.analyses; "
+            "names = [m.name for m in pkgutil.walk_packages(emb.analyses.__path__, 'emb.analyses.')]; "
+            "[importlib.import_module(n) for n in names]; "
+            "assert 'emb.analyses.weat._figures' in sys.modules, names; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers') "
+            "or m.startswith(('emb.extract', 'emb.stimuli', 'emb.backends', 'emb.cli'))]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -127,3 +127,12 @@ def intersectional_dataset(
     return ds
 
 
+def training_vectors(ds: xr.Dataset, layer: int, pooling: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """The 25 + 25 training words' vectors at one cell (pleasant first), labels and words."""
+    stimulus = ds["stimulus_set"].values.astype(str)
+    alone = ds["setting"].values.astype(str) == "alone"
+    rows = np.concatenate([np.flatnonzero(alone & (stimulus == "pleasant")),
+                           np.flatnonzero(alone & (stimulus == "unpleasant"))])
+    X = ds["embedding"].sel(layer=layer, pooling=pooling).values[rows].astype(np.float64)
+    y = np.array([1] * 25 + [0] * 25)
+    return X, y, list(ds["word"].values[rows])

@@ -93,7 +93,7 @@ def test_valence_subspace_needs_a_finite_positive_C(C: float) -> None:
 
 # -- ceat: sizes that cannot fit -------------------------------------------------------------------
 def test_ceat_refuses_sizes_beyond_memory_before_allocating(monkeypatch: pytest.MonkeyPatch) -> None:
-    module = importlib.import_module("emb.analyses.ceat")  # the package exports the function
+    module = importlib.import_module("emb.analyses.ceat._ceat")  # emb.analyses exports the function
     monkeypatch.setattr(module, "_memory_limit", lambda: 2**20)  # a 1 MiB machine
     ds = ceat_dataset()
     with pytest.raises(AnalysisError, match=r"GiB of memory.*lower --samples") as err:

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from emb.analyses import _figure, plots, run_analysis
 from emb.analyses.similarity import word_similarity
 from emb.analyses.vast import vast
+from emb.analyses.weat import _figures as weat_figures
 from emb.analyses.weat import weat
 from emb.errors import AnalysisError
 from tests.analyses._synthetic import (
@@ -198,7 +199,7 @@ def test_similarity_curves_k0_and_k1_far_apart_and_the_setting_named() -> None:
 
 def test_weat_markers_panels_titled_with_groups_and_legend_says_which_p(tmp_path: Path) -> None:
     res = weat(weat_dataset(), seed=0).compute()
-    fig = plots.weat_effect_sizes(res, pooling="last")
+    fig = weat_figures.weat_effect_sizes(res, pooling="last")
     axes = _visible_axes(fig)
     assert axes[0].get_title().startswith("WEAT1: flowers vs insects / pleasant vs")
     assert "n = 8+8 | 8+8 words" in axes[0].get_title()
@@ -217,13 +218,13 @@ def test_weat_markers_panels_titled_with_groups_and_legend_says_which_p(tmp_path
     assert "shaded, thin edges: 95% bootstrap CI over stimuli" in texts
     holm = weat(weat_dataset(), seed=0, correction="holm").compute()
     assert "filled: Holm-adjusted p (family: test) < 0.05" in _legend_texts(
-        plots.weat_effect_sizes(holm, pooling="last"))
+        weat_figures.weat_effect_sizes(holm, pooling="last"))
     assert _png(fig, tmp_path / "weat.png") > 5_000
 
 
 def test_weat_heatmap_cells_and_dots() -> None:
     res = weat(weat_dataset(), seed=0, correction="holm").compute()
-    fig = plots.weat_heatmap(res, pooling="mean")
+    fig = weat_figures.weat_heatmap(res, pooling="mean")
     axes = _visible_axes(fig)
     assert [ax.get_title() for ax in axes] == ["bleached", "alone"]
     mesh = axes[0].collections[0]
@@ -256,7 +257,7 @@ def test_weat_heatmap_two_models_each_on_its_own_layer_axis(
     weat_two_models: xr.Dataset, relative_depth: bool
 ) -> None:
     depth = {"relative_depth": True} if relative_depth else {}
-    fig = plots.weat_heatmap(weat_two_models, pooling="last", **depth)
+    fig = weat_figures.weat_heatmap(weat_two_models, pooling="last", **depth)
     axes = _visible_axes(fig)
     titles = [ax.get_title() for ax in axes]
     assert titles == ["short: bleached", "short: alone", "deep: bleached", "deep: alone"]
@@ -294,7 +295,7 @@ def test_weat_effect_sizes_settings_differ_by_colour_style_and_marker(
     weat_two_models: xr.Dataset,
 ) -> None:
     one = weat(weat_dataset(), seed=0, n_bootstrap=50).compute()
-    fig = plots.weat_effect_sizes(one, pooling="last")
+    fig = weat_figures.weat_effect_sizes(one, pooling="last")
     handles = {t.get_text(): h for leg in fig.legends
                for t, h in zip(leg.get_texts(), leg.legend_handles, strict=True)}
     bleached, alone = handles["bleached"], handles["alone"]
@@ -304,7 +305,7 @@ def test_weat_effect_sizes_settings_differ_by_colour_style_and_marker(
     bands = [c for c in _visible_axes(fig)[0].collections if isinstance(c, PolyCollection)]
     assert len(bands) == 2 and all(b.get_alpha() <= 0.1 for b in bands)  # light: no purple blend
 
-    fig = plots.weat_effect_sizes(weat_two_models, pooling="last")
+    fig = weat_figures.weat_effect_sizes(weat_two_models, pooling="last")
     ax = _visible_axes(fig)[0]
     es = weat_two_models.effect_size.sel(model="deep", setting="bleached", pooling="last", test="WEAT1")
     p = weat_two_models.p_adjusted.sel(model="deep", setting="bleached", pooling="last", test="WEAT1")

@@ -229,7 +229,7 @@ def test_the_analyses_own_warnings_are_emb_warnings() -> None:
     so the CLI prints it as one line every time it happens."""
     import ast
 
-    for module in ("_run", "_ibd_design"):
+    for module in ("_run", "ibd/_design"):
         source = (Path(__file__).parents[2] / "src" / "emb" / "analyses" / f"{module}.py").read_text()
         calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
                  and ast.unparse(n.func) == "warnings.warn"]

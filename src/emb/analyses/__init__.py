@@ -1,19 +1,25 @@
 """Analyses of stored embeddings: pure, lazy functions over xarray Datasets, and their registry.
 
-Each family is one module (``weat``, ``sc_weat``, ``valnorm``, ``vast``, ``similarity``,
-``ibd``, ``valence_subspace``, ``intersectional``, ``ceat``) holding its function, tidy tables,
-figures, terminal summary and :class:`Analysis` record; ``ANALYSES``
+Each family is one module (``sc_weat``, ``valnorm``, ``similarity``) or one package whose private
+modules hold its kernels and figures (``weat``, ``ceat``, ``ibd``, ``vast``, ``stereotype``,
+``valence_subspace``, ``intersectional``): its function, tidy tables, figures, terminal summary
+and :class:`Analysis` record; ``ANALYSES``
 (:mod:`emb.analyses.registry`) maps the CLI names (``emb analyze NAME``) to the records, and
 :func:`run_analysis` runs one over several stores (models), stacked along ``model``. Shared
 statistics live in :mod:`emb.analyses.stats`. Nothing here imports torch.
 
 Examples
 --------
->>> import emb
+On a store, ``ds = emb.open_store("gpt2.zarr").dataset("vast")``; here the record's example
+suite, as two "models":
+
 >>> from emb.analyses import ANALYSES, run_analysis
->>> ds = emb.open_store("gpt2.zarr").dataset("vast")                  # doctest: +SKIP
->>> res = run_analysis("vast", {"gpt2": ds}, tokenization=False).compute()  # doctest: +SKIP
->>> ANALYSES["vast"].tables(res)["vast"].head()                       # doctest: +SKIP
+>>> ds, _ = ANALYSES["vast"].example()
+>>> res = run_analysis("vast", {"a": ds, "b": ds}, tokenization=False,
+...                    nullification=False).compute()
+>>> table = ANALYSES["vast"].tables(res)["vast"]
+>>> sorted(table["model"].unique()), int(table["layer"].max())
+(['a', 'b'], 3)
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 from emb.analyses._analysis import Analysis, Option, Summary, tidy_frame
 from emb.analyses._run import run_analysis
 from emb.analyses.ceat import ceat
+from emb.analyses.ibd import ibd
 from emb.analyses.registry import ANALYSES, get_analysis
 from emb.analyses.sc_weat import sc_weat, sc_weat_lexicon
 from emb.analyses.similarity import load_pairs, word_similarity
@@ -28,11 +35,6 @@ from emb.analyses.valence_subspace import valence_subspace
 from emb.analyses.valnorm import valnorm
 from emb.analyses.vast import vast
 from emb.analyses.weat import weat
-
-# isort: off
-# after the registry, which needs the module of the same name (this rebinds the attribute)
-from emb.analyses.ibd import ibd
-# isort: on
 
 __all__ = [
     "ANALYSES",

@@ -392,6 +392,17 @@ class Analysis:
         (:meth:`emb.store.Store.dataset`): an analysis that reads each run whole (``vast``: one
         lexicon's words in one setting) then reads it in one zarr call. Empty: one shard per
         chunk.
+    outputs : mapping of str to tuple of str
+        The result's documented variables and the dims of each (in any order): every one is in
+        the result of the example, finite somewhere (the registry-wide contract test checks).
+    example : callable
+        ``example() -> (ds, options)``: a tiny seeded input shaped as a store hands it out (the
+        embedding dask-backed; :mod:`emb.analyses._examples`) and the keyword options (other
+        suites among them) that make the analysis produce every output. The contract test runs
+        every record on its example; a user can try the analysis on it.
+    api_only : tuple of str
+        Keyword-only parameters of ``function`` the CLI does not expose (neither an option nor
+        an optional suite): the Python API's alone, e.g. a layer subset.
     """
 
     name: str
@@ -407,11 +418,14 @@ class Analysis:
     word_tables: tuple[str, ...] = ()
     chunk_by: tuple[str, ...] = ()
     seed: Option = field(default_factory=lambda: SEED)
+    outputs: Mapping[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
+    example: Callable[[], tuple[xr.Dataset, dict[str, Any]]] | None = field(default=None, repr=False)
+    api_only: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         params = self.parameters()
         bad = [o.name for o in self.options if o.name not in params]
-        bad += [k for k in self.optional_suites if k not in params]
+        bad += [k for k in (*self.optional_suites, *self.api_only) if k not in params]
         if bad:
             raise TypeError(f"analysis {self.name!r} declares {bad}, which {self.function.__name__}() does not take")
 

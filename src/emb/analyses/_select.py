@@ -18,6 +18,7 @@ import xarray as xr
 
 from emb._text import did_you_mean, names, plain, unknown_names
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.schemas.datamodel import ITEM
 
 __all__ = [
     "plain_strings",
@@ -36,7 +37,6 @@ __all__ = [
     "words_of",
 ]
 
-ITEM = "item"
 F = TypeVar("F", bound=Callable[..., Any])
 #: Item coordinates that describe how a stimulus was located, not what it is.
 _TECHNICAL = frozenset(
@@ -296,8 +296,11 @@ def select_words(
 
     Examples
     --------
-    >>> sel = select_words(ds, ["rose", "tulip"], setting="bleached", test="WEAT1", role="X")
-    ... # doctest: +SKIP
+    >>> from emb.analyses._examples import weat_dataset
+    >>> ds = weat_dataset()
+    >>> sel = select_words(ds, ["flower0", "flower1"], setting="bleached", test="WEAT1", role="X")
+    >>> sel["word"].values.tolist(), sel.sizes["item"]
+    (['flower0', 'flower1'], 2)
     """
     words = [str(w) for w in words]
     if not words:
@@ -459,3 +462,12 @@ def own_descriptions(func: F) -> F:
         return func(*(bare(a) for a in args), **{k: bare(v) for k, v in kwargs.items()})
 
     return wrapper  # type: ignore[return-value]
+
+
+def public_in_package(func: F) -> F:
+    """Name ``func`` by its family's package, where users import it from (``emb.analyses.weat``),
+    not by the private module that defines it (``emb.analyses.weat._weat``), as numpy's
+    ``set_module`` does: ``emb analyze NAME --help``, :meth:`Analysis.to_dict` and pickles name
+    the public path (the function is the package's attribute of that name)."""
+    func.__module__ = func.__module__.rpartition(".")[0]
+    return func

@@ -29,7 +29,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from emb.analyses import _figure as fg
-from emb.analyses._weat_plots import weat_effect_sizes, weat_heatmap
 from emb.errors import AnalysisError
 
 __all__ = [
@@ -37,8 +36,6 @@ __all__ = [
     "nullification_curves",
     "similarity_curves",
     "tokenization_curves",
-    "weat_effect_sizes",
-    "weat_heatmap",
     "word_scatter",
 ]
 

@@ -1,24 +1,23 @@
-"""The registry of analyses: one line per family.
+"""The registry of analyses: every family's record, by its CLI name.
 
-Each analysis module declares its :class:`~emb.analyses._analysis.Analysis` record beside its
-function; adding a family adds its module and one line here.
+Each family (a module, or a package of private modules) declares its
+:class:`~emb.analyses._analysis.Analysis` record beside its function; adding a family adds its own
+files and, here, the import of its record and its name in the tuple below.
 """
 
 from __future__ import annotations
 
-from emb.analyses import (
-    ibd,
-    intersectional,
-    sc_weat,
-    similarity,
-    stereotype,
-    valence_subspace,
-    valnorm,
-    vast,
-    weat,
-)
 from emb.analyses._analysis import Analysis
-from emb.analyses.ceat import ANALYSIS as CEAT  # the package's name 'ceat' is the function
+from emb.analyses.ceat import ANALYSIS as CEAT
+from emb.analyses.ibd import ANALYSIS as IBD
+from emb.analyses.intersectional import ANALYSIS as INTERSECTIONAL
+from emb.analyses.sc_weat import ANALYSIS as SC_WEAT
+from emb.analyses.similarity import ANALYSIS as SIMILARITY
+from emb.analyses.stereotype import ANALYSIS as STEREOTYPE
+from emb.analyses.valence_subspace import ANALYSIS as VALENCE_SUBSPACE
+from emb.analyses.valnorm import ANALYSIS as VALNORM
+from emb.analyses.vast import ANALYSIS as VAST
+from emb.analyses.weat import ANALYSIS as WEAT
 from emb.errors import AnalysisError
 
 __all__ = ["ANALYSES", "get_analysis"]
@@ -26,18 +25,8 @@ __all__ = ["ANALYSES", "get_analysis"]
 #: CLI name -> analysis record (``emb analyze NAME``).
 ANALYSES: dict[str, Analysis] = {
     a.name: a
-    for a in (
-        weat.ANALYSIS,
-        sc_weat.ANALYSIS,
-        valnorm.ANALYSIS,
-        vast.ANALYSIS,
-        similarity.ANALYSIS,
-        stereotype.ANALYSIS,
-        ibd.ANALYSIS,
-        valence_subspace.ANALYSIS,
-        intersectional.ANALYSIS,
-        CEAT,
-    )
+    for a in (WEAT, SC_WEAT, VALNORM, VAST, SIMILARITY, STEREOTYPE, IBD, VALENCE_SUBSPACE,
+              INTERSECTIONAL, CEAT)
 }
 
 

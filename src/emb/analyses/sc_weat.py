@@ -1,6 +1,7 @@
 """SC-WEAT (single-category WEAT, WEFAT): each word's effect size against two attribute sets, lazily.
 
-The hot path (:func:`sc_weat_effect_sizes`) normalises the attribute vectors once, then streams the
+The hot path (:func:`sc_weat_effect_sizes`, shared with ``valnorm`` and ``valence-subspace`` in
+:mod:`emb.analyses.stats.association`) normalises the attribute vectors once, then streams the
 store's item chunks: per chunk and per (layer, pooling) one matrix product of the word vectors with
 the attribute unit vectors, reduced at once to one effect size per item. Nothing but the effect
 sizes (items × layers × poolings) leaves a chunk. The ``sc-weat`` analysis runs it over a ``vast``
@@ -44,7 +45,13 @@ from emb.analyses._select import (
     unique_in_order,
 )
 from emb.analyses.stats._work import plan
+from emb.analyses.stats.association import (
+    MIN_ATTRIBUTE_WORDS,
+    rating_residuals,
+    sc_weat_effect_sizes,
+)
 from emb.errors import AnalysisError
+from emb.schemas.datamodel import FEATURE, ITEM
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -52,48 +59,7 @@ if TYPE_CHECKING:
 __all__ = ["ANALYSIS", "MIN_ATTRIBUTE_WORDS", "rating_residuals", "sc_weat", "sc_weat_effect_sizes",
            "sc_weat_lexicon"]
 
-ITEM = "item"
-FEATURE = "feature"
 _POLAR = "polar"
-
-
-#: Largest block (bytes, as stored) handed to one kernel call after merging layers/poolings.
-_MAX_BLOCK_BYTES = 128 * 2**20
-
-# --------------------------------------------------------------------------------------------
-# kernels
-# --------------------------------------------------------------------------------------------
-
-def _sc_weat_kernel(w: np.ndarray, polar: np.ndarray, *, n_a: int, ddof: int) -> np.ndarray:
-    """w (I, *B, F) raw vectors; polar (*B', K, F) unit vectors, A first -> (I, *B) effect sizes."""
-    n_items, batch, n_feat = w.shape[0], w.shape[1:-1], w.shape[-1]
-    k = polar.shape[-2]
-    polar = np.broadcast_to(polar, (*batch, k, n_feat)).reshape(-1, k, n_feat)
-    w3 = w.reshape(n_items, -1, n_feat)
-    out = np.empty((n_items, w3.shape[1]), dtype=np.float64)
-    with stats.single_threaded_blas():
-        _sc_weat_loop(w3, polar, out, n_a=n_a, ddof=ddof)
-    return out.reshape(n_items, *batch)
-
-
-def _sc_weat_loop(
-    w3: np.ndarray, polar: np.ndarray, out: np.ndarray, *, n_a: int, ddof: int
-) -> None:
-    for j in range(w3.shape[1]):  # one (I × F) @ (F × K) product per (layer, pooling)
-        x = np.ascontiguousarray(w3[:, j, :], dtype=np.float64)
-        norm = np.sqrt(np.einsum("if,if->i", x, x))
-        if not np.all(norm > 0) or not np.all(np.isfinite(norm)):
-            raise AnalysisError(
-                f"{int(np.count_nonzero(~(norm > 0) | ~np.isfinite(norm)))} embedding vectors have "
-                "zero or non-finite length; SC-WEAT is undefined for them: check the store "
-                "('emb validate --deep')"
-            )
-        cos = (x @ polar[j].T) / norm[:, None]
-        out[:, j] = stats.sc_weat_effect_size(cos[:, :n_a], cos[:, n_a:], ddof=ddof)
-
-
-#: Fewest words an attribute set (A, B) of an SC-WEAT may have (see :func:`sc_weat_effect_sizes`).
-MIN_ATTRIBUTE_WORDS = 2
 
 
 def _attribute_problems(attribute_a: Sequence[str], attribute_b: Sequence[str]) -> list[str]:
@@ -107,99 +73,6 @@ def _attribute_problems(attribute_a: Sequence[str], attribute_b: Sequence[str]) 
     if shared:
         problems.append(f"A and B share {names(shared)}")
     return problems
-
-
-def sc_weat_effect_sizes(
-    target: xr.DataArray,
-    attribute_a: xr.DataArray,
-    attribute_b: xr.DataArray,
-    *,
-    ddof: int = 1,
-    dim: str = ITEM,
-    feature_dim: str = FEATURE,
-) -> xr.DataArray:
-    """SC-WEAT effect size of every target vector against two attribute sets, lazily.
-
-    Parameters
-    ----------
-    target : xarray.DataArray
-        Target vectors, dims ``(dim, ..., feature_dim)``, e.g. ``(item, layer, pooling,
-        feature)``; any float dtype (computed in float64), dask chunks along ``dim`` are kept.
-    attribute_a, attribute_b : xarray.DataArray
-        Attribute vectors with their own ``dim`` (e.g. the 25 pleasant / unpleasant items); any
-        other dims (``layer``, ``pooling``) are matched by name with ``target``'s.
-    ddof : int, default 1
-        Delta degrees of freedom of the standard deviation.
-    dim, feature_dim : str
-        The item and feature dimension names.
-
-    Returns
-    -------
-    xarray.DataArray
-        Effect sizes (float64) with ``target``'s dims minus ``feature_dim``; dask-backed when
-        ``target`` is.
-
-    Notes
-    -----
-    ``d(w) = (mean_{a∈A} cos(w,a) − mean_{b∈B} cos(w,b)) / std_{x∈A∪B} cos(w,x)``.
-    The attribute vectors are normalised once; per chunk of targets and per (layer, pooling)
-    the cosines are one matrix product with the ``|A|+|B|`` unit vectors.
-
-    References
-    ----------
-    Caliskan, Bryson & Narayanan (2017) (WEFAT); Toney-Wails & Caliskan (2021) (ValNorm);
-    Wolfe & Caliskan (2022), VAST, Eq. 1.
-    """
-    n_a = attribute_a.sizes[dim]
-    if min(n_a, attribute_b.sizes[dim]) < MIN_ATTRIBUTE_WORDS:
-        raise AnalysisError(
-            f"SC-WEAT needs at least {MIN_ATTRIBUTE_WORDS} attribute words in each set A and B; "
-            f"got {n_a} and {attribute_b.sizes[dim]}: d divides the difference of a word's mean "
-            "cosines with A and B by their standard deviation over A ∪ B, which one word per set "
-            "fixes (|d| = sqrt(2) for every word, whatever the vectors). Add attribute words"
-        )
-    if n_a + attribute_b.sizes[dim] - ddof <= 0:
-        raise AnalysisError(
-            f"{n_a + attribute_b.sizes[dim]} attribute vectors cannot give a standard deviation "
-            f"with ddof={ddof}"
-        )
-    polar = xr.concat(
-        [
-            attribute_a.reset_coords(drop=True).drop_vars(dim, errors="ignore"),
-            attribute_b.reset_coords(drop=True).drop_vars(dim, errors="ignore"),
-        ],
-        dim=dim,
-    ).rename({dim: _POLAR})
-    polar = stats.normalize(polar, dim=feature_dim)
-    other = [d for d in target.dims if d not in (dim, feature_dim)]
-    target = target.transpose(dim, *other, feature_dim)
-    polar = polar.transpose(*[d for d in other if d in polar.dims], ..., _POLAR, feature_dim)
-    if polar.chunks is not None:
-        polar = polar.chunk({_POLAR: -1, feature_dim: -1})
-    if target.chunks is not None:
-        # one kernel call per item block covering every layer and pooling (fewer, larger tasks)
-        merged = {feature_dim: -1}
-        item_chunk = max(target.chunksizes[dim]) if target.sizes[dim] else 1
-        block = item_chunk * target.dtype.itemsize * target.sizes[feature_dim]
-        for d in other:
-            if block * target.sizes[d] <= _MAX_BLOCK_BYTES:
-                merged[d] = -1
-                block *= target.sizes[d]
-        target = target.chunk(merged)
-        if polar.chunks is not None:
-            polar = polar.chunk({d: -1 for d in merged if d in polar.dims})
-    es = xr.apply_ufunc(
-        _sc_weat_kernel,
-        target,
-        polar,
-        input_core_dims=[[feature_dim], [_POLAR, feature_dim]],
-        output_core_dims=[[]],
-        kwargs={"n_a": int(n_a), "ddof": int(ddof)},
-        dask="parallelized",
-        output_dtypes=[np.float64],
-    )
-    es.attrs["long_name"] = "SC-WEAT effect size"
-    return es
 
 
 # --------------------------------------------------------------------------------------------
@@ -293,8 +166,14 @@ def sc_weat(
 
     Examples
     --------
-    >>> sc_weat(ds, words=["love"], setting="bleached", attribute_a=pleasant,
-    ...         attribute_b=unpleasant).effect_size  # doctest: +SKIP
+    Two words of the ``sc-weat`` record's example suite against four polar words a side:
+
+    >>> from emb.analyses._examples import PLEASANT, UNPLEASANT
+    >>> ds, _ = ANALYSIS.example()
+    >>> res = sc_weat(ds, words=["toy0000", "toy0001"], setting="bleached",
+    ...               attribute_a=PLEASANT[:4], attribute_b=UNPLEASANT[:4])
+    >>> res.effect_size.dims
+    ('word', 'layer', 'pooling')
     """
     check_options(ANALYSIS, ddof=ddof, n_permutations=n_permutations, seed=seed)
     words = [str(w) for w in words]
@@ -449,28 +328,6 @@ def _subtokens(items: xr.Dataset) -> np.ndarray:
     return np.asarray(items["n_subtokens"].values, dtype=np.float64)
 
 
-def rating_residuals(effect: xr.DataArray, rating: xr.DataArray, *, dim: str = "word") -> xr.DataArray:
-    """Residuals of the least-squares line of ``effect`` on ``rating`` along ``dim``, lazily.
-
-    For every other coordinate (setting, layer, pooling …) the line ``effect ≈ a + b·rating`` is
-    fitted over the words where both are finite; the residual is ``effect − a − b·rating`` (NaN
-    where either is missing).
-
-    Notes
-    -----
-    ``b = Σ (x − x̄)(y − ȳ) / Σ (x − x̄)²``, ``a = ȳ − b x̄`` (ordinary least squares).
-    """
-    ok = effect.notnull() & rating.notnull()
-    x = rating.where(ok)
-    y = effect.where(ok)
-    xm = x.mean(dim)
-    ym = y.mean(dim)
-    slope = ((x - xm) * (y - ym)).sum(dim) / ((x - xm) ** 2).sum(dim)
-    out = y - ym - slope * (x - xm)
-    out.attrs["long_name"] = "residual of SC-WEAT from its least-squares line on the rating"
-    return out
-
-
 # -- tables, figures, summary ----------------------------------------------------------------------
 def word_table(result: xr.Dataset, *, value: str = "effect_size") -> pd.DataFrame:
     """One row per (model, [lexicon,] setting, word, pooling, layer): the word's SC-WEAT
@@ -562,6 +419,13 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     )
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``vast`` suite (40 rated words in two settings, the polar words)."""
+    from emb.analyses._examples import lazy, vast_dataset
+
+    return lazy(vast_dataset(n_words=40, settings=("bleached", "aligned"))), {"seed": 3}
+
+
 ANALYSIS = Analysis(
     name="sc-weat",
     function=sc_weat_lexicon,
@@ -583,5 +447,12 @@ ANALYSIS = Analysis(
     figures=_figures,
     summary=_summary,
     word_tables=("sc_weat",),
+    outputs={
+        "effect_size": ("setting", "word", "layer", "pooling"),
+        "residual": ("setting", "word", "layer", "pooling"),
+        "rating": ("setting", "word"),
+        "n_subtokens": ("setting", "word"),
+    },
+    example=_example,
 )
 

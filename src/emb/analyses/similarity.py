@@ -2,7 +2,7 @@
 
 The score of a layer is Spearman's ρ between the cosine of each pair's two word vectors and the
 human similarity/relatedness ratings, optionally after "all-but-the-top" nullification of the top
-principal components (:mod:`emb.analyses.nullify`), as in the validation of VAST (Wolfe & Caliskan
+principal components (:mod:`emb.analyses.stats.nullify`), as in the validation of VAST (Wolfe & Caliskan
 2022, Figure 4).
 """
 
@@ -37,8 +37,8 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import _attr, describe_source, own_descriptions, provenance_attrs
-from emb.analyses.nullify import MAX_K, nullified_pair_cosines
 from emb.analyses.stats import correlation_ci, spearman
+from emb.analyses.stats.nullify import MAX_K, nullified_pair_cosines
 from emb.errors import AnalysisError, MissingStimuliError
 
 if TYPE_CHECKING:
@@ -273,7 +273,7 @@ def word_similarity(
     Notes
     -----
     ``ρ_k = spearman(cos(x̃_k(w₁), x̃_k(w₂)), score)`` over the pairs, where ``x̃_k`` is
-    :func:`~emb.analyses.nullify.all_but_the_top` with ``k`` components. A word is matched to the
+    :func:`~emb.analyses.stats.nullify.all_but_the_top` with ``k`` components. A word is matched to the
     store exactly, then case-insensitively.
 
     References
@@ -469,6 +469,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                           "best layer (exploratory): chosen after looking; report the declared cell."])
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``similarity`` suite and its two benchmarks' pairs."""
+    from emb.analyses._examples import lazy, similarity_dataset, similarity_pairs
+
+    ds, pairs = similarity_dataset(similarity_pairs(n_words=40, n_pairs=80))
+    return lazy(ds), {"pairs": pairs, "k_max": 2}
+
+
 ANALYSIS = Analysis(
     name="similarity",
     function=word_similarity,
@@ -486,5 +494,12 @@ ANALYSIS = Analysis(
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    outputs={
+        **{name: ("dataset", "pooling", "layer", "k") for name in ("rho", "p", "ci_low", "ci_high")},
+        "n": ("dataset",),
+        "n_missing": ("dataset",),
+    },
+    example=_example,
+    api_only=("layers", "subtract_mean"),
 )
 

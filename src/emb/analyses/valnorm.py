@@ -49,17 +49,16 @@ from emb.analyses._select import (
     settings_present,
     unique_in_order,
 )
-from emb.analyses.sc_weat import declared_cell, rating_residuals, sc_weat_effect_sizes, word_table
+from emb.analyses.sc_weat import declared_cell, word_table
+from emb.analyses.stats.association import rating_residuals, sc_weat_effect_sizes
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.schemas.datamodel import ITEM
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["ANALYSIS", "N_POLAR", "polar_selection", "rated_poles", "valnorm"]
 
-ITEM = "item"
-FEATURE = "feature"
-_POLAR = "polar"
 #: Polar words per pole for the arousal / dominance variants (the WEAT valence sets have 25).
 N_POLAR = 25
 
@@ -227,9 +226,16 @@ def valnorm(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("vast")  # doctest: +SKIP
-    >>> res = valnorm(ds, lexicon="bellezza").compute()  # doctest: +SKIP
-    >>> res.r.sel(setting="bleached", pooling="last").to_series()  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("vast")``; here the record's example
+    suite:
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["valnorm"].example()
+    >>> res = valnorm(ds, lexicon="toy").compute()
+    >>> res.r.sel(setting="bleached", pooling="last").round(2).to_pandas()
+    layer      0    1     2     3
+    lexicon
+    toy      0.3  0.5  0.77  0.25
     """
     if method not in ("default", "reference"):
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")
@@ -461,6 +467,13 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     )
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``vast`` suite (60 rated words in four settings, the polar words)."""
+    from emb.analyses._examples import lazy, vast_dataset
+
+    return lazy(vast_dataset(n_words=60)), {}
+
+
 ANALYSIS = Analysis(
     name="valnorm",
     function=valnorm,
@@ -477,5 +490,14 @@ ANALYSIS = Analysis(
     figures=_figures,
     summary=_summary,
     word_tables=("valnorm_words",),
+    outputs={
+        **{name: ("lexicon", "setting", "layer", "pooling")
+           for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        "sc_weat": ("lexicon", "setting", "word", "layer", "pooling"),
+        "residual": ("lexicon", "setting", "word", "layer", "pooling"),
+        "rating": ("lexicon", "setting", "word"),
+        "n_subtokens": ("lexicon", "setting", "word"),
+    },
+    example=_example,
 )
 

@@ -163,7 +163,7 @@ def estimate(units: float, parts: list[str], *, scheduler: str | None = None) ->
     unknown here). The rate is measured on a small test first (0.1 s)."""
     if scheduler or units < _ESTIMATE_FROM:
         return None
-    from emb.analyses.stats._work import units_per_second
+    from emb.analyses.stats.permutation import units_per_second
 
     threads = os.cpu_count() or 1
     seconds = units / (units_per_second() * threads)

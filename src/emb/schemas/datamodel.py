@@ -26,7 +26,11 @@ __all__ = [
     "DIMS",
     "EMBEDDING",
     "EMBEDDING_LONG_NAME",
+    "FEATURE",
+    "ITEM",
     "ITEM_COORDS",
+    "LAYER",
+    "POOLING",
     "POOLINGS",
     "PROGRESS_GROUP",
     "STORE_SCHEMA_VERSION",
@@ -58,7 +62,12 @@ EMBEDDING: Final = "embedding"
 #: of a variable an analysis computes from it (:func:`emb.analyses.run_analysis` hands analyses
 #: their input without it).
 EMBEDDING_LONG_NAME: Final = "contextual embedding of the target"
-DIMS: Final[tuple[str, str, str, str]] = ("item", "layer", "pooling", "feature")
+#: The embedding's dimensions, by name (code addresses data by these names, never by position).
+ITEM: Final = "item"
+LAYER: Final = "layer"
+POOLING: Final = "pooling"
+FEATURE: Final = "feature"
+DIMS: Final[tuple[str, str, str, str]] = (ITEM, LAYER, POOLING, FEATURE)
 SUBTOKEN_DIM: Final = "subtoken"
 
 #: Item coordinates every suite group has (suite labels come on top).

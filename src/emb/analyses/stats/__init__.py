@@ -1,6 +1,9 @@
 """Shared statistics, one module per family: association and effect sizes, permutation tests,
 correlation, multiple testing, two-sample tests, polar projection, detection by threshold (ROC),
-the bootstrap over stimuli, random-effects meta-analysis (CEAT).
+the bootstrap over stimuli, random-effects meta-analysis (CEAT); and, as submodules, the pole
+bases of :mod:`~emb.analyses.stats.polar`, the valence direction of
+:mod:`~emb.analyses.stats.subspace` and the removal of dominant directions of
+:mod:`~emb.analyses.stats.nullify` (vast, similarity).
 
 Every numpy kernel works on float64 internally and is vectorised over leading batch dimensions
 (layers, poolings, words …). The xarray wrappers (:func:`normalize`, :func:`cosine`,
@@ -16,7 +19,9 @@ from emb.analyses.stats.association import (
     cosine,
     cosine_matrix,
     normalize,
+    rating_residuals,
     sc_weat_effect_size,
+    sc_weat_effect_sizes,
     unit,
     weat_effect_size,
     weat_statistic,
@@ -91,7 +96,9 @@ __all__ = [
     "pearson",
     "permutation_test",
     "planned_splits",
+    "rating_residuals",
     "sc_weat_effect_size",
+    "sc_weat_effect_sizes",
     "t_test",
     "single_threaded_blas",
     "spearman",

@@ -42,6 +42,7 @@ def single_threaded_blas() -> Iterator[None]:
 
     Examples
     --------
+    >>> import numpy as np
     >>> with single_threaded_blas():
     ...     c = np.ones((2, 3)) @ np.ones((3, 2))
     """

@@ -6,8 +6,9 @@ permutation_test` counts those it has done as it goes (:data:`METER`). Both are 
 no output: outside a :func:`planning` block :func:`plan` does nothing, and the meter is a
 process-wide, thread-safe tally (dask's threads add to it) that the CLI resets before computing.
 The CLI turns them into one line before computing ("~N s") and a progress display while it runs
-(:mod:`emb.cli._progress`); a dask cluster's workers count in their own processes (its dashboard
-shows their progress).
+(:mod:`emb.cli._progress`, with the rate :func:`~emb.analyses.stats.permutation.units_per_second`
+measures); a dask cluster's workers count in their own processes (its dashboard shows their
+progress).
 """
 
 from __future__ import annotations
@@ -15,13 +16,10 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import numpy as np
-
-__all__ = ["METER", "Meter", "Plan", "plan", "planning", "units_per_second"]
+__all__ = ["METER", "Meter", "Plan", "plan", "planning"]
 
 
 @dataclass
@@ -81,25 +79,3 @@ class Meter:
 
 #: The process' count of permutation units done (see the module docstring).
 METER = Meter()
-
-
-def units_per_second(seconds: float = 0.1) -> float:
-    """Units one thread does per second on this machine: a seeded permutation test of 50 words
-    over 8 cells, timed for about ``seconds`` (a calibration for the estimate; the meter is left
-    as it was)."""
-    from emb.analyses.stats._blas import single_threaded_blas
-    from emb.analyses.stats.permutation import permutation_test
-
-    values = np.random.default_rng(0).normal(size=(8, 50))
-    before = METER.value
-    splits, spent = 4096, 0.0
-    while True:
-        start = time.perf_counter()
-        with single_threaded_blas():  # as in a dask task
-            permutation_test(values, 25, n_permutations=splits, exact_limit=0, seed=0)
-        spent = time.perf_counter() - start
-        if spent >= seconds / 4 or splits >= 1 << 20:
-            break
-        splits *= 4
-    METER.add(before - METER.value)  # the calibration is not progress
-    return splits * 8 * 50 / max(spent, 1e-6)

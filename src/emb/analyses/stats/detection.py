@@ -81,7 +81,7 @@ def interval_candidates(low: Any, high: Any) -> np.ndarray:
     Examples
     --------
     >>> interval_candidates([-np.inf, 0.5], [1.0, 0.8]).tolist()
-    [-inf, -inf, -inf, 0.0, 0.5, 0.8, 1.0]
+    [-inf, -inf, 0.0, 0.5, 0.8, 1.0]
     """
     low = np.asarray(low, dtype=np.float64)
     high = np.asarray(high, dtype=np.float64)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -20,7 +21,7 @@ from emb.analyses.stats._work import METER
 from emb.errors import AnalysisError
 
 __all__ = ["Alternative", "PermutationMethod", "PermutationResult", "permutation_test",
-           "planned_splits"]
+           "planned_splits", "units_per_second"]
 
 Alternative = Literal["greater", "less", "two-sided"]
 PermutationMethod = Literal["exact-or-monte-carlo", "exact", "monte-carlo", "reference"]
@@ -304,3 +305,22 @@ def permutation_test(
     )
 
 
+def units_per_second(seconds: float = 0.1) -> float:
+    """Units one thread does per second on this machine: a seeded permutation test of 50 words
+    over 8 cells, timed for about ``seconds`` (a calibration for the estimate; the meter is left
+    as it was)."""
+    from emb.analyses.stats._blas import single_threaded_blas
+
+    values = np.random.default_rng(0).normal(size=(8, 50))
+    before = METER.value
+    splits, spent = 4096, 0.0
+    while True:
+        start = time.perf_counter()
+        with single_threaded_blas():  # as in a dask task
+            permutation_test(values, 25, n_permutations=splits, exact_limit=0, seed=0)
+        spent = time.perf_counter() - start
+        if spent >= seconds / 4 or splits >= 1 << 20:
+            break
+        splits *= 4
+    METER.add(before - METER.value)  # the calibration is not progress
+    return splits * 8 * 50 / max(spent, 1e-6)

@@ -283,7 +283,7 @@ def two_models() -> xr.Dataset:
 
 
 def test_profile_panels_show_their_own_models_stars(two_models) -> None:
-    from emb.analyses import _stereotype_figures as figs
+    from emb.analyses.stereotype import _figures as figs
 
     res = two_models
     comparison = "female_names vs male_names"
@@ -307,7 +307,7 @@ def test_profile_panels_show_their_own_models_stars(two_models) -> None:
 
 def test_layer_heatmap_is_a_page_wide_and_each_model_on_its_own_layers(two_models) -> None:
     from emb.analyses import _figure as fg
-    from emb.analyses import _stereotype_figures as figs
+    from emb.analyses.stereotype import _figures as figs
 
     fig = figs.layer_heatmap(two_models, comparison="female_names vs male_names", pooling="mean")
     assert fig.get_figwidth() <= fg.PAGE_WIDTH
@@ -322,7 +322,7 @@ def test_layer_heatmap_is_a_page_wide_and_each_model_on_its_own_layers(two_model
 def test_scatter_labels_do_not_overlap(two_models) -> None:
     from matplotlib.text import Text
 
-    from emb.analyses import _stereotype_figures as figs
+    from emb.analyses.stereotype import _figures as figs
 
     res = two_models.copy(deep=True)
     comparison = "female_names vs male_names"

@@ -3,7 +3,7 @@
 A kernel gets the vectors of one block (lexicon rows first, then the polar rows) at some layers
 and poolings and returns the correlation statistics of every rating (:func:`_fused_kernel`) or
 of the nullification sweep (:func:`_nullified_kernel`, :func:`_best_kernel`).
-:mod:`emb.analyses._vast_kernels` plans the blocks and wires the kernels into dask; nothing here
+:mod:`emb.analyses.vast._blocks` plans the blocks and wires the kernels into dask; nothing here
 is public API.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from emb.analyses import stats
-from emb.analyses.nullify import iter_sweep_cosines, project, top_components
+from emb.analyses.stats.nullify import iter_sweep_cosines, project, top_components
 from emb.errors import AnalysisError
 
 #: Statistics the correlation kernels return, in order.

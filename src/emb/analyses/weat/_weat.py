@@ -15,39 +15,31 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from emb._text import cut, names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
-    DEFAULT_POOLINGS,
-    DEFAULT_SETTINGS,
     MAX_BOOTSTRAP,
     MAX_PERMUTATIONS,
     Analysis,
     Option,
-    Summary,
     check_options,
     coord_values,
-    default_of,
-    format_adjusted,
-    format_p,
-    front,
-    integer_columns,
-    layer_table,
-    mc_floor,
     slug,
-    tidy_frame,
 )
 from emb.analyses._select import (
     label_mask,
     own_descriptions,
     provenance_attrs,
+    public_in_package,
     select_words,
     settings_present,
 )
-from emb.analyses._weat_tests import (
+from emb.analyses.stats._work import plan
+from emb.analyses.weat._summary import _CORRECTIONS, _FAMILIES, summary
+from emb.analyses.weat._tables import tables
+from emb.analyses.weat._tests_file import (
     ROLES,
     TestSpec,
     custom_test,
@@ -56,7 +48,6 @@ from emb.analyses._weat_tests import (
     suite_tests,
     word_set_problems,
 )
-from emb.analyses.stats._work import plan
 from emb.errors import AnalysisError, EmbWarning
 
 if TYPE_CHECKING:
@@ -66,11 +57,6 @@ __all__ = ["ANALYSIS", "MIN_TARGET_WORDS", "weat"]
 
 #: Largest embedding block (bytes, as stored) handed to one kernel call.
 _MAX_BLOCK_BYTES = 128 * 2**20
-#: Names of the corrections and families, as tables, summaries and figures say them.
-_CORRECTIONS = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
-_FAMILIES = {"test": "the tests (per setting, layer and pooling)",
-             "layer": "the layers (per test, setting and pooling)",
-             "test+layer": "the tests x layers (per setting and pooling)"}
 
 
 def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
@@ -222,6 +208,7 @@ def _one_test(
     )
 
 
+@public_in_package
 @own_descriptions
 def weat(
     ds: xr.Dataset,
@@ -255,7 +242,7 @@ def weat(
     tests : str, path, mapping or a sequence of them, optional
         Tests of the suite to run by name (default: every test in it, e.g. WEAT1–WEAT10),
         and/or test-definition files (``.yaml``/``.yml``/``.json``) or mappings that give X, Y,
-        A and B by word lists or by labels (layout: :mod:`emb.analyses._weat_tests`), which work
+        A and B by word lists or by labels (layout: :mod:`emb.analyses.weat._tests_file`), which work
         on any suite.
     x, y, a, b : sequence of str, optional
         Your own target (X, Y) and attribute (A, B) word lists, instead of ``tests``; the test
@@ -326,9 +313,17 @@ def weat(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("weat")  # doctest: +SKIP
-    >>> res = weat(ds, tests=["WEAT1", "WEAT2"], correction="holm").compute()  # doctest: +SKIP
-    >>> res.effect_size.sel(setting="bleached", pooling="last")  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("weat")``; here the record's example
+    suite (WEAT1 with an effect growing with the layer, WEAT2 without):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["weat"].example()
+    >>> res = weat(ds, tests=["WEAT1", "WEAT2"], correction="holm", n_permutations=1_000).compute()
+    >>> res.effect_size.sel(setting="bleached", pooling="last").round(2).to_pandas()
+    layer     0     1     2     3
+    test
+    WEAT1  0.69  1.46  1.30  1.74
+    WEAT2 -0.20 -0.47  0.12 -0.35
     """
     alternative = _parse_choice("alternative", alternative, ("greater", "less", "two-sided"))  # type: ignore[assignment]
     method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]
@@ -442,116 +437,26 @@ def weat(
     return out
 
 
-# -- tables, figures, summary ----------------------------------------------------------------------
-def _group_names(result: xr.Dataset) -> dict[str, str]:
-    """Test → "X vs Y / A vs B" from the group names."""
-    out = {}
-    for test in coord_values(result, "test"):
-        groups = [str(result[f"{r}_group"].sel(test=test).values)
-                  for r in ("x", "y", "a", "b") if f"{r}_group" in result.coords]
-        if len(groups) == 4:
-            out[test] = f"{groups[0]} vs {groups[1]} / {groups[2]} vs {groups[3]}"
-    return out
-
-
-def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
-    """``weat``: one row per (model, test, setting, pooling, layer); ``weat_best_layers``: per
-    (model, test, setting, pooling) the top layer's d beside the layer of the largest |d|."""
-    frame = tidy_frame(result, ["effect_size", "ci_low", "ci_high", "statistic", "p", "p_mc_se",
-                                "p_adjusted"], drop_all_nan=["effect_size", "p"])
-    per_test = [v for v in ("n_permutations", "n_x", "n_y", "n_a", "n_b") if v in result]
-    groups = [c for c in ("x_group", "y_group", "a_group", "b_group") if c in result.coords]
-    if per_test or groups:
-        extra = result[per_test].reset_coords(drop=True)
-        for g in groups:
-            extra[g] = (result[g].dims, np.asarray(result[g].values))
-        frame = frame.merge(extra.to_dataframe().reset_index(), how="left")
-    frame = integer_columns(frame, ("layer", "n_permutations", "n_x", "n_y", "n_a", "n_b"))
-    if "n_permutations" in frame and "p" in frame:
-        at_floor = mc_floor(frame["p"], frame["n_permutations"].fillna(0).astype(float))
-        frame.insert(int(frame.columns.get_loc("p")) + 1, "p_at_floor", at_floor)
-    main = front(frame, ("model", "test", "x_group", "y_group", "a_group", "b_group", "setting",
-                         "pooling", "layer", "effect_size", "ci_low", "ci_high", "p", "p_at_floor",
-                         "p_mc_se", "p_adjusted", "statistic", "n_permutations"))
-    best = layer_table(main.dropna(subset=["effect_size"]), "effect_size",
-                       ("model", "test", "setting", "pooling"), extra=("ci_low", "ci_high"),
-                       best="absmax")
-    return {"weat": main, "weat_best_layers": best}
-
-
+# -- figures ---------------------------------------------------------------------------------------
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
-    from emb.analyses import plots
+    from emb.analyses.weat._figures import weat_effect_sizes, weat_heatmap
 
     figs: dict[str, Figure] = {}
     for pooling in coord_values(result, "pooling"):
-        figs[f"effect_sizes_{slug(pooling)}"] = plots.weat_effect_sizes(
+        figs[f"effect_sizes_{slug(pooling)}"] = weat_effect_sizes(
             result, pooling=pooling, relative_depth=relative_depth)
-        figs[f"heatmap_{slug(pooling)}"] = plots.weat_heatmap(result, pooling=pooling,
-                                                            relative_depth=relative_depth)
+        figs[f"heatmap_{slug(pooling)}"] = weat_heatmap(result, pooling=pooling,
+                                                      relative_depth=relative_depth)
     return figs
 
 
-def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
-    """Declared cell: the top layer, the ``bleached`` setting (else ``alone``, else the first) and
-    the ``last`` pooling (else the first); the largest |d| anywhere is a note, labelled as such."""
-    frame = tables["weat"].dropna(subset=["effect_size"])
-    if frame.empty:
-        return Summary(title="WEAT: no effect sizes (every cell is NaN)")
-    setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
-    correction = str(result.attrs.get("correction", "none"))
-    use_adjusted = correction != "none" and "p_adjusted" in frame
-    has_ci = "ci_low" in frame and frame["ci_low"].notna().any()
-    level = f"{100 * float(result.attrs.get('confidence', 0.95)):g}%"
-    cell = frame[(frame["setting"] == setting) & (frame["pooling"] == pooling)]
-    rows = []
-    keys = [k for k in ("model", "test") if k in cell]
-    names_ = _group_names(result)
-    for key, group in cell.groupby(keys, sort=False):
-        top = group.loc[group["layer"].idxmax()]
-        n_perm = int(top.get("n_permutations", 0) or 0)
-        p = float(top["p"])
-        row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-        if str(row.get("test")) in names_:
-            row["groups"] = names_[str(row["test"])]
-        row.update({"layer": int(top["layer"]), "d": round(float(top["effect_size"]), 3)})
-        if has_ci:
-            row[f"{level} CI"] = f"[{float(top['ci_low']):.2f}, {float(top['ci_high']):.2f}]"
-        mc_se = float(top["p_mc_se"]) if "p_mc_se" in top and pd.notna(top["p_mc_se"]) else None
-        row["p"] = format_p(p, n_permutations=n_perm, floor=bool(top.get("p_at_floor", False)),
-                            mc_se=mc_se).removeprefix("p ").removeprefix("= ")
-        if use_adjusted:
-            row[f"p ({_CORRECTIONS[correction]})"] = format_adjusted(
-                float(top["p_adjusted"]), from_floor=bool(top.get("p_at_floor", False)))
-        rows.append(row)
-    alternative = result.attrs.get("alternative", "greater")
-    notes = [
-        f"p: permutation test ({alternative}); exact enumeration where n_permutations = 0 in the "
-        "table, else seeded Monte Carlo, shown ± its Monte-Carlo standard error (p_mc_se) and, at "
-        "its floor, as p ≤ 1/(N+1)."
-    ]
-    if has_ci:
-        notes.append(f"CI: {level} percentile bootstrap over stimuli ({result.attrs.get('n_bootstrap')} "
-                     "replicates; words resampled within X, Y, A and B), seeded.")
-    if use_adjusted:
-        notes.append(f"p ({_CORRECTIONS[correction]}): {_CORRECTIONS[correction]} correction over "
-                     f"{_FAMILIES[str(result.attrs.get('correction_over', 'test'))]}; computed from a "
-                     "p at its floor it is an upper bound too, shown as ≤.")
-    else:
-        notes.append("No multiple-comparison correction (ask with --correction holm|bh).")
-    best = frame.loc[frame["effect_size"].abs().idxmax()]
-    notes.append(
-        f"Largest |d| over all {len(frame)} cells (exploratory, not a test): "
-        f"{best['test']} d = {best['effect_size']:.2f} at layer {best['layer']}, "
-        f"{best['setting']}, {best['pooling']} pooling"
-        + (f", {best['model']}" if "model" in best else "") + "."
-    )
-    return Summary(
-        title=f"WEAT effect sizes (Cohen's d, ddof {result.attrs.get('ddof', 1)})",
-        headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],
-        table=pd.DataFrame(rows),
-        notes=notes,
-    )
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``weat`` suite (WEAT1 with a planted effect, WEAT2 without) and options that give
+    every output (a correction, an exact and a Monte-Carlo p, the bootstrap CI)."""
+    from emb.analyses._examples import lazy, weat_dataset
+
+    return lazy(weat_dataset()), {"correction": "holm", "seed": 3, "exact_limit": 100,
+                                  "n_permutations": 200, "n_bootstrap": 100}
 
 
 ANALYSIS = Analysis(
@@ -583,7 +488,13 @@ ANALYSIS = Analysis(
         Option(name="confidence", type="float", low=0, high=1, low_open=True, high_open=True,
                help="coverage of the bootstrap CI"),
     ),
-    tables=_tables,
+    tables=tables,
     figures=_figures,
-    summary=_summary,
+    summary=summary,
+    outputs={
+        **{name: ("test", "setting", "layer", "pooling") for name in (
+            "effect_size", "statistic", "p", "p_adjusted", "p_mc_se", "ci_low", "ci_high")},
+        "n_permutations": ("test",),
+    },
+    example=_example,
 )

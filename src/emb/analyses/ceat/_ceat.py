@@ -19,7 +19,7 @@ import os
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -32,17 +32,20 @@ from emb.analyses._analysis import (
     MAX_BOOTSTRAP,
     Analysis,
     Option,
-    Summary,
     check_options,
     coord_values,
     default_of,
-    format_p,
-    front,
-    integer_columns,
     slug,
-    tidy_frame,
 )
-from emb.analyses._ceat_kernels import (
+from emb.analyses._select import (
+    describe_source,
+    item_values,
+    own_descriptions,
+    provenance_attrs,
+    public_in_package,
+    suite_parameters,
+)
+from emb.analyses.ceat._kernels import (
     _META,
     ROLES,
     _boot_kernel,
@@ -52,13 +55,8 @@ from emb.analyses._ceat_kernels import (
     ceat_kernel,
     sample_indices,
 )
-from emb.analyses._select import (
-    describe_source,
-    item_values,
-    own_descriptions,
-    provenance_attrs,
-    suite_parameters,
-)
+from emb.analyses.ceat._summary import summary
+from emb.analyses.ceat._tables import tables
 from emb.analyses.stats._work import plan
 from emb.errors import AnalysisError, MissingStimuliError
 
@@ -317,6 +315,7 @@ def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace:
     )
 
 
+@public_in_package
 @own_descriptions
 def ceat(
     ds: xr.Dataset,
@@ -398,9 +397,16 @@ def ceat(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("ceat")        # doctest: +SKIP
-    >>> res = ceat(ds, tests=["C1"], n_samples=1_000).compute()   # doctest: +SKIP
-    >>> res.ces.sel(pooling="last").isel(layer=-1)                 # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("ceat")``; here the record's example
+    suite (test T1 with an effect growing with the layer):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["ceat"].example()
+    >>> res = ceat(ds, tests=["T1"], n_samples=100, n_bootstrap=0).compute()
+    >>> res.ces.sel(pooling="last").round(2).to_pandas()
+    layer     0     1     2
+    test
+    T1     0.06  1.42  1.71
     """
     alternative = _parse_choice("alternative", alternative, ("two-sided", "greater", "less"))  # type: ignore[assignment]
     method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]
@@ -463,37 +469,9 @@ def ceat(
     return out
 
 
-# -- tables, figures, summary ----------------------------------------------------------------------
-def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
-    """``ceat`` (model × test × layer × pooling), ``ceat_contexts`` (per stimulus),
-    ``ceat_convergence`` (the meta-analysis on the first N samples)."""
-    main = tidy_frame(result, [*_META, "boot_ci_low", "boot_ci_high"])
-    main["n_samples"] = int(result.attrs.get("n_samples", 0))
-    per_test = [v for v in ("n_x", "n_y", "n_a", "n_b") if v in result]
-    extra = result[per_test].reset_coords(drop=True)
-    for g in ("x_group", "y_group", "a_group", "b_group"):
-        if g in result.coords:
-            extra[g] = (result[g].dims, np.asarray(result[g].values))
-    main = main.merge(extra.to_dataframe().reset_index(), how="left")
-    main = integer_columns(main, ("layer", "n_samples", "n_x", "n_y", "n_a", "n_b"))
-    main = front(main, ("model", "test", "layer", "pooling", "ces", "se", "ci_low", "ci_high",
-                        "z", "p", "log10_p", "tau2", "q", "i2", "n_samples", "boot_ci_low",
-                        "boot_ci_high"))
-    contexts = result[["n_contexts", "n_seen", "with_replacement"]].to_dataframe().reset_index()
-    contexts = integer_columns(contexts, ("n_contexts", "n_seen"))
-    conv = tidy_frame(result, ["conv_p", "conv_ci_low", "conv_ci_high"]).rename(
-        columns={"n_grid": "n", "conv_p": "p", "conv_ci_low": "ci_low", "conv_ci_high": "ci_high"})
-    tables = {"ceat": main, "ceat_contexts": contexts, "ceat_convergence": conv}
-    if "conv_boot_ci_low" in result:
-        boot = tidy_frame(result, ["conv_boot_ci_low", "conv_boot_ci_high"]).rename(
-            columns={"n_boot_grid": "samples_per_replicate", "conv_boot_ci_low": "boot_ci_low",
-                     "conv_boot_ci_high": "boot_ci_high"})
-        tables["ceat_bootstrap_convergence"] = boot
-    return tables
-
-
+# -- figures ----------------------------------------------------------------------
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
-    from emb.analyses import _ceat_plots as plots
+    from emb.analyses.ceat import _figures as plots
 
     figures: dict[str, Figure] = {}
     for model in coord_values(result, "model"):
@@ -505,81 +483,15 @@ def _figures(result: xr.Dataset) -> dict[str, Figure]:
     return figures
 
 
-def _coverage_notes(result: xr.Dataset, *, computed: set[str]) -> list[str]:
-    """What the suite left out, per model: tests dropped at extraction (a role without a stimulus
-    that had contexts) and, per computed test, stimuli without contexts in the corpus."""
-    notes = []
-    for model, params in suite_parameters(result).items():
-        where = f"{model}: " if model is not None else ""
-        dropped = [str(t) for t in params.get("dropped_tests") or []]
-        if dropped:
-            notes.append(f"{where}tests {', '.join(dropped)} were not extracted: a word set of each "
-                         "had no stimulus with a context in the corpus (suite parameter "
-                         "dropped_tests).")
-        defs = params.get("tests") or {}
-        missing = params.get("missing_by_test") or {}
-        left = []
-        for test in sorted(computed, key=natural_key):
-            gone = missing.get(test) or []
-            if gone:
-                total = sum(len(defs.get(test, {}).get(r) or []) for r in ROLES)
-                left.append(f"{test} {len(gone)}" + (f" of {total}" if total else ""))
-        if left:
-            notes.append(f"{where}stimuli without a context in the corpus, left out of their "
-                         f"tests: {', '.join(left)} (suite parameter missing_by_test).")
-    return notes
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``ceat`` suite (T1 with a planted effect, T2 without; 30 contexts per stimulus) and
+    sample counts small enough for a test, convergence grids included."""
+    from emb.analyses._examples import lazy
+    from emb.analyses.ceat._example import ceat_dataset
 
-
-def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
-    """Declared cell: each model's top layer and the ``last`` pooling (else the first); the
-    largest |CES| anywhere is a note labelled exploratory."""
-    frame = tables["ceat"].dropna(subset=["ces"])
-    if frame.empty:
-        return Summary(title="CEAT: no combined effect sizes (every cell is NaN)")
-    pooling = default_of(list(frame["pooling"].unique()), DEFAULT_POOLINGS)
-    keys = [k for k in ("model", "test") if k in frame]
-    rows = []
-    for key, group in frame[frame["pooling"] == pooling].groupby(keys, sort=False):
-        top = group.loc[group["layer"].idxmax()]
-        row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-        row.update({
-            "groups": f"{top.get('x_group')}/{top.get('y_group')} vs "
-                      f"{top.get('a_group')}/{top.get('b_group')}",
-            "layer": int(top["layer"]), "ces": float(top["ces"]),
-            "95% CI": f"[{top['ci_low']:.2f}, {top['ci_high']:.2f}]",
-            "p": format_p(float(top["p"]), log10_p=float(top["log10_p"])).removeprefix("p "),
-            "bootstrap 95% CI": (f"[{top['boot_ci_low']:.2f}, {top['boot_ci_high']:.2f}]"
-                                 if np.isfinite(top.get("boot_ci_low", np.nan)) else "—"),
-            "tau2": float(top["tau2"]),
-        })
-        rows.append(row)
-    n = int(result.attrs.get("n_samples", 0))
-    best = frame.loc[frame["ces"].abs().idxmax()]
-    notes = [
-        f"p: {result.attrs.get('alternative')} p of the combined z (the published tables are "
-        f"two-sided). The N = {n:,} samples resample one finite set of contexts, so the "
-        "meta-analytic SE and CI shrink like 1/sqrt(N) for any N and p with them; the bootstrap "
-        f"CI ({result.attrs.get('n_bootstrap')} replicates resampling stimuli and each stimulus' "
-        "contexts) does not (figure convergence). A p below 2.2e-308 is written as 2.2e-308 "
-        "and its exact order is in log10_p.",
-        f"V_i: {result.attrs.get('variance')}; sampling: {result.attrs.get('sampling')}.",
-        f"Largest |CES| over all {len(frame)} cells (exploratory, not a test): {best['test']} "
-        f"CES = {best['ces']:.2f} at layer {best['layer']}, {best['pooling']} pooling"
-        + (f", {best['model']}" if "model" in best else "") + ".",
-    ]
-    notes += _coverage_notes(result, computed=set(frame["test"].astype(str)))
-    short = tables.get("ceat_contexts")
-    if short is not None and "with_replacement" in short:
-        k = int(short["with_replacement"].sum())
-        if k:
-            notes.append(f"{k} of {len(short)} stimuli have fewer than N contexts and were drawn "
-                         "with replacement (table ceat_contexts).")
-    return Summary(
-        title=f"CEAT combined effect sizes (DerSimonian-Laird over N = {n:,} samples)",
-        headline=[f"declared cell: top layer, pooling {pooling!r}"],
-        table=pd.DataFrame(rows),
-        notes=notes,
-    )
+    return lazy(ceat_dataset(), item_chunk=50), {
+        "n_samples": 60, "seed": 3, "n_bootstrap": 20, "bootstrap_samples": 10,
+        "n_permutations": 20, "convergence": (10, 30), "bootstrap_convergence": (5, 10)}
 
 
 ANALYSIS = Analysis(
@@ -601,7 +513,20 @@ ANALYSIS = Analysis(
         Option(name="bootstrap_samples", type="int", low=2, high=MAX_CEAT_SAMPLES,
                help="samples combined in each replicate"),
     ),
-    tables=_tables,
+    tables=tables,
     figures=_figures,
-    summary=_summary,
+    summary=summary,
+    outputs={
+        **{name: ("test", "layer", "pooling", "sample") for name in ("es", "v", "p_sample")},
+        **{name: ("test", "layer", "pooling")
+           for name in ("ces", "se", "ci_low", "ci_high", "z", "p", "tau2", "q", "i2",
+                        "boot_ci_low", "boot_ci_high")},
+        **{name: ("test", "layer", "pooling", "n_grid")
+           for name in ("conv_p", "conv_ci_low", "conv_ci_high")},
+        "conv_boot_ci_low": ("test", "n_boot_grid"),
+        "n_contexts": ("stimulus",),
+        "n_x": ("test",),
+    },
+    example=_example,
+    api_only=("convergence", "bootstrap_convergence"),
 )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -34,25 +34,24 @@ from emb.analyses import stats
 from emb.analyses._analysis import (
     Analysis,
     Option,
-    Summary,
-    front,
-    integer_columns,
-    tidy_frame,
-)
-from emb.analyses._ibd_design import METHODS, design
-from emb.analyses._ibd_export import (
-    DETECTOR,
-    ceat_tests,
-    declared_cell,
-    models,
-    one_model,
-    top_layer,
 )
 from emb.analyses._select import (
     own_descriptions,
     provenance_attrs,
+    public_in_package,
     select_words,
 )
+from emb.analyses.ibd._design import METHODS, design
+from emb.analyses.ibd._export import (
+    DETECTOR,
+    declared_cell,
+    extra_files,
+    models,
+    one_model,
+    top_layer,
+)
+from emb.analyses.ibd._summary import summary
+from emb.analyses.ibd._tables import tables
 from emb.analyses.stats import detection
 from emb.errors import AnalysisError
 
@@ -167,6 +166,7 @@ def _roc_kernel(
 
 
 # -- the analysis ----------------------------------------------------------------------------------
+@public_in_package
 @own_descriptions
 def ibd(
     ds: xr.Dataset,
@@ -256,9 +256,18 @@ def ibd(
 
     Examples
     --------
-    >>> ds = emb.open_store("glove.zarr").dataset("ibd")  # doctest: +SKIP
-    >>> res = ibd(ds).compute()                           # doctest: +SKIP
-    >>> res.accuracy.sel(detector="eibd", pooling="static")  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("glove.zarr").dataset("ibd")``; here the record's example
+    suite (six groups of names, attribute words with planted biases):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["ibd"].example()
+    >>> res = ibd(ds).compute()
+    >>> res.accuracy.sel(detector="eibd", setting="bleached", pooling="last").round(2).to_pandas()
+    layer              0     1     2
+    group
+    african_female  0.96  0.92  0.92
+    mexican_female  0.96  0.88  1.00
+    european_male   0.88  0.83  1.00
     """
     method = _parse_choice("method", method, ("default", "reference"))
     reference = method == "reference"
@@ -438,85 +447,12 @@ _LONG_NAMES = {
 }
 
 
-# -- tables ----------------------------------------------------------------------------------------
-_METRICS = ("threshold", "tp", "fp", "tn", "fn", "tpr", "fpr", "accuracy", "balanced_accuracy",
-            "precision", "recall", "f1")
-_PER_GROUP = ("chance_rate", "majority_baseline", "n_positive", "n_negative")
-
-
-def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
-    """``ibd`` (one row per model × group × method × setting × layer × pooling), ``ibd_words``
-    (× attribute word) and ``ibd_roc`` (× candidate threshold, repeats dropped)."""
-    frame = tidy_frame(result, list(_METRICS), drop_all_nan=["tpr", "fpr", "threshold"],
-                       rename={DETECTOR: "method"})
-    per_group = (result[list(_PER_GROUP)].reset_coords(drop=True).to_dataframe().reset_index()
-                 .rename(columns={DETECTOR: "method"}))
-    frame = frame.merge(per_group, how="left")
-    roles = pd.DataFrame({"group": [str(g) for g in result["group"].values.tolist()],
-                          "group_role": [str(r) for r in result["group_role"].values.tolist()]})
-    frame = frame.merge(roles, how="left")
-    frame = integer_columns(frame, ("layer", "tp", "fp", "tn", "fn", "n_positive", "n_negative"))
-    main = front(frame, ("model", "group", "group_role", "method", "setting", "layer", "pooling",
-                         *_METRICS[:-3], "chance_rate", "majority_baseline", "precision",
-                         "recall", "f1", "n_positive", "n_negative"))
-
-    method_index = pd.Index(list(METHODS), name=DETECTOR)
-    score = xr.concat([result["ibd_score"], result["eibd_score"]], dim=method_index)
-    score = score.broadcast_like(result["detected"])
-    const = result["constituent_score"].broadcast_like(result["detected"])
-    const = const.where(result[DETECTOR] == "eibd")
-    words = xr.Dataset({"score": score, "constituent_score": const, "detected": result["detected"],
-                        "label": result["label"].broadcast_like(result["detected"])})
-    wf = words.reset_coords(drop=True).to_dataframe().reset_index()
-    wf = wf[wf["score"].notna()].rename(columns={"attribute": "word", DETECTOR: "method"})
-    wf["label"] = wf["label"].astype(bool)
-    wf["detected"] = wf["detected"].astype(bool)
-    wf = integer_columns(wf, ("layer",))
-    words_frame = front(wf, ("model", "group", "method", "setting", "layer", "pooling", "word",
-                             "score", "constituent_score", "label", "detected")).reset_index(drop=True)
-
-    roc = xr.Dataset({"threshold": result["roc_threshold"], "tp": result["roc_tp"],
-                      "fp": result["roc_fp"], "tpr": result["roc_tpr"], "fpr": result["roc_fpr"]})
-    rf = roc.reset_coords(drop=True).to_dataframe().reset_index().rename(columns={DETECTOR: "method"})
-    rf = rf[rf["tpr"].notna()]
-    keys = [k for k in ("model", "group", "method", "setting", "layer", "pooling") if k in rf]
-    rf = rf.drop(columns="candidate").drop_duplicates(subset=[*keys, "threshold"])
-    rf["eligible"] = rf["threshold"] >= 0
-    chosen = frame[[*keys, "threshold"]].rename(columns={"threshold": "chosen_t"})
-    rf = rf.merge(chosen, how="left", on=keys)
-    # the chosen operating point is the last candidate at or below the chosen t
-    below = rf["threshold"] <= rf["chosen_t"]
-    last = rf[below].groupby(keys, sort=False)["threshold"].transform("max")
-    rf["chosen"] = False
-    rf.loc[last.index, "chosen"] = (rf.loc[last.index, "threshold"] == last).to_numpy()
-    rf = integer_columns(rf.drop(columns="chosen_t"), ("layer", "tp", "fp"))
-    roc_frame = front(rf, (*keys, "threshold", "tp", "fp", "tpr", "fpr", "eligible", "chosen"))
-    roc_frame = roc_frame.reset_index(drop=True)
-    # its columns hold the roc_* variables, not the chosen cell's variables of the same name
-    roc_frame.attrs["descriptions"] = {
-        **{c: str(result[f"roc_{c}"].attrs.get("long_name", "")) for c in ("threshold", "tp", "fp",
-                                                                            "tpr", "fpr")},
-        "eligible": "candidate threshold t >= 0 (only these can be chosen)",
-        "chosen": "the chosen operating point: the last candidate at or below the chosen t",
-    }
-    return {"ibd": main, "ibd_words": words_frame, "ibd_roc": roc_frame}
-
-
-def _extra_files(result: xr.Dataset) -> dict[str, bytes]:
-    """``ibd_tests.json`` in the output directory, and the same at ``export_tests`` if given."""
-    content = (json.dumps(ceat_tests(result), indent=1, ensure_ascii=False) + "\n").encode("utf-8")
-    out = {"ibd_tests.json": content}
-    if result.attrs.get("export_tests"):
-        out[str(result.attrs["export_tests"])] = content
-    return out
-
-
 # -- figures ---------------------------------------------------------------------------------------
 _METHOD_TITLE = {"ibd": "IBD (intersectional)", "eibd": "EIBD (emergent)"}
 
 
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
-    from emb.analyses._ibd_plots import accuracy_by_layer, roc_curves
+    from emb.analyses.ibd._figures import accuracy_by_layer, roc_curves
 
     cell = declared_cell(result)
     figs: dict[str, Figure] = {}
@@ -540,70 +476,12 @@ def _slug(value: Any) -> str:
     return slug(value)
 
 
-# -- summary ---------------------------------------------------------------------------------------
-def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
-    """Declared cell: the top layer, setting ``bleached`` (else ``alone``), the default pooling
-    (``static`` for static vectors); every target and contrast group × method."""
-    cell = declared_cell(result)
-    frame = tables["ibd"]
-    rows, best_notes = [], []
-    for model in models(result):
-        res = one_model(result, model)
-        layer = top_layer(res, cell["setting"], cell["pooling"])
-        sub = frame if model is None else frame[frame["model"] == model]
-        at = sub[(sub["setting"] == cell["setting"]) & (sub["pooling"] == cell["pooling"])
-                 & (sub["layer"] == layer)]
-        for r in at.itertuples():
-            row = {"model": model} if model is not None else {}
-            row.update({
-                "group": r.group, "method": r.method, "t": float(r.threshold),
-                "TP/P": f"{r.tp}/{r.n_positive}", "FP/N": f"{r.fp}/{r.n_negative}",
-                "accuracy": float(r.accuracy), "balanced": float(r.balanced_accuracy),
-                "majority": float(r.majority_baseline), "chance": float(r.chance_rate),
-                "f1": float(r.f1),
-            })
-            rows.append(row)
-        if sub["layer"].nunique() > 1:
-            best = sub.loc[sub["balanced_accuracy"].idxmax()]
-            best_notes.append(
-                f"{model + ': ' if model else ''}highest balanced accuracy over all "
-                f"{len(sub)} cells (exploratory, not the declared cell): {best['group']} "
-                f"{best['method']} {best['balanced_accuracy']:.3f} at layer {best['layer']}, "
-                f"{best['setting']}, {best['pooling']}")
-    table = pd.DataFrame(rows)
-    notes = []
-    thresholds = result.attrs.get("thresholds", "exact")
-    notes.append(
-        "threshold: " + ("every distinct score (exact ROC)" if thresholds == "exact" else
-                         f"a grid of {len(json.loads(thresholds))} values")
-        + ", t >= 0, max TPR - FPR, ties to the most TP; EIBD rule "
-        f"{result.attrs.get('rule')!r}, EIBD threshold: "
-        + ("IBD's" if result.attrs.get("eibd_threshold") == "ibd" else "its own ROC choice"))
-    if len(table):
-        below = int((table["accuracy"] <= table["majority"]).sum())
-        notes.append(f"accuracy at or below the majority baseline (flag nothing) in {below} of "
-                     f"{len(table)} rows: compare balanced accuracy")
-    n_names = result["n_names"].values.reshape(-1, result.sizes["name_set"])[0]
-    n_total = result["n_names_total"].values.reshape(-1, result.sizes["name_set"])[0]
-    notes.append("names with vectors: " + ", ".join(
-        f"{g} {int(a)}/{int(b)}" for g, a, b in zip(result["name_set"].values, n_names, n_total,
-                                                    strict=True)))
-    missing_attrs = json.loads(result.attrs.get("missing_attributes", "[]"))
-    if missing_attrs:
-        notes.append(f"attribute words without a vector ({len(missing_attrs)}, left out of the "
-                     f"validation): {', '.join(missing_attrs[:12])}{' …' if len(missing_attrs) > 12 else ''}")
-    notes += json.loads(result.attrs.get("notes", "[]"))
-    notes += best_notes
-    tests = ceat_tests(result)
-    where = result.attrs.get("export_tests") or "ibd_tests.json"
-    notes.append(f"{len(tests['tests'])} CEAT tests of the detected words in {where}")
-    return Summary(
-        title="IBD/EIBD: attribute words detected for intersectional groups",
-        headline=[f"declared cell: top layer, setting {cell['setting']!r}, pooling "
-                  f"{cell['pooling']!r}"],
-        table=table,
-        notes=notes,
-    )
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``ibd`` suite: six groups of names and 24 attribute words with planted biases."""
+    from emb.analyses._examples import lazy
+    from emb.analyses.ibd._example import ibd_dataset
+
+    return lazy(ibd_dataset()), {}
 
 
 ANALYSIS = Analysis(
@@ -628,8 +506,26 @@ ANALYSIS = Analysis(
         Option(name="export_tests", metavar="FILE",
                help="also write the detected words as CEAT tests (ceat_weat_groups.json layout)"),
     ),
-    tables=_tables,
+    tables=tables,
     figures=_figures,
-    summary=_summary,
-    extra_files=_extra_files,
+    summary=summary,
+    extra_files=extra_files,
+    outputs={
+        "score": ("setting", "attribute", "pair", "layer", "pooling"),
+        "ibd_score": ("setting", "group", "attribute", "layer", "pooling"),
+        "constituent_score": ("setting", "group", "attribute", "layer", "pooling"),
+        "label": ("group", "detector", "attribute"),
+        **{name: ("setting", "group", "detector", "layer", "pooling")
+           for name in ("threshold", "tp", "fp", "tn", "fn", "tpr", "fpr", "accuracy",
+                        "balanced_accuracy", "precision", "recall", "f1")},
+        **{name: ("group", "detector")
+           for name in ("chance_rate", "majority_baseline", "n_positive", "n_negative")},
+        "detected": ("setting", "group", "detector", "attribute", "layer", "pooling"),
+        **{f"roc_{name}": ("setting", "group", "detector", "candidate", "layer", "pooling")
+           for name in ("threshold", "tp", "fp", "tpr", "fpr")},
+        "n_names": ("name_set",),
+        "n_names_total": ("name_set",),
+        "n_attributes": (),
+    },
+    example=_example,
 )

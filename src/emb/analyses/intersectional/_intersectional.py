@@ -47,18 +47,24 @@ from emb.analyses._analysis import (
     integer_columns,
     tidy_frame,
 )
-from emb.analyses._select import item_values, label_mask, own_descriptions, provenance_attrs
+from emb.analyses._select import (
+    item_values,
+    label_mask,
+    own_descriptions,
+    provenance_attrs,
+    public_in_package,
+)
 from emb.analyses.stats._work import plan
 from emb.analyses.stats.subspace import SCALINGS, Scaling
 from emb.analyses.valence_subspace import project, valence_direction
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.schemas.datamodel import ITEM
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["ANALYSIS", "REFERENCE_DROPPED", "intersectional"]
 
-ITEM = "item"
 PHRASE = "phrase"
 #: Phrases the authors' Table 2 code skipped at the start of experiment2.txt.
 REFERENCE_DROPPED = 70
@@ -206,6 +212,7 @@ def _experiment3(
     return has, at, values, n_pos
 
 
+@public_in_package
 @own_descriptions
 def intersectional(
     ds: xr.Dataset,
@@ -276,9 +283,19 @@ def intersectional(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("intersectional")  # doctest: +SKIP
-    >>> res = intersectional(ds, correction="holm").compute()  # doctest: +SKIP
-    >>> res.effect_size.sel(pooling="last").isel(layer=-1).to_series()  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("intersectional")``; here the
+    record's example suite (four attribute pairs, each value shifting "person" along valence):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["intersectional"].example()
+    >>> res = intersectional(ds, correction="holm", n_permutations=300).compute()
+    >>> res.effect_size.sel(pooling="last").isel(layer=-1).round(2).to_pandas()
+    pair
+    young/old           0.13
+    white/black        -0.49
+    christian/muslim    1.50
+    male/female         0.65
+    Name: effect_size, dtype: float64
     """
     for name, value, allowed in (
         ("alternative", alternative, ("two-sided", "greater", "less")),
@@ -446,7 +463,7 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
 
 
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
-    from emb.analyses import _intersectional_figures as figs
+    from emb.analyses.intersectional import _figures as figs
 
     return {
         "heat_table": figs.heat_table(result),
@@ -525,6 +542,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     )
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A small ``intersectional`` suite (four attribute pairs) and a corrected permutation test."""
+    from emb.analyses._examples import intersectional_example, lazy
+
+    return lazy(intersectional_example(), item_chunk=512), {
+        "seed": 3, "n_permutations": 300, "correction": "holm"}
+
+
 ANALYSIS = Analysis(
     name="intersectional",
     seed=SEED_32,  # LinearSVC and StratifiedKFold take a random_state below 2**32
@@ -547,4 +572,17 @@ ANALYSIS = Analysis(
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    outputs={
+        **{name: ("pair", "layer", "pooling")
+           for name in ("effect_size", "p", "p_adjusted", "mean_a", "mean_b")},
+        "n_a": ("pair",),
+        "n_b": ("pair",),
+        "n_permutations": (),
+        "projection": ("phrase", "layer", "pooling"),
+        "share": ("extreme", "value", "layer", "pooling"),
+        "position_share": ("extreme", "value", "position", "layer", "pooling"),
+        "n_extreme": (),
+        "svc_accuracy": ("layer", "pooling"),
+    },
+    example=_example,
 )

@@ -1,5 +1,5 @@
 """The machinery of the ``vast`` analysis: item blocks, their plans, lazy plumbing (the numpy
-kernels are in :mod:`emb.analyses._vast_numpy`).
+kernels are in :mod:`emb.analyses.vast._kernels`).
 
 :func:`emb.analyses.vast.vast` composes these into one lazy Dataset; nothing here is public API.
 """
@@ -20,7 +20,8 @@ from emb.analyses._select import (
     label_mask,
     settings_present,
 )
-from emb.analyses._vast_numpy import (
+from emb.analyses.valnorm import polar_selection, rated_poles
+from emb.analyses.vast._kernels import (
     _STATS,
     _best_kernel,
     _fused_kernel,
@@ -29,7 +30,6 @@ from emb.analyses._vast_numpy import (
     _Spec,
     _Tokenization,
 )
-from emb.analyses.valnorm import polar_selection, rated_poles
 from emb.errors import AnalysisError, MissingStimuliError
 
 #: The contextual settings of the paper, in its order.

@@ -14,7 +14,7 @@ live in :mod:`emb.analyses.stats.subspace`.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -38,19 +38,19 @@ from emb.analyses._select import (
     label_mask,
     own_descriptions,
     provenance_attrs,
+    public_in_package,
     unique_in_order,
 )
-from emb.analyses.sc_weat import sc_weat_effect_sizes
+from emb.analyses.stats.association import sc_weat_effect_sizes
 from emb.analyses.stats.subspace import SCALINGS, Scaling, valence_direction_kernel
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.schemas.datamodel import FEATURE, ITEM
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["ANALYSIS", "project", "training_items", "valence_direction", "valence_subspace"]
 
-ITEM = "item"
-FEATURE = "feature"
 ALONE = "alone"
 _HINT = "run 'emb extract --model MODEL --suite intersectional --store STORE'"
 
@@ -228,6 +228,7 @@ def _lexicon_items(ds: xr.Dataset, lexicon: str | None, exclude: list[str]) -> t
     return np.flatnonzero(keep), name
 
 
+@public_in_package
 @own_descriptions
 def valence_subspace(
     ds: xr.Dataset,
@@ -292,9 +293,14 @@ def valence_subspace(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("intersectional")  # doctest: +SKIP
-    >>> res = valence_subspace(ds).compute()  # doctest: +SKIP
-    >>> res[["r_projection", "r_cosine"]].sel(pooling="last").to_dataframe()  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("intersectional")``; here the
+    record's example suite (its polar words and 40 rated words alone):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["valence-subspace"].example()
+    >>> res = valence_subspace(ds).compute()
+    >>> res.r_projection.sel(pooling="last").round(2).values
+    array([0.89, 0.88])
     """
     check_options(ANALYSIS, ddof=ddof)
     direction = valence_direction(ds, C=C, scaling=scaling, cv_folds=cv_folds, seed=seed, method=method)
@@ -350,7 +356,7 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
 
 
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
-    from emb.analyses._intersectional_figures import valnorm_curves
+    from emb.analyses.valence_subspace._figures import valnorm_curves
 
     return {"valnorm_curves": valnorm_curves(result)}
 
@@ -399,6 +405,13 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     )
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A small ``intersectional`` suite (its polar and rated words alone)."""
+    from emb.analyses._examples import intersectional_example, lazy
+
+    return lazy(intersectional_example(), item_chunk=512), {"seed": 3}
+
+
 ANALYSIS = Analysis(
     name="valence-subspace",
     seed=SEED_32,  # LinearSVC and StratifiedKFold take a random_state below 2**32
@@ -416,4 +429,14 @@ ANALYSIS = Analysis(
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    outputs={
+        **{name: ("layer", "pooling") for name in (
+            "svc_accuracy", "svc_converged", "offset", "n", "r_projection", "p_projection",
+            "ci_low_projection", "ci_high_projection", "r_cosine", "p_cosine", "ci_low_cosine",
+            "ci_high_cosine")},
+        "valence_axis": ("layer", "pooling", "feature"),
+        "direction": ("layer", "pooling", "feature"),
+        "n_train": (),
+    },
+    example=_example,
 )

@@ -20,7 +20,13 @@ import xarray as xr
 
 from emb.analyses import stats
 from emb.analyses._analysis import Analysis, Option, Summary, default_of, front, tidy_frame
-from emb.analyses._select import describe_source, item_values, own_descriptions, provenance_attrs
+from emb.analyses._select import (
+    describe_source,
+    item_values,
+    own_descriptions,
+    provenance_attrs,
+    public_in_package,
+)
 from emb.analyses.stats import polar
 from emb.errors import AnalysisError, MissingStimuliError
 
@@ -189,6 +195,7 @@ def _accuracy(values: np.ndarray, *, dims: np.ndarray, high: np.ndarray, n_dims:
     return zero, centred
 
 
+@public_in_package
 @own_descriptions
 def stereotype(
     ds: xr.Dataset,
@@ -264,9 +271,16 @@ def stereotype(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset("stereotype")  # doctest: +SKIP
-    >>> res = stereotype(ds, basis="2d").compute()  # doctest: +SKIP
-    >>> res.d.sel(layer="mean", pooling="mean").to_series()  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("stereotype")``; here the record's
+    example suite (female names planted warmer and less competent than male names):
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["stereotype"].example()
+    >>> res = stereotype(ds, basis="2d").compute()
+    >>> res.d.sel(layer="mean", pooling="mean").round(2).to_pandas()
+    dimension                   warmth  competence
+    comparison
+    female_names vs male_names    2.27       -3.39
     """
     basis = _parse_choice("basis", basis, ("2d", "7d", "both"))  # type: ignore[assignment]
     test = _parse_choice("test", test, ("student", "welch"))  # type: ignore[assignment]
@@ -478,8 +492,8 @@ def declared_pooling(result: xr.Dataset) -> str:
 
 
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
-    from emb.analyses import _stereotype_figures as figs
     from emb.analyses._analysis import slug
+    from emb.analyses.stereotype import _figures as figs
 
     pooling = declared_pooling(result)
     out: dict[str, Figure] = {}
@@ -548,6 +562,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                    headline=headline, table=table, notes=notes)
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``stereotype`` suite whose dimension vectors and coordinates are known exactly."""
+    from emb.analyses._examples import lazy
+    from emb.analyses.stereotype._example import stereotype_dataset
+
+    return lazy(stereotype_dataset(dtype="float32")[0]), {"correction": "holm", "test": "welch"}
+
+
 ANALYSIS = Analysis(
     name="stereotype",
     function=stereotype,
@@ -563,4 +585,15 @@ ANALYSIS = Analysis(
     tables=_tables,
     figures=_figures,
     summary=_summary,
+    outputs={
+        **{name: ("comparison", "dimension", "layer", "pooling")
+           for name in ("mean_a", "mean_b", "d", "t", "df", "p", "p_adjusted")},
+        "coordinate": ("member", "dimension", "layer", "pooling"),
+        "z": ("comparison", "member", "dimension", "layer", "pooling"),
+        "accuracy": ("dimension", "layer", "pooling"),
+        "accuracy_centred": ("dimension", "layer", "pooling"),
+        "n_heldout": ("dimension",),
+        "heldout_coordinate": ("heldout", "layer", "pooling"),
+    },
+    example=_example,
 )

@@ -131,7 +131,7 @@ def test_summary_says_which_tests_and_stimuli_the_suite_left_out() -> None:
 
     import xarray as xr
 
-    from emb.analyses.ceat import _coverage_notes
+    from emb.analyses.ceat._summary import _coverage_notes
 
     params = {"tests": {"C1": {"X": ["a", "b"], "Y": ["c"], "A": ["d", "e"], "B": ["f"]}},
               "missing_by_test": {"C1": ["b"], "C9": ["x"]}, "dropped_tests": ["I1", "I2"]}
@@ -154,7 +154,7 @@ def test_summary_says_which_tests_and_stimuli_the_suite_left_out() -> None:
 
 
 def test_figures_name_the_word_sets_and_mark_the_p_floor() -> None:
-    from emb.analyses import _ceat_plots as plots
+    from emb.analyses.ceat import _figures as plots
 
     res = ceat(ceat_dataset(effect=1.0, contexts=20), n_samples=60, seed=1, n_bootstrap=0,
                n_permutations=49).compute()

@@ -1,12 +1,12 @@
-"""Figures of the valence-subspace and intersectional analyses (matplotlib Figures, no pyplot).
+"""Figures of the intersectional analysis (matplotlib Figures, no pyplot).
 
 - :func:`heat_table`: Table 2 as a heat table, attribute pairs × models, d at the declared cell.
 - :func:`distributions`: Figure 3, the projections of "person" per attribute value, means joined.
 - :func:`experiment3_shares`: Figure 4, the experiment-3 shares in the top/bottom sets, overall
   and per position.
-- :func:`valnorm_curves`: Figure 2, ValNorm by projection vs by cosine, by layer.
 
-Every figure draws the declared cell: the top layer of each model and the ``last`` pooling (else
+(Figure 2, ValNorm by projection vs by cosine, is the valence-subspace analysis' own:
+:mod:`emb.analyses.valence_subspace._figures`.) Every figure draws the declared cell: the top layer of each model and the ``last`` pooling (else
 the first), said in its title.
 """
 
@@ -18,26 +18,20 @@ import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.patches import Patch
-from matplotlib.ticker import MaxNLocator, PercentFormatter
+from matplotlib.ticker import PercentFormatter
 
-__all__ = ["distributions", "experiment3_shares", "heat_table", "valnorm_curves"]
+# the helpers and colours of the paper's figures, shared with the valence-subspace figure
+from emb.analyses.valence_subspace._figures import COLOUR_A as _A
+from emb.analyses.valence_subspace._figures import COLOUR_B as _B
+from emb.analyses.valence_subspace._figures import at_model as _one
+from emb.analyses.valence_subspace._figures import declared_pooling as _pooling
+from emb.analyses.valence_subspace._figures import model_label as _label
+from emb.analyses.valence_subspace._figures import model_list as _models
 
-_A, _B, _LINK = "#1b6ca8", "#d1495b", "#2a9d4b"
+__all__ = ["distributions", "experiment3_shares", "heat_table"]
+
+_LINK = "#2a9d4b"
 _TOP, _BOTTOM = "#1b6ca8", "#d1495b"
-
-
-def _models(result: xr.Dataset) -> list[Any]:
-    return list(result["model"].values) if "model" in result.dims else [None]
-
-
-def _one(da: xr.DataArray, model: Any) -> xr.DataArray:
-    return da.sel(model=model) if model is not None and "model" in da.dims else da
-
-
-def _pooling(result: xr.Dataset) -> str:
-    poolings = [str(p) for p in result["pooling"].values]
-    return "last" if "last" in poolings else poolings[0]
 
 
 def _top_layer(da: xr.DataArray) -> int | None:
@@ -47,10 +41,6 @@ def _top_layer(da: xr.DataArray) -> int | None:
     ok = finite.any(axis=other) if other else finite
     layers = np.asarray(da["layer"].values)[ok]
     return int(layers.max()) if layers.size else None
-
-
-def _label(model: Any) -> str:
-    return "" if model is None else str(model)
 
 
 def _half_violin(ax: Any, values: np.ndarray, y: float, sign: float, color: str) -> None:
@@ -215,58 +205,4 @@ def experiment3_shares(result: xr.Dataset) -> Figure:
         f"Experiment 3 (Figure 4): most pleasant (top) and unpleasant (bottom) "
         f"{result.attrs.get('extreme_share', 0.1):.0%}, {pooling} pooling", fontsize=10,
     )
-    return fig
-
-
-def valnorm_curves(result: xr.Dataset) -> Figure:
-    """ValNorm by projection (solid) and by cosine SC-WEAT (dashed) by layer, with Fisher-z 95 %
-    bands, and the classifier's cross-validated accuracy (dotted); a panel per pooling (one model)
-    or per model at the declared pooling (several), two columns."""
-    models = _models(result)
-    # one model: a panel per pooling; several (the paper's Figure 2): a panel per model at the
-    # declared pooling (every pooling is in the table)
-    poolings = [str(p) for p in result["pooling"].values] if len(models) == 1 else [_pooling(result)]
-    layers = np.asarray(result["layer"].values)
-    cells = [(m, p) for m in models for p in poolings]
-    n_cols = min(len(cells), 2)
-    n_rows = -(-len(cells) // n_cols)
-    fig = Figure(figsize=(3.5 * n_cols, 0.9 + 2.6 * n_rows), layout="constrained")
-    axes = fig.subplots(n_rows, n_cols, squeeze=False, sharey=True)
-    for ax in axes.flat[len(cells):]:
-        ax.set_visible(False)
-    has_r = "r_projection" in result
-    for ax, (model, pooling) in zip(axes.flat, cells, strict=False):
-        if has_r:
-            for kind, style, color in (("projection", "-", _A), ("cosine", "--", _B)):
-                r = np.asarray(_one(result[f"r_{kind}"], model).sel(pooling=pooling).values, float)
-                lo = np.asarray(_one(result[f"ci_low_{kind}"], model).sel(pooling=pooling).values, float)
-                hi = np.asarray(_one(result[f"ci_high_{kind}"], model).sel(pooling=pooling).values, float)
-                ok = np.isfinite(r)
-                ax.plot(layers[ok], r[ok], style, color=color, marker="o", ms=3, lw=1.5,
-                        label=f"ValNorm by {kind} (r, 95% CI)")
-                band = ok & np.isfinite(lo) & np.isfinite(hi)
-                ax.fill_between(layers[band], lo[band], hi[band], color=color, alpha=0.15, lw=0)
-        acc = np.asarray(_one(result["svc_accuracy"], model).sel(pooling=pooling).values, float)
-        ok = np.isfinite(acc)
-        ax.plot(layers[ok], acc[ok], ":", color="0.35", lw=1.4, label="SVC accuracy (cross-validated)")
-        ax.axhline(0.5, color="0.35", lw=0.7, ls=(0, (1, 3)), label="chance accuracy (0.5)")
-        ax.axhline(0, color="0.6", lw=0.8)
-        n = ""
-        if has_r:
-            counts = np.asarray(_one(result["n"], model).values)
-            n = f", n = {int(np.nanmax(counts))}" if counts.size else ""
-        ax.set_title(f"{_label(model) + ': ' if model is not None else ''}{pooling} pooling{n}", fontsize=9)
-        ax.set_xlabel("layer")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylim(min(-0.2, ax.get_ylim()[0]), 1.02)
-        ax.grid(alpha=0.3)
-    for row in axes:
-        row[0].set_ylabel("Pearson's r / accuracy")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    if has_r:
-        handles.append(Patch(color="0.7", alpha=0.4))
-        labels.append("band: Fisher-z 95% CI")
-    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False, fontsize=7)
-    lexicon = result.attrs.get("lexicon", "")
-    fig.suptitle(f"Valence subspace by layer (Figure 2){f' — {lexicon}' if lexicon else ''}", fontsize=10)
     return fig

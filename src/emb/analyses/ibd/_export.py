@@ -15,9 +15,9 @@ import numpy as np
 import xarray as xr
 
 from emb.analyses._analysis import DEFAULT_POOLINGS, DEFAULT_SETTINGS, default_of
-from emb.analyses._ibd_design import METHODS
+from emb.analyses.ibd._design import METHODS
 
-__all__ = ["DETECTOR", "ceat_tests", "declared_cell", "models", "one_model", "top_layer"]
+__all__ = ["DETECTOR", "ceat_tests", "declared_cell", "extra_files", "models", "one_model", "top_layer"]
 
 #: The result's dimension of the two methods (the tables' column ``method``; not "method",
 #: which ``xarray.Dataset.sel`` takes as its own keyword).
@@ -104,3 +104,12 @@ def ceat_tests(result: xr.Dataset) -> dict[str, Any]:
         + (f" Left out: {'; '.join(skipped)}." if skipped else "")
     )
     return {"_source": source, "_note": note, "tests": tests}
+
+
+def extra_files(result: xr.Dataset) -> dict[str, bytes]:
+    """``ibd_tests.json`` in the output directory, and the same at ``export_tests`` if given."""
+    content = (json.dumps(ceat_tests(result), indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    out = {"ibd_tests.json": content}
+    if result.attrs.get("export_tests"):
+        out[str(result.attrs["export_tests"])] = content
+    return out

@@ -1,7 +1,8 @@
-"""The valence-subspace and intersectional analyses, checked against independent computations:
-scikit-learn's own LinearSVC fit, a scipy solution of LinearSVC's primal problem, scipy's Pearson
-r and permutation test, statsmodels' corrections, brute-force grouping on the phrase words, and a
-synthetic store with a planted valence direction and planted attribute shifts."""
+"""The intersectional analysis (and the valence direction it projects onto), checked against
+independent computations: scikit-learn's own LinearSVC fit, scipy's permutation test,
+statsmodels' corrections, brute-force grouping on the phrase words, and a synthetic store with a
+planted valence direction and planted attribute shifts. The valence subspace's own numbers are in
+tests/analyses/valence_subspace/."""
 
 from __future__ import annotations
 
@@ -22,13 +23,20 @@ from sklearn.svm import LinearSVC
 from statsmodels.stats.multitest import multipletests
 
 from emb.analyses import ANALYSES
-from emb.analyses.intersectional import _pair_kernel, intersectional
-from emb.analyses.stats.subspace import MAX_ITER, ColumnNorm, fit_direction
+from emb.analyses.intersectional import intersectional
+from emb.analyses.intersectional._intersectional import _pair_kernel
+from emb.analyses.stats.subspace import MAX_ITER
 from emb.analyses.valence_subspace import valence_subspace
 from emb.cli.analyze import analyze
 from emb.errors import AnalysisError, MissingStimuliError
 from tests.analyses._synthetic import write_store
-from tests.analyses._synthetic_intersectional import SHIFTS, VAL, expected_d, intersectional_dataset
+from tests.analyses._synthetic_intersectional import (
+    SHIFTS,
+    VAL,
+    expected_d,
+    intersectional_dataset,
+    training_vectors,
+)
 
 N_PERM = 2000
 TOP = 2  # the synthetic store's top layer
@@ -49,16 +57,6 @@ def subspace(ds: xr.Dataset) -> xr.Dataset:
     return valence_subspace(ds).compute()
 
 
-def _training(ds: xr.Dataset, layer: int, pooling: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    stimulus = ds["stimulus_set"].values.astype(str)
-    alone = ds["setting"].values.astype(str) == "alone"
-    rows = np.concatenate([np.flatnonzero(alone & (stimulus == "pleasant")),
-                           np.flatnonzero(alone & (stimulus == "unpleasant"))])
-    X = ds["embedding"].sel(layer=layer, pooling=pooling).values[rows].astype(np.float64)
-    y = np.array([1] * 25 + [0] * 25)
-    return X, y, list(ds["word"].values[rows])
-
-
 def _vectors(ds: xr.Dataset, stimulus_set: str, layer: int, pooling: str) -> tuple[np.ndarray, np.ndarray]:
     rows = np.flatnonzero(ds["stimulus_set"].values.astype(str) == stimulus_set)
     V = ds["embedding"].sel(layer=layer, pooling=pooling).values[rows].astype(np.float64)
@@ -68,7 +66,7 @@ def _vectors(ds: xr.Dataset, stimulus_set: str, layer: int, pooling: str) -> tup
 # -- the direction ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(("layer", "pooling"), [(0, "last"), (TOP, "mean")])
 def test_direction_equals_scikit_learns_own_fit(ds, subspace, result, layer, pooling):
-    X, y, _ = _training(ds, layer, pooling)
+    X, y, _ = training_vectors(ds, layer, pooling)
     svc = LinearSVC(C=5.0, dual=True, random_state=0, max_iter=MAX_ITER).fit(normalize(X, axis=0), y)
     u = svc.coef_[0] / np.linalg.norm(svc.coef_[0])
     np.testing.assert_allclose(subspace["direction"].sel(layer=layer, pooling=pooling), u, atol=1e-12)
@@ -89,42 +87,6 @@ def test_direction_equals_scikit_learns_own_fit(ds, subspace, result, layer, poo
     np.testing.assert_allclose(std["projection"].sel(pooling=pooling).values[: len(V), 0],
                                pipe.named_steps["s"].transform(V) @ (w / np.linalg.norm(w)),
                                rtol=1e-9, atol=1e-12)
-
-
-def test_planted_direction_is_recovered(subspace):
-    # the unit weight vector (in the classifier's column-normalised space) lies along the planted
-    # valence feature, pleasant positive; in raw space the column norms tilt it (valence_axis)
-    assert (subspace["direction"].values[..., VAL] > 0.98).all()
-    axis = subspace["valence_axis"].values
-    assert (np.argmax(np.abs(axis), axis=-1) == VAL).all() and (axis[..., VAL] > 0).all()
-    assert (subspace["svc_accuracy"].values == 1.0).all() and subspace["svc_converged"].all()
-
-
-def test_linear_svc_solves_its_primal_problem(ds):
-    """Independent of liblinear: LinearSVC minimises ½(‖w‖² + b²) + C Σ max(0, 1 − y(w·x + b))²
-    (squared hinge, intercept penalised); scipy finds the same direction."""
-    X, y, _ = _training(ds, TOP, "last")
-    Z, s = normalize(X, axis=0), 2.0 * y - 1.0
-
-    def objective(theta):
-        w, b = theta[:-1], theta[-1]
-        slack = np.maximum(0.0, 1.0 - s * (Z @ w + b))
-        grad_w = w - 2 * 5.0 * (slack * s) @ Z
-        grad_b = b - 2 * 5.0 * (slack * s).sum()
-        return 0.5 * (w @ w + b * b) + 5.0 * (slack**2).sum(), np.append(grad_w, grad_b)
-
-    found = scipy.optimize.minimize(objective, np.zeros(Z.shape[1] + 1), jac=True, method="L-BFGS-B",
-                                    options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 10_000})
-    w = found.x[:-1] / np.linalg.norm(found.x[:-1])
-    _, _, unit, _, converged = fit_direction(X, y, C=5.0)
-    assert converged and float(unit @ w) > 0.9999
-
-
-def test_column_norm_is_normalize_axis_0_applied_to_new_vectors(ds):
-    X, _, _ = _training(ds, 1, "last")
-    np.testing.assert_allclose(ColumnNorm().fit_transform(X), normalize(X, axis=0))
-    V = X[:7] * 3 + 1
-    np.testing.assert_allclose(ColumnNorm().fit(X).transform(V), V / np.linalg.norm(X, axis=0))
 
 
 # -- experiment 2 ----------------------------------------------------------------------------------
@@ -304,35 +266,6 @@ def test_reference_smaller_tail_keeps_its_precision_in_both_directions():
     assert z == pytest.approx(z_swap, rel=0.05)
 
 
-# -- ValNorm by projection -------------------------------------------------------------------------
-def test_valnorm_by_projection_and_by_cosine_equal_scipy(ds, subspace):
-    stimulus = ds["stimulus_set"].values.astype(str)
-    words = ds["word"].values.astype(str)
-    lex = np.flatnonzero((stimulus == "lexicon") & ~np.isin(words, ["love", "death"]))
-    ratings = ds["valence"].values[lex]
-    for layer in range(3):
-        for pooling in ("last", "mean"):
-            X, y, _ = _training(ds, layer, pooling)
-            svc = LinearSVC(C=5.0, dual=True, random_state=0, max_iter=MAX_ITER).fit(normalize(X, axis=0), y)
-            u = svc.coef_[0] / np.linalg.norm(svc.coef_[0])
-            W = ds["embedding"].sel(layer=layer, pooling=pooling).values[lex].astype(np.float64)
-            expected = scipy.stats.pearsonr((W / np.linalg.norm(X, axis=0)) @ u, ratings)
-            cell = subspace.sel(layer=layer, pooling=pooling)
-            assert float(cell["r_projection"]) == pytest.approx(expected.statistic, rel=1e-9)
-            ci = expected.confidence_interval()
-            assert float(cell["ci_low_projection"]) == pytest.approx(ci.low, rel=1e-9)
-            assert float(cell["ci_high_projection"]) == pytest.approx(ci.high, rel=1e-9)
-            unit = lambda m: m / np.linalg.norm(m, axis=1, keepdims=True)  # noqa: E731
-            cos = unit(W) @ unit(X).T
-            sc = (cos[:, :25].mean(1) - cos[:, 25:].mean(1)) / cos.std(axis=1, ddof=1)
-            assert float(cell["r_cosine"]) == pytest.approx(scipy.stats.pearsonr(sc, ratings).statistic, rel=1e-9)
-            assert int(cell["n"]) == len(lex) == 80
-    top = subspace.sel(layer=TOP)
-    assert (top["r_projection"] > 0.8).all() and (top["r_cosine"] < 0.3).all()  # the planted rogue
-    ref = valence_subspace(ds, method="reference").compute()
-    assert int(ref["n"].max()) == 82 and ref.attrs["training_words_in_valnorm"] == "true"
-
-
 def test_missing_parts_are_errors_that_say_what_to_do(ds):
     alone = ds["setting"].values.astype(str) == "alone"
     no_lexicon = ds.isel(item=np.flatnonzero(ds["stimulus_set"].values.astype(str) != "lexicon"))
@@ -413,11 +346,12 @@ def test_models_of_different_widths_and_depths_stack(ds, name):
 
 
 def test_figures_say_which_p_marks_a_cell_and_where_chance_lies(ds, result, subspace):
-    from emb.analyses import _intersectional_figures as figures
+    from emb.analyses.intersectional import _figures as figures
+    from emb.analyses.valence_subspace._figures import valnorm_curves
 
     corrected = figures.heat_table(result).axes[0].get_xlabel()
     assert "Holm-corrected over the pairs" in corrected and "p_adjusted" not in corrected
     plain = intersectional(ds.isel(layer=[0]), n_permutations=10).compute()
     assert "p (uncorrected)" in figures.heat_table(plain).axes[0].get_xlabel()
-    legend = figures.valnorm_curves(subspace).legends[0]
+    legend = valnorm_curves(subspace).legends[0]
     assert "chance accuracy (0.5)" in [t.get_text() for t in legend.get_texts()]

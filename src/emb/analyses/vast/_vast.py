@@ -10,7 +10,7 @@ One call composes the experiments of Wolfe & Caliskan (2022) from a store's ``va
 2. **tokenization** — singly vs multiply tokenized lexicon words in equal-size seeded random
    subsets, against singly tokenized polar words balanced by seeded random removal (Figure 2);
 3. **nullification** — VAST after removing the top ``k = 0..K`` principal components
-   ("all-but-the-top", :mod:`emb.analyses.nullify`) at chosen layers (Table 1, Figure 3);
+   ("all-but-the-top", :mod:`emb.analyses.stats.nullify`) at chosen layers (Table 1, Figure 3);
 4. **word similarity** — Spearman's ρ on WS-353, SimLex-999, MEN and RW per layer, before and after
    nullification (:mod:`emb.analyses.similarity`, Figure 4).
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -49,9 +49,13 @@ from emb.analyses._select import (
     parse_subset,
     plain_strings,
     provenance_attrs,
+    public_in_package,
     settings_present,
 )
-from emb.analyses._vast_kernels import (
+from emb.analyses.similarity import load_pairs, word_similarity
+from emb.analyses.stats.nullify import MAX_K
+from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
+from emb.analyses.vast._blocks import (
     RATINGS,
     SETTINGS,
     _as_list,
@@ -62,9 +66,6 @@ from emb.analyses._vast_kernels import (
     _parse_nullify_layers,
     _single_pass,
 )
-from emb.analyses.nullify import MAX_K
-from emb.analyses.similarity import load_pairs, word_similarity
-from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
 from emb.errors import AnalysisError
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ MAX_SUBSETS = 10_000
 _CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
 
+@public_in_package
 @own_descriptions
 def vast(
     ds: xr.Dataset,
@@ -201,10 +203,16 @@ def vast(
 
     Examples
     --------
-    >>> ds = emb.open_store("gpt2.zarr").dataset(  # doctest: +SKIP
-    ...     "vast", chunk_by=ANALYSIS.chunk_by)  # one read per (lexicon, setting), as the CLI
-    >>> res = vast(ds, lexicon="bellezza", tokenization=False).compute()  # doctest: +SKIP
-    >>> res.r.sel(rating="valence", setting="bleached", pooling="last")  # doctest: +SKIP
+    On a store, ``ds = emb.open_store("gpt2.zarr").dataset("vast", chunk_by=ANALYSIS.chunk_by)``
+    (one read per lexicon and setting, as the CLI reads it); here the record's example suite:
+
+    >>> from emb.analyses import ANALYSES
+    >>> ds, _ = ANALYSES["vast"].example()
+    >>> res = vast(ds, lexicon="toy", tokenization=False, nullification=False).compute()
+    >>> res.r.sel(rating="valence", setting="bleached", pooling="last").round(2).to_pandas()
+    layer      0    1     2     3
+    lexicon
+    toy      0.3  0.5  0.77  0.25
     """
     if method not in ("default", "reference"):
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")
@@ -469,6 +477,16 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     return Summary(title=summary.title, headline=summary.headline, table=summary.table, notes=notes)
 
 
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """A tiny ``vast`` suite, and a ``similarity`` suite with its benchmark pairs: every
+    experiment (settings, tokenization, nullification, similarity)."""
+    from emb.analyses._examples import lazy, similarity_dataset, similarity_pairs, vast_dataset
+
+    similarity, pairs = similarity_dataset(similarity_pairs(n_words=40, n_pairs=80))
+    return lazy(vast_dataset(n_words=60)), {"k_max": 3, "n_subsets": 3, "seed": 3,
+                                            "similarity": lazy(similarity), "pairs": pairs}
+
+
 ANALYSIS = Analysis(
     name="vast",
     function=vast,
@@ -500,5 +518,22 @@ ANALYSIS = Analysis(
     # a task reads one (lexicon, setting)'s words of a layer: in one zarr call instead of one
     # per shard (benchmarks/scale.py --store)
     chunk_by=("lexicon", "setting", "stimulus_set"),
+    outputs={
+        **{name: ("rating", "lexicon", "setting", "pooling", "layer")
+           for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        **{f"tokenization_{name}": ("lexicon", "setting", "token_set", "subset", "pooling", "layer")
+           for name in ("r", "p", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        "tokenization_n": ("lexicon", "setting"),
+        "tokenization_n_polar": ("lexicon", "setting"),
+        **{f"nullified_{name}": ("rating", "lexicon", "setting", "pooling", "layer", "k")
+           for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        "best_layer": ("lexicon", "pooling"),
+        "top_layer": (),
+        **{f"similarity_{name}": ("dataset", "pooling", "layer", "k")
+           for name in ("rho", "p", "ci_low", "ci_high")},
+        "similarity_n": ("dataset",),
+        "similarity_n_missing": ("dataset",),
+    },
+    example=_example,
 )
 

@@ -17,8 +17,9 @@ from hypothesis.extra.numpy import arrays
 from sklearn.metrics import roc_curve
 
 from emb.analyses import run_analysis
-from emb.analyses._ibd_export import ceat_tests
-from emb.analyses.ibd import ANALYSIS, CODE_GRID, _parse_thresholds, ibd
+from emb.analyses.ibd import ANALYSIS, ibd
+from emb.analyses.ibd._export import ceat_tests
+from emb.analyses.ibd._ibd import CODE_GRID, _parse_thresholds
 from emb.analyses.stats import detection, sc_weat_effect_size
 from emb.errors import AnalysisError
 from tests.analyses._synthetic import _attrs, ibd_dataset, write_store
@@ -407,7 +408,7 @@ def test_two_models_stack(tmp_path: Path) -> None:
 
 
 def test_roc_figure_says_which_threshold_each_detector_used() -> None:
-    from emb.analyses._ibd_plots import accuracy_by_layer, roc_curves
+    from emb.analyses.ibd._figures import accuracy_by_layer, roc_curves
 
     ds = ibd_dataset(n_layers=2)
     cell = {"setting": "bleached", "pooling": "last", "layer": 1}

@@ -9,16 +9,16 @@ import scipy.stats
 import xarray as xr
 from sklearn.decomposition import PCA
 
-from emb.analyses._vast_kernels import _balanced_polar, _block, _token_subsets
-from emb.analyses.nullify import (
+from emb.analyses.similarity import load_pairs, word_similarity
+from emb.analyses.stats.nullify import (
     all_but_the_top,
     nullified_cosines,
     nullified_pair_cosines,
     top_components,
 )
-from emb.analyses.similarity import load_pairs, word_similarity
 from emb.analyses.valnorm import valnorm
 from emb.analyses.vast import vast
+from emb.analyses.vast._blocks import _balanced_polar, _block, _token_subsets
 from emb.errors import AnalysisError, MissingStimuliError
 from tests.analyses._synthetic import (
     PLEASANT,
@@ -444,7 +444,7 @@ def test_result_independent_of_the_kernel_tiles(
 ) -> None:
     """The kernel computes a block's cosines tile by tile (in cache); tiles of 7 rows (the last
     one partial) give the numbers of whole blocks."""
-    from emb.analyses import _vast_numpy
+    from emb.analyses.vast import _kernels as _vast_numpy
 
     monkeypatch.setattr(_vast_numpy, "_TILE", 7)
     xr.testing.assert_allclose(vast(toy, k_max=4, n_subsets=3).compute(), toy_result,
@@ -456,7 +456,7 @@ def test_zero_vectors_are_counted_across_tiles(
 ) -> None:
     """Zero vectors in two tiles of the lexicon rows and one polar word: one error naming all
     three, not a number computed from them."""
-    from emb.analyses import _vast_numpy
+    from emb.analyses.vast import _kernels as _vast_numpy
 
     monkeypatch.setattr(_vast_numpy, "_TILE", 7)
     items = _items(toy)
@@ -475,7 +475,7 @@ def test_kernel_effect_sizes_equal_the_stats_function() -> None:
     stats.sc_weat_effect_size on the same cosines, for sets of any sizes, anisotropic cosines
     (0.95 ± 0.005), ddof 0 and 1; zero spread gives NaN; too few columns an error."""
     from emb.analyses import stats
-    from emb.analyses._vast_numpy import _effect_sizes
+    from emb.analyses.vast._kernels import _effect_sizes
     from emb.errors import AnalysisError
 
     rng = np.random.default_rng(7)
@@ -498,7 +498,7 @@ def test_kernel_effect_sizes_equal_the_stats_function() -> None:
 def test_summary_says_which_ratings_had_too_few_targets() -> None:
     import xarray as xr
 
-    from emb.analyses.vast import _empty_ratings
+    from emb.analyses.vast._vast import _empty_ratings
 
     n = xr.DataArray([[[30, 30]], [[2, 0]]], dims=("rating", "lexicon", "layer"),
                      coords={"rating": ["valence", "dominance"], "lexicon": ["lex"]})

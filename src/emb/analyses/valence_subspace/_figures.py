@@ -1,0 +1,91 @@
+"""The valence-subspace analysis' figure (matplotlib Figure, no pyplot): ValNorm by projection vs
+by cosine, by layer (Omrani Sabbaghi et al. 2023, Figure 2), and the helpers and colours the
+intersectional figures share (:mod:`emb.analyses.intersectional._figures`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
+
+__all__ = ["COLOUR_A", "COLOUR_B", "at_model", "declared_pooling", "model_label", "model_list",
+           "valnorm_curves"]
+
+#: The colours of the two values of an attribute pair (A, B), and of projection and cosine.
+COLOUR_A, COLOUR_B = "#1b6ca8", "#d1495b"
+
+
+def model_list(result: xr.Dataset) -> list[Any]:
+    return list(result["model"].values) if "model" in result.dims else [None]
+
+
+def at_model(da: xr.DataArray, model: Any) -> xr.DataArray:
+    return da.sel(model=model) if model is not None and "model" in da.dims else da
+
+
+def declared_pooling(result: xr.Dataset) -> str:
+    poolings = [str(p) for p in result["pooling"].values]
+    return "last" if "last" in poolings else poolings[0]
+
+
+def model_label(model: Any) -> str:
+    return "" if model is None else str(model)
+
+
+def valnorm_curves(result: xr.Dataset) -> Figure:
+    """ValNorm by projection (solid) and by cosine SC-WEAT (dashed) by layer, with Fisher-z 95 %
+    bands, and the classifier's cross-validated accuracy (dotted); a panel per pooling (one model)
+    or per model at the declared pooling (several), two columns."""
+    models = model_list(result)
+    # one model: a panel per pooling; several (the paper's Figure 2): a panel per model at the
+    # declared pooling (every pooling is in the table)
+    poolings = [str(p) for p in result["pooling"].values] if len(models) == 1 else [declared_pooling(result)]
+    layers = np.asarray(result["layer"].values)
+    cells = [(m, p) for m in models for p in poolings]
+    n_cols = min(len(cells), 2)
+    n_rows = -(-len(cells) // n_cols)
+    fig = Figure(figsize=(3.5 * n_cols, 0.9 + 2.6 * n_rows), layout="constrained")
+    axes = fig.subplots(n_rows, n_cols, squeeze=False, sharey=True)
+    for ax in axes.flat[len(cells):]:
+        ax.set_visible(False)
+    has_r = "r_projection" in result
+    for ax, (model, pooling) in zip(axes.flat, cells, strict=False):
+        if has_r:
+            for kind, style, color in (("projection", "-", COLOUR_A), ("cosine", "--", COLOUR_B)):
+                r = np.asarray(at_model(result[f"r_{kind}"], model).sel(pooling=pooling).values, float)
+                lo = np.asarray(at_model(result[f"ci_low_{kind}"], model).sel(pooling=pooling).values, float)
+                hi = np.asarray(at_model(result[f"ci_high_{kind}"], model).sel(pooling=pooling).values, float)
+                ok = np.isfinite(r)
+                ax.plot(layers[ok], r[ok], style, color=color, marker="o", ms=3, lw=1.5,
+                        label=f"ValNorm by {kind} (r, 95% CI)")
+                band = ok & np.isfinite(lo) & np.isfinite(hi)
+                ax.fill_between(layers[band], lo[band], hi[band], color=color, alpha=0.15, lw=0)
+        acc = np.asarray(at_model(result["svc_accuracy"], model).sel(pooling=pooling).values, float)
+        ok = np.isfinite(acc)
+        ax.plot(layers[ok], acc[ok], ":", color="0.35", lw=1.4, label="SVC accuracy (cross-validated)")
+        ax.axhline(0.5, color="0.35", lw=0.7, ls=(0, (1, 3)), label="chance accuracy (0.5)")
+        ax.axhline(0, color="0.6", lw=0.8)
+        n = ""
+        if has_r:
+            counts = np.asarray(at_model(result["n"], model).values)
+            n = f", n = {int(np.nanmax(counts))}" if counts.size else ""
+        ax.set_title(f"{model_label(model) + ': ' if model is not None else ''}{pooling} pooling{n}", fontsize=9)
+        ax.set_xlabel("layer")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylim(min(-0.2, ax.get_ylim()[0]), 1.02)
+        ax.grid(alpha=0.3)
+    for row in axes:
+        row[0].set_ylabel("Pearson's r / accuracy")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if has_r:
+        handles.append(Patch(color="0.7", alpha=0.4))
+        labels.append("band: Fisher-z 95% CI")
+    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False, fontsize=7)
+    lexicon = result.attrs.get("lexicon", "")
+    fig.suptitle(f"Valence subspace by layer (Figure 2){f' — {lexicon}' if lexicon else ''}", fontsize=10)
+    return fig

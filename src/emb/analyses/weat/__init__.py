@@ -1,0 +1,13 @@
+"""WEAT, the Word Embedding Association Test (Caliskan, Bryson & Narayanan 2017): one family.
+
+- ``_weat.py``: :func:`weat`, its kernel, tables, summary and :data:`ANALYSIS` record;
+- ``_tests_file.py``: test definitions (X/Y/A/B) from the suite, a YAML/JSON ``--tests`` file or a
+  mapping;
+- ``_figures.py``: effect size by layer per test, and the tests × layers heat map.
+"""
+
+from __future__ import annotations
+
+from emb.analyses.weat._weat import ANALYSIS, MIN_TARGET_WORDS, weat
+
+__all__ = ["ANALYSIS", "MIN_TARGET_WORDS", "weat"]
