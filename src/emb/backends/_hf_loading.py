@@ -10,6 +10,7 @@ backend :mod:`emb.backends.hf` imports it only when a model is loaded.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.util
 import json
@@ -33,6 +34,13 @@ from emb.backends._hf_runner import (
     padding_id,
     parse_device,
     parse_dtype,
+)
+from emb.backends._memory import (
+    MemoryPlan,
+    check_device_map,
+    check_quantization,
+    parse_max_memory,
+    plan_memory,
 )
 from emb.backends.base import ModelInfo
 from emb.errors import ModelError
@@ -145,11 +153,17 @@ def _describe_tokenizer(tokenizer: Any) -> str:
 def load_model(
     model: str | os.PathLike[str],
     *,
-    dtype: DType = "float32",
+    dtype: DType | Literal["auto"] = "float32",
     device: str = "auto",
     revision: str | None = None,
     gguf_file: str | None = None,
     trust_remote_code: bool = False,
+    device_map: str | None = None,
+    max_memory: str | Mapping[Any, Any] | None = None,
+    offload_dir: str | os.PathLike[str] | None = None,
+    quantize: str | None = None,
+    layers: str | Sequence[int] | None = None,
+    on_plan: Any = None,
 ) -> HFRunner:
     """Load a transformer and its fast tokenizer for embedding extraction.
 
@@ -167,8 +181,10 @@ def load_model(
         A local directory with ``config.json`` (``save_pretrained`` output), a path to a ``.gguf``
         file, a directory together with ``gguf_file``, or a hub id (needs network or the local
         hub cache).
-    dtype : {"float32", "float16", "bfloat16"}
-        Weights' dtype.  Pooling is done in float32 whatever this is.
+    dtype : {"float32", "float16", "bfloat16", "auto"}
+        Weights' dtype (the compute dtype of a quantised model); ``auto``: bfloat16 on a GPU
+        that supports it, else float16 on a GPU, else float32 (:func:`resolve_dtype`, recorded
+        in ``info.dtype``).  Pooling is done in float32 whatever this is.
     device : str
         "auto" (CUDA when available, else CPU), "cpu", "cuda", "cuda:N".
     revision : str, optional
@@ -179,6 +195,24 @@ def load_model(
     trust_remote_code : bool
         Let a model that ships its own Python code run it (recorded in ``info``).  Read that
         code first: it runs with your permissions.
+    device_map : {None, "auto", "balanced", "sequential", "cpu"}
+        Spread the weights over the GPUs, the CPU and ``offload_dir`` (accelerate's big-model
+        inference through ``from_pretrained(device_map=...)``); None: whole onto ``device``.
+        The map is computed before any weight is read (:mod:`emb.backends._memory`) and
+        recorded in ``info.memory``.
+    max_memory : str or dict, optional
+        ``"0=70GiB,1=70GiB,cpu=200GiB"``: what each device may hold (devices not named get
+        nothing with a device map); default what is free.
+    offload_dir : path, optional
+        Where weights that fit nowhere else are kept (disk offload); without it such a plan is
+        refused.
+    quantize : {None, "8bit", "4bit"}
+        bitsandbytes quantisation of the linear layers (CUDA only; compute in ``dtype``).
+    layers : str or sequence of int, optional
+        The layers the run stores (``--layers``).  With ``device_map`` or ``quantize``, the
+        blocks after the highest are not loaded at all (``info.loaded_blocks``).
+    on_plan : callable, optional
+        Called with the :class:`~emb.backends._memory.MemoryPlan` before any weight is read.
 
     Returns
     -------
@@ -195,8 +229,19 @@ def load_model(
     """
     if not isinstance(trust_remote_code, bool):
         raise ModelError(f"trust_remote_code must be True or False; got {trust_remote_code!r}")
-    torch_dtype = parse_dtype(dtype)
+    device_map = check_device_map(device_map)
+    quantize = check_quantization(quantize)
+    limits = parse_max_memory(max_memory)
     target_device = parse_device(device)
+    if quantize is not None:
+        _check_quantization_backend(quantize, target_device)
+    dtype = resolve_dtype(dtype, target_device)  # type: ignore[assignment]
+    torch_dtype = parse_dtype(dtype)
+    if offload_dir is not None and device_map is None:
+        raise ModelError(
+            f"--offload-dir {os.fspath(offload_dir)!r} keeps weights that fit on no device, which "
+            "needs --device-map (auto, balanced, sequential or cpu); add --device-map auto"
+        )
     given = os.fspath(model)
     path = Path(given).expanduser()
     hub_commit: str | None = None
@@ -271,8 +316,26 @@ def load_model(
         if not trust_remote_code and getattr(config, "auto_map", None):
             _refuse_auto_map(given, "config.json", config.auto_map)
         tokenizer = AutoTokenizer.from_pretrained(location, **load_kwargs)
+        n_blocks = _block_count(config)
+        loaded_blocks = None
+        if device_map is not None or quantize is not None:
+            loaded_blocks = _blocks_to_load(config, layers, n_blocks)
+            if loaded_blocks is not None:
+                config = _cut_config(config, loaded_blocks)
+        plan = _plan(
+            config, given=given, dtype=dtype, quantize=quantize, device_map=device_map,
+            limits=limits, device=target_device, n_blocks=n_blocks,
+            loaded_blocks=loaded_blocks, trust_remote_code=trust_remote_code,
+        ) if source != "gguf" else None
+        if plan is not None:
+            if on_plan is not None:
+                on_plan(plan)
+            plan.check(offload_dir=None if offload_dir is None else os.fspath(offload_dir))
         full = AutoModel.from_pretrained(
-            location, dtype=torch_dtype, weights_only=True, **load_kwargs
+            location, dtype=torch_dtype, weights_only=True,
+            **({"config": config} if loaded_blocks is not None else {}),
+            **_placement(plan, device_map, offload_dir, quantize, torch_dtype, target_device),
+            **load_kwargs,
         )
     except pickle.UnpicklingError as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
@@ -321,7 +384,13 @@ def load_model(
     network.requires_grad_(False)
     if hasattr(network.config, "use_cache"):
         network.config.use_cache = False
-    network.to(target_device)
+    last_layer = _last_layer(network)
+    if device_map is None and quantize is None:
+        network.to(target_device)
+    elif device_map is not None:  # dispatched by accelerate: inputs go to its first GPU or the CPU
+        target_device = _input_device(plan)
+    if loaded_blocks is not None:  # hidden state `loaded_blocks` is that block's raw output
+        _drop_final_norm(network)
 
     probe_ids = tokenizer("a", add_special_tokens=True)
     first_id = probe_ids["input_ids"][0] if probe_ids["input_ids"] else None
@@ -350,7 +419,7 @@ def load_model(
         fingerprint=fingerprint,
         architecture=str(architectures[0]),
         model_type=str(getattr(config, "model_type", "")),
-        n_layers=len(hidden) - 1,
+        n_layers=n_blocks if loaded_blocks is not None else len(hidden) - 1,
         hidden_size=int(hidden[-1].shape[-1]),
         is_encoder_decoder=is_encoder_decoder,
         tokenizer=_describe_tokenizer(tokenizer),
@@ -358,7 +427,7 @@ def load_model(
         bos_token=tokenizer.bos_token,
         bos_token_id=tokenizer.bos_token_id,
         adds_bos=bool(adds_bos),
-        last_layer=_last_layer(network),
+        last_layer=last_layer,
         dtype=dtype,
         device=str(target_device),
         transformers_version=transformers.__version__,
@@ -367,8 +436,144 @@ def load_model(
         unk_token_id=getattr(tokenizer, "unk_token_id", None),
         trust_remote_code=trust_remote_code,
         weights_format=weights_format,
+        quantization=quantize,
+        device_map=device_map,
+        loaded_blocks=loaded_blocks,
+        memory=plan.to_dict() if plan is not None and (device_map or quantize) else None,
     )
-    return HFRunner(network, tokenizer, target_device, info)
+    runner = HFRunner(network, tokenizer, target_device, info)
+    runner.memory_plan = plan
+    return runner
+
+
+def _plan(
+    config: Any, *, given: str, dtype: str, quantize: str | None, device_map: str | None,
+    limits: dict[int | str, int] | None, device: torch.device, n_blocks: int | None,
+    loaded_blocks: int | None, trust_remote_code: bool,
+) -> MemoryPlan | None:
+    """The memory plan (:func:`~emb.backends._memory.plan_memory`); None where a model cannot be
+    built on the meta device and none of the options that need the plan was given."""
+    try:
+        return plan_memory(
+            config, model_id=given, dtype=dtype, quantization=quantize, device_map=device_map,
+            max_memory=limits, device=str(device),
+            blocks=loaded_blocks if loaded_blocks is not None else n_blocks, n_blocks=n_blocks,
+            trust_remote_code=trust_remote_code,
+        )
+    except ModelError:
+        raise
+    except Exception as error:  # noqa: BLE001 - a model meta init cannot build
+        if device_map is None and quantize is None and limits is None:
+            return None
+        raise ModelError(
+            f"cannot plan the memory of {given!r} ({type(error).__name__}: {error}), which "
+            "--device-map, --max-memory and --quantize need; load it without them"
+        ) from error
+
+
+def resolve_dtype(dtype: str, device: torch.device) -> str:
+    """``"auto"``: bfloat16 on a GPU that supports it, else float16 on a GPU, else float32 (the
+    CPU's half-precision matmuls are slow and, for float16, inexact); other values unchanged."""
+    if dtype != "auto":
+        return dtype
+    if device.type == "cuda":
+        return "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+    if device.type == "mps":
+        return "float16"
+    return "float32"
+
+
+def _check_quantization_backend(quantize: str, device: torch.device) -> None:
+    """Refuse ``--quantize`` where bitsandbytes cannot run it, naming what is missing."""
+    missing = []
+    if importlib.util.find_spec("bitsandbytes") is None:
+        missing.append("the bitsandbytes package (pip install 'emb[quantize]')")
+    if device.type != "cuda":
+        missing.append(f"a CUDA GPU (this run's device is {device})")
+    if missing:
+        raise ModelError(
+            f"--quantize {quantize} loads the weights through bitsandbytes, which needs "
+            f"{' and '.join(missing)}; without them drop --quantize (and use --dtype bfloat16 "
+            "or --device-map auto --offload-dir DIR for a model too large for one device)"
+        )
+
+
+def _block_count(config: Any) -> int | None:
+    value = getattr(config, "num_hidden_layers", None)
+    return value if isinstance(value, int) and value > 0 else None
+
+
+def _blocks_to_load(config: Any, layers: Any, n_blocks: int | None) -> int | None:
+    """The blocks to load for the stored ``layers`` (the highest, at least 1), or None to load
+    all (every layer stored, an encoder–decoder model, an unreadable spec: the pipeline says
+    what is wrong with it)."""
+    if n_blocks is None or layers is None or getattr(config, "is_encoder_decoder", False):
+        return None
+    raw = layers.split(",") if isinstance(layers, str) else list(layers)
+    if isinstance(layers, str) and layers.strip().lower() in ("", "all"):
+        return None
+    try:
+        chosen = [int(str(v).strip()) % (n_blocks + 1) for v in raw]
+    except ValueError:
+        return None
+    if not chosen or any(not -(n_blocks + 1) <= int(str(v).strip()) <= n_blocks for v in raw):
+        return None
+    top = max(max(chosen), 1)
+    return top if top < n_blocks else None
+
+
+def _cut_config(config: Any, blocks: int) -> Any:
+    """A copy of ``config`` with its first ``blocks`` blocks (per-layer lists cut to match)."""
+    cut = copy.deepcopy(config)
+    n = cut.num_hidden_layers
+    cut.num_hidden_layers = blocks
+    for key in ("layer_types", "sliding_window_pattern_list"):
+        value = getattr(cut, key, None)
+        if isinstance(value, list) and len(value) == n:
+            setattr(cut, key, value[:blocks])
+    return cut
+
+
+def _drop_final_norm(network: Any) -> None:
+    """Replace the final norm by the identity: hidden state ``top`` of a model cut after block
+    ``top`` is then that block's output, as :func:`~emb.backends._hf_runner.stop_after` gives."""
+    for name, module in list(network.named_children()):
+        if name in FINAL_NORMS and "norm" in type(module).__name__.lower():
+            setattr(network, name, torch.nn.Identity())
+
+
+def _placement(
+    plan: MemoryPlan | None, device_map: str | None, offload_dir: Any, quantize: str | None,
+    torch_dtype: torch.dtype, device: torch.device,
+) -> dict[str, Any]:
+    """``from_pretrained``'s keywords that place the weights: the plan's module map, the offload
+    folder, the quantisation config."""
+    out: dict[str, Any] = {}
+    if device_map is not None and plan is not None:
+        out["device_map"] = dict(plan.module_map)
+        if offload_dir is not None:
+            out["offload_folder"] = os.fspath(offload_dir)
+    if quantize is not None:
+        from transformers import BitsAndBytesConfig
+
+        out["quantization_config"] = (
+            BitsAndBytesConfig(load_in_8bit=True) if quantize == "8bit"
+            else BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                    bnb_4bit_use_double_quant=True,
+                                    bnb_4bit_compute_dtype=torch_dtype)
+        )
+        out.setdefault("device_map", {"": str(device)})
+    return out
+
+
+def _input_device(plan: MemoryPlan | None) -> torch.device:
+    """Where a dispatched model's inputs go: the first GPU of its map, else the CPU (accelerate
+    moves them on to the first block and brings the outputs back there)."""
+    gpus = sorted(
+        device for device in (plan.module_map.values() if plan is not None else ())
+        if isinstance(device, int)
+    )
+    return torch.device(f"cuda:{gpus[0]}") if gpus else torch.device("cpu")
 
 
 #: A sentence long enough that its second half would move the first half's hidden states in

@@ -59,6 +59,10 @@ class HFRunner(Runner):
     info : ModelInfo
     """
 
+    #: The memory plan the weights were placed by (:mod:`emb.backends._memory`), set by the
+    #: loader; None where none could be made (a gguf file).
+    memory_plan: Any = None
+
     def __init__(self, model: Any, tokenizer: Any, device: torch.device, info: ModelInfo):
         self.model = model
         self.tokenizer = tokenizer
@@ -198,6 +202,16 @@ class HFRunner(Runner):
         raise ModelError(
             f"cannot fit the target {context[span[0]:span[1]]!r} with its context into the "
             f"{limit} positions of {self.info.model_id} ({enc.n_tokens} tokens)"
+        )
+
+    def memory_lines(self, *, batch: int, length: int, layers: Sequence[int]) -> list[str]:
+        """The memory plan and one batch's memory at ``length`` tokens, for the estimate
+        (:func:`emb.backends._memory.batch_lines`, which refuses a context that cannot fit)."""
+        from emb.backends._memory import batch_lines
+
+        return batch_lines(
+            self.memory_plan, self.model.config, batch=batch, length=length,
+            layers=max(layers) + 1, dtype=self.info.dtype, device=str(self.device),
         )
 
     def token_id(self, token: str) -> int:

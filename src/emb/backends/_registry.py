@@ -136,6 +136,7 @@ def load(
     *,
     dtype: str = "float32",
     device: str = "auto",
+    layers: Any = None,
     **options: Any,
 ) -> Runner:
     """Load ``model`` with the backend that opens it (:func:`resolve`), for ``suites``.
@@ -149,6 +150,9 @@ def load(
         The suites the runner will embed (a static vectors file keeps only their words).
     dtype, device
         The run's compute dtype and device.
+    layers
+        The run's ``--layers``, passed to a backend that takes it
+        (:attr:`~emb.backends.base.Backend.takes_layers`).
     **options
         The backends' options (:attr:`~emb.backends.base.Backend.options`); the chosen
         backend gets its own, and another backend's are ignored or refused
@@ -163,5 +167,6 @@ def load(
     own = {o.name for o in backend.options}
     return backend.load(
         os.fspath(model), suites=suites, dtype=dtype, device=device,
+        **({"layers": layers} if backend.takes_layers and layers is not None else {}),
         **{k: v for k, v in options.items() if k in own},
     )

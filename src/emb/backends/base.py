@@ -27,6 +27,10 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Backend", "Encoding", "ModelInfo", "Runner"]
 
 
+#: ModelInfo fields written only when set (see :meth:`ModelInfo.to_dict`).
+_OPTIONAL = ("quantization", "device_map", "loaded_blocks", "memory")
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelInfo:
     """Provenance of a loaded model, written to the store's ``model`` attribute.
@@ -78,6 +82,18 @@ class ModelInfo:
     weights_format : str
         ``"safetensors"``, ``"pickle (torch.load weights_only=True)"``, ``"gguf"``, or
         ``"hub"`` (the format transformers chose: safetensors when the repository has them).
+    quantization : str or None
+        ``"8bit"`` or ``"4bit"`` (bitsandbytes, ``--quantize``); part of the model's identity.
+    device_map : str or None
+        The ``--device-map`` the weights were placed with; part of the model's identity.
+    loaded_blocks : int or None
+        With a device map or quantisation and a layer subset: the blocks loaded (the first
+        ones; those after the highest stored layer are neither loaded nor run).
+    memory : dict or None
+        The memory plan the weights were placed by (:class:`emb.backends._memory.MemoryPlan`).
+
+    The four fields above are written only when set: the model attribute of a run without
+    them is what it was before they existed.
     """
 
     model_id: str
@@ -103,10 +119,18 @@ class ModelInfo:
     unk_token_id: int | None = None
     trust_remote_code: bool = False
     weights_format: str = ""
+    quantization: str | None = None
+    device_map: str | None = None
+    loaded_blocks: int | None = None
+    memory: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict of every field."""
-        return asdict(self)
+        """A JSON-ready dict of every field (those of :data:`_OPTIONAL` only when set)."""
+        out = asdict(self)
+        for key in _OPTIONAL:
+            if out.get(key) is None:
+                out.pop(key, None)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModelInfo:
@@ -273,6 +297,9 @@ class Backend:
     label
         What the backend's flags apply to, put before their help (``"static vectors"``); empty:
         no prefix.
+    takes_layers
+        Whether :meth:`load` takes ``layers`` (the run's ``--layers``), to load only the blocks
+        the stored layers need.
     options
         The options :meth:`load` takes beside the model (``emb extract`` has a flag for each):
         :class:`~emb.stimuli.suites.SuiteOption` records, the default in each.
@@ -286,6 +313,7 @@ class Backend:
     label: str = ""
     options: tuple[SuiteOption, ...] = ()
     catch_all: bool = False
+    takes_layers: bool = False
 
     def guess_can_open(self, model: str, **options: Any) -> bool:
         """Whether this backend opens ``model`` (a path or an id), given the options given."""

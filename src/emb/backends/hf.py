@@ -1,7 +1,8 @@
 """Transformers models (a hub id, a ``save_pretrained`` directory, a ``.gguf`` file) as a backend.
 
 :class:`HFBackend` opens every model spec no other backend claims (a hub id is any text) and
-declares the options ``revision`` and ``trust_remote_code``. This module does not import torch:
+declares the options ``revision``, ``trust_remote_code`` and those of large models
+(``device_map``, ``max_memory``, ``offload_dir``, ``quantize``: README "Large models"). This module does not import torch:
 :meth:`HFBackend.load` imports the loader (:mod:`emb.backends._hf_loading`, which checks trust,
 fingerprints the weights and probes what the model is) and with it the runner
 (:mod:`emb.backends._hf_runner`), both of which import torch and transformers.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from emb.backends._memory import DEVICE_MAPS, QUANTIZATIONS
 from emb.backends.base import Backend
 from emb.stimuli.suites.generator import SuiteOption
 
@@ -29,12 +31,34 @@ class HFBackend(Backend):
     description = "Hugging Face model id, local model directory (save_pretrained) or .gguf file"
     label = ""
     catch_all = True
+    takes_layers = True
     options = (
         SuiteOption(name="revision", type=str, help="Hub revision (branch, tag or commit)."),
         SuiteOption(
             name="trust_remote_code", type=bool, default=False,
             help="Let a model that ships its own Python code run it (read that code first; "
                  "recorded in the store). Without it such a model is refused.",
+        ),
+        SuiteOption(
+            name="device_map", type=str, choices=DEVICE_MAPS,
+            help="Spread the weights over the GPUs, the CPU and --offload-dir (accelerate): auto "
+                 "and balanced evenly over the GPUs, sequential GPU 0 first, cpu all in RAM "
+                 "(recorded; part of the model's identity).",
+        ),
+        SuiteOption(
+            name="max_memory", type=str,
+            help="What each device may hold with --device-map, e.g. 0=70GiB,1=70GiB,cpu=200GiB "
+                 "(devices not named get nothing; default: what is free).",
+        ),
+        SuiteOption(
+            name="offload_dir", type=str,
+            help="Directory for the weights that fit on no device with --device-map (disk "
+                 "offload; slow).",
+        ),
+        SuiteOption(
+            name="quantize", type=str, choices=QUANTIZATIONS,
+            help="Load the linear layers in 8bit or 4bit (bitsandbytes, CUDA only; recorded; part "
+                 "of the model's identity).",
         ),
     )
 
@@ -50,6 +74,11 @@ class HFBackend(Backend):
         device: str,
         revision: str | None = None,
         trust_remote_code: bool = False,
+        device_map: str | None = None,
+        max_memory: str | None = None,
+        offload_dir: str | None = None,
+        quantize: str | None = None,
+        layers: Any = None,
     ) -> HFRunner:
         """:func:`emb.backends.load_model` (torch is imported only here); ``suites`` are not
         read."""
@@ -57,7 +86,8 @@ class HFBackend(Backend):
 
         return load_model(
             model, dtype=dtype, device=device, revision=revision,  # type: ignore[arg-type]
-            trust_remote_code=trust_remote_code,
+            trust_remote_code=trust_remote_code, device_map=device_map, max_memory=max_memory,
+            offload_dir=offload_dir, quantize=quantize, layers=layers,
         )
 
     def quiet(self) -> None:

@@ -136,8 +136,9 @@ def _apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:
 @click.option("--store", required=True, help="Store path or fsspec URL (created when missing).")
 @click.option("--name", "group_names", multiple=True, help="Group name per suite (default: the suite's name).")
 @click.option("--poolings", default=None, help="Comma-separated subset of first,last,mean,max (default: all).")
-@click.option("--dtype", type=click.Choice(["float32", "float16", "bfloat16"]), default=None,
-              help="Model compute dtype (default float32).")
+@click.option("--dtype", type=click.Choice(["float32", "float16", "bfloat16", "auto"]),
+              default=None, help="Model compute dtype (default float32; auto: bfloat16 on a GPU "
+                                 "that supports it, else float16 on a GPU, else float32).")
 @click.option("--storage-dtype", type=click.Choice(["float16", "float32"]), default=None,
               help="Stored vector dtype (default float16; see README for the precision impact).")
 @click.option("--batch-size", type=int, default=None, help="Items per forward batch (default 64).")

@@ -5,6 +5,10 @@ identical poolings of a single-subtoken target about once and the float16 noise 
 hardly at all (README "Layout and why"), so the estimate is ``raw × (f_multi + f_single / P)``
 plus the coordinates (contexts as UTF-8, ×0.5 for their compression).
 
+Memory (a runner with ``memory_lines``: transformers models): the weights per device from the
+memory plan made before loading, and one batch at the suite's longest context; a context that
+cannot fit alone is refused here, before the store is touched.
+
 Time: the model embeds a sample of up to 32 of the suite's own contexts (the median lengths) and
 the rate in tokens per second is applied to every distinct context's tokens (up to the target's
 last subtoken for a causal model).
@@ -37,6 +41,7 @@ class Estimate:
     seconds: float
     tokens_per_second: float
     contexts_cut: int
+    memory: tuple[str, ...] = ()  # the runner's memory plan and one batch's memory, if it has one
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,6 +55,7 @@ class Estimate:
             f"~{_duration(self.seconds)} at {self.tokens_per_second:,.0f} tokens/s"
             + (f"; {self.contexts_cut:,} long contexts cut to the model's positions"
                if self.contexts_cut else "")
+            + "".join("\n" + line for line in self.memory)
         )
 
 
@@ -95,6 +101,10 @@ def estimate_extraction(
     vectors = raw * ((1 - f_single) + f_single / max(len(poolings), 1))
     context_bytes = int(lengths.sum()) * 4 * 0.5  # ~4 characters per token, LZ4 halves them
     disk = int(vectors + context_bytes)
+    memory: tuple[str, ...] = ()
+    if len(flat) and callable(getattr(runner, "memory_lines", None)):  # refuses what cannot fit
+        memory = tuple(runner.memory_lines(
+            batch=min(batch_size, len(flat)), length=int(lengths.max()), layers=layers))
     rate = 0.0
     if len(flat):
         order = np.argsort(lengths, kind="stable")
@@ -112,4 +122,5 @@ def estimate_extraction(
         poolings=len(poolings), hidden=int(info.hidden_size), bytes_raw=int(raw),
         bytes_disk=disk, seconds=tokens / rate if rate else 0.0, tokens_per_second=rate,
         contexts_cut=sum(getattr(e, "window", None) is not None for e in flat),
+        memory=memory,
     )

@@ -192,7 +192,9 @@ def extract(
     target.check(suites=group_names, shard=shard.label if shard is not None else None)
 
     if isinstance(model, str | os.PathLike):  # loaded by the backend that opens it
-        runner = backends.load(model, suite_list, dtype=dtype, device=device, **backend_options)
+        runner = backends.load(
+            model, suite_list, dtype=dtype, device=device, layers=layers, **backend_options
+        )
     else:
         runner = model
     # the suites as this runner extracts them (static vectors: words covered, one pooling),
@@ -206,7 +208,8 @@ def extract(
     info = runner.info.to_dict()
     settings = ExtractionSettings(
         poolings=pools,
-        dtype=dtype,
+        # --dtype auto: the dtype the model was loaded in (an identity setting)
+        dtype=str(info.get("dtype", "float32")) if dtype == "auto" else dtype,
         storage_dtype=storage_dtype,
         batch_size=batch_size,
         device=str(info.get("device", device)),

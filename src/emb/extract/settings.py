@@ -67,8 +67,8 @@ def parse_settings(
         raise EmbError(
             f"poolings must be distinct names among {list(dm.POOLINGS)}; got {list(pools)}"
         )
-    if dtype not in ("float32", "float16", "bfloat16"):
-        raise EmbError(f"dtype must be float32, float16 or bfloat16; got {dtype!r}")
+    if dtype not in ("float32", "float16", "bfloat16", "auto"):
+        raise EmbError(f"dtype must be float32, float16, bfloat16 or auto; got {dtype!r}")
     if storage_dtype not in ("float16", "float32"):
         raise EmbError(f"storage dtype must be float16 or float32; got {storage_dtype!r}")
     if batch_size < 1:

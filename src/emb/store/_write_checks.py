@@ -24,6 +24,7 @@ from emb.store.validate import describe_problems, root_attribute_problem, suite_
 
 __all__ = [
     "EXTRACTION_IDENTITY_KEYS",
+    "LOADING_IDENTITY_KEYS",
     "MODEL_IDENTITY_KEYS",
     "ROOT_LOCK_WAIT_S",
     "check_group",
@@ -40,6 +41,10 @@ __all__ = [
 #: say nothing better: local directories and gguf files are the same model when their weight
 #: fingerprints are equal (whatever the path), hub models when their id and revision are.
 MODEL_IDENTITY_KEYS = ("model_id", "revision", "fingerprint")
+#: How the weights were loaded, part of the model's identity whatever its source: vectors of a
+#: quantised model, or of one placed by a device map, are never resumed into or mixed with
+#: those of the model loaded whole in its dtype (absent in stores written before them: None).
+LOADING_IDENTITY_KEYS = ("quantization", "device_map")
 #: Extraction settings that must match to resume a suite or reuse its vectors.
 EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos", "bos_token", "layers")
 #: How long a writer waits for another writer's short root update (creating the store,
@@ -63,6 +68,7 @@ def model_differences(stored: Mapping[str, Any], run: Mapping[str, Any]) -> list
         keys = ("model_id", "revision")
     else:
         keys = MODEL_IDENTITY_KEYS
+    keys = (*keys, *LOADING_IDENTITY_KEYS)
     return [
         f"{key}: store has {_plain_value(stored.get(key))!r}, this run has "
         f"{_plain_value(run.get(key))!r}"
