@@ -30,6 +30,7 @@ __all__ = [
     "minilm_dir",
     "smollm2_gguf",
     "tiny_bert",
+    "tiny_family",
     "tiny_gpt2",
     "tiny_llama",
     "tiny_t5",
@@ -157,3 +158,51 @@ def tiny_llama(directory: str | Path) -> Path:
         bos_token_id=1, eos_token_id=2,
     )
     return _save(LlamaModel(config).eval(), tokenizer, directory)
+
+
+#: The LLM families of tests/backends/test_families.py: config class, whether the family's
+#: tokenizer puts a BOS token first (Llama 2/3, Mistral, Gemma 2/3 do; Qwen2, Phi-3's current
+#: tokenizer, OLMo and GPT-NeoX/Pythia do not), and extra config keys.
+FAMILIES: dict[str, tuple[str, bool, dict]] = {
+    "llama": ("LlamaConfig", True, {"num_key_value_heads": 2}),
+    "mistral": ("MistralConfig", True, {"num_key_value_heads": 2, "sliding_window": 64}),
+    "qwen2": ("Qwen2Config", False, {"num_key_value_heads": 2}),
+    "gemma2": ("Gemma2Config", True, {"num_key_value_heads": 2, "head_dim": 8,
+                                      "sliding_window": 64}),
+    "phi3": ("Phi3Config", False, {"num_key_value_heads": 4}),
+    "olmo": ("OlmoConfig", False, {"num_key_value_heads": 4}),
+    "gpt_neox": ("GPTNeoXConfig", False, {}),
+}
+
+
+def tiny_family(
+    directory: str | Path, family: str, *, hidden: int = HIDDEN, layers: int = 2,
+    intermediate: int = 64,
+) -> Path:
+    """A random model of an LLM family (:data:`FAMILIES`) with GPT-2's BPE: ``<s>`` (id 50257)
+    put first by the tokenizer where the family's own tokenizer puts its BOS first, else no BOS
+    added (``<|endoftext|>`` is then the BOS token, as GPT-NeoX's)."""
+    import torch
+    import transformers
+    from tokenizers import processors
+    from transformers import AutoModel, GPT2Tokenizer
+
+    config_name, adds_bos, extra = FAMILIES[family]
+    vocab, merges = gpt2_bpe()
+    tokenizer = GPT2Tokenizer(vocab=dict(vocab), merges=list(merges), model_max_length=POSITIONS)
+    if adds_bos:
+        tokenizer.add_special_tokens({"bos_token": "<s>"})
+        bos = tokenizer.bos_token
+        tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(
+            single=f"{bos}:0 $A:0", pair=f"{bos}:0 $A:0 $B:1",
+            special_tokens=[(bos, tokenizer.bos_token_id)],
+        )
+    torch.manual_seed(SEED)
+    config = getattr(transformers, config_name)(
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=intermediate,
+        num_hidden_layers=layers, num_attention_heads=4, max_position_embeddings=POSITIONS,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.eos_token_id, **extra,
+    )
+    model = AutoModel.from_config(config, dtype=torch.float32).eval()
+    return _save(model, tokenizer, directory)

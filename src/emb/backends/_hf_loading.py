@@ -10,15 +10,17 @@ backend :mod:`emb.backends.hf` imports it only when a model is loaded.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import importlib.util
 import json
+import logging
 import math
 import os
 import pickle
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -331,12 +333,13 @@ def load_model(
             if on_plan is not None:
                 on_plan(plan)
             plan.check(offload_dir=None if offload_dir is None else os.fspath(offload_dir))
-        full = AutoModel.from_pretrained(
-            location, dtype=torch_dtype, weights_only=True,
-            **({"config": config} if loaded_blocks is not None else {}),
-            **_placement(plan, device_map, offload_dir, quantize, torch_dtype, target_device),
-            **load_kwargs,
-        )
+        with _quiet_unexpected(loaded_blocks is not None):  # the blocks left out, on purpose
+            full = AutoModel.from_pretrained(
+                location, dtype=torch_dtype, weights_only=True,
+                **({"config": config} if loaded_blocks is not None else {}),
+                **_placement(plan, device_map, offload_dir, quantize, torch_dtype, target_device),
+                **load_kwargs,
+            )
     except pickle.UnpicklingError as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         reason = next(
@@ -444,6 +447,22 @@ def load_model(
     runner = HFRunner(network, tokenizer, target_device, info)
     runner.memory_plan = plan
     return runner
+
+
+@contextlib.contextmanager
+def _quiet_unexpected(quiet: bool) -> Iterator[None]:
+    """Keep transformers' load report (its warning listing the checkpoint's weights the model
+    has no place for: here, those of the blocks not loaded) off the terminal."""
+    if not quiet:
+        yield
+        return
+    logger = logging.getLogger("transformers.modeling_utils")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _plan(

@@ -209,7 +209,7 @@ class MemoryPlan:
             for device, n in self.weights.items()
         )
         return [
-            f"memory plan: {self.model_id}: {self.parameters / 1e9:,.2f}B parameters{cut} in "
+            f"memory plan: {self.model_id}: {_count(self.parameters)} parameters{cut} in "
             f"{how} = {format_bytes(self.total)} of weights: {per}"
         ]
 
@@ -239,6 +239,10 @@ class MemoryPlan:
             "--max-memory, give --offload-dir DIR for what fits nowhere else, load fewer blocks "
             "with --layers, or --quantize 8bit/4bit"
         )
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e9:,.2f}B" if n >= 10**9 else f"{n / 1e6:,.1f}M"
 
 
 def _meta_model(config: Any, dtype: str, trust_remote_code: bool = False) -> Any:
