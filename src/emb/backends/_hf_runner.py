@@ -291,6 +291,7 @@ class HFRunner(Runner):
             raise ValueError(f"out_dtype must be 'float32' or 'float16'; got {out_dtype!r}")
         torch_out = torch.float16 if out_dtype == "float16" else torch.float32
         chosen_layers = list(range(self.info.n_layers + 1)) if layers is None else list(layers)
+        _check_loaded(self.info, chosen_layers)
         out = np.empty((n, len(chosen_layers), len(names), self.info.hidden_size), dtype=out_dtype)
         top = max(chosen_layers)
         if n == 0:
@@ -345,6 +346,17 @@ class HFRunner(Runner):
 
     def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
         return hidden_states(self.model, input_ids, attention_mask)
+
+
+def _check_loaded(info: Any, layers: Sequence[int]) -> None:
+    """Refuse layers above the blocks a cut model loaded (``info.loaded_blocks``)."""
+    loaded = getattr(info, "loaded_blocks", None)
+    if loaded is not None and max(layers) > loaded:
+        raise ModelError(
+            f"layers {[int(x) for x in layers if x > loaded]} of {info.model_id} were asked for, "
+            f"but only blocks 1..{loaded} of {info.n_layers} were loaded (the run's --layers); "
+            "load the model again with those layers"
+        )
 
 
 def _blocks(network: Any, n_layers: int) -> tuple[Any, str, Any] | None:

@@ -1,0 +1,159 @@
+"""Large-model loading on the CPU: a device map splitting the blocks over the CPU and disk
+offload gives the vectors of the model loaded whole (with --layers too, the blocks after the
+highest not loaded); quantisation and the device map are part of the model's identity; refusals
+(a plan that does not fit, --quantize without bitsandbytes and CUDA) come before the store is
+touched; --dtype auto; the memory lines of the estimate."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("accelerate")
+pytest.importorskip("transformers")
+
+from emb.backends import load_model  # noqa: E402
+from emb.errors import ModelError, StoreMismatchError  # noqa: E402
+from emb.extract import extract  # noqa: E402
+from tests import models  # noqa: E402
+from tests.store.test_pipeline import item, make_suite  # noqa: E402
+
+CONTEXTS = [
+    ("I love you very much.", "love"),
+    ("The old bridge over the river was closed for repairs", "bridge"),
+    ("So unbelievably, the cat sat.", "unbelievably"),
+    ("peace and quiet in the evening", "quiet"),
+]
+#: cpu=17MiB puts the embedding and blocks 0-1 of big_llama in RAM, blocks 2-3 on disk.
+SPLIT = "cpu=17MiB"
+
+
+@pytest.fixture(scope="module")
+def big_llama_dir(tmp_path_factory):
+    """A random 4-block Llama whose blocks are big beside its embedding (hidden 64, MLP 2048),
+    so that a CPU limit can split them between the CPU and disk."""
+    return models.tiny_family(tmp_path_factory.mktemp("big_llama"), "llama", hidden=64,
+                              layers=4, intermediate=2048)
+
+
+def _encode(runner):
+    return runner.encode([c for c, _ in CONTEXTS],
+                         [(c.index(w), c.index(w) + len(w)) for c, w in CONTEXTS])
+
+
+def _suite():
+    return make_suite([item(c, w, setting="random") for c, w in CONTEXTS], name="large")
+
+
+def _model_attrs(store):
+    return json.loads((store / "zarr.json").read_text())["attributes"]["model"]
+
+
+def test_blocks_split_over_cpu_and_disk_give_the_whole_models_vectors(big_llama_dir, tmp_path):
+    whole = load_model(big_llama_dir, device="cpu")
+    split = load_model(big_llama_dir, device="cpu", device_map="sequential", max_memory=SPLIT,
+                       offload_dir=tmp_path / "offload")
+    placed = split.memory_plan.module_map
+    assert placed["layers.0"] == placed["layers.1"] == "cpu"
+    assert placed["layers.2"] == placed["layers.3"] == "disk"
+    # blocks on disk hold no weights in memory (accelerate reads them from the safetensors
+    # file, or the offload folder, at each forward pass)
+    assert split.model.layers[0].mlp.up_proj.weight.device.type == "cpu"
+    assert split.model.layers[3].mlp.up_proj.weight.device.type == "meta"
+    assert split.info.device_map == "sequential" and split.info.memory["weights"]["disk"] > 0
+    encodings = _encode(whole)
+    expected = whole.embed(encodings)
+    np.testing.assert_allclose(split.embed(_encode(split)), expected, rtol=0, atol=1e-6)
+    assert not np.array_equal(expected[:, 1], expected[:, 2])  # the blocks do something
+
+
+@pytest.mark.parametrize("layers", [[0, 2], [1], [0]])
+def test_the_layer_cut_loads_only_the_blocks_it_needs(big_llama_dir, tmp_path, layers):
+    whole = load_model(big_llama_dir, device="cpu")
+    expected = whole.embed(_encode(whole), layers=layers)
+    cut = load_model(big_llama_dir, device="cpu", device_map="sequential", max_memory=SPLIT,
+                     offload_dir=tmp_path, layers=layers)
+    top = max(max(layers), 1)
+    assert len(cut.model.layers) == top and cut.info.loaded_blocks == top
+    assert cut.info.n_layers == 4  # the model's own layers, as the store records them
+    assert f"(blocks 1..{top} of 4)" in cut.memory_plan.lines()[0]
+    np.testing.assert_allclose(cut.embed(_encode(cut), layers=layers), expected, rtol=0,
+                               atol=1e-6)
+    with pytest.raises(ModelError, match=f"only blocks 1..{top} of 4 were loaded"):
+        cut.embed(_encode(cut), layers=[0, 4])
+
+
+def test_a_gpt2_on_a_cpu_map_with_layers(tiny_gpt2_dir):
+    whole = load_model(tiny_gpt2_dir, device="cpu")
+    mapped = load_model(tiny_gpt2_dir, device="cpu", device_map="cpu", layers="0,-2")
+    assert mapped.info.loaded_blocks == 2 and len(mapped.model.h) == 2
+    np.testing.assert_allclose(mapped.embed(_encode(mapped), layers=[0, 2]),
+                               whole.embed(_encode(whole), layers=[0, 2]), rtol=0, atol=1e-6)
+
+
+def test_the_device_map_is_the_models_identity(tiny_gpt2_dir, tmp_path):
+    store = tmp_path / "s.zarr"
+    extract(tiny_gpt2_dir, _suite(), store, device="cpu", progress=False)
+    assert not {"device_map", "quantization", "loaded_blocks", "memory"} & set(_model_attrs(store))
+    with pytest.raises(StoreMismatchError, match=r"device_map: store has None, this run has 'cpu'"):
+        extract(tiny_gpt2_dir, _suite(), store, device="cpu", device_map="cpu", progress=False)
+
+    mapped = tmp_path / "mapped.zarr"
+    extract(tiny_gpt2_dir, _suite(), mapped, device="cpu", device_map="cpu", progress=False)
+    attrs = _model_attrs(mapped)
+    assert attrs["device_map"] == "cpu" and attrs["memory"]["weights"]["cpu"] > 0
+    with pytest.raises(StoreMismatchError, match=r"device_map: store has 'cpu', this run has None"):
+        extract(tiny_gpt2_dir, _suite(), mapped, device="cpu", progress=False)
+    # the same map resumes (here: finds the suite complete)
+    (report,) = extract(tiny_gpt2_dir, _suite(), mapped, device="cpu", device_map="cpu",
+                        progress=False)
+    assert report.already_complete
+
+
+def test_a_plan_that_does_not_fit_is_refused_before_the_store(tiny_llama_dir, tmp_path):
+    store = tmp_path / "s.zarr"
+    with pytest.raises(ModelError, match=r"does not fit: .* of weights fit on no device and would "
+                                         r"go to disk.*give --offload-dir DIR"):
+        extract(tiny_llama_dir, _suite(), store, device="cpu", device_map="auto",
+                max_memory="cpu=1MiB", progress=False)
+    with pytest.raises(ModelError, match=r"does not fit: cpu needs 6\.\d MiB but has 1\.0 MiB"):
+        extract(tiny_llama_dir, _suite(), store, device="cpu", max_memory="cpu=1MiB",
+                progress=False)
+    assert not store.exists()
+
+
+def test_quantize_without_bitsandbytes_and_cuda_is_refused(tiny_gpt2_dir, tmp_path):
+    store = tmp_path / "s.zarr"
+    with pytest.raises(ModelError, match=r"--quantize 4bit loads the weights through "
+                                         r"bitsandbytes, which needs .*a CUDA GPU \(this run's "
+                                         r"device is cpu\).*drop --quantize"):
+        extract(tiny_gpt2_dir, _suite(), store, device="cpu", quantize="4bit", progress=False)
+    assert not store.exists()
+
+
+def test_offload_dir_needs_a_device_map(tiny_gpt2_dir, tmp_path):
+    with pytest.raises(ModelError, match="--offload-dir .* needs --device-map"):
+        load_model(tiny_gpt2_dir, device="cpu", offload_dir=tmp_path)
+
+
+def test_dtype_auto_is_float32_on_the_cpu_and_recorded(tiny_gpt2_dir, tmp_path):
+    store = tmp_path / "s.zarr"
+    extract(tiny_gpt2_dir, _suite(), store, device="cpu", dtype="auto", progress=False)
+    group = json.loads((store / "large" / "zarr.json").read_text())["attributes"]
+    assert group["extraction"]["dtype"] == "float32"
+    assert _model_attrs(store)["dtype"] == "float32"
+
+
+def test_the_estimate_prints_the_memory_plan(tiny_gpt2_dir, tmp_path):
+    estimates = []
+    extract(tiny_gpt2_dir, _suite(), tmp_path / "s.zarr", device="cpu", dry_run=True,
+            on_estimate=estimates.append, progress=False)
+    (estimate,) = estimates
+    assert estimate.memory[0].startswith("memory plan: ")
+    assert "in float32 = " in estimate.memory[0] and "cpu " in estimate.memory[0]
+    assert estimate.memory[1].startswith("memory of one batch: 4 contexts × ")
+    assert estimate.line().splitlines()[1:] == list(estimate.memory)
+    assert not (tmp_path / "s.zarr").exists()
