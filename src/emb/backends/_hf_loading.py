@@ -28,6 +28,7 @@ import torch
 import transformers
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+from emb.backends._backoff import InjectedOOM
 from emb.backends._hf_runner import (
     FINAL_NORMS,
     DType,
@@ -446,6 +447,7 @@ def load_model(
     )
     runner = HFRunner(network, tokenizer, target_device, info)
     runner.memory_plan = plan
+    runner.oom_fault = InjectedOOM.from_env()  # a test's fault hook; None unless EMB_INJECT_OOM
     return runner
 
 

@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from emb.backends._backoff import BackOff, forward_with_backoff
 from emb.backends.base import Encoding, ModelInfo, Runner
 from emb.backends.pooling import POOLINGS, parse_poolings, pool
 from emb.backends.tokens import apply_bos, locate_subtokens
@@ -62,6 +63,12 @@ class HFRunner(Runner):
     #: The memory plan the weights were placed by (:mod:`emb.backends._memory`), set by the
     #: loader; None where none could be made (a gguf file).
     memory_plan: Any = None
+    #: The out-of-memory back-off's state (:class:`emb.backends._backoff.BackOff`), made at the
+    #: first batch; its ``events`` are the run's halvings.
+    backoff: BackOff | None = None
+    #: The fault hook: called with (contexts, tokens) before each forward pass, it may raise an
+    #: out-of-memory error (:class:`emb.backends._backoff.InjectedOOM`, ``EMB_INJECT_OOM``).
+    oom_fault: Callable[[int, int], None] | None = None
 
     def __init__(self, model: Any, tokenizer: Any, device: torch.device, info: ModelInfo):
         self.model = model
@@ -345,6 +352,17 @@ class HFRunner(Runner):
         return out
 
     def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
+        """One batch's hidden states, the batch halved where the device runs out of memory
+        (:func:`emb.backends._backoff.forward_with_backoff`; ``self.backoff`` keeps what it
+        learnt, ``self.oom_fault`` is the fault hook)."""
+        if self.backoff is None:
+            self.backoff = BackOff()
+        return forward_with_backoff(
+            self._pass, input_ids, attention_mask, state=self.backoff, fault=self.oom_fault,
+            model_id=self.info.model_id,
+        )
+
+    def _pass(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
         return hidden_states(self.model, input_ids, attention_mask)
 
 

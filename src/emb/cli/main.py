@@ -245,6 +245,10 @@ def extract(
                 f"{r.n_copied} copied, {r.blocks_written}/{r.blocks_total} blocks written in "
                 f"{r.seconds:.1f} s"
             )
+        if r.backoffs:
+            from emb.backends._backoff import describe as describe_backoffs
+
+            click.echo(f"{r.name}: {describe_backoffs(list(r.backoffs))}")
     click.echo(describe(open_store(store).info()))
 
 

@@ -258,6 +258,7 @@ def extract(
         target.open(model=info)
         reports = []
         for suite, plan, prep, b in zip(suite_list, plans, prepared, suite_bos, strict=True):
+            seen = _backoffs(runner)
             reports.append(
                 _extract_suite(
                     runner,
@@ -272,7 +273,15 @@ def extract(
                     shard=shard,
                 )
             )
+            if len(_backoffs(runner)) > len(seen):  # the OOM back-off halved batches
+                reports[-1] = replace(reports[-1], backoffs=tuple(_backoffs(runner)[len(seen):]))
     return reports
+
+
+def _backoffs(runner: Runner) -> list[dict[str, int]]:
+    """The out-of-memory halvings of the runner so far (a runner without a back-off: none)."""
+    state = getattr(runner, "backoff", None)
+    return list(getattr(state, "events", None) or ())
 
 
 def _bos_with_token(bos: bool | None, bos_token: str | None) -> bool | None:

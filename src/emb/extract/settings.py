@@ -53,6 +53,8 @@ class SuiteReport:
     seconds: float
     n_unknown_targets: int = 0
     unknown_examples: tuple[str, ...] = ()
+    #: out-of-memory halvings of the suite's batches: dicts of tokens, batch, to
+    backoffs: tuple[dict[str, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
