@@ -157,3 +157,33 @@ def test_the_estimate_prints_the_memory_plan(tiny_gpt2_dir, tmp_path):
     assert estimate.memory[1].startswith("memory of one batch: 4 contexts × ")
     assert estimate.line().splitlines()[1:] == list(estimate.memory)
     assert not (tmp_path / "s.zarr").exists()
+
+
+def _cli(*args, env=None):
+    from click.testing import CliRunner
+
+    from emb.cli.main import main
+
+    return CliRunner().invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+
+
+def test_the_cli_flags(tiny_gpt2_dir, tmp_path):
+    store = tmp_path / "s.zarr"
+    common = ("extract", "--model", tiny_gpt2_dir, "--suite", "weat", "--store", store)
+    out = _cli(*common, "--device-map", "cpu", "--layers", "0,1", "--dry-run")
+    assert out.exit_code == 0, out.output
+    assert "memory plan: " in out.output and "(blocks 1..1 of 3)" in out.output
+    assert "memory of one batch: " in out.output and not store.exists()
+    bad = _cli(*common, "--device-map", "auto", "--max-memory", "gpu0=1GiB")
+    assert bad.exit_code != 0 and "--max-memory part 'gpu0=1GiB' is not DEVICE=AMOUNT" in bad.output
+    quant = _cli(*common, "--quantize", "8bit", "--device", "cpu")
+    assert quant.exit_code != 0 and "needs" in quant.output and "bitsandbytes" in quant.output
+    assert "Traceback" not in bad.output + quant.output and not store.exists()
+
+
+def test_the_cli_reports_the_back_offs(tiny_gpt2_dir, tmp_path):
+    store = tmp_path / "s.zarr"
+    out = _cli("extract", "--model", tiny_gpt2_dir, "--suite", "weat", "--store", store,
+               "--device", "cpu", "--batch-size", "8", "-q", env={"EMB_INJECT_OOM": "calls=9"})  # after the estimate's 5
+    assert out.exit_code == 0, out.output
+    assert "weat: out of memory 1 time(s); batches halved: 8→4 at " in out.output

@@ -154,7 +154,9 @@ def test_the_cli_has_a_flag_for_each_backend_option(toy_installed) -> None:
         flags = [decorator(lambda **kw: None).__click_params__[0] for decorator in _backend_options()]
     by_name = {param.name: param for param in flags}
     assert set(by_name) == {"format", "lowercase_fallback", "allow_missing", "revision",
-                            "trust_remote_code", "gain"}
+                            "trust_remote_code", "device_map", "max_memory", "offload_dir",
+                            "quantize", "gain"}
+    assert list(by_name["device_map"].type.choices) == ["auto", "balanced", "sequential", "cpu"]
     assert by_name["allow_missing"].help.startswith("[static vectors, ceat] ")
     assert by_name["gain"].help == "[toy] Multiply the vectors."
     assert by_name["trust_remote_code"].is_flag and by_name["revision"].help.startswith("Hub")

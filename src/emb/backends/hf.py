@@ -47,8 +47,9 @@ class HFBackend(Backend):
         ),
         SuiteOption(
             name="max_memory", type=str,
-            help="What each device may hold with --device-map, e.g. 0=70GiB,1=70GiB,cpu=200GiB "
-                 "(devices not named get nothing; default: what is free).",
+            help="What each device may hold, e.g. 0=70GiB,1=70GiB,cpu=200GiB (with --device-map "
+                 "devices not named get nothing; default: what is free); a plan beyond it is "
+                 "refused before loading.",
         ),
         SuiteOption(
             name="offload_dir", type=str,
