@@ -187,3 +187,16 @@ def test_the_cli_reports_the_back_offs(tiny_gpt2_dir, tmp_path):
                "--device", "cpu", "--batch-size", "8", "-q", env={"EMB_INJECT_OOM": "calls=9"})  # after the estimate's 5
     assert out.exit_code == 0, out.output
     assert "weat: out of memory 1 time(s); batches halved: 8→4 at " in out.output
+
+
+def test_quantisation_and_device_map_are_model_identity_whatever_the_source():
+    from emb.store._write_checks import model_differences
+
+    base = {"model_id": "m", "source": "local", "revision": None, "fingerprint": "abc"}
+    assert model_differences(base, dict(base)) == []
+    assert model_differences(base, {**base, "quantization": "4bit"}) == [
+        "quantization: store has None, this run has '4bit'"]
+    hub = {**base, "source": "hub", "revision": "0" * 40}
+    assert model_differences({**hub, "quantization": "8bit", "device_map": "auto"},
+                             {**hub, "quantization": "4bit", "device_map": "auto"}) == [
+        "quantization: store has '8bit', this run has '4bit'"]
