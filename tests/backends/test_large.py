@@ -200,3 +200,11 @@ def test_quantisation_and_device_map_are_model_identity_whatever_the_source():
     assert model_differences({**hub, "quantization": "8bit", "device_map": "auto"},
                              {**hub, "quantization": "4bit", "device_map": "auto"}) == [
         "quantization: store has '8bit', this run has '4bit'"]
+
+
+def test_a_gguf_file_takes_no_device_map(tmp_path):
+    fake = tmp_path / "m.gguf"
+    fake.write_bytes(b"GGUF")
+    with pytest.raises(ModelError, match="'m.gguf' is a GGUF file, which transformers "
+                                         "dequantises whole"):
+        load_model(fake, device="cpu", device_map="auto")

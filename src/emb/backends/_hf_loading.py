@@ -263,6 +263,12 @@ def load_model(
             raise ModelError(f"gguf file {given!r} does not exist; give the path of a .gguf file")
         path, gguf_file = path.parent, path.name
     if gguf_file is not None:
+        if device_map is not None or quantize is not None:
+            raise ModelError(
+                f"--device-map and --quantize place or quantise the weights of a transformers "
+                f"checkpoint; {gguf_file!r} is a GGUF file, which transformers dequantises whole "
+                "onto one device: drop them (or load the model's safetensors checkpoint)"
+            )
         source: Literal["hub", "local", "gguf"] = "gguf"
         weights = path / gguf_file
         if not weights.is_file():
