@@ -386,8 +386,9 @@ def _extract_suite(
     unknown = {"n_unknown_targets": len(prep.unknown), "unknown_examples": tuple(sorted(set(prep.unknown))[:10])}
     writer: SuiteWriter | None = None
     try:  # the suite lock is released once the writer thread has ended
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="emb-writer") as pool:
-            # a new layout is written by the writer thread while the first block is computed
+        with ThreadPoolExecutor(max_workers=_writer_threads(), thread_name_prefix="emb-writer") as pool:
+            # a new layout is written by a writer thread while the first block is computed (the
+            # blocks submitted after it wait for it); a window's blocks encode and write at once
             writer = target.open_suite(
                 name,
                 coords=prep.coords,
@@ -508,15 +509,24 @@ def _extract_suite(
     )
 
 
+def _writer_threads() -> int:
+    """Writer threads: each encodes and writes one block at a time (Blosc and the file writes
+    release the GIL); as many as the cores this process may use, 2 to 8."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(2, min(8, cores))
+
+
 def _store_block(
     writer: SuiteWriter, index: int, block: np.ndarray, name: str, marker: int = DONE
 ) -> None:
-    """Refuse non-finite values, then write the block (on the writer thread).
+    """Encode the block, refuse non-finite values, then write it (on a writer thread).
 
     The runner refuses NaN and infinite hidden states itself, so a non-finite value here is a
-    finite activation that overflowed the float16 storage dtype.
+    finite activation that overflowed the float16 storage dtype.  The check rides on the
+    encoding (each inner chunk checked while it is in cache), so nothing is written before it.
     """
-    if not _all_finite(block):
+    encoded = writer.encode_block(index, block)
+    if not encoded.finite:
         if np.isnan(block).any():
             raise StoreError(
                 f"suite {name!r}: the model returned NaN hidden states in block {index}; "
@@ -528,25 +538,7 @@ def _store_block(
                 "re-run with --storage-dtype float32 (and --overwrite)"
             )
         raise StoreError(f"suite {name!r}: the model returned infinite values in block {index}")
-    writer.write_block(index, block, marker=marker)
-
-
-def _all_finite(block: np.ndarray) -> bool:
-    """Whether every value of a float16/float32 block is finite, from the exponent bits alone.
-
-    An IEEE value is NaN or infinite exactly when its exponent bits are all ones, i.e. when its
-    bits without the sign are at least those of +inf.  One integer max over the block is ~15x
-    faster than ``np.isfinite(block).all()`` on float16, which numpy converts value by value.
-    """
-    if block.size == 0:
-        return True
-    if block.dtype == np.float16:
-        bits, no_sign, inf = block.view(np.uint16), 0x7FFF, 0x7C00
-    elif block.dtype == np.float32:
-        bits, no_sign, inf = block.view(np.uint32), 0x7FFFFFFF, 0x7F800000
-    else:
-        return bool(np.isfinite(block).all())
-    return int(np.bitwise_and(bits, no_sign).max()) < inf
+    writer.write_block(index, block, marker=marker, encoded=encoded)
 
 
 def _progress_bar(enabled: bool, *, total: int, desc: str) -> Any:

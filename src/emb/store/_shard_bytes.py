@@ -1,0 +1,154 @@
+"""One shard of ``embedding`` assembled as bytes in memory, exactly as zarr's sharding codec
+writes it, so that a block reaches the store in one write (one PUT) and its size and CRC-32 for
+the manifest come from those bytes, never from reading the shard back.
+
+The bytes (zarr v3 sharding codec, ``index_location: end``): each inner chunk in Morton order,
+encoded by the array's own codec chain (``bytes`` little-endian, then the configured Blosc of
+numcodecs, then zarr's ``crc32c``: the CRC-32C of the compressed bytes appended, little-endian),
+then the index: one ``(offset, nbytes)`` pair of little-endian uint64 per inner chunk (2**64 - 1
+twice for a chunk not written; emb writes every chunk), followed by its own CRC-32C.  A block
+shorter than the shard (the suite's last) is padded with the array's fill value, as zarr pads an
+edge chunk.  The same codec objects zarr would use encode the chunks (the numcodecs ``Blosc`` of
+the array's ``BloscCodec``, ``google_crc32c`` as zarr's ``Crc32cCodec``); only the framing is
+written here, and a test keeps its bytes equal to zarr's own array assignment.
+
+An array whose codecs are not that chain (a store of schema 1 or 2 being resumed) has no
+encoder: its blocks are written by zarr (:meth:`ShardEncoder.of` returns None).
+
+Blosc releases the GIL while it compresses, so several blocks encode at once on a thread pool.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import google_crc32c
+import numpy as np
+import zarr
+from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ShardingCodec
+from zarr.codecs.sharding import ShardingCodecIndexLocation
+from zarr.core.indexing import morton_order_iter
+
+from emb.store._nodes import crc32_update
+
+__all__ = ["EncodedShard", "ShardEncoder", "all_finite"]
+
+_EMPTY = np.uint64(2**64 - 1)
+
+
+@dataclass(frozen=True)
+class EncodedShard:
+    """A shard's bytes, their CRC-32 (the manifest's, :func:`emb.store._nodes.digest`), and
+    whether every value of the block was finite; ``data`` None: a block zarr writes (an array
+    without an encoder), only checked."""
+
+    data: bytes | None
+    crc32: str
+    finite: bool
+
+
+def all_finite(block: np.ndarray) -> bool:
+    """Whether every value of a float16/float32 block is finite, from the exponent bits alone.
+
+    An IEEE value is NaN or infinite exactly when its exponent bits are all ones, i.e. when its
+    bits without the sign are at least those of +inf.  One integer max over the block is ~15x
+    faster than ``np.isfinite(block).all()`` on float16, which numpy converts value by value.
+    """
+    if block.size == 0:
+        return True
+    if block.dtype == np.float16:
+        bits, no_sign, inf = block.view(np.uint16), 0x7FFF, 0x7C00
+    elif block.dtype == np.float32:
+        bits, no_sign, inf = block.view(np.uint32), 0x7FFFFFFF, 0x7F800000
+    else:
+        return bool(np.isfinite(block).all())
+    return int(np.bitwise_and(bits, no_sign).max()) < inf
+
+
+class ShardEncoder:
+    """Encodes a block of an emb ``embedding`` array (shards of (block, L, P, F), inner chunks
+    of (block, 1, P, F)) into its shard's bytes.  Made by :meth:`of`; stateless, so one encoder
+    serves several threads at once."""
+
+    def __init__(
+        self, *, shard_shape: tuple[int, ...], dtype: np.dtype, fill_value: Any,
+        blosc: Any, order: tuple[tuple[int, ...], ...],
+    ) -> None:
+        self.shard_shape = shard_shape
+        self.dtype = dtype
+        self.fill_value = fill_value
+        self.blosc = blosc
+        self.order = order
+
+    @classmethod
+    def of(cls, array: zarr.Array) -> ShardEncoder | None:
+        """The encoder of ``array``'s shards, or None when its codecs are not the chain this
+        module writes (then zarr writes its blocks)."""
+        meta = array.metadata
+        codecs = getattr(meta, "codecs", ())
+        if len(codecs) != 1 or not isinstance(codecs[0], ShardingCodec):
+            return None
+        sharding = codecs[0]
+        inner, index = tuple(sharding.codecs), tuple(sharding.index_codecs)
+        if (
+            sharding.index_location != ShardingCodecIndexLocation.end
+            or len(inner) != 3
+            or not isinstance(inner[0], BytesCodec)
+            or not isinstance(inner[1], BloscCodec)
+            or not isinstance(inner[2], Crc32cCodec)
+            or len(index) != 2
+            or not isinstance(index[0], BytesCodec)
+            or not isinstance(index[1], Crc32cCodec)
+            or (index[0].endian is not None and index[0].endian.value != "little")
+            or inner[1]._tunable_attrs  # typesize or shuffle left to zarr's choice
+        ):
+            return None
+        shard_shape = tuple(int(n) for n in meta.chunk_grid.chunk_shape)
+        chunk_shape = tuple(int(n) for n in sharding.chunk_shape)
+        if (
+            len(shard_shape) != 4
+            or chunk_shape != (shard_shape[0], 1, *shard_shape[2:])
+            or tuple(meta.shape[1:]) != shard_shape[1:]
+        ):
+            return None
+        dtype = np.dtype(array.dtype)
+        endian = inner[0].endian
+        if dtype.itemsize > 1 and endian is not None:
+            dtype = dtype.newbyteorder("<" if endian.value == "little" else ">")
+        per_shard = (1, shard_shape[1], 1, 1)
+        return cls(
+            shard_shape=shard_shape, dtype=dtype, fill_value=meta.fill_value,
+            blosc=inner[1]._blosc_codec, order=tuple(morton_order_iter(per_shard)),
+        )
+
+    def encode(self, values: np.ndarray) -> EncodedShard:
+        """The shard bytes of one block (``values``: (rows ≤ block, L, P, F))."""
+        block, n_layers, n_poolings, n_features = self.shard_shape
+        rows = values.shape[0]
+        if values.ndim != 4 or rows > block or values.shape[1:] != self.shard_shape[1:]:
+            raise ValueError(f"a block of shape {values.shape} does not fit shards of {self.shard_shape}")
+        chunk = np.empty((block, n_poolings, n_features), dtype=self.dtype)
+        if rows < block:
+            chunk[rows:] = self.fill_value
+        finite = True
+        parts: list[bytes] = []
+        offsets = np.full((1, n_layers, 1, 1, 2), _EMPTY, dtype="<u8")
+        position = crc = 0
+        for coords in self.order:
+            chunk[:rows] = values[:, coords[1]]  # C order of a (block, 1, P, F) chunk
+            if finite:
+                finite = all_finite(chunk[:rows])
+            compressed = self.blosc.encode(chunk)
+            checksum = struct.pack("<I", google_crc32c.value(compressed))
+            parts += (compressed, checksum)
+            crc = crc32_update(checksum, crc32_update(compressed, crc))
+            size = len(compressed) + 4
+            offsets[coords] = (position, size)
+            position += size
+        index = offsets.tobytes()
+        index += struct.pack("<I", google_crc32c.value(index))
+        parts.append(index)
+        crc = crc32_update(index, crc)
+        return EncodedShard(data=b"".join(parts), crc32=f"{crc:08x}", finite=finite)
