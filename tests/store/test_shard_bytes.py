@@ -13,6 +13,7 @@ import pytest
 
 import emb
 from emb.extract.pipeline import extract
+from emb.store import layer_major
 from emb.store import writer as store_writer
 from emb.store._nodes import digest
 from emb.store._shard_bytes import ShardEncoder, all_finite
@@ -21,11 +22,16 @@ from tests.store.test_pipeline import words_suite
 
 
 class LayersRunner(FakeRunner):
-    """The fake runner, answering a layer subset (the pipeline passes ``layers`` then)."""
+    """The fake runner, answering a layer subset (the pipeline passes ``layers`` then), its
+    vectors stored layer by layer as the transformers runner returns them (whole blocks'
+    inner chunks are compressed where they lie; the fake runner's C order is copied)."""
 
     def embed(self, encodings, *, layers=None, **kwargs):
         out = super().embed(encodings, **kwargs)
-        return out if layers is None else np.ascontiguousarray(out[:, list(layers)])
+        out = out if layers is None else out[:, list(layers)]
+        major = layer_major(out.shape, out.dtype)
+        major[:] = out
+        return major
 
 
 def _zarr_writes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -140,3 +146,38 @@ def test_the_encoder_finds_a_non_finite_value_in_any_inner_chunk():
             broken = values.copy()
             broken[3, layer, 2, 7] = bad
             assert not encoder.encode(broken).finite and not all_finite(broken)
+
+
+def test_a_layer_major_block_encodes_where_it_lies_to_the_same_bytes():
+    import zarr
+
+    from emb.store._layout import chunk_codecs
+
+    encoder = ShardEncoder.of(zarr.create_array(
+        zarr.storage.MemoryStore(), shape=(20, 3, 4, 8), dtype="float16", chunks=(8, 1, 4, 8),
+        shards=(8, 3, 4, 8), compressors=chunk_codecs(), fill_value=np.nan,
+    ))
+    values = np.random.default_rng(0).standard_normal((8, 3, 4, 8)).astype(np.float16)
+    major = layer_major(values.shape, values.dtype)
+    major[:] = values
+    assert major[:, 1].flags.c_contiguous and not values[:, 1].flags.c_contiguous
+    a, b = encoder.encode(values), encoder.encode(major)
+    assert a.data == b.data and a.crc32 == b.crc32 == digest(a.data) and a.size == len(a.data)
+
+
+def test_parts_are_written_whole_through_a_temporary(tmp_path, monkeypatch):
+    from emb.store._shard_bytes import write_parts
+
+    target = tmp_path / "a" / "b" / "0"
+    write_parts(target, (b"ab", memoryview(b"cde"), np.arange(3, dtype=np.uint8)))
+    assert target.read_bytes() == b"abcde\x00\x01\x02"
+    assert [p.name for p in target.parent.iterdir()] == ["0"]
+
+    def fail(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("os.writev", fail)
+    with pytest.raises(OSError, match="No space"):
+        write_parts(target, (b"xyz",))
+    assert target.read_bytes() == b"abcde\x00\x01\x02"  # the old object stays whole
+    assert [p.name for p in target.parent.iterdir()] == ["0"]  # no temporary left

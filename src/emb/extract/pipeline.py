@@ -50,7 +50,7 @@ from emb.extract.shards import (
     window_blocks_of,
 )
 from emb.schemas import datamodel as dm
-from emb.store import COPIES_PENDING, DONE, StoreWriter, check_group_name
+from emb.store import COPIES_PENDING, DONE, StoreWriter, check_group_name, layer_major
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.backends import Runner
@@ -461,7 +461,7 @@ def _extract_suite(
                 if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
                     values = vectors  # every row computed here, in order: no copy
                 else:
-                    values = np.zeros((stop - start, *shape[1:]), dtype=dtype)
+                    values = layer_major((stop - start, *shape[1:]), dtype, zeros=True)
                     if vectors is not None:
                         values[[seen[k] for k in compute_keys]] = vectors
                 waiting: set[int] = set()  # blocks with rows another shard has not written yet

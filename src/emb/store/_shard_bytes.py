@@ -20,8 +20,11 @@ Blosc releases the GIL while it compresses, so several blocks encode at once on 
 
 from __future__ import annotations
 
+import os
 import struct
+import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import google_crc32c
@@ -33,28 +36,35 @@ from zarr.core.indexing import morton_order_iter
 
 from emb.store._nodes import crc32_update
 
-__all__ = ["EncodedShard", "ShardEncoder", "all_finite"]
+__all__ = ["EncodedShard", "ShardEncoder", "all_finite", "layer_major", "write_parts"]
 
 _EMPTY = np.uint64(2**64 - 1)
 
 
 @dataclass(frozen=True)
 class EncodedShard:
-    """A shard's bytes, their CRC-32 (the manifest's, :func:`emb.store._nodes.digest`), and
-    whether every value of the block was finite; ``data`` None: a block zarr writes (an array
-    without an encoder), only checked."""
+    """A shard's bytes (``parts``, written in this order), their size and CRC-32 (the
+    manifest's, :func:`emb.store._nodes.digest`), and whether every value of the block was
+    finite; ``parts`` None: a block zarr writes (an array without an encoder), only checked."""
 
-    data: bytes | None
+    parts: tuple[Any, ...] | None
+    size: int
     crc32: str
     finite: bool
 
+    @property
+    def data(self) -> bytes | None:
+        """The shard's bytes in one buffer (None: a block zarr writes)."""
+        return None if self.parts is None else b"".join(self.parts)
 
-def all_finite(block: np.ndarray) -> bool:
+
+def all_finite(block: np.ndarray, scratch: np.ndarray | None = None) -> bool:
     """Whether every value of a float16/float32 block is finite, from the exponent bits alone.
 
     An IEEE value is NaN or infinite exactly when its exponent bits are all ones, i.e. when its
     bits without the sign are at least those of +inf.  One integer max over the block is ~15x
     faster than ``np.isfinite(block).all()`` on float16, which numpy converts value by value.
+    ``scratch``: an array of the block's shape and unsigned type to hold the bits (no temporary).
     """
     if block.size == 0:
         return True
@@ -64,7 +74,8 @@ def all_finite(block: np.ndarray) -> bool:
         bits, no_sign, inf = block.view(np.uint32), 0x7FFFFFFF, 0x7F800000
     else:
         return bool(np.isfinite(block).all())
-    return int(np.bitwise_and(bits, no_sign).max()) < inf
+    masked = np.bitwise_and(bits, no_sign, out=scratch)
+    return int(masked.max()) < inf
 
 
 class ShardEncoder:
@@ -124,23 +135,35 @@ class ShardEncoder:
         )
 
     def encode(self, values: np.ndarray) -> EncodedShard:
-        """The shard bytes of one block (``values``: (rows ≤ block, L, P, F))."""
+        """The shard bytes of one block (``values``: (rows ≤ block, L, P, F)).
+
+        An inner chunk that is contiguous in ``values`` (a full block of a layer-major array,
+        as runners hand out: see :func:`layer_major`) is compressed where it lies; any other is
+        copied first (and a short block padded with the fill value)."""
         block, n_layers, n_poolings, n_features = self.shard_shape
         rows = values.shape[0]
         if values.ndim != 4 or rows > block or values.shape[1:] != self.shard_shape[1:]:
             raise ValueError(f"a block of shape {values.shape} does not fit shards of {self.shard_shape}")
-        chunk = np.empty((block, n_poolings, n_features), dtype=self.dtype)
-        if rows < block:
-            chunk[rows:] = self.fill_value
+        chunk: np.ndarray | None = None
+        scratch = (np.empty((block, n_poolings, n_features), dtype=f"u{self.dtype.itemsize}")
+                   if self.dtype.kind == "f" else None)
         finite = True
-        parts: list[bytes] = []
+        parts: list[Any] = []
         offsets = np.full((1, n_layers, 1, 1, 2), _EMPTY, dtype="<u8")
         position = crc = 0
         for coords in self.order:
-            chunk[:rows] = values[:, coords[1]]  # C order of a (block, 1, P, F) chunk
+            layer = values[:, coords[1]]
+            if rows == block and layer.flags.c_contiguous and layer.dtype == self.dtype:
+                data = layer
+            else:
+                if chunk is None:
+                    chunk = np.empty((block, n_poolings, n_features), dtype=self.dtype)
+                    chunk[rows:] = self.fill_value
+                chunk[:rows] = layer  # C order of a (block, 1, P, F) chunk
+                data = chunk
             if finite:
-                finite = all_finite(chunk[:rows])
-            compressed = self.blosc.encode(chunk)
+                finite = all_finite(data[:rows], None if scratch is None else scratch[:rows])
+            compressed = self.blosc.encode(data)
             checksum = struct.pack("<I", google_crc32c.value(compressed))
             parts += (compressed, checksum)
             crc = crc32_update(checksum, crc32_update(compressed, crc))
@@ -151,4 +174,40 @@ class ShardEncoder:
         index += struct.pack("<I", google_crc32c.value(index))
         parts.append(index)
         crc = crc32_update(index, crc)
-        return EncodedShard(data=b"".join(parts), crc32=f"{crc:08x}", finite=finite)
+        return EncodedShard(parts=tuple(parts), size=position + len(index), crc32=f"{crc:08x}",
+                            finite=finite)
+
+
+def layer_major(shape: tuple[int, ...], dtype: Any, *, zeros: bool = False) -> np.ndarray:
+    """A new (item, layer, pooling, feature) array stored layer by layer (a transposed view of
+    a C-ordered (layer, item, ...) array), so that each block's inner chunks (one layer, all its
+    items) lie contiguous and are compressed without a copy."""
+    n, n_layers, *rest = shape
+    make = np.zeros if zeros else np.empty
+    return make((n_layers, n, *rest), dtype=dtype).transpose(1, 0, *range(2, len(shape)))
+
+
+def write_parts(path: Path, parts: tuple[Any, ...]) -> None:
+    """Write ``parts`` as the file ``path`` the way zarr's ``LocalStore`` writes an object: into
+    ``<path>.<random>.partial`` beside it, then renamed over it (a reader sees the old object or
+    the new one, and a killed write leaves a ``.partial`` the next run removes); one ``writev``
+    of the parts, with no join into one buffer first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{uuid.uuid4().hex}.partial")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            views = [memoryview(p).cast("B") for p in parts]
+            while views:
+                written = os.writev(fd, views[:1024])
+                while views and written >= len(views[0]):
+                    written -= len(views[0])
+                    views.pop(0)
+                if views and written:
+                    views[0] = views[0][written:]
+        finally:
+            os.close(fd)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,7 @@ import zarr
 import zarr.api.asynchronous
 import zarr.codecs
 import zarr.errors
+import zarr.storage
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync as zarr_sync
 
@@ -47,7 +49,7 @@ from emb.schemas import datamodel as dm
 from emb.store._layout import block_size_for, chunk_codecs, coord_layout, read_rows
 from emb.store._location import is_url, local_path
 from emb.store._nodes import digest, list_prefix, read_bytes
-from emb.store._shard_bytes import EncodedShard, ShardEncoder, all_finite
+from emb.store._shard_bytes import EncodedShard, ShardEncoder, all_finite, write_parts
 from emb.store._write_checks import ROOT_LOCK_WAIT_S, plan_group
 from emb.store.lock import WriterLock, locked
 from emb.store.manifest import build_manifest, covered
@@ -405,7 +407,7 @@ class SuiteWriter:
             )
         encoder = self.encoder
         if encoder is None:
-            return EncodedShard(data=None, crc32="", finite=all_finite(values))
+            return EncodedShard(parts=None, size=0, crc32="", finite=all_finite(values))
         if values.dtype != encoder.dtype:
             values = values.astype(encoder.dtype)
         return encoder.encode(values)
@@ -434,9 +436,13 @@ class SuiteWriter:
             )
         with _write_errors(f"block {index} of suite {self.name!r} into {self.location}"):
             key = shard_key(self.name, self.array, index)
-            if encoded is not None and encoded.data is not None:
-                zarr_sync(self.root.store.set(key, _BUFFER.from_bytes(encoded.data)))
-                self._digests[covered(self.name, key) or key] = (len(encoded.data), encoded.crc32)
+            if encoded is not None and encoded.parts is not None:
+                zstore = self.root.store
+                if isinstance(zstore, zarr.storage.LocalStore) and not zstore.read_only:  # zarr's rename
+                    write_parts(Path(zstore.root) / key, encoded.parts)
+                else:  # one PUT
+                    zarr_sync(zstore.set(key, _BUFFER.from_bytes(encoded.data)))
+                self._digests[covered(self.name, key) or key] = (encoded.size, encoded.crc32)
             else:
                 self.array[start:stop] = values
                 raw = read_bytes(self.root.store, key)
