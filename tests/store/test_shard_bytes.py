@@ -87,10 +87,17 @@ def test_assembled_shards_equal_zarrs_own(tmp_path, monkeypatch, storage_dtype, 
 
 
 def test_shards_written_by_workers_equal_one_zarr_run(tmp_path, monkeypatch):
+    from emb.store import manifest
+
     suite = words_suite(21)
     kwargs = dict(progress=False, block_size=8, window_blocks=1)
-    for i in (1, 2, 3):
-        extract(FakeRunner(), suite, tmp_path / "new.zarr", shard=f"{i}/3", **kwargs)
+    read_back: list[str] = []
+    hashed = manifest.digests
+    with monkeypatch.context() as patched:  # the finishing worker reads no shard back
+        patched.setattr(manifest, "digests", lambda zstore, keys: hashed(zstore, read_back.extend(keys) or keys))
+        for i in (1, 2, 3):
+            extract(FakeRunner(), suite, tmp_path / "new.zarr", shard=f"{i}/3", **kwargs)
+    assert read_back and not [k for k in read_back if "/embedding/c/" in k], read_back
     with monkeypatch.context() as patched:
         _zarr_writes(patched)
         extract(FakeRunner(), suite, tmp_path / "old.zarr", **kwargs)
@@ -181,3 +188,18 @@ def test_parts_are_written_whole_through_a_temporary(tmp_path, monkeypatch):
         write_parts(target, (b"xyz",))
     assert target.read_bytes() == b"abcde\x00\x01\x02"  # the old object stays whole
     assert [p.name for p in target.parent.iterdir()] == ["0"]  # no temporary left
+
+
+def test_a_missing_or_garbled_digest_record_is_read_back_and_the_records_go(tmp_path):
+    suite = words_suite(21)
+    kwargs = dict(progress=False, block_size=8, window_blocks=1)
+    store = tmp_path / "s.zarr"
+    for i in (1, 2):
+        extract(FakeRunner(), suite, store, shard=f"{i}/3", **kwargs)
+    records = sorted((store / "s" / "_progress").glob("digest.*.json"))
+    assert 2 <= len(records) < 6  # the blocks shards 1 and 2 wrote
+    records[0].unlink()
+    records[1].write_text("[1, 2")
+    extract(FakeRunner(), suite, store, shard="3/3", **kwargs)
+    assert not list((store / "s" / "_progress").glob("digest.*"))
+    assert emb.open_store(str(store)).validate(deep=True).status == "complete"

@@ -56,9 +56,12 @@ from emb.store.manifest import build_manifest, covered
 from emb.store.names import check_group_name
 from emb.store.shards import (
     ShardRecord,
+    drop_digests,
     read_markers,
     read_record,
+    record_digest,
     record_shards,
+    recorded_digests,
     shard_layout_guard,
 )
 from emb.store.shards import writer_lock as _take_lock
@@ -442,12 +445,16 @@ class SuiteWriter:
                     write_parts(Path(zstore.root) / key, encoded.parts)
                 else:  # one PUT
                     zarr_sync(zstore.set(key, _BUFFER.from_bytes(encoded.data)))
-                self._digests[covered(self.name, key) or key] = (encoded.size, encoded.crc32)
+                entry: tuple[int, str] | None = (encoded.size, encoded.crc32)
             else:
                 self.array[start:stop] = values
                 raw = read_bytes(self.root.store, key)
-                if raw is not None:
-                    self._digests[covered(self.name, key) or key] = (len(raw), digest(raw))
+                entry = None if raw is None else (len(raw), digest(raw))
+            rel = covered(self.name, key) or key
+            if entry is not None:
+                self._digests[rel] = entry
+                if self.shard is not None:  # for the worker that writes the manifest
+                    record_digest(self.root.store, self.name, index, rel, *entry)
             self.done[index] = marker
 
     def read_rows(self, rows: Sequence[int]) -> np.ndarray:
@@ -480,10 +487,14 @@ class SuiteWriter:
         pending = self.pending_blocks()
         if pending:
             raise StoreError(f"cannot finish {self.name!r}: blocks {pending[:10]} are not written")
+        n_blocks = len(self.block_ranges())
         with _write_errors(f"the manifest of suite {self.name!r} into {self.location}"):
+            known = dict(self._digests)
+            if self.shard is not None:  # the other workers' shards, as they recorded them
+                known = {**recorded_digests(self.root.store, self.name, range(n_blocks)), **known}
             manifest = build_manifest(
-                self.root.store, self.name, n_blocks=len(self.block_ranges()),
-                block_size=self.block_size, n_items=self.n_items, known=self._digests,
+                self.root.store, self.name, n_blocks=n_blocks,
+                block_size=self.block_size, n_items=self.n_items, known=known,
             )
             progress = zarr.open_group(
                 self.root.store, path=f"{self.name}/{dm.PROGRESS_GROUP}", mode="a",
@@ -491,6 +502,8 @@ class SuiteWriter:
             )
             progress.attrs[dm.ATTR_MANIFEST] = manifest
             self.group.attrs[dm.ATTR_COMPLETE] = True
+            if self.shard is not None:
+                drop_digests(self.root.store, self.name, range(n_blocks))
         self._consolidate_complete()
         self.close()
 
