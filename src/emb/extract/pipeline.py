@@ -62,10 +62,16 @@ __all__ = ["extract"]
 
 #: Blocks computed together: one ``embed`` call sorts their contexts by length, so batches carry
 #: less padding than within one block (at 10,000 "This is WORD." items, sorting block by block fed
-#: 5.0% more tokens than the contexts hold, sorting over the whole suite 0.25%).  Memory: at most two windows of shards of
-#: <= 16 MiB.  Stored in the suite's extraction attributes, so a resumed run cuts the same windows
+#: 5.0% more tokens than the contexts hold, sorting over the whole suite 0.25%).  Memory: at most
+#: ``QUEUE_WINDOWS + 1`` windows of shards of <= 16 MiB.  Stored in the suite's extraction attributes, so a resumed run cuts the same windows
 #: (stores written before this setting existed resume with windows of one block).
 WINDOW_BLOCKS = 8
+
+#: Windows whose blocks may be waiting for or in the writer threads while the next window is
+#: computed: with 2, the threads never wait for the computing thread at a window's end, and the
+#: host holds at most three windows of vectors (two queued, one being computed), whatever the
+#: suite's size.
+QUEUE_WINDOWS = 2
 
 def extract(
     model: str | os.PathLike[str] | Runner,
@@ -441,7 +447,7 @@ def _extract_suite(
             )
             n_computed = n_copied = 0
             dtype = np.dtype(settings.storage_dtype)
-            inflight: list[Future[None]] = []
+            inflight: list[list[Future[None]]] = []  # per window, oldest first
             for (blocks, start, stop), src in zip(windows, sources, strict=True):
                 compute_keys, seen = src.compute_keys, src.first_position
                 self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
@@ -466,7 +472,7 @@ def _extract_suite(
                         values[[seen[k] for k in compute_keys]] = vectors
                 waiting: set[int] = set()  # blocks with rows another shard has not written yet
                 if self_rows:  # rows of earlier windows: read back once they are written
-                    for future in inflight:
+                    for future in (f for window in inflight for f in window):
                         future.result()
                     ready, waiting_rows = available_rows(
                         writer, self_rows, computing=computing, sharded=shard is not None
@@ -481,17 +487,18 @@ def _extract_suite(
                 for pos, first_pos in later:
                     values[pos] = values[first_pos]
                 n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)
-                for future in inflight:  # at most one window's blocks in flight
-                    future.result()
-                inflight = [
+                while len(inflight) >= QUEUE_WINDOWS:  # host memory: a bounded queue
+                    for future in inflight.pop(0):
+                        future.result()
+                inflight.append([
                     pool.submit(
                         _store_block, writer, b, values[ranges[b][0] - start : ranges[b][1] - start],
                         name, COPIES_PENDING if b in waiting else DONE,
                     )
                     for b in blocks
                     if b in pending_set
-                ]
-            for future in inflight:
+                ])
+            for future in (f for window in inflight for f in window):
                 future.result()
         if bar is not None:
             bar.close()
