@@ -5,10 +5,11 @@ The plan of a suite is a function of its items alone: items are cut into blocks 
 window, each distinct (context, char span) whose first occurrence lies in it is computed once, in
 one length-sorted pass (batches of similar length carry little padding); items repeating an
 earlier key copy its row, and keys already stored by another finished suite of the same model and
-settings are copied from there.  Blocks are written by a background thread while the next window
-is computed; each block's done-marker follows its shard.  An interrupted run resumes with the
-windows that still have unwritten blocks, recomputing each such window whole, so its batches and
-therefore its vectors are bitwise those of an uninterrupted run.
+settings are copied from there.  Blocks are encoded and written by writer threads (several
+blocks at once) while the next window is computed; each block's done-marker follows its shard.
+An interrupted run resumes with the windows that still have unwritten blocks, recomputing each
+such window whole, so its batches and therefore its vectors are bitwise those of an
+uninterrupted run.
 
 With ``shard="I/N"`` a worker computes only its shard of the windows (:mod:`emb.extract.shards`,
 coordinated through the store's shard record); the worker that writes the last block completes
@@ -63,8 +64,9 @@ __all__ = ["extract"]
 #: Blocks computed together: one ``embed`` call sorts their contexts by length, so batches carry
 #: less padding than within one block (at 10,000 "This is WORD." items, sorting block by block fed
 #: 5.0% more tokens than the contexts hold, sorting over the whole suite 0.25%).  Memory: at most
-#: ``QUEUE_WINDOWS + 1`` windows of shards of <= 16 MiB.  Stored in the suite's extraction attributes, so a resumed run cuts the same windows
-#: (stores written before this setting existed resume with windows of one block).
+#: ``QUEUE_WINDOWS + 1`` windows of shards of <= 16 MiB.  Stored in the suite's extraction
+#: attributes, so a resumed run cuts the same windows (stores written before this setting existed
+#: resume with windows of one block).
 WINDOW_BLOCKS = 8
 
 #: Windows whose blocks may be waiting for or in the writer threads while the next window is
