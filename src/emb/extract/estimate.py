@@ -8,7 +8,7 @@ plus the coordinates (contexts as UTF-8, ×0.5 for their compression).
 Time: the run's own runner (its device and dtype) embeds, after one untimed warm-up batch, a few
 probe batches of the run's batch size drawn across the suites' length distribution (the contexts
 around the 10th, 50th and 90th percentile of the lengths fed: whole contexts, or up to the
-target's last subtoken for a causal model).  A batch's time is fitted as ``a + b × padded
+target's last subtoken for a causal model), each twice (the faster time kept).  A batch's time is fitted as ``a + b × padded
 tokens`` (``a``: what a batch costs whatever its size, which dominates on a GPU; ``b``: the cost
 of a token), and summed over the run's batches (its distinct contexts sorted by length, cut
 into batches).  The range printed is the fit's worst relative error on the probes, at least
@@ -167,7 +167,10 @@ def _time(
         return time.perf_counter() - t0
 
     embed(probes[-1])  # warm-up at the widest probe's shapes (kernels, allocator, caches)
-    timed = [(len(chosen) * int(lengths[chosen].max()), embed(chosen)) for chosen in probes]
+    # each probe timed twice, the faster kept: a pause of a busy machine is not the model's cost
+    first = [embed(chosen) for chosen in probes]
+    timed = [(len(chosen) * int(lengths[chosen].max()), min(once, embed(chosen)))
+             for chosen, once in zip(probes, first, strict=True)]
     x = np.array([t for t, _ in timed], dtype=float)
     y = np.array([s for _, s in timed], dtype=float)
     if np.ptp(x) > 0:
