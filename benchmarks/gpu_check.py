@@ -65,12 +65,12 @@ def main() -> None:
     parser.add_argument("--tiny", action="store_true", help="tiny sizes on CPU (a trial of the script)")
     args = parser.parse_args()
     py = sys.executable
-    if args.tiny:
-        device, gpt2_n, llama_n, repeat, write_n = "cpu", "300", "120", "1", ["--n", "512", "--repeat", "1"]
-        llama_shape = "2x256"
+    if args.tiny:  # too few windows for shards
+        device, gpt2_n, llama_n, repeat, shards = "cpu", "300", "120", "1", "0"
+        write_n, llama_shape = ["--n", "512", "--repeat", "1"], "2x256"
     else:
-        device, gpt2_n, llama_n, repeat, write_n = "cuda", "20000", "4000", "3", ["--repeat", "1"]
-        llama_shape = "22x2048"
+        device, gpt2_n, llama_n, repeat, shards = "cuda", "20000", "4000", "3", "4"
+        write_n, llama_shape = ["--repeat", "1"], "22x2048"
     print(f"GPU check, {len(os.sched_getaffinity(0))} cores, device {device}", flush=True)
     if not args.tiny:
         subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader"], check=False)
@@ -80,13 +80,13 @@ def main() -> None:
     _step("2. GPT-2-small shapes, float16, batch 256",
           [py, str(HERE / "extract.py"), "--model", "gpt2-random", "--n", gpt2_n, "--batch-size", "256",
            "--device", device, "--dtype", "float16", "--repeat", repeat, "--loop-n", "100",
-           "--shards", "4", "--floor"])
+           "--shards", shards, "--floor"], timeout=200)
     _step("3. Llama shapes, bfloat16, batch 64",
           [py, str(HERE / "extract.py"), "--model", "llama-random", "--n", llama_n, "--batch-size", "64",
            "--device", device, "--dtype", "bfloat16", "--repeat", repeat, "--loop-n", "50", "--floor"],
-          env={"EMB_BENCH_LLAMA": llama_shape})
+          env={"EMB_BENCH_LLAMA": llama_shape}, timeout=200)
     _step("4. the write path against its floor (no model)",
-          [py, str(HERE / "write.py"), *write_n, "--shards", "4"], timeout=150)
+          [py, str(HERE / "write.py"), *write_n, "--shards", shards], timeout=150)
     print(f"\nGPU check done in {time.perf_counter() - t0:.0f} s")
 
 

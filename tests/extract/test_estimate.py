@@ -59,6 +59,7 @@ def _encodings(runner, n):
 def clock(monkeypatch):
     clock = types.SimpleNamespace(now=0.0)
     monkeypatch.setattr(estimate_module, "time", types.SimpleNamespace(perf_counter=lambda: clock.now))
+    monkeypatch.setattr("emb.store.write_seconds", lambda values: 0.0)  # the model's time alone
     return clock
 
 
@@ -118,3 +119,24 @@ def test_the_range_and_the_comparison_are_printed():
     assert "~100 s (80 s–2 min)" in estimate.line()
     assert estimate.versus(90.0) == "estimated ~100 s (80 s–2 min), took 90 s (0.90 × the estimate)"
     assert "outside its range" in estimate.versus(200.0)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda:0"])
+def test_the_write_path_adds_on_a_cpu_and_overlaps_on_a_gpu(clock, monkeypatch, device):
+    import dataclasses
+
+    from emb.extract import pipeline
+
+    runner = TimedRunner(clock)
+    runner.info = dataclasses.replace(runner.info, device=device)
+    encodings = _encodings(runner, 600)
+    kwargs = dict(layers=range(4), poolings=("first",), storage_dtype="float16", batch_size=32)
+    compute = estimate_extraction(runner, [encodings], [600], **kwargs).seconds
+    monkeypatch.setattr(pipeline, "_writer_threads", lambda: 2)
+    for per_item in (compute / 600, 10 * compute / 600):  # writing half or five times the compute
+        monkeypatch.setattr("emb.store.write_seconds", lambda values, p=per_item: p * len(values))
+        estimate = estimate_extraction(runner, [encodings], [600], **kwargs)
+        writing = 600 * per_item / 2
+        assert estimate.seconds_writing == pytest.approx(writing)
+        want = compute + writing if device == "cpu" else max(compute, writing)
+        assert estimate.seconds == pytest.approx(want)

@@ -203,3 +203,13 @@ def test_a_missing_or_garbled_digest_record_is_read_back_and_the_records_go(tmp_
     extract(FakeRunner(), suite, store, shard="3/3", **kwargs)
     assert not list((store / "s" / "_progress").glob("digest.*"))
     assert emb.open_store(str(store)).validate(deep=True).status == "complete"
+
+
+def test_the_write_path_is_timed_on_a_sample_and_leaves_nothing(tmp_path):
+    from emb.store import write_seconds
+
+    values = layer_major((40, 3, 4, 8), np.float16)
+    values[:] = 1.5
+    assert write_seconds(values, tmp_path) > 0
+    assert write_seconds(values[:0], tmp_path) == 0.0
+    assert not list(tmp_path.iterdir())

@@ -317,15 +317,14 @@ class HFRunner(Runner):
                     attention[row, :length] = 1
                     target[row, enc.target - lo] = True
                 with stop_after(self.model, max(top, 1), self.info.n_layers):
-                    hidden = self._forward(
-                        torch.from_numpy(ids).to(self.device),
-                        torch.from_numpy(attention).to(self.device),
-                    )
+                    hidden = self._forward(_sent(ids, self.device, overlap), _sent(attention, self.device, overlap))
                 # (layer, batch, seq, feature) as a view of a batch-major copy (see pool)
                 window = torch.stack(
                     [hidden[j][:, lo:hi] for j in chosen_layers], dim=1
                 ).transpose(0, 1)
-                pooled = pool(window, torch.from_numpy(target).to(self.device), poolings=names)
+                # overlapped: the mask stays on the host (pinned), where pool checks it
+                mask = torch.from_numpy(target).pin_memory() if overlap else torch.from_numpy(target).to(self.device)
+                pooled = pool(window, mask, poolings=names)
                 if staged is not None:
                     flags.append(torch.isfinite(pooled).all())
                     batches.append(chosen)
@@ -368,6 +367,13 @@ class HFRunner(Runner):
 
     def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
         return hidden_states(self.model, input_ids, attention_mask)
+
+
+def _sent(array: np.ndarray, device: torch.device, overlap: bool) -> torch.Tensor:
+    """``array`` on ``device``: overlapped, from pinned memory without waiting for the device."""
+    if overlap:
+        return torch.from_numpy(array).pin_memory().to(device, non_blocking=True)
+    return torch.from_numpy(array).to(device)
 
 
 def _blocks(network: Any, n_layers: int) -> tuple[Any, str, Any] | None:

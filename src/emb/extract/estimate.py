@@ -11,8 +11,11 @@ around the 10th, 50th and 90th percentile of the lengths fed: whole contexts, or
 target's last subtoken for a causal model), each twice (the faster time kept).  A batch's time is fitted as ``a + b × padded
 tokens`` (``a``: what a batch costs whatever its size, which dominates on a GPU; ``b``: the cost
 of a token), and summed over the run's batches (its distinct contexts sorted by length, cut
-into batches).  The range printed is the fit's worst relative error on the probes, at least
-±20 %: timings on a busy machine vary that much.
+into batches).  The write path's cost is measured on the widest probe's vectors (encoded as
+shards and written once to a temporary file, :func:`emb.store.write_seconds`) and spread over the
+writer threads: on a GPU it overlaps the model's work (the longer of the two counts), on a CPU it
+shares the cores (the two add up).  The range printed is the fit's worst relative error on the
+probes, at least ±20 %: timings on a busy machine vary that much.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ class Estimate:
     seconds_low: float = 0.0
     seconds_high: float = 0.0
     probed: int = 0
+    seconds_writing: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -118,21 +122,30 @@ def estimate_extraction(
     vectors = raw * ((1 - f_single) + f_single / max(len(poolings), 1))
     context_bytes = int(lengths.sum()) * 4 * 0.5  # ~4 characters per token, LZ4 halves them
     disk = int(vectors + context_bytes)
-    seconds = low = high = 0.0
+    seconds = spread = writing = 0.0
     probed = 0
     if len(flat):
         subset = {} if list(layers) == list(range(int(info.n_layers) + 1)) else {"layers": layers}
-        seconds, low, high, probed = _time(
+        seconds, spread, probed, sample = _time(
             runner, flat, lengths, poolings=poolings, batch_size=batch_size,
             storage_dtype=storage_dtype, subset=subset,
         )
+        if isinstance(sample, np.ndarray) and sample.ndim == 4 and len(sample):
+            from emb.extract.pipeline import _writer_threads
+            from emb.store import write_seconds
+
+            writing = items * write_seconds(sample) / len(sample) / _writer_threads()
+            # the writer threads overlap a GPU's work, and share a CPU's cores with the model
+            on_gpu = str(getattr(info, "device", "cpu")).startswith("cuda")
+            seconds = max(seconds, writing) if on_gpu else seconds + writing
     tokens = int(lengths.sum())
     return Estimate(
         items=items, distinct=len(flat), tokens=tokens, layers=len(layers),
         poolings=len(poolings), hidden=int(info.hidden_size), bytes_raw=int(raw),
         bytes_disk=disk, seconds=seconds, tokens_per_second=tokens / seconds if seconds else 0.0,
         contexts_cut=sum(getattr(e, "window", None) is not None for e in flat),
-        seconds_low=low, seconds_high=high, probed=probed,
+        seconds_low=seconds / (1 + spread), seconds_high=seconds * (1 + spread), probed=probed,
+        seconds_writing=writing,
     )
 
 
@@ -145,8 +158,9 @@ MIN_SPREAD = 0.2
 def _time(
     runner: Any, flat: Sequence[Any], lengths: np.ndarray, *, poolings: Sequence[str],
     batch_size: int, storage_dtype: str, subset: dict[str, Any],
-) -> tuple[float, float, float, int]:
-    """(seconds, low, high, contexts timed) of embedding every context of ``flat``."""
+) -> tuple[float, float, int, Any]:
+    """(seconds, relative spread, contexts timed, the widest probe's vectors) of embedding every
+    context of ``flat``."""
     order = np.argsort(lengths, kind="stable")
     n = len(order)
     rows = min(batch_size, n)
@@ -159,14 +173,16 @@ def _time(
     for q in PROBES:
         start = min(max(0, int(q * n) - rows // 2), n - rows)
         probes.append(order[start : start + rows])
+    vectors: list[Any] = [None]
 
     def embed(chosen: np.ndarray) -> float:
         t0 = time.perf_counter()
-        runner.embed([flat[i] for i in chosen], poolings=poolings, batch_size=batch_size,
-                     out_dtype=storage_dtype, **subset)
+        vectors[0] = runner.embed([flat[i] for i in chosen], poolings=poolings, batch_size=batch_size,
+                                  out_dtype=storage_dtype, **subset)
         return time.perf_counter() - t0
 
     embed(probes[-1])  # warm-up at the widest probe's shapes (kernels, allocator, caches)
+    sample = vectors[0]
     # each probe timed twice, the faster kept: a pause of a busy machine is not the model's cost
     first = [embed(chosen) for chosen in probes]
     timed = [(len(chosen) * int(lengths[chosen].max()), min(once, embed(chosen)))
@@ -181,6 +197,5 @@ def _time(
         a, b = 0.0, float(y.sum() / max(x.sum(), 1.0))
     fitted = a + b * x
     error = float(np.max(np.abs(fitted - y) / np.maximum(y, 1e-9)))
-    spread = max(MIN_SPREAD, error)
     seconds = float(sum(a + b * r * w for r, w in batches))
-    return seconds, seconds / (1 + spread), seconds * (1 + spread), int(sum(len(p) for p in probes))
+    return seconds, max(MIN_SPREAD, error), int(sum(len(p) for p in probes)), sample

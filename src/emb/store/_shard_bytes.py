@@ -36,7 +36,7 @@ from zarr.core.indexing import morton_order_iter
 
 from emb.store._nodes import crc32_update
 
-__all__ = ["EncodedShard", "ShardEncoder", "all_finite", "layer_major", "write_parts"]
+__all__ = ["EncodedShard", "ShardEncoder", "all_finite", "layer_major", "write_parts", "write_seconds"]
 
 _EMPTY = np.uint64(2**64 - 1)
 
@@ -211,3 +211,31 @@ def write_parts(path: Path, parts: tuple[Any, ...]) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_seconds(values: np.ndarray, directory: str | os.PathLike[str] | None = None) -> float:
+    """Seconds one writer thread takes to encode ``values`` ((items, L, P, F), as a runner
+    returns them) as emb's shards and write them once (into a temporary file of ``directory``,
+    default the system's): what the write path costs per item on this machine, for the estimate."""
+    import tempfile
+    import time
+
+    from zarr.storage import MemoryStore
+
+    from emb.store._layout import block_size_for, chunk_codecs
+
+    n, n_layers, n_poolings, n_features = values.shape
+    if n == 0:
+        return 0.0
+    block = min(n, block_size_for(n_layers, n_poolings, n_features, values.dtype.itemsize))
+    array = zarr.create_array(
+        MemoryStore(), shape=values.shape, dtype=values.dtype, chunks=(block, 1, n_poolings, n_features),
+        shards=(block, n_layers, n_poolings, n_features), compressors=chunk_codecs(), fill_value=np.nan,
+    )
+    encoder = ShardEncoder.of(array)
+    assert encoder is not None  # the layout this module frames
+    with tempfile.TemporaryDirectory(dir=directory) as tmp:
+        t0 = time.perf_counter()
+        for i, start in enumerate(range(0, n - block + 1, block)):
+            write_parts(Path(tmp) / str(i), encoder.encode(values[start : start + block]).parts or ())
+        return (time.perf_counter() - t0) * n / max(block, (n // block) * block)
