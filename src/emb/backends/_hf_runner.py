@@ -317,13 +317,16 @@ class HFRunner(Runner):
                     attention[row, :length] = 1
                     target[row, enc.target - lo] = True
                 with stop_after(self.model, max(top, 1), self.info.n_layers):
-                    hidden = self._forward(_sent(ids, self.device, overlap), _sent(attention, self.device, overlap))
+                    hidden = self._forward(
+                        _sent(ids, self.device, overlap), _sent(attention, self.device, overlap)
+                    )
                 # (layer, batch, seq, feature) as a view of a batch-major copy (see pool)
                 window = torch.stack(
                     [hidden[j][:, lo:hi] for j in chosen_layers], dim=1
                 ).transpose(0, 1)
                 # overlapped: the mask stays on the host (pinned), where pool checks it
-                mask = torch.from_numpy(target).pin_memory() if overlap else torch.from_numpy(target).to(self.device)
+                mask = torch.from_numpy(target)
+                mask = mask.pin_memory() if overlap else mask.to(self.device)
                 pooled = pool(window, mask, poolings=names)
                 if staged is not None:
                     flags.append(torch.isfinite(pooled).all())
@@ -353,7 +356,8 @@ class HFRunner(Runner):
     def _staging(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         """A pinned host buffer of at least ``shape`` (kept for the next call: pinning is slow)."""
         buffer = getattr(self, "_pinned", None)
-        if buffer is None or buffer.dtype != dtype or buffer.shape[1:] != shape[1:] or len(buffer) < shape[0]:
+        if (buffer is None or buffer.dtype != dtype or tuple(buffer.shape[1:]) != tuple(shape[1:])
+                or len(buffer) < shape[0]):
             buffer = torch.empty(shape, dtype=dtype, pin_memory=True)
             self._pinned = buffer
         return buffer
