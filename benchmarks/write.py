@@ -19,8 +19,8 @@ window of precomputed vectors included) and as the growth during the timed run:
   model's runner does, at the suite's size and twice it (host memory must not grow with the
   suite: it is bounded by the window and the queue of windows);
 - ``zarr path``: ``emb extract`` with the path before this one (each block written by zarr's
-  array assignment on one writer thread, its shard read back for the manifest), when asked
-  (``--old``);
+  array assignment on one writer thread, one window queued, its shard read back for the
+  manifest), when asked (``--old``);
 - ``shards``: with ``--shards N``, the suite as N shards (``--shard I/N``) run one after another
   into one store, against one run.
 
@@ -182,6 +182,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["variant"] == "zarr path":
         store_writer.ShardEncoder.of = classmethod(lambda cls, array: None)  # type: ignore[method-assign]
         pipeline._writer_threads = lambda: 1
+        pipeline.QUEUE_WINDOWS = 1
     # warm-up: lazy imports, the codecs, the event loop (a small suite, another store)
     pipeline.extract(runner, _suite(2 * block), str(directory / "warm.zarr"), progress=False,
                      storage_dtype="float16", dtype="float16")
