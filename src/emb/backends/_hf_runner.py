@@ -288,7 +288,9 @@ class HFRunner(Runner):
         -----
         Pooling happens on the device in float32 (:func:`emb.backends.pooling.pool`); only the
         token window holding the batch's targets is pooled, and each batch makes one copy to the
-        host.
+        host (on a GPU a non-blocking one into pinned memory, read once at the end: see
+        :attr:`overlap`).  The result is stored layer by layer (a transposed view), which the
+        store compresses without a copy.
         """
         names = parse_poolings(poolings)
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
@@ -299,7 +301,10 @@ class HFRunner(Runner):
         torch_out = torch.float16 if out_dtype == "float16" else torch.float32
         chosen_layers = list(range(self.info.n_layers + 1)) if layers is None else list(layers)
         _check_loaded(self.info, chosen_layers)
-        out = np.empty((n, len(chosen_layers), len(names), self.info.hidden_size), dtype=out_dtype)
+        shape = (n, len(chosen_layers), len(names), self.info.hidden_size)
+        # stored layer by layer: a block's inner chunks (one layer each) are then contiguous,
+        # and the store compresses them where they lie (emb.store.layer_major)
+        out = np.empty((shape[1], n, *shape[2:]), dtype=out_dtype).transpose(1, 0, 2, 3)
         top = max(chosen_layers)
         if n == 0:
             return out
@@ -312,6 +317,13 @@ class HFRunner(Runner):
         )
         order = np.argsort(lengths, kind="stable")
         pad_id = padding_id(self.tokenizer)
+        # on a GPU: no host sync per batch; each batch's vectors are copied (non-blocking) into
+        # pinned host memory in batch order while the next batch runs, the non-finite test is a
+        # flag on the device, and both are read once, at the end of the call
+        overlap = self.device.type == "cuda" and self.overlap
+        staged = self._staging(shape, torch_out) if overlap else None
+        flags: list[torch.Tensor] = []
+        batches: list[np.ndarray] = []
         with torch.inference_mode():
             for first in range(0, n, batch_size):
                 chosen = order[first : first + batch_size]
@@ -328,28 +340,56 @@ class HFRunner(Runner):
                     target[row, enc.target - lo] = True
                 with stop_after(self.model, max(top, 1), self.info.n_layers):
                     hidden = self._forward(
-                        torch.from_numpy(ids).to(self.device),
-                        torch.from_numpy(attention).to(self.device),
+                        _sent(ids, self.device, overlap), _sent(attention, self.device, overlap)
                     )
                 # (layer, batch, seq, feature) as a view of a batch-major copy (see pool)
                 window = torch.stack(
                     [hidden[j][:, lo:hi] for j in chosen_layers], dim=1
                 ).transpose(0, 1)
-                pooled = pool(window, torch.from_numpy(target).to(self.device), poolings=names)
-                # a float64 sum of float32 values is finite iff every value is (it cannot
-                # overflow); the exact test, 5x dearer, runs only to confirm a non-finite sum
-                if not math.isfinite(float(pooled.sum(dtype=torch.float64))) and not bool(
-                    torch.isfinite(pooled).all()
-                ):
-                    raise ModelError(
-                        f"{self.info.model_id} returned NaN or infinite hidden states for the "
-                        f"contexts {[int(i) for i in chosen[:10]]}; with --dtype float16/bfloat16 "
-                        "try float32 (half precision can overflow inside the model)"
-                    )
-                out[chosen] = pooled.to(torch_out).cpu().numpy()
+                # overlapped: the mask stays on the host (pinned), where pool checks it
+                mask = torch.from_numpy(target)
+                mask = mask.pin_memory() if overlap else mask.to(self.device)
+                pooled = pool(window, mask, poolings=names)
+                if staged is not None:
+                    flags.append(torch.isfinite(pooled).all())
+                    batches.append(chosen)
+                    staged[first : first + len(batch)].copy_(pooled.to(torch_out), non_blocking=True)
+                else:
+                    # a float64 sum of float32 values is finite iff every value is (it cannot
+                    # overflow); the exact test, 5x dearer, runs only to confirm a non-finite sum
+                    if not math.isfinite(float(pooled.sum(dtype=torch.float64))) and not bool(
+                        torch.isfinite(pooled).all()
+                    ):
+                        self._refuse_non_finite(chosen)
+                    out[chosen] = pooled.to(torch_out).cpu().numpy()
                 if progress is not None:
                     progress(len(batch))
+            if staged is not None:
+                finite = torch.stack(flags).cpu().numpy()  # waits for every batch and copy
+                if not finite.all():
+                    self._refuse_non_finite(batches[int(np.argmin(finite))])
+                out[order] = staged[:n].numpy()
         return out
+
+    #: On a CUDA device, overlap each batch's copy to the host with the next batch (pinned
+    #: memory, no host sync per batch); False: one synchronous copy per batch (the CPU path).
+    overlap: bool = True
+
+    def _staging(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+        """A pinned host buffer of at least ``shape`` (kept for the next call: pinning is slow)."""
+        buffer = getattr(self, "_pinned", None)
+        if (buffer is None or buffer.dtype != dtype or tuple(buffer.shape[1:]) != tuple(shape[1:])
+                or len(buffer) < shape[0]):
+            buffer = torch.empty(shape, dtype=dtype, pin_memory=True)
+            self._pinned = buffer
+        return buffer
+
+    def _refuse_non_finite(self, chosen: np.ndarray) -> None:
+        raise ModelError(
+            f"{self.info.model_id} returned NaN or infinite hidden states for the "
+            f"contexts {[int(i) for i in chosen[:10]]}; with --dtype float16/bfloat16 "
+            "try float32 (half precision can overflow inside the model)"
+        )
 
     def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
         """One batch's hidden states, the batch halved where the device runs out of memory
@@ -375,6 +415,13 @@ def _check_loaded(info: Any, layers: Sequence[int]) -> None:
             f"but only blocks 1..{loaded} of {info.n_layers} were loaded (the run's --layers); "
             "load the model again with those layers"
         )
+
+
+def _sent(array: np.ndarray, device: torch.device, overlap: bool) -> torch.Tensor:
+    """``array`` on ``device``: overlapped, from pinned memory without waiting for the device."""
+    if overlap:
+        return torch.from_numpy(array).pin_memory().to(device, non_blocking=True)
+    return torch.from_numpy(array).to(device)
 
 
 def _blocks(network: Any, n_layers: int) -> tuple[Any, str, Any] | None:

@@ -88,15 +88,20 @@ def pool(
             f"got shape {tuple(hidden_states.shape)}"
         )
     _, batch, seq, _ = hidden_states.shape
-    mask = mask.to(device=hidden_states.device, dtype=torch.bool)
+    mask = mask.to(dtype=torch.bool)
     if tuple(mask.shape) != (batch, seq):
         raise ValueError(
             f"mask must have shape (batch, seq) = {(batch, seq)}; got {tuple(mask.shape)}"
         )
+    # checked where the mask is: a mask on the host (pinned, from a runner on a GPU) is checked
+    # there and sent without waiting for the device
     counts = mask.sum(dim=1)
     if batch and bool((counts == 0).any()):
         empty = torch.nonzero(counts == 0).flatten().tolist()
         raise ValueError(f"items {empty} of the batch have no target token in the mask")
+    if mask.device != hidden_states.device:
+        mask = mask.to(device=hidden_states.device, non_blocking=mask.is_pinned())
+        counts = mask.sum(dim=1)
 
     # work on a (batch, layer, seq, feature) view: the stacked poolings then come out in the
     # result's layout, (batch, layer, pooling, feature), with one copy and no transpose

@@ -9,9 +9,17 @@ Memory (a runner with ``memory_lines``: transformers models): the weights per de
 memory plan made before loading, and one batch at the suite's longest context; a context that
 cannot fit alone is refused here, before the store is touched.
 
-Time: the model embeds a sample of up to 32 of the suite's own contexts (the median lengths) and
-the rate in tokens per second is applied to every distinct context's tokens (up to the target's
-last subtoken for a causal model).
+Time: the run's own runner (its device and dtype) embeds, after one untimed warm-up batch, a few
+probe batches of the run's batch size drawn across the suites' length distribution (the contexts
+around the 10th, 50th and 90th percentile of the lengths fed: whole contexts, or up to the
+target's last subtoken for a causal model), each twice (the faster time kept).  A batch's time is fitted as ``a + b × padded
+tokens`` (``a``: what a batch costs whatever its size, which dominates on a GPU; ``b``: the cost
+of a token), and summed over the run's batches (its distinct contexts sorted by length, cut
+into batches).  The write path's cost is measured on the widest probe's vectors (encoded as
+shards and written once to a temporary file, :func:`emb.store.write_seconds`) and spread over the
+writer threads: on a GPU it overlaps the model's work (the longer of the two counts), on a CPU it
+shares the cores (the two add up).  The range printed is the fit's worst relative error on the
+probes, at least ±20 %: timings on a busy machine vary that much.
 """
 
 from __future__ import annotations
@@ -42,6 +50,10 @@ class Estimate:
     tokens_per_second: float
     contexts_cut: int
     memory: tuple[str, ...] = ()  # the runner's memory plan and one batch's memory, if it has one
+    seconds_low: float = 0.0
+    seconds_high: float = 0.0
+    probed: int = 0
+    seconds_writing: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,11 +64,24 @@ class Estimate:
             f"estimate: {self.items:,} items ({self.distinct:,} distinct contexts, "
             f"{self.tokens:,} tokens) × {self.layers} layers × {self.poolings} poolings × "
             f"{self.hidden} → {_size(self.bytes_raw)} raw, ~{_size(self.bytes_disk)} on disk; "
-            f"~{_duration(self.seconds)} at {self.tokens_per_second:,.0f} tokens/s"
+            f"~{_duration(self.seconds)}"
+            + (f" ({_duration(self.seconds_low)}–{_duration(self.seconds_high)})"
+               if self.seconds_high > self.seconds_low else "")
+            + f" at {self.tokens_per_second:,.0f} tokens/s"
             + (f"; {self.contexts_cut:,} long contexts cut to the model's positions"
                if self.contexts_cut else "")
             + "".join("\n" + line for line in self.memory)
         )
+
+
+    def versus(self, seconds: float) -> str:
+        """The estimate against the extraction's actual time, for the run's summary."""
+        inside = self.seconds_low <= seconds <= self.seconds_high
+        return (f"estimated ~{_duration(self.seconds)} "
+                f"({_duration(self.seconds_low)}–{_duration(self.seconds_high)}), took "
+                f"{_duration(seconds)} ({seconds / self.seconds:.2f} × the estimate"
+                f"{'' if inside else ', outside its range'})" if self.seconds else
+                f"took {_duration(seconds)}")
 
 
 def _size(n: float) -> str:
@@ -68,6 +93,8 @@ def _size(n: float) -> str:
 
 
 def _duration(seconds: float) -> str:
+    if seconds < 10:
+        return f"{seconds:.1f} s"
     if seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 7200:
@@ -105,22 +132,81 @@ def estimate_extraction(
     if len(flat) and callable(getattr(runner, "memory_lines", None)):  # refuses what cannot fit
         memory = tuple(runner.memory_lines(
             batch=min(batch_size, len(flat)), length=int(lengths.max()), layers=layers))
-    rate = 0.0
+    seconds = spread = writing = 0.0
+    probed = 0
     if len(flat):
-        order = np.argsort(lengths, kind="stable")
-        middle = order[max(0, len(order) // 2 - sample // 2):][:sample]
-        chosen = [flat[i] for i in middle]
         subset = {} if list(layers) == list(range(int(info.n_layers) + 1)) else {"layers": layers}
-        runner.embed(chosen[:2], poolings=poolings, batch_size=batch_size, **subset)  # warm up
-        t0 = time.perf_counter()
-        runner.embed(chosen, poolings=poolings, batch_size=batch_size, **subset)
-        elapsed = max(time.perf_counter() - t0, 1e-6)
-        rate = float(lengths[middle].sum()) / elapsed
+        seconds, spread, probed, sample = _time(
+            runner, flat, lengths, poolings=poolings, batch_size=batch_size,
+            storage_dtype=storage_dtype, subset=subset,
+        )
+        if isinstance(sample, np.ndarray) and sample.ndim == 4 and len(sample):
+            from emb.extract.pipeline import _writer_threads
+            from emb.store import write_seconds
+
+            writing = items * write_seconds(sample) / len(sample) / _writer_threads()
+            # the writer threads overlap a GPU's work, and share a CPU's cores with the model
+            on_gpu = str(getattr(info, "device", "cpu")).startswith("cuda")
+            seconds = max(seconds, writing) if on_gpu else seconds + writing
     tokens = int(lengths.sum())
     return Estimate(
         items=items, distinct=len(flat), tokens=tokens, layers=len(layers),
         poolings=len(poolings), hidden=int(info.hidden_size), bytes_raw=int(raw),
-        bytes_disk=disk, seconds=tokens / rate if rate else 0.0, tokens_per_second=rate,
+        bytes_disk=disk, seconds=seconds, tokens_per_second=tokens / seconds if seconds else 0.0,
         contexts_cut=sum(getattr(e, "window", None) is not None for e in flat),
         memory=memory,
+        seconds_low=seconds / (1 + spread), seconds_high=seconds * (1 + spread), probed=probed,
+        seconds_writing=writing,
     )
+
+
+#: Where the probe batches sit in the distinct contexts sorted by length.
+PROBES = (0.1, 0.5, 0.9)
+#: The narrowest range printed around the estimate (relative): a busy machine varies that much.
+MIN_SPREAD = 0.2
+
+
+def _time(
+    runner: Any, flat: Sequence[Any], lengths: np.ndarray, *, poolings: Sequence[str],
+    batch_size: int, storage_dtype: str, subset: dict[str, Any],
+) -> tuple[float, float, int, Any]:
+    """(seconds, relative spread, contexts timed, the widest probe's vectors) of embedding every
+    context of ``flat``."""
+    order = np.argsort(lengths, kind="stable")
+    n = len(order)
+    rows = min(batch_size, n)
+    # the run's batches: sorted by length and cut (within each window, in the pipeline; the
+    # padding differs by little), each costing its rows × its widest context
+    widths = lengths[order]
+    batches = [(len(widths[i:i + batch_size]), int(widths[min(n, i + batch_size) - 1]))
+               for i in range(0, n, batch_size)]
+    probes = []
+    for q in PROBES:
+        start = min(max(0, int(q * n) - rows // 2), n - rows)
+        probes.append(order[start : start + rows])
+    vectors: list[Any] = [None]
+
+    def embed(chosen: np.ndarray) -> float:
+        t0 = time.perf_counter()
+        vectors[0] = runner.embed([flat[i] for i in chosen], poolings=poolings, batch_size=batch_size,
+                                  out_dtype=storage_dtype, **subset)
+        return time.perf_counter() - t0
+
+    embed(probes[-1])  # warm-up at the widest probe's shapes (kernels, allocator, caches)
+    sample = vectors[0]
+    # each probe timed twice, the faster kept: a pause of a busy machine is not the model's cost
+    first = [embed(chosen) for chosen in probes]
+    timed = [(len(chosen) * int(lengths[chosen].max()), min(once, embed(chosen)))
+             for chosen, once in zip(probes, first, strict=True)]
+    x = np.array([t for t, _ in timed], dtype=float)
+    y = np.array([s for _, s in timed], dtype=float)
+    if np.ptp(x) > 0:
+        b, a = np.polyfit(x, y, 1)
+    else:
+        a, b = 0.0, float(y.mean() / max(x.mean(), 1.0))
+    if b < 0 or a < 0:  # noise: fall back to one rate per padded token (through the origin)
+        a, b = 0.0, float(y.sum() / max(x.sum(), 1.0))
+    fitted = a + b * x
+    error = float(np.max(np.abs(fitted - y) / np.maximum(y, 1e-9)))
+    seconds = float(sum(a + b * r * w for r, w in batches))
+    return seconds, max(MIN_SPREAD, error), int(sum(len(p) for p in probes)), sample

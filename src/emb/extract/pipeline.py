@@ -5,10 +5,11 @@ The plan of a suite is a function of its items alone: items are cut into blocks 
 window, each distinct (context, char span) whose first occurrence lies in it is computed once, in
 one length-sorted pass (batches of similar length carry little padding); items repeating an
 earlier key copy its row, and keys already stored by another finished suite of the same model and
-settings are copied from there.  Blocks are written by a background thread while the next window
-is computed; each block's done-marker follows its shard.  An interrupted run resumes with the
-windows that still have unwritten blocks, recomputing each such window whole, so its batches and
-therefore its vectors are bitwise those of an uninterrupted run.
+settings are copied from there.  Blocks are encoded and written by writer threads (several
+blocks at once) while the next window is computed; each block's done-marker follows its shard.
+An interrupted run resumes with the windows that still have unwritten blocks, recomputing each
+such window whole, so its batches and therefore its vectors are bitwise those of an
+uninterrupted run.
 
 With ``shard="I/N"`` a worker computes only its shard of the windows (:mod:`emb.extract.shards`,
 coordinated through the store's shard record); the worker that writes the last block completes
@@ -50,7 +51,7 @@ from emb.extract.shards import (
     window_blocks_of,
 )
 from emb.schemas import datamodel as dm
-from emb.store import COPIES_PENDING, DONE, StoreWriter, check_group_name
+from emb.store import COPIES_PENDING, DONE, StoreWriter, check_group_name, layer_major
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.backends import Runner
@@ -62,10 +63,17 @@ __all__ = ["extract"]
 
 #: Blocks computed together: one ``embed`` call sorts their contexts by length, so batches carry
 #: less padding than within one block (at 10,000 "This is WORD." items, sorting block by block fed
-#: 5.0% more tokens than the contexts hold, sorting over the whole suite 0.25%).  Memory: at most two windows of shards of
-#: <= 16 MiB.  Stored in the suite's extraction attributes, so a resumed run cuts the same windows
-#: (stores written before this setting existed resume with windows of one block).
+#: 5.0% more tokens than the contexts hold, sorting over the whole suite 0.25%).  Memory: at most
+#: ``QUEUE_WINDOWS + 1`` windows of shards of <= 16 MiB.  Stored in the suite's extraction
+#: attributes, so a resumed run cuts the same windows (stores written before this setting existed
+#: resume with windows of one block).
 WINDOW_BLOCKS = 8
+
+#: Windows whose blocks may be waiting for or in the writer threads while the next window is
+#: computed: with 2, the threads never wait for the computing thread at a window's end, and the
+#: host holds at most three windows of vectors (two queued, one being computed), whatever the
+#: suite's size.
+QUEUE_WINDOWS = 2
 
 def extract(
     model: str | os.PathLike[str] | Runner,
@@ -398,8 +406,9 @@ def _extract_suite(
     unknown = {"n_unknown_targets": len(prep.unknown), "unknown_examples": tuple(sorted(set(prep.unknown))[:10])}
     writer: SuiteWriter | None = None
     try:  # the suite lock is released once the writer thread has ended
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="emb-writer") as pool:
-            # a new layout is written by the writer thread while the first block is computed
+        with ThreadPoolExecutor(max_workers=_writer_threads(), thread_name_prefix="emb-writer") as pool:
+            # a new layout is written by a writer thread while the first block is computed (the
+            # blocks submitted after it wait for it); a window's blocks encode and write at once
             writer = target.open_suite(
                 name,
                 coords=prep.coords,
@@ -452,7 +461,7 @@ def _extract_suite(
             )
             n_computed = n_copied = 0
             dtype = np.dtype(settings.storage_dtype)
-            inflight: list[Future[None]] = []
+            inflight: list[list[Future[None]]] = []  # per window, oldest first
             for (blocks, start, stop), src in zip(windows, sources, strict=True):
                 compute_keys, seen = src.compute_keys, src.first_position
                 self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
@@ -472,12 +481,12 @@ def _extract_suite(
                 if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
                     values = vectors  # every row computed here, in order: no copy
                 else:
-                    values = np.zeros((stop - start, *shape[1:]), dtype=dtype)
+                    values = layer_major((stop - start, *shape[1:]), dtype, zeros=True)
                     if vectors is not None:
                         values[[seen[k] for k in compute_keys]] = vectors
                 waiting: set[int] = set()  # blocks with rows another shard has not written yet
                 if self_rows:  # rows of earlier windows: read back once they are written
-                    for future in inflight:
+                    for future in (f for window in inflight for f in window):
                         future.result()
                     ready, waiting_rows = available_rows(
                         writer, self_rows, computing=computing, sharded=shard is not None
@@ -492,17 +501,18 @@ def _extract_suite(
                 for pos, first_pos in later:
                     values[pos] = values[first_pos]
                 n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)
-                for future in inflight:  # at most one window's blocks in flight
-                    future.result()
-                inflight = [
+                while len(inflight) >= QUEUE_WINDOWS:  # host memory: a bounded queue
+                    for future in inflight.pop(0):
+                        future.result()
+                inflight.append([
                     pool.submit(
                         _store_block, writer, b, values[ranges[b][0] - start : ranges[b][1] - start],
                         name, COPIES_PENDING if b in waiting else DONE,
                     )
                     for b in blocks
                     if b in pending_set
-                ]
-            for future in inflight:
+                ])
+            for future in (f for window in inflight for f in window):
                 future.result()
         if bar is not None:
             bar.close()
@@ -520,15 +530,24 @@ def _extract_suite(
     )
 
 
+def _writer_threads() -> int:
+    """Writer threads: each encodes and writes one block at a time (Blosc and the file writes
+    release the GIL); as many as the cores this process may use, 2 to 8."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(2, min(8, cores))
+
+
 def _store_block(
     writer: SuiteWriter, index: int, block: np.ndarray, name: str, marker: int = DONE
 ) -> None:
-    """Refuse non-finite values, then write the block (on the writer thread).
+    """Encode the block, refuse non-finite values, then write it (on a writer thread).
 
     The runner refuses NaN and infinite hidden states itself, so a non-finite value here is a
-    finite activation that overflowed the float16 storage dtype.
+    finite activation that overflowed the float16 storage dtype.  The check rides on the
+    encoding (each inner chunk checked while it is in cache), so nothing is written before it.
     """
-    if not _all_finite(block):
+    encoded = writer.encode_block(index, block)
+    if not encoded.finite:
         if np.isnan(block).any():
             raise StoreError(
                 f"suite {name!r}: the model returned NaN hidden states in block {index}; "
@@ -540,25 +559,7 @@ def _store_block(
                 "re-run with --storage-dtype float32 (and --overwrite)"
             )
         raise StoreError(f"suite {name!r}: the model returned infinite values in block {index}")
-    writer.write_block(index, block, marker=marker)
-
-
-def _all_finite(block: np.ndarray) -> bool:
-    """Whether every value of a float16/float32 block is finite, from the exponent bits alone.
-
-    An IEEE value is NaN or infinite exactly when its exponent bits are all ones, i.e. when its
-    bits without the sign are at least those of +inf.  One integer max over the block is ~15x
-    faster than ``np.isfinite(block).all()`` on float16, which numpy converts value by value.
-    """
-    if block.size == 0:
-        return True
-    if block.dtype == np.float16:
-        bits, no_sign, inf = block.view(np.uint16), 0x7FFF, 0x7C00
-    elif block.dtype == np.float32:
-        bits, no_sign, inf = block.view(np.uint32), 0x7FFFFFFF, 0x7F800000
-    else:
-        return bool(np.isfinite(block).all())
-    return int(np.bitwise_and(bits, no_sign).max()) < inf
+    writer.write_block(index, block, marker=marker, encoded=encoded)
 
 
 def _progress_bar(enabled: bool, *, total: int, desc: str) -> Any:

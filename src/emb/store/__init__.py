@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from emb.store._nodes import damage_reported
+from emb.store._shard_bytes import layer_major, write_seconds
 from emb.store._verify import check_unchanged
 from emb.store._write_checks import open_for_writing
 from emb.store.names import check_group_name
@@ -33,6 +34,8 @@ __all__ = [
     "check_unchanged",
     "damage_reported",
     "describe",
+    "layer_major",
     "open_for_writing",
     "open_store",
+    "write_seconds",
 ]

@@ -30,6 +30,7 @@ __all__ = [
     "DamagedObject",
     "child_names",
     "crc32",
+    "crc32_update",
     "damage_reported",
     "digest",
     "is_damage",
@@ -161,6 +162,12 @@ def crc32(data: Any) -> str:
     is installed (the same value, ~10x zlib's speed: 11 GB/s against 1.1 GB/s measured here),
     else zlib's."""
     return f"{_crc32(data):08x}"
+
+
+def crc32_update(data: Any, value: int = 0) -> int:
+    """The CRC-32 of :func:`crc32` continued over ``data`` from ``value`` (a running CRC of
+    several buffers, equal to the CRC of their concatenation)."""
+    return _crc32(data, value)
 
 
 try:  # the 'corpus' extra installs ISA-L for gzip; its CRC-32 is zlib's, only faster

@@ -17,6 +17,11 @@ plan).  What they share in the store, and how they stay out of each other's way:
   shard is run twice at once, and then both write the same bytes.
 - **Markers**: ``DONE`` (1); ``COPIES_PENDING`` (2): written, but rows copied from another
   shard's window are still zero; 0: not written.  Readers count only ``DONE``.
+- **Digests**: after each shard and before its marker, a worker records the shard's size and
+  CRC-32 (the manifest's) in ``<suite>/_progress/digest.<block>.json``, so that the worker that
+  finishes lists every block in the manifest without reading the others' shards back; the
+  records are deleted once the suite is complete (a record that is missing or does not parse:
+  that shard is read back and hashed).
 - **Finishing**: a worker that finds every block written fills in the pending copies, writes the
   manifest and marks the suite complete.  Every step writes what any other worker would write,
   so two workers finishing at once agree.
@@ -218,6 +223,69 @@ def _buffer(data: bytes) -> Any:
 def _delete(zstore: Any, key: str) -> None:
     with contextlib.suppress(OSError, FileNotFoundError):
         zarr_sync(zstore.delete(key))
+
+
+# -- the blocks' digests ----------------------------------------------------------------------------
+def _digest_key(name: str, block: int) -> str:
+    return f"{name}/{dm.PROGRESS_GROUP}/digest.{int(block)}.json"
+
+
+def record_digest(zstore: Any, name: str, block: int, key: str, size: int, crc32: str) -> None:
+    """Record the (size, CRC-32) of block ``block``'s shard, object ``key`` relative to the
+    suite (written after the shard, before its marker)."""
+    data = json.dumps({"key": key, "size": int(size), "crc32": str(crc32)}).encode()
+    zarr_sync(zstore.set(_digest_key(name, block), _buffer(data)))
+
+
+def recorded_digests(zstore: Any, name: str, blocks: Sequence[int]) -> dict[str, tuple[int, str]]:
+    """The recorded digests of ``blocks`` (relative key -> (size, CRC-32)); a record that is
+    missing or does not parse is left out (its shard is then read back)."""
+    async def one(block: int) -> bytes | None:
+        from zarr.core.buffer import default_buffer_prototype
+
+        try:
+            buffer = await zstore.get(_digest_key(name, block), prototype=default_buffer_prototype())
+        except (FileNotFoundError, KeyError):
+            return None
+        return None if buffer is None else buffer.to_bytes()
+
+    async def every() -> list[bytes | None]:
+        import asyncio
+
+        gate = asyncio.Semaphore(32)
+
+        async def gated(block: int) -> bytes | None:
+            async with gate:
+                return await one(block)
+
+        return await asyncio.gather(*(gated(b) for b in blocks))
+
+    out: dict[str, tuple[int, str]] = {}
+    for raw in zarr_sync(every()):
+        try:
+            doc = json.loads(raw) if raw is not None else None
+            if isinstance(doc, dict):
+                out[str(doc["key"])] = (int(doc["size"]), str(doc["crc32"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def drop_digests(zstore: Any, name: str, blocks: Sequence[int]) -> None:
+    """Delete the digest records of ``blocks`` (once the manifest lists them)."""
+    async def every() -> None:
+        import asyncio
+
+        gate = asyncio.Semaphore(32)
+
+        async def one(block: int) -> None:
+            async with gate:
+                with contextlib.suppress(OSError, FileNotFoundError, KeyError):
+                    await zstore.delete(_digest_key(name, block))
+
+        await asyncio.gather(*(one(b) for b in blocks))
+
+    zarr_sync(every())
 
 
 # -- the shard record -------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,8 @@ import zarr
 import zarr.api.asynchronous
 import zarr.codecs
 import zarr.errors
+import zarr.storage
+from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync as zarr_sync
 
 from emb.errors import StoreError
@@ -46,15 +49,19 @@ from emb.schemas import datamodel as dm
 from emb.store._layout import block_size_for, chunk_codecs, coord_layout, read_rows
 from emb.store._location import is_url, local_path
 from emb.store._nodes import digest, list_prefix, read_bytes
+from emb.store._shard_bytes import EncodedShard, ShardEncoder, all_finite, write_parts
 from emb.store._write_checks import ROOT_LOCK_WAIT_S, plan_group
 from emb.store.lock import WriterLock, locked
 from emb.store.manifest import build_manifest, covered
 from emb.store.names import check_group_name
 from emb.store.shards import (
     ShardRecord,
+    drop_digests,
     read_markers,
     read_record,
+    record_digest,
     record_shards,
+    recorded_digests,
     shard_layout_guard,
 )
 from emb.store.shards import writer_lock as _take_lock
@@ -65,6 +72,8 @@ __all__ = [
     "block_size_for",
     "read_rows",
 ]
+
+_BUFFER = default_buffer_prototype().buffer
 
 
 def _delete_group(zstore: Any, name: str, *, flags: bool) -> None:
@@ -130,6 +139,7 @@ class SuiteWriter:
         self.lock = lock
         self._handles = handles
         self._digests: dict[str, tuple[int, str]] = {}
+        self._encoder: ShardEncoder | None | bool = False  # False: not looked up yet
 
     def _resolved(self) -> tuple[zarr.Group, zarr.Array, zarr.Array]:
         """The group and its arrays, once the layout (maybe written in the background) exists."""
@@ -379,26 +389,72 @@ class SuiteWriter:
         """Whether the group is marked complete (its manifest written)."""
         return bool(self.group.attrs.get(dm.ATTR_COMPLETE))
 
-    def write_block(self, index: int, values: np.ndarray, *, marker: int = 1) -> None:
-        """Write block ``index`` (one shard), then its done-marker (``marker``: 1 done, 2 rows
-        copied from other shards still pending, see :mod:`emb.store.shards`); the shard is read
-        back and hashed for the manifest.
+    @property
+    def encoder(self) -> ShardEncoder | None:
+        """The encoder of this suite's shards (:mod:`emb.store._shard_bytes`); None when the
+        array's codecs are not schema 3's chain (a resumed older store: zarr writes its blocks)."""
+        if self._encoder is False:
+            self._encoder = ShardEncoder.of(self.array)
+        return self._encoder  # type: ignore[return-value]
 
-        The one place a block's vectors reach the store (the pipeline calls it on its writer
-        thread): how a shard is encoded and written changes here, its order (shard, then
-        marker) never."""
+    def encode_block(self, index: int, values: np.ndarray) -> EncodedShard:
+        """Block ``index``'s shard as bytes, with their CRC-32 and whether every value is
+        finite (one pass over each inner chunk while it is encoded), nothing written; without
+        bytes where zarr writes this array's blocks (:attr:`encoder`).  Thread-safe: several
+        blocks encode at once (Blosc releases the GIL)."""
         start, stop = self.block_ranges()[index]
         if values.shape != (stop - start, *self.array.shape[1:]):
             raise StoreError(
                 f"block {index} of {self.name!r} has shape {values.shape}, expected "
                 f"{(stop - start, *self.array.shape[1:])}"
             )
+        encoder = self.encoder
+        if encoder is None:
+            return EncodedShard(parts=None, size=0, crc32="", finite=all_finite(values))
+        if values.dtype != encoder.dtype:
+            values = values.astype(encoder.dtype)
+        return encoder.encode(values)
+
+    def write_block(
+        self, index: int, values: np.ndarray, *, marker: int = 1, encoded: EncodedShard | None = None
+    ) -> None:
+        """Write block ``index`` (one shard), then its done-marker (``marker``: 1 done, 2 rows
+        copied from other shards still pending, see :mod:`emb.store.shards`).
+
+        The shard is assembled in memory (``encoded``, from :meth:`encode_block`, or encoded
+        here) and written in one write (one PUT) through the store, a local store's atomic
+        rename as zarr's; its size and CRC-32 for the manifest are those bytes'.  An array zarr
+        writes (see :attr:`encoder`) is written by assignment and its shard read back and hashed.
+
+        The one place a block's vectors reach the store (the pipeline calls it on its writer
+        threads): how a shard is encoded and written changes here, its order (shard, then
+        marker) never."""
+        start, stop = self.block_ranges()[index]
+        if encoded is None and self.encoder is not None:
+            encoded = self.encode_block(index, values)
+        elif values.shape != (stop - start, *self.array.shape[1:]):
+            raise StoreError(
+                f"block {index} of {self.name!r} has shape {values.shape}, expected "
+                f"{(stop - start, *self.array.shape[1:])}"
+            )
         with _write_errors(f"block {index} of suite {self.name!r} into {self.location}"):
-            self.array[start:stop] = values
             key = shard_key(self.name, self.array, index)
-            raw = read_bytes(self.root.store, key)
-            if raw is not None:
-                self._digests[covered(self.name, key) or key] = (len(raw), digest(raw))
+            if encoded is not None and encoded.parts is not None:
+                zstore = self.root.store
+                if isinstance(zstore, zarr.storage.LocalStore) and not zstore.read_only:  # zarr's rename
+                    write_parts(Path(zstore.root) / key, encoded.parts)
+                else:  # one PUT
+                    zarr_sync(zstore.set(key, _BUFFER.from_bytes(encoded.data)))
+                entry: tuple[int, str] | None = (encoded.size, encoded.crc32)
+            else:
+                self.array[start:stop] = values
+                raw = read_bytes(self.root.store, key)
+                entry = None if raw is None else (len(raw), digest(raw))
+            rel = covered(self.name, key) or key
+            if entry is not None:
+                self._digests[rel] = entry
+                if self.shard is not None:  # for the worker that writes the manifest
+                    record_digest(self.root.store, self.name, index, rel, *entry)
             self.done[index] = marker
 
     def read_rows(self, rows: Sequence[int]) -> np.ndarray:
@@ -431,10 +487,14 @@ class SuiteWriter:
         pending = self.pending_blocks()
         if pending:
             raise StoreError(f"cannot finish {self.name!r}: blocks {pending[:10]} are not written")
+        n_blocks = len(self.block_ranges())
         with _write_errors(f"the manifest of suite {self.name!r} into {self.location}"):
+            known = dict(self._digests)
+            if self.shard is not None:  # the other workers' shards, as they recorded them
+                known = {**recorded_digests(self.root.store, self.name, range(n_blocks)), **known}
             manifest = build_manifest(
-                self.root.store, self.name, n_blocks=len(self.block_ranges()),
-                block_size=self.block_size, n_items=self.n_items, known=self._digests,
+                self.root.store, self.name, n_blocks=n_blocks,
+                block_size=self.block_size, n_items=self.n_items, known=known,
             )
             progress = zarr.open_group(
                 self.root.store, path=f"{self.name}/{dm.PROGRESS_GROUP}", mode="a",
@@ -442,6 +502,8 @@ class SuiteWriter:
             )
             progress.attrs[dm.ATTR_MANIFEST] = manifest
             self.group.attrs[dm.ATTR_COMPLETE] = True
+            if self.shard is not None:
+                drop_digests(self.root.store, self.name, range(n_blocks))
         self._consolidate_complete()
         self.close()
 
