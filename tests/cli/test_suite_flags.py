@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 from click.testing import CliRunner
 
-from emb.cli.main import _apply, _suite_options
+from emb.cli._options import apply as _apply
+from emb.cli.main import _suite_options
 from emb.stimuli.suites import BUILTIN_SUITES
 
 
@@ -23,10 +24,10 @@ def _parse(*args: str) -> dict:
 
 
 def test_boolean_suite_options_are_bare_switches() -> None:
-    flags = [o for g in BUILTIN_SUITES.values() for o in g.options if o.type is bool]
+    flags = [o for g in BUILTIN_SUITES.values() for o in g.options if o.type == "bool"]
     assert flags, "no boolean suite option to test"
     name = flags[0].name
     assert _parse()[name] in (None, False)
     # a bare switch, and the next option is not swallowed as its value
-    given = _parse(flags[0].flag, "--seed", "3")
+    given = _parse(flags[0].cli_flag, "--seed", "3")
     assert given[name] is True and given["seed"] == 3

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from emb.backends.base import Backend
-from emb.stimuli.suites.generator import SuiteOption
+from emb.options import Option
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.backends._hf_runner import HFRunner
@@ -30,8 +30,8 @@ class HFBackend(Backend):
     label = ""
     catch_all = True
     options = (
-        SuiteOption(name="revision", type=str, help="Hub revision (branch, tag or commit)."),
-        SuiteOption(
+        Option(name="revision", type=str, help="Hub revision (branch, tag or commit)."),
+        Option(
             name="trust_remote_code", type=bool, default=False,
             help="Let a model that ships its own Python code run it (read that code first; "
                  "recorded in the store). Without it such a model is refused.",
