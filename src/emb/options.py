@@ -99,7 +99,7 @@ class Option:
         Allowed values (shown in ``--help``; a wrong one gets a "did you mean").
     flag : str, optional
         The CLI flag (default ``--`` + name with ``_`` → ``-``; singular for a ``multiple`` option
-        whose name ends in ``s``: ``settings`` → ``--setting``).
+        whose name ends in ``s``, not ``ss``/``us``: ``settings`` → ``--setting``).
     metavar : str, optional
         The value's name in ``--help``.
     aliases : tuple of str
@@ -195,7 +195,7 @@ class Option:
         if self.flag:
             return self.flag
         name = self.name
-        if self.multiple and name.endswith("s") and not name.endswith("ss"):
+        if self.multiple and name.endswith("s") and not name.endswith(("ss", "us")):
             name = name[:-1]
         return "--" + name.replace("_", "-")
 

@@ -29,7 +29,13 @@ def show_default(value: Any) -> str | None:
 
 
 class Choice(click.Choice):
-    """click's Choice whose error adds a "did you mean" (stdlib difflib; click 8.1 and later)."""
+    """click's Choice refusing a value with the declaration's message (the one Python gives, when
+    the option is declared) and a "did you mean" (stdlib difflib; click 8.1 and later)."""
+
+    def __init__(self, choices: Any, option: Any = None, owner: str | None = None) -> None:
+        super().__init__(list(choices))
+        self.option = option
+        self.owner = owner
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         from emb._text import did_you_mean
@@ -37,6 +43,8 @@ class Choice(click.Choice):
         try:
             return super().convert(value, param, ctx)
         except click.BadParameter as err:
+            if self.option is not None:
+                err.message = self.option.message(value, owner=self.owner)
             hint = did_you_mean(value, self.choices)
             if hint and hint not in err.message:
                 err.message += hint
@@ -90,7 +98,7 @@ def click_option(option: Any, default: Any, *, owner: str | None = None) -> Call
         return click.option(f"--{name}/--no-{name}", option.name, default=None, help=help_text)
     kwargs: dict[str, Any] = {"default": None, "help": help_text, "metavar": option.metavar}
     if option.choices:
-        kwargs["type"] = Choice(list(option.choices))
+        kwargs["type"] = Choice(option.choices, option, owner)
     elif option.type in ("int", "float"):
         kwargs["type"] = DeclaredValue(option, owner)
         kwargs["help"] = help_text + range_help(option)
