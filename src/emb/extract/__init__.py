@@ -6,9 +6,10 @@ build_suite, load_model``). Importing this package does not import torch: the tr
 is imported when a model is loaded.
 
 The package is also the front door's ``emb.extract(model, suites, store, **options)``: calling
-it calls :func:`emb.api.extract` (suites by name with their options, the backend chosen, what
-``emb extract`` does), so that ``emb.extract`` names both the room and its door without one
-hiding the other (``emb.extract.pipeline`` stays importable and patchable).
+it calls :func:`emb.extract.front.extract` (:func:`emb.api.extract`: suites by name with their
+options, the backend chosen, what ``emb extract`` does), so that ``emb.extract`` names both the
+room and its door without one hiding the other (``emb.extract.pipeline`` stays importable and
+patchable).
 """
 
 from __future__ import annotations
@@ -61,10 +62,10 @@ def __getattr__(name: str) -> Any:
 
 
 class _FrontDoor(types.ModuleType):
-    """This package's module type: calling it is :func:`emb.api.extract`."""
+    """This package's module type: calling it is :func:`emb.extract.front.extract`."""
 
     def __call__(self, model: Any, suites: Any, store: Any, **options: Any) -> Any:
-        from emb.api import extract as front_door
+        from emb.extract.front import extract as front_door
 
         return front_door(model, suites, store, **options)
 
