@@ -12,7 +12,8 @@ import pytest
 @pytest.mark.parametrize(
     "module",
     ["emb", "emb.store", "emb.analyses", "emb.extract", "emb.stimuli", "emb.stimuli.suites",
-     "emb.backends", "emb.backends.hf", "emb.backends.static", "emb.cli.main"],
+     "emb.backends", "emb.backends.hf", "emb.backends.static", "emb.cli.main", "emb.options",
+     "emb.api"],
 )
 def test_import_does_not_pull_torch(module):
     code = f"import sys, {module}; assert 'torch' not in sys.modules, 'torch'; " \
@@ -52,5 +53,14 @@ def test_every_module_of_the_analyses_imports_neither_torch_nor_the_extraction()
             "assert 'emb.analyses.weat._figures' in sys.modules, names; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers') "
             "or m.startswith(('emb.extract', 'emb.stimuli', 'emb.backends', 'emb.cli'))]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_options_sit_on_the_ground_floor():
+    """``emb.options`` is imported by the stimuli, the backends and the analyses, which may not
+    import each other: it imports none of them (nor the store, nor the CLI)."""
+    code = ("import sys, emb.options; bad = [m for m in sys.modules if m.startswith("
+            "('emb.stimuli', 'emb.backends', 'emb.analyses', 'emb.extract', 'emb.store', 'emb.cli'))]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -1,4 +1,4 @@
-"""The contract every registered analysis keeps (docs/architecture.md, "Tests").
+"""The contract every registered analysis keeps (docs/contracts.md).
 
 Input untouched, nothing computed before the result is, the documented variables present, the
 same seed giving the same result; plus the registry, run_analysis and the torch-free import.

@@ -44,7 +44,7 @@ def test_option_bounds_and_their_words() -> None:
     assert not any(c.in_range(v) for v in (0.0, -1.0, np.inf, np.nan))
     assert SEED.in_range(0) and SEED.in_range(MAX_SEED)
     assert not SEED.in_range(-1) and not SEED.in_range(MAX_SEED + 1)
-    with pytest.raises(AnalysisError, match=r"seed must be an integer from 0 to 9,223,372,036,854,775,807; got -1"):
+    with pytest.raises(AnalysisError, match=r"\(seed= in Python\) of analysis '[a-z_-]+' must be an integer from 0 to 9,223,372,036,854,775,807; got -1"):
         check_options(ANALYSES["weat"], seed=-1)
 
 
@@ -60,11 +60,11 @@ def test_every_declared_default_lies_within_its_bounds() -> None:
 
 
 @pytest.mark.parametrize("options, match", [
-    ({"seed": -1}, "seed must be an integer from 0"),
-    ({"seed": 2**64}, "seed must be an integer from 0"),
-    ({"n_permutations": 10**23}, "n_permutations must be an integer from 2 to 10,000,000"),
-    ({"n_bootstrap": 10**23}, "n_bootstrap must be an integer from 0 to 100,000"),
-    ({"confidence": float("inf")}, "confidence must be a finite number > 0 and < 1"),
+    ({"seed": -1}, r"\(seed= in Python\) of analysis '[a-z_-]+' must be an integer from 0"),
+    ({"seed": 2**64}, r"\(seed= in Python\) of analysis '[a-z_-]+' must be an integer from 0"),
+    ({"n_permutations": 10**23}, r"\(n_permutations= in Python\) of analysis '[a-z_-]+' must be an integer from 2 to 10,000,000"),
+    ({"n_bootstrap": 10**23}, r"\(n_bootstrap= in Python\) of analysis '[a-z_-]+' must be an integer from 0 to 100,000"),
+    ({"confidence": float("inf")}, r"\(confidence= in Python\) of analysis '[a-z_-]+' must be a finite number > 0 and < 1"),
 ])
 def test_weat_refuses_out_of_range_options(options: dict, match: str) -> None:
     with pytest.raises(AnalysisError, match=match):
@@ -72,22 +72,22 @@ def test_weat_refuses_out_of_range_options(options: dict, match: str) -> None:
 
 
 def test_other_analyses_refuse_bad_seeds_and_counts() -> None:
-    with pytest.raises(AnalysisError, match="seed must be"):
+    with pytest.raises(AnalysisError, match=r"\(seed= in Python\) of analysis '[a-z_-]+' must be"):
         sc_weat_lexicon(vast_dataset(n_words=40), seed=-1)
-    with pytest.raises(AnalysisError, match="seed must be"):
+    with pytest.raises(AnalysisError, match=r"\(seed= in Python\) of analysis '[a-z_-]+' must be"):
         ceat(ceat_dataset(), seed=2**64)
-    with pytest.raises(AnalysisError, match="n_permutations must be"):
+    with pytest.raises(AnalysisError, match=r"\(n_permutations= in Python\) of analysis '[a-z_-]+' must be"):
         ceat(ceat_dataset(), n_permutations=10**23)
 
 
 def test_seeds_that_reach_scikit_learn_stay_below_2_to_the_32() -> None:
-    with pytest.raises(AnalysisError, match="seed must be an integer from 0 to 4,294,967,295"):
+    with pytest.raises(AnalysisError, match=r"\(seed= in Python\) of analysis '[a-z_-]+' must be an integer from 0 to 4,294,967,295"):
         valence_subspace(intersectional_dataset(), seed=2**32)
 
 
 @pytest.mark.parametrize("C", [float("inf"), float("nan"), 0.0, -1.0])
 def test_valence_subspace_needs_a_finite_positive_C(C: float) -> None:
-    with pytest.raises(AnalysisError, match="C must be a finite number > 0"):
+    with pytest.raises(AnalysisError, match=r"\(C= in Python\) of analysis '[a-z_-]+' must be a finite number > 0"):
         valence_subspace(intersectional_dataset(), C=C)
 
 

@@ -30,17 +30,20 @@ def _run(*args: object) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("args, message", [
-    (("weat", "--seed", "-1"), "'--seed': -1 is not an integer from 0 to 9,223,372,036,854,775,807"),
-    (("weat", "--seed", str(2**64)), "is not an integer from 0 to"),
+    (("weat", "--seed", "-1"), "'--seed': --seed (seed= in Python) of analysis 'weat' must be an "
+                               "integer from 0 to 9,223,372,036,854,775,807; got -1"),
+    (("weat", "--seed", str(2**64)), "must be an integer from 0 to"),
     (("weat", "--n-permutations", "99999999999999999999999"),
-     "'--n-permutations': 99999999999999999999999 is not an integer from 2 to 10,000,000"),
-    (("weat", "--n-bootstrap", "-3"), "is not an integer from 0 to 100,000"),
-    (("weat", "--n-permutations", "ten"), "'ten' is not an integer"),
-    (("intersectional", "--seed", str(2**32)), "is not an integer from 0 to 4,294,967,295"),
-    (("intersectional", "--C", "inf"), "'--C': inf is not a finite number > 0"),
-    (("valence-subspace", "--C", "nan"), "'--C': nan is not a finite number > 0"),
-    (("valence-subspace", "--cv-folds", "26"), "is not an integer from 0 to 25"),
-    (("ceat", "--samples", "1"), "'--samples': 1 is not an integer from 2 to"),
+     "of analysis 'weat' must be an integer from 2 to 10,000,000; got 99999999999999999999999"),
+    (("weat", "--n-bootstrap", "-3"), "must be an integer from 0 to 100,000; got -3"),
+    (("weat", "--n-permutations", "ten"), "must be an integer from 2 to 10,000,000; got 'ten'"),
+    (("intersectional", "--seed", str(2**32)), "must be an integer from 0 to 4,294,967,295"),
+    (("intersectional", "--C", "inf"), "'--C': --C (C= in Python) of analysis 'intersectional' "
+                                       "must be a finite number > 0; got inf"),
+    (("valence-subspace", "--C", "nan"), "must be a finite number > 0; got nan"),
+    (("valence-subspace", "--cv-folds", "26"), "must be an integer from 0 to 25; got 26"),
+    (("ceat", "--samples", "1"), "'--samples': --samples (n_samples= in Python) of analysis 'ceat' "
+                                 "must be an integer from 2 to"),
 ])
 def test_numbers_outside_their_declared_bounds_are_usage_errors(tmp_path: Path, args: tuple,
                                                                 message: str) -> None:

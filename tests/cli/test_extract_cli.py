@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -108,11 +109,17 @@ def test_suite_file_and_poolings(gpt2_dir, tmp_path):
         "  - {context: 'I love love songs', word: love, occurrence: 2, setting: random, stimulus_set: x}\n"
     )
     store = tmp_path / "s.zarr"
-    run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--poolings", "mean,last",
-        "--storage-dtype", "float32", "-q")
+    result = run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--poolings", "mean,last",
+                 "--storage-dtype", "float32", "-q")
     ds = emb.open_store(str(store)).dataset("mine")
     assert list(ds.pooling.values) == ["mean", "last"] and ds.embedding.dtype == np.float32
     assert list(ds.char_start.values) == [8, 7]
+    # the summary sets the estimate printed before the run against the time it took
+    assert re.search(r"^time: estimated ~.* \(.*–.*\), took .* × the estimate", result.output, re.M), \
+        result.output
+    again = run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--poolings", "mean,last",
+                "--storage-dtype", "float32", "-q")
+    assert "already complete" in again.output and "time:" not in again.output  # nothing estimated ran
 
 
 def _assert_failed(result, *needles):

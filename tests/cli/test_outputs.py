@@ -266,7 +266,7 @@ def test_the_cli_computes_with_one_blas_thread() -> None:
     import dask.array as da
     from threadpoolctl import threadpool_info
 
-    from emb.cli._progress import compute
+    from emb.api import compute
 
     seen: list[int] = []
 
@@ -276,7 +276,7 @@ def test_the_cli_computes_with_one_blas_thread() -> None:
 
     lazy = xr.DataArray(da.ones(8, chunks=2).map_blocks(probe, dtype=float, meta=np.array(())))
     seen.clear()
-    compute(lazy, quiet=True)
+    compute(lazy)
     assert len(seen) >= 4 and set(seen) == {1}
     # outside the computation the process keeps its own setting
     assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
@@ -315,7 +315,7 @@ def test_files_emb_did_not_write_are_never_replaced(stores: dict[str, Path], tmp
 def test_a_failed_run_leaves_no_empty_out_directory(stores: dict[str, Path], tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch, failure: str) -> None:
     """An error after the output check (or Ctrl-C during the compute) left --out p1/sub/ behind."""
-    import emb.cli._progress
+    import emb.api
 
     out = tmp_path / "p1" / "sub"
     args = ["analyze", "valnorm", "--store", str(stores["toy"]), "--out", str(out), "-q"]
@@ -327,7 +327,7 @@ def test_a_failed_run_leaves_no_empty_out_directory(stores: dict[str, Path], tmp
         def broken(*a, **k):
             raise error("stopped half-way")
 
-        monkeypatch.setattr(emb.cli._progress, "compute", broken)
+        monkeypatch.setattr(emb.api, "compute", broken)
     result = CliRunner().invoke(main, args)
     assert result.exit_code != 0
     assert not (tmp_path / "p1").exists()

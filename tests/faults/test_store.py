@@ -364,9 +364,9 @@ _RACE_HOOK = textwrap.dedent(
     import os
 
     if os.environ.get("EMB_TEST_REWRITE_AT_COMPUTE"):
-        import emb.cli._progress as progress
+        import emb.api as api
 
-        real = progress.compute
+        real = api.compute
 
         def compute(result, **kwargs):
             # the analysis opened the store; now another process replaces the suite, and
@@ -387,7 +387,7 @@ _RACE_HOOK = textwrap.dedent(
             writer.finish()
             return real(result, **kwargs)
 
-        progress.compute = compute
+        api.compute = compute
     """
 )
 

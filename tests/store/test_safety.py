@@ -18,6 +18,7 @@ import pytest
 import zarr
 
 import emb
+from emb import _lockfile as lock_module
 from emb.errors import (
     CorruptStoreError,
     EmbError,
@@ -29,7 +30,6 @@ from emb.errors import (
 )
 from emb.extract.pipeline import extract
 from emb.stimuli.suites import Suite
-from emb.store import lock as lock_module
 from emb.store._write_checks import model_differences
 from emb.store.lock import WriterLock, lock_path
 from emb.store.names import check_group_name

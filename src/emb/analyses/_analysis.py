@@ -22,6 +22,17 @@ import pandas as pd
 import xarray as xr
 
 from emb.errors import AnalysisError
+from emb.options import (
+    MAX_BOOTSTRAP,
+    MAX_COUNT,
+    MAX_PERMUTATIONS,
+    MAX_SEED,
+    METHOD,
+    SEED,
+    SEED_32,
+    Option,
+    check_values,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -44,146 +55,15 @@ __all__ = [
     "tidy_frame",
 ]
 
-OptionType = Literal["str", "int", "float", "bool", "path", "layer"]
-
-#: Largest value of an integer option (counts: permutations, samples, replicates, folds …) unless
-#: its :class:`Option` declares a smaller ``high``: beyond it a run would not end, or not fit in
-#: memory, on any machine.
-MAX_COUNT = 10**9
-#: Largest seed: what a signed 64-bit attribute of the written netCDF can hold.
-MAX_SEED = 2**63 - 1
-#: Most random splits of a Monte-Carlo permutation test (``--n-permutations``) and most splits
-#: enumerated for an exact one (``--exact-limit``). A Monte-Carlo p is never below its floor
-#: 1/(N+1) and has the standard error sqrt(p(1-p)/N): at N = 10^7 the floor is 1e-7 and the
-#: standard error of p = 0.05 is 7e-5 (0.14 % of it), of p = 5e-6 (a Bonferroni threshold over
-#: 10,000 tests) 7e-7, so no reported decision needs more; and 10^7 splits of 50 words already
-#: take about a minute per 10 layer x pooling cells on one core.
-MAX_PERMUTATIONS = 10_000_000
-#: Most bootstrap replicates (``--n-bootstrap``): the Monte-Carlo error of a 95 % percentile
-#: interval's bounds shrinks as 1/sqrt(B); at 10^5 it is a few thousandths of the interval's
-#: width, 10x below the 10^4 replicates usually recommended (Efron & Tibshirani 1993).
-MAX_BOOTSTRAP = 100_000
-
-
-@dataclass(frozen=True, kw_only=True)
-class Option:
-    """One keyword option of an analysis function, as the CLI shows it.
-
-    The default is *not* declared here: it is read from the function's signature.
-
-    Attributes
-    ----------
-    name : str
-        The function's keyword.
-    type : {"str", "int", "float", "bool", "path", "layer"}
-        Value type. ``bool`` options become a ``--flag/--no-flag`` pair; ``layer`` takes an integer
-        or a word such as ``top``/``best``/``mean``.
-    help : str
-        One line for ``--help``.
-    multiple : bool
-        The option may be repeated (``--setting bleached --setting aligned``); comma-separated
-        values are split too.
-    choices : tuple of str, optional
-        Allowed values (shown in ``--help``; a wrong one gets a "did you mean").
-    flag : str, optional
-        The CLI flag (default ``--`` + name with ``_`` → ``-``; singular for a ``multiple`` option
-        whose name ends in ``s``: ``settings`` → ``--setting``).
-    metavar : str, optional
-        The value's name in ``--help``.
-    aliases : tuple of str
-        Further flags for the same option (``--tests`` beside ``--test``).
-    low, high : number, optional
-        Bounds of an ``int`` or ``float`` option (inclusive unless ``low_open``/``high_open``).
-        An ``int`` option's default bounds are 0 and :data:`MAX_COUNT`; a ``float`` option must
-        be finite. The CLI refuses a value outside them, and the analysis function does too
-        (:func:`check_options`): declared here once.
-    """
-
-    name: str
-    type: OptionType = "str"
-    help: str = ""
-    multiple: bool = False
-    choices: tuple[str, ...] | None = None
-    flag: str | None = None
-    metavar: str | None = None
-    aliases: tuple[str, ...] = ()
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-
-    @property
-    def bounds(self) -> tuple[float | None, float | None]:
-        """The (low, high) bounds in force (an ``int`` option's defaults: 0 and MAX_COUNT)."""
-        if self.type == "int":
-            return (0 if self.low is None else self.low,
-                    MAX_COUNT if self.high is None else self.high)
-        return self.low, self.high
-
-    @property
-    def range_text(self) -> str:
-        """The allowed values in words: ``an integer from 2 to 1,000,000,000``."""
-        low, high = self.bounds
-        if self.type == "int":
-            return f"an integer from {low:,} to {high:,}"
-        return "a finite number" + (f" {self.float_bounds}" if self.float_bounds else "")
-
-    @property
-    def float_bounds(self) -> str:
-        """A ``float`` option's bounds as ``> 0 and <= 0.5`` (empty when it has none)."""
-        low, high = self.bounds
-        return " and ".join(t for t in (
-            low is not None and f"{'>' if self.low_open else '>='} {low:g}",
-            high is not None and f"{'<' if self.high_open else '<='} {high:g}") if t)
-
-    def in_range(self, value: Any) -> bool:
-        """Whether ``value`` has the option's type and lies within its bounds."""
-        if isinstance(value, bool):
-            return False
-        if self.type == "int":
-            if not isinstance(value, int | np.integer):
-                return False
-        elif not isinstance(value, int | float | np.integer | np.floating) or not math.isfinite(value):
-            return False
-        low, high = self.bounds
-        if low is not None and (value <= low if self.low_open else value < low):
-            return False
-        return not (high is not None and (value >= high if self.high_open else value > high))
-
-    def check(self, value: Any) -> Any:
-        """``value`` unchanged when :meth:`in_range` (or the option is not numeric);
-        :class:`~emb.errors.AnalysisError` naming the bounds otherwise."""
-        if self.type in ("int", "float") and not self.in_range(value):
-            raise AnalysisError(f"{self.name} must be {self.range_text}; got {value!r}")
-        return value
-
-    @property
-    def cli_flag(self) -> str:
-        """The flag as typed on the command line."""
-        if self.flag:
-            return self.flag
-        name = self.name
-        if self.multiple and name.endswith("s") and not name.endswith("ss"):
-            name = name[:-1]
-        return "--" + name.replace("_", "-")
-
-
-#: The seed every random analysis takes (the CLI's shared ``--seed``).
-SEED = Option(name="seed", type="int", high=MAX_SEED, help="Seed of every random choice")
-#: The seed of an analysis that hands it to scikit-learn (``random_state`` < 2**32).
-SEED_32 = Option(name="seed", type="int", high=2**32 - 1, help="Seed of every random choice")
-
-
 def check_options(analysis: Analysis, /, **values: Any) -> None:
-    """Refuse (:class:`~emb.errors.AnalysisError`) a value outside its declared bounds.
+    """Refuse (:class:`~emb.errors.AnalysisError`) a value its declared option does not allow
+    (:func:`emb.options.check_values`: its choices, its bounds; one message from Python and the CLI).
 
     ``analysis`` is the record whose ``options`` (and ``seed``) declare them; ``values`` maps
     keyword → value as the function got it. Undeclared keywords are not checked.
     """
-    declared = {o.name: o for o in analysis.options} | {"seed": analysis.seed}
-    for name, value in values.items():
-        if name in declared:
-            declared[name].check(value)
+    check_values((*analysis.options, analysis.seed, METHOD), values, owner=f"analysis {analysis.name!r}",
+                 error=AnalysisError)
 
 
 @dataclass(frozen=True, kw_only=True)

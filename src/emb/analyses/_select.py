@@ -2,7 +2,7 @@
 
 A store's suite group is an ``xr.Dataset`` with an ``item`` dimension whose coordinates are the
 stimulus' ``word``, ``context``, ``setting``, ``stimulus_set`` and the suite's label columns
-(see ``docs/architecture.md``).  The analyses select items here, by name, never by position.
+(see ``docs/contracts.md``).  The analyses select items here, by name, never by position.
 """
 
 from __future__ import annotations

@@ -51,6 +51,7 @@ from emb.analyses.stats.association import (
     sc_weat_effect_sizes,
 )
 from emb.errors import AnalysisError
+from emb.options import ALTERNATIVE, DDOF, N_PERMUTATIONS
 from emb.schemas.datamodel import FEATURE, ITEM
 
 if TYPE_CHECKING:
@@ -437,10 +438,10 @@ ANALYSIS = Analysis(
         Option(name="words", multiple=True, help="target word (default: the lexicon's words)"),
         Option(name="attribute_a", multiple=True, help="attribute word of set A (default: pleasant)"),
         Option(name="attribute_b", multiple=True, help="attribute word of set B (default: unpleasant)"),
-        Option(name="ddof", type="int", help="delta degrees of freedom of the standard deviation"),
-        Option(name="n_permutations", type="int", high=MAX_PERMUTATIONS,
+        DDOF.but(help="delta degrees of freedom of the standard deviation"),
+        N_PERMUTATIONS.but(low=0, high=MAX_PERMUTATIONS,
                help="random re-splits of A and B for p (0: no p)"),
-        Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
+        ALTERNATIVE,
         Option(name="rating", help="the rating label each word's SC-WEAT is shown against"),
     ),
     tables=_tables,

@@ -52,6 +52,7 @@ from emb.analyses._select import (
 from emb.analyses.sc_weat import declared_cell, word_table
 from emb.analyses.stats.association import rating_residuals, sc_weat_effect_sizes
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.options import DDOF
 from emb.schemas.datamodel import ITEM
 
 if TYPE_CHECKING:
@@ -483,7 +484,7 @@ ANALYSIS = Analysis(
         Option(name="lexicon", multiple=True, help="lexicon of the suite (default: all)"),
         Option(name="settings", multiple=True, help="contextual setting (default: all)"),
         Option(name="ratings", flag="--rating", help="rating to correlate with: valence, arousal or dominance"),
-        Option(name="ddof", type="int", help="delta degrees of freedom of the SC-WEAT standard deviation"),
+        DDOF.but(help="delta degrees of freedom of the SC-WEAT standard deviation"),
         Option(name="per_word", type="bool", help="each word's SC-WEAT, rating and residual (table valnorm_words)"),
     ),
     tables=_tables,

@@ -22,7 +22,8 @@ from emb.errors import ModelError
 from emb.schemas.datamodel import POOLINGS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from emb.stimuli.suites import Suite, SuiteOption
+    from emb.options import Option
+    from emb.stimuli.suites import Suite
 
 __all__ = ["Backend", "Encoding", "ModelInfo", "Runner"]
 
@@ -302,7 +303,7 @@ class Backend:
         the stored layers need.
     options
         The options :meth:`load` takes beside the model (``emb extract`` has a flag for each):
-        :class:`~emb.stimuli.suites.SuiteOption` records, the default in each.
+        :class:`~emb.options.Option` records, the default in each.
     catch_all
         Whether the backend opens any spec the others do not (asked last: hub ids are any
         text).
@@ -311,7 +312,7 @@ class Backend:
     name: str = ""
     description: str = ""
     label: str = ""
-    options: tuple[SuiteOption, ...] = ()
+    options: tuple[Option, ...] = ()
     catch_all: bool = False
     takes_layers: bool = False
 

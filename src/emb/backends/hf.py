@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from emb.backends._memory import DEVICE_MAPS, QUANTIZATIONS
 from emb.backends.base import Backend
-from emb.stimuli.suites.generator import SuiteOption
+from emb.options import Option
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.backends._hf_runner import HFRunner
@@ -33,30 +33,30 @@ class HFBackend(Backend):
     catch_all = True
     takes_layers = True
     options = (
-        SuiteOption(name="revision", type=str, help="Hub revision (branch, tag or commit)."),
-        SuiteOption(
+        Option(name="revision", type=str, help="Hub revision (branch, tag or commit)."),
+        Option(
             name="trust_remote_code", type=bool, default=False,
             help="Let a model that ships its own Python code run it (read that code first; "
                  "recorded in the store). Without it such a model is refused.",
         ),
-        SuiteOption(
+        Option(
             name="device_map", type=str, choices=DEVICE_MAPS,
             help="Spread the weights over the GPUs, the CPU and --offload-dir (accelerate): auto "
                  "and balanced evenly over the GPUs, sequential GPU 0 first, cpu all in RAM "
                  "(recorded; part of the model's identity).",
         ),
-        SuiteOption(
+        Option(
             name="max_memory", type=str,
             help="What each device may hold, e.g. 0=70GiB,1=70GiB,cpu=200GiB (with --device-map "
                  "devices not named get nothing; default: what is free); a plan beyond it is "
                  "refused before loading.",
         ),
-        SuiteOption(
+        Option(
             name="offload_dir", type=str,
             help="Directory for the weights that fit on no device with --device-map (disk "
                  "offload; slow).",
         ),
-        SuiteOption(
+        Option(
             name="quantize", type=str, choices=QUANTIZATIONS,
             help="Load the linear layers in 8bit or 4bit (bitsandbytes, CUDA only; recorded; part "
                  "of the model's identity).",

@@ -44,7 +44,7 @@ from emb.backends.vectors import (
     rounding_loss,
 )
 from emb.errors import EmbError, ModelError, OptionError, SuiteError, TargetNotFoundError
-from emb.stimuli.suites.generator import SuiteOption
+from emb.options import Option
 
 __all__ = [
     "FORMATS",
@@ -528,17 +528,17 @@ class StaticBackend(Backend):
     )
     label = "static vectors"
     options = (
-        SuiteOption(
+        Option(
             name="format", type=str,
             help="word2vec-binary, word2vec-text, glove or fasttext (default: from the file name; "
                  "a .txt by its first line).",
         ),
-        SuiteOption(
+        Option(
             name="lowercase_fallback", type=bool, default=False,
             help="Look a word missing in its case up lower-cased (recorded per item, label "
                  "vector_key).",
         ),
-        SuiteOption(
+        Option(
             name="allow_missing", type=bool, default=False,
             help="Leave out the items of words without a vector, or CEAT stimuli without a "
                  "context (recorded in the store and reported), instead of failing.",

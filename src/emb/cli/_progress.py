@@ -21,7 +21,7 @@ from typing import Any
 import click
 from dask.callbacks import Callback
 
-__all__ = ["Progress", "WorkProgress", "compute", "estimate"]
+__all__ = ["Progress", "WorkProgress", "estimate", "progress_display"]
 
 #: Work below this many units (split x word x cell products) is never estimated: a second even
 #: at 10^9 units per second on one thread, far faster than any machine computes them.
@@ -174,33 +174,14 @@ def estimate(units: float, parts: list[str], *, scheduler: str | None = None) ->
             "--n-permutations make it shorter")
 
 
-def compute(result: Any, *, scheduler: str | None = None, quiet: bool = False,
-            work: float = 0.0) -> Any:
-    """``result.compute()`` with progress, on the local threads or a distributed scheduler;
-    ``work``: the permutation work the analysis planned (its share done is shown when large)."""
+def progress_display(work: Any, *, quiet: bool = False, scheduler: str | None = None) -> Any:
+    """What ``emb analyze`` shows while it computes (:func:`emb.api.analyze`'s ``progress``):
+    the estimate line first when the planned ``work`` is long, then the share of that work done
+    (or dask's tasks done); nothing when ``quiet`` (or on a cluster: its own dashboard)."""
+    if quiet:
+        return None
+    if line := estimate(work.units, work.parts, scheduler=scheduler):
+        click.echo(line, err=True)
     if scheduler:
-        from emb._scheduler import connect_scheduler
-
-        with connect_scheduler(scheduler) as client:
-            click.echo(f"computing on {client.dashboard_link or scheduler}", err=True)
-            # one BLAS thread on every worker, as locally (Dask's nanny starts workers so; a
-            # worker started otherwise, or threads in this process, may have more)
-            client.run(_one_blas_thread)
-            return result.compute()  # the client is the default scheduler inside this block
-    # dask runs one task per core; BLAS threads on top only oversubscribe them, and a product
-    # computed with a varying number of BLAS threads varies in its last bits from run to run
-    # (tables would not be byte-identical across identical runs): one BLAS thread throughout
-    from emb.analyses.stats import single_threaded_blas
-
-    with single_threaded_blas():
-        if quiet:
-            return result.compute()
-        with WorkProgress(work) if work >= _ESTIMATE_FROM else Progress():
-            return result.compute()
-
-
-def _one_blas_thread() -> None:
-    """Set every BLAS library loaded in this process to one thread (run on each worker)."""
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1, user_api="blas")
+        return None
+    return WorkProgress(work.units) if work.units >= _ESTIMATE_FROM else Progress()

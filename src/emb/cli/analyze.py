@@ -9,10 +9,8 @@ analysis' summary. There is no per-analysis code in this module.
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,8 @@ from typing import Any
 import click
 
 from emb.cli._errors import EmbCommand, EmbGroup
+from emb.cli._options import Choice, DeclaredValue, click_option, range_help, show_default
+from emb.errors import OptionError
 
 __all__ = ["analyze"]
 
@@ -27,20 +27,12 @@ _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
 
 
 # -- stores ----------------------------------------------------------------------------------------
-def _split_label(spec: str) -> tuple[str | None, str]:
-    """``label=path`` → (label, path); a plain path (or URL) → (None, path). A spec that exists
-    as a path is a path, even with an ``=`` in its name (``we=ird.zarr``)."""
-    if "=" in spec and not Path(spec).exists():
-        label, path = spec.split("=", 1)
-        if _LABEL.match(label) and path:
-            return label, path
-    return None, spec
-
-
 def _check_stores(ctx: click.Context, param: click.Parameter, specs: Sequence[str]) -> Sequence[str]:
     """Refuse an empty store path (``--store ''`` or ``--store gpt2=``) before anything is opened."""
+    from emb.api import split_label
+
     for spec in specs:
-        label, path = _split_label(spec)
+        label, path = split_label(spec)
         dangling = label is None and spec.endswith("=") and not Path(spec).exists()
         if not path.strip() or (dangling and _LABEL.match(spec[:-1])):
             raise click.BadParameter(
@@ -49,36 +41,7 @@ def _check_stores(ctx: click.Context, param: click.Parameter, specs: Sequence[st
     return specs
 
 
-def _names_for(specs: Sequence[str], models: Sequence[Mapping[str, Any]]) -> list[str]:
-    """One unique label per store: the one given (``--store gpt2=path``), else a hub model's id
-    (``gpt2``), else the store's file name (``minilm`` for ``minilm.zarr``): local paths and
-    site-packages directories make unreadable labels."""
-    names: list[str] = []
-    for spec, model in zip(specs, models, strict=True):
-        label, path = _split_label(spec)
-        stem = Path(path.rstrip("/")).name.removesuffix(".zip").removesuffix(".zarr")
-        hub = model.get("source") == "hub" and model.get("model_id")
-        base = str(label or hub or stem or model.get("model_id"))
-        name, i = base, 2
-        while name in names:
-            if label:
-                raise click.UsageError(f"the label {label!r} is given to two stores; give each its own")
-            name, i = f"{base} ({i})", i + 1
-        names.append(name)
-    return names
-
-
 # -- options ---------------------------------------------------------------------------------------
-def _show_default(value: Any) -> str | None:
-    if value is inspect.Parameter.empty or value is None:
-        return None
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, tuple | list):
-        return ",".join(map(str, value)) or None
-    return str(value)
-
-
 def _split_values(values: Sequence[str]) -> list[str]:
     out: list[str] = []
     for value in values:
@@ -88,75 +51,6 @@ def _split_values(values: Sequence[str]) -> list[str]:
 
 def _layer(value: str) -> int | str:
     return int(value) if value.lstrip("-").isdigit() else value
-
-
-class _Choice(click.Choice):
-    """click's Choice whose error adds a "did you mean" (stdlib difflib; click 8.1 and later)."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from emb._text import did_you_mean
-
-        try:
-            return super().convert(value, param, ctx)
-        except click.BadParameter as err:
-            hint = did_you_mean(value, self.choices)
-            if hint and hint not in err.message:
-                err.message += hint
-            raise
-
-
-class _Bounded(click.ParamType):
-    """An ``int``/``float`` option checked against its declared bounds (:class:`Option`'s
-    ``low``/``high``, the same check the analysis function makes), so that a seed of -1 or
-    10^23 permutations is refused before anything is opened."""
-
-    def __init__(self, option: Any) -> None:
-        self.option = option
-        self.name = "integer" if option.type == "int" else "float"
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        number = value
-        if isinstance(value, str):
-            try:
-                number = int(value) if self.option.type == "int" else float(value)
-            except ValueError:
-                self.fail(f"{value!r} is not {self.option.range_text}", param, ctx)
-        if not self.option.in_range(number):
-            self.fail(f"{value} is not {self.option.range_text}", param, ctx)
-        return number
-
-
-def _range_help(option: Any) -> str:
-    if option.type == "int":
-        low, high = option.bounds
-        return f"  [range: {low}..{high}]"
-    return f"  [range: {option.float_bounds}]" if option.float_bounds else "  [finite]"
-
-
-_TYPES: dict[str, Any] = {"str": str, "layer": str, "path": click.Path(exists=True)}
-
-
-def _click_option(option: Any, default: Any) -> Callable[[Any], Any]:
-    """The click decorator of one declared analysis option (its value None/() when not given)."""
-    shown = _show_default(default)
-    help_text = option.help + (f"  [default: {shown}]" if shown else "")
-    if option.type == "bool":
-        name = option.cli_flag.removeprefix("--")
-        return click.option(f"--{name}/--no-{name}", option.name, default=None, help=help_text)
-    kwargs: dict[str, Any] = {"default": None, "help": help_text, "metavar": option.metavar}
-    if option.choices:
-        kwargs["type"] = _Choice(list(option.choices))
-    elif option.type in ("int", "float"):
-        kwargs["type"] = _Bounded(option)
-        kwargs["help"] = help_text + _range_help(option)
-    else:
-        kwargs["type"] = _TYPES[option.type]
-    if option.multiple:
-        kwargs["help"] += "  (repeatable; or comma-separated)"
-    # single-valued options are collected as lists too, so that a repeated one is refused, not
-    # silently overwritten
-    kwargs["multiple"] = True
-    return click.option(option.cli_flag, *getattr(option, "aliases", ()), option.name, **kwargs)
 
 
 def _library_options(analysis: Any, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,6 +82,7 @@ def _library_options(analysis: Any, given: Mapping[str, Any]) -> dict[str, Any]:
 # -- shared options, defined once ------------------------------------------------------------------
 def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
     params = analysis.parameters()
+    owner = f"analysis {analysis.name!r}"
     options = [
         click.option("--store", "stores", multiple=True, required=True, metavar="[LABEL=]PATH",
                      callback=_check_stores,
@@ -206,19 +101,19 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
     ]
     if "seed" in params:
         options.append(click.option(
-            "--seed", type=_Bounded(analysis.seed), default=None,
-            help=f"{analysis.seed.help}  [default: {_show_default(params['seed'].default)}]"
-                 + _range_help(analysis.seed)))
+            "--seed", type=DeclaredValue(analysis.seed, owner), default=None,
+            help=f"{analysis.seed.help}  [default: {show_default(params['seed'].default)}]"
+                 + range_help(analysis.seed)))
     if "method" in params:
         options.append(click.option(
             "--reference", is_flag=True,
             help="Reproduce the authors' published code instead of the correct method "
                  "(see METHODS.md)."))
     options += [
-        click.option("--format", "table_format", type=_Choice(["auto", "csv", "parquet"]),
+        click.option("--format", "table_format", type=Choice(["auto", "csv", "parquet"]),
                      default="auto", show_default=True,
                      help="Tables as CSV or Parquet; auto: CSV, and Parquet for the per-word tables."),
-        click.option("--figure-format", "figure_formats", type=_Choice(["png", "pdf", "svg"]),
+        click.option("--figure-format", "figure_formats", type=Choice(["png", "pdf", "svg"]),
                      multiple=True, help="Figure file format; repeat for several  [default: png]"),
         click.option("--relative-depth", is_flag=True,
                      help="Figures: x = layer / last layer (compares models of different depth)."),
@@ -233,82 +128,10 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
 
 
 # -- the command -----------------------------------------------------------------------------------
-def _open(specs: Sequence[str], analysis: Any, suite: str | None) -> tuple[list[str], dict, dict]:
-    from emb._text import did_you_mean
-    from emb._text import names as name_list
-    from emb.errors import StoreError
-    from emb.store import open_store
-
-    opened = [open_store(_split_label(spec)[1]) for spec in specs]
-    names = _names_for(specs, [s.model for s in opened])
-    group = suite or analysis.suite
-    for spec, store in zip(specs, opened, strict=True):
-        present = list(store.suites)
-        if group not in present:
-            if (damaged := store.damaged(group)) is not None:
-                raise damaged  # there, but unreadable: 'emb extract' would refuse it too
-            hint = did_you_mean(group, present)
-            raise StoreError(
-                f"the store {_split_label(spec)[1]} has no suite {group!r}; it has "
-                f"{name_list(present)}.{hint} Pass --suite NAME for another group, or add it with "
-                f"'emb extract --model {store.model.get('model_id') or 'MODEL'} --suite "
-                f"{analysis.suite if group == analysis.suite else 'FILE'} --store {_split_label(spec)[1]}'"
-            )
-    datasets = {n: s.dataset(group, chunks="layer", chunk_by=analysis.chunk_by)
-                for n, s in zip(names, opened, strict=True)}
-    per_model: dict[str, dict[str, Any]] = {}
-    for name, store in zip(names, opened, strict=True):
-        extra = {key: store.dataset(g, chunks="layer")
-                 for key, g in analysis.optional_suites.items() if g in store.suites}
-        if extra:
-            per_model[name] = extra
-    return names, datasets, per_model
-
-
-def _command_line(analysis: Any, stores: Sequence[str], params: Mapping[str, Any],
-                  options: Mapping[str, Any]) -> list[str]:
-    """The command as typed when run from a shell, else rebuilt from the values given."""
-    if sys.argv and Path(sys.argv[0]).name == "emb":
-        return ["emb", *sys.argv[1:]]
-    args = ["emb", "analyze", analysis.name]
-    for store in stores:
-        args += ["--store", store]
-    flags = {o.name: o for o in analysis.options}
-    for key, value in options.items():
-        if key == "method":
-            args += ["--reference"] if value == "reference" else []
-        elif key == "seed":
-            args += ["--seed", str(value)]
-        elif flags[key].type == "bool":
-            args.append(flags[key].cli_flag if value else "--no-" + flags[key].cli_flag[2:])
-        else:
-            for v in value if isinstance(value, list) else [value]:
-                args += [flags[key].cli_flag, str(v)]
-    for key in ("suite", "out_dir"):
-        if params.get(key):
-            args += ["--" + key.removesuffix("_dir"), str(params[key])]
-    if params.get("table_format", "auto") != "auto":
-        args += ["--format", str(params["table_format"])]
-    for fmt in params.get("figure_formats") or ():
-        args += ["--figure-format", str(fmt)]
-    for flag in ("relative_depth", "no_plots", "overwrite"):
-        if params.get(flag):
-            args.append("--" + flag.replace("_", "-"))
-    return args
-
-
-def _default_out(names: Sequence[str], analysis: Any) -> Path:
-    from emb.analyses._analysis import slug
-
-    return Path("emb-results") / "+".join(slug(n) for n in names) / analysis.stem
-
-
 def _run(analysis: Any, params: dict[str, Any]) -> None:
-    from emb.analyses import run_analysis
-    from emb.analyses.stats._work import planning
-    from emb.cli._progress import compute, estimate
-    from emb.results import discard_out, prepare_out, write_results
-    from emb.store import check_unchanged, damage_reported
+    from emb.api import analyze as run
+    from emb.api import command_line
+    from emb.cli._progress import progress_display
 
     stores: tuple[str, ...] = params.pop("stores")
     as_json: bool = params.pop("as_json")
@@ -319,43 +142,22 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
         options["seed"] = params["seed"]
     if params.get("reference"):
         options["method"] = "reference"
-
-    locations = [_split_label(s)[1] for s in stores]
-    with damage_reported(locations):
-        names, datasets, per_model = _open(stores, analysis, params["suite"])
-    out_dir = Path(params["out_dir"]) if params["out_dir"] else _default_out(names, analysis)
-    # check everything cheap before computing and before creating anything: the options (the
-    # lazy result), then the output directory
-    with planning() as work:  # the permutation tests' work, declared while the graph is built
-        lazy = run_analysis(analysis, datasets, per_model=per_model, **options)
-    plan = prepare_out(out_dir, analysis, overwrite=params["overwrite"],
-                       default=params["out_dir"] is None)
-    for note in plan.notes:
-        click.echo(f"({note})", err=True)
-    if not quiet and (line := estimate(work.units, work.parts, scheduler=params["scheduler"])):
-        click.echo(line, err=True)
+    command = command_line(
+        analysis, stores, options, suite=params["suite"], out=params["out_dir"],
+        table_format=params["table_format"], figure_formats=params["figure_formats"],
+        relative_depth=params["relative_depth"], figures=not params["no_plots"],
+        overwrite=params["overwrite"])
     try:
-        with damage_reported(locations):  # a shard that does not decode: which store, what to run
-            result = compute(lazy, scheduler=params["scheduler"], quiet=quiet, work=work.units)
-        # a suite rewritten while it was read: refused, nothing written
-        check_unchanged([*datasets.values(), *(d for m in per_model.values() for d in m.values())])
-        written = write_results(
-            plan,
-            analysis,
-            result,
-            stores=dict(zip(names, locations, strict=True)),
-            options=options,
-            suite=params["suite"] or analysis.suite,
-            command=_command_line(analysis, stores, params, options),
-            figures=not params["no_plots"],
-            dpi=params["dpi"],
-            table_format=params["table_format"],
+        written = run(
+            analysis.name, stores, out=params["out_dir"] or True, suite=params["suite"],
+            overwrite=params["overwrite"], scheduler=params["scheduler"],
+            figures=not params["no_plots"], dpi=params["dpi"], table_format=params["table_format"],
             figure_formats=tuple(params["figure_formats"]) or ("png",),
-            figure_options={"relative_depth": bool(params["relative_depth"])},
-        )
-    except BaseException:  # an error, Ctrl-C: no empty --out left behind
-        discard_out(plan)
-        raise
+            relative_depth=bool(params["relative_depth"]), command=command,
+            progress=lambda work: progress_display(work, quiet=quiet, scheduler=params["scheduler"]),
+            on_note=lambda line: click.echo(line, err=True), **options)
+    except OptionError as err:  # two stores given one label
+        raise click.UsageError(str(err)) from None
     summary = written.summary
     if as_json:
         click.echo(json.dumps({"summary": summary.to_dict(), "out": str(written.directory),
@@ -363,8 +165,8 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     else:
         for line in summary.lines():
             echo(line)
-    if plan.replaced:
-        echo(f"(removed the earlier run's {len(plan.replaced)} files in {written.directory})")
+    if written.replaced:
+        echo(f"(removed the earlier run's {len(written.replaced)} files in {written.directory})")
     echo(f"wrote {len(written.files)} files to {written.directory}/: "
          + ", ".join(p.name if p.parent == written.directory else str(p) for p in written.files))
 
@@ -376,7 +178,8 @@ def _make_command(analysis: Any) -> click.Command:
         _run(analysis, values)
 
     decorators = _shared_options(analysis) + [
-        _click_option(option, params[option.name].default) for option in analysis.options
+        click_option(option, params[option.name].default, owner=f"analysis {analysis.name!r}")
+        for option in analysis.options
     ]
     for decorator in reversed(decorators):
         callback = decorator(callback)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
 
 from emb._version import __version__
 from emb.cli._errors import EmbGroup
+from emb.cli._options import apply, extract_option
 
 __all__ = ["main"]
 
@@ -35,29 +35,23 @@ def _suite_options() -> list[Any]:
     An option several generators declare is one flag: repeatable when any of them takes several
     values, its help joined; ``bool`` options are flags.
     """
+    from emb.extract.front import backend_option_names
     from emb.stimuli.suites import BUILTIN_SUITES
 
     seen: dict[str, list[Any]] = {}
     for generator in BUILTIN_SUITES.values():
         for opt in generator.options:
-            if opt.name in _backend_option_names():  # one flag, a backend's, handed on
+            if opt.name in backend_option_names():  # one flag, a backend's, handed on
                 continue
             seen.setdefault(opt.name, []).append((generator.name, opt))
     decorators = []
-    for name, declared in seen.items():
+    for declared in seen.values():
         opt = declared[0][1]
-        flag = "--" + name.replace("_", "-")
         helps = list(dict.fromkeys(o.help for _, o in declared))
         default = next((o.default for _, o in declared if o.default not in (None, ())), None)
-        kwargs: dict[str, Any] = {
-            "default": None,
-            "multiple": any(o.multiple for _, o in declared),
-            "help": f"[{', '.join(g for g, _ in declared)}] {' / '.join(helps)}"
-            + ("" if default is None or opt.type is bool else f" (default {_show(default)})"),
-        }
-        if opt.type is bool:
-            kwargs.pop("multiple")
-        decorators.append(click.option(flag, name, **kwargs, **_click_type(opt)))
+        help_text = (f"[{', '.join(g for g, _ in declared)}] {' / '.join(helps)}"
+                     + ("" if default is None or opt.type == "bool" else f" (default {_show(default)})"))
+        decorators.append(extract_option([o for _, o in declared], help_text))
     return decorators
 
 
@@ -79,32 +73,10 @@ def _backend_options() -> list[Any]:
             sharing = [g.name for g in BUILTIN_SUITES.values()
                        if any(o.name == opt.name for o in g.options)]
             owners = ", ".join(x for x in (backend.label, *sharing) if x)
-            kwargs: dict[str, Any] = {
-                "default": opt.default, "help": f"[{owners}] {opt.help}" if owners else opt.help,
-            }
-            decorators.append(click.option(opt.flag, opt.name, **kwargs, **_click_type(opt)))
+            decorators.append(extract_option(
+                [opt], f"[{owners}] {opt.help}" if owners else opt.help, default=opt.default,
+                multiple=False))
     return decorators
-
-
-def _click_type(opt: Any) -> dict[str, Any]:
-    """The click type of a declared option: a flag for ``bool``, its choices, int or float."""
-    if opt.type is bool:
-        return {"is_flag": True}
-    if opt.choices:
-        return {"type": click.Choice(list(opt.choices))}
-    return {"type": opt.type} if opt.type in (int, float) else {}
-
-
-def _backend_option_names() -> set[str]:
-    from emb.backends import available
-
-    return {o.name for backend in available().values() for o in backend.options}
-
-
-def _suite_option_names() -> set[str]:
-    from emb.stimuli.suites import BUILTIN_SUITES
-
-    return {o.name for generator in BUILTIN_SUITES.values() for o in generator.options}
 
 
 def _usage_error(err: Any) -> click.UsageError:
@@ -116,15 +88,6 @@ def _usage_error(err: Any) -> click.UsageError:
 
 def _show(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
-
-
-def _apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:
-    def wrap(func: Any) -> Any:
-        for dec in reversed(list(decorators)):
-            func = dec(func)
-        return func
-
-    return wrap
 
 
 @main.command()
@@ -162,8 +125,8 @@ def _apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:
 @click.option("--dry-run", is_flag=True,
               help="Build the suites, tokenise, print the estimated store size and time; write nothing.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-@_apply(_backend_options())
-@_apply(_suite_options())
+@apply(_backend_options())
+@apply(_suite_options())
 def extract(
     model: str,
     suite_specs: tuple[str, ...],
@@ -181,59 +144,46 @@ def extract(
     layers: str | None,
     dry_run: bool,
     quiet: bool,
-    **suite_options: Any,
+    **options: Any,
 ) -> None:
     """Write every layer's embedding of each suite item's target word into STORE."""
-    from emb.backends import check_options
+    from emb.api import extract as run_extract
     from emb.errors import OptionError
-    from emb.extract.pipeline import extract as run_extract
-    from emb.stimuli import build_suites, suite_warnings
     from emb.store import describe, open_store
 
-    backend_options = {k: suite_options.pop(k) for k in _backend_option_names()}
-    for name, value in backend_options.items():  # a suite's option too (ceat's allow_missing)
-        if name in _suite_option_names():
-            suite_options[name] = value or None
-    try:
-        suites = build_suites(suite_specs, suite_options, shared=backend_options)
-    except OptionError as err:
-        raise _usage_error(err) from None
-    for line in suite_warnings(suites):
-        click.echo(line, err=True)
-    try:  # the backend that opens the model, and its options checked (loaded by the pipeline)
-        backend = check_options(model, backend_options, suites=suites)
-    except OptionError as err:
-        raise _usage_error(err) from None
-    backend.quiet()
-    kwargs: dict[str, Any] = {
+    given = {
         k: v
         for k, v in {
             "dtype": dtype,
             "storage_dtype": storage_dtype,
             "batch_size": batch_size,
             "device": device,
+            "poolings": poolings,
         }.items()
         if v is not None
     }
-    if poolings is not None:
-        kwargs["poolings"] = tuple(p.strip() for p in poolings.split(",") if p.strip())
-    reports = run_extract(
-        model,
-        suites,
-        store,
-        bos=bos,
-        bos_token=bos_token,
-        names=list(group_names) if group_names else None,
-        overwrite=overwrite,
-        progress=not quiet,
-        layers=layers,
-        dry_run=dry_run,
-        on_estimate=lambda estimate: click.echo(estimate.line(), err=not dry_run),
-        on_note=lambda line: click.echo(line, err=True),
-        shard=shard,
-        **kwargs,
-        **backend_options,
-    )
+    estimates: list[Any] = []
+    try:
+        reports = run_extract(
+            model,
+            list(suite_specs),
+            store,
+            bos=bos,
+            bos_token=bos_token,
+            group_names=list(group_names) if group_names else None,
+            overwrite=overwrite,
+            progress=not quiet,
+            layers=layers,
+            dry_run=dry_run,
+            on_estimate=lambda estimate: (estimates.append(estimate),
+                                          click.echo(estimate.line(), err=not dry_run)),
+            on_note=lambda line: click.echo(line, err=True),
+            shard=shard,
+            **given,
+            **options,
+        )
+    except OptionError as err:
+        raise _usage_error(err) from None
     if dry_run:
         return
     for r in reports:
@@ -249,6 +199,9 @@ def extract(
             from emb.backends._backoff import describe as describe_backoffs
 
             click.echo(f"{r.name}: {describe_backoffs(list(r.backoffs))}")
+    # the estimate covers the whole run: compared only when every block was written by this run
+    if estimates and reports and all(r.blocks_written == r.blocks_total for r in reports):
+        click.echo(f"time: {estimates[-1].versus(sum(r.seconds for r in reports))}")
     click.echo(describe(open_store(store).info()))
 
 
@@ -302,7 +255,7 @@ def suites(ctx: click.Context) -> None:
         for opt in gen.options:
             default = "" if opt.default in (None, ()) else f" (default {opt.default})"
             many = " [repeatable]" if opt.multiple else ""
-            click.echo(f"    --{opt.name.replace('_', '-')}{many}: {opt.help}{default}")
+            click.echo(f"    {opt.cli_flag}{many}: {opt.help}{default}")
     click.echo("A suite file (JSON/YAML, schema emb/schemas/suite.schema.json) can be passed to --suite too.")
     click.echo("emb suites export STORE --suite NAME FILE writes a stored suite to a file for other models.")
 

@@ -16,7 +16,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emb.errors import LexiconError, SuiteError
+from emb.errors import LexiconError, OptionError, SuiteError
 from emb.schemas import SCHEMA_VERSION, load_schema, validate_document
 from emb.stimuli.corpus import Corpus
 from emb.stimuli.suites import (
@@ -484,9 +484,9 @@ def test_builtin_generators_and_options():
         build_suite("vast")
     with pytest.raises(SuiteError, match="--wording .* one of paper, reference; got 'poetic'"):
         build_suite("vast", lexicon=["x"], wording="poetic")
-    with pytest.raises(SuiteError, match="--seed .* must be a whole number, got 'abc'"):
+    with pytest.raises(SuiteError, match="--seed .* of suite 'vast' must be an integer from 0 to 9,223,372,036,854,775,807; got 'abc'"):
         build_suite("vast", lexicon=["x"], seed="abc")
-    with pytest.raises(SuiteError, match="--seed .* must be at least 0, got -1"):
+    with pytest.raises(SuiteError, match="--seed .* must be an integer from 0 .*; got -1"):
         build_suite("vast", lexicon=["x"], seed=-1)
 
 
@@ -495,19 +495,19 @@ def test_option_parsing():
     assert option.parse(None) == (1,)
     assert option.parse("3") == (3,)
     assert option.parse(["3", 4]) == (3, 4)
-    with pytest.raises(SuiteError):
+    with pytest.raises(OptionError):
         option.parse([1.5])
     assert SuiteOption(name="p", type=Path, help="h").parse("a/b") == Path("a/b")
     switch = SuiteOption(name="allow_it", type=bool, default=False, help="h")
-    assert switch.flag == "--allow-it"
+    assert switch.cli_flag == "--allow-it"
     assert [switch.parse(v) for v in (None, True, "yes", "0")] == [False, True, True, False]
-    with pytest.raises(SuiteError, match=r"--allow-it \(allow_it= in Python\) must be true or"):
+    with pytest.raises(OptionError, match=r"--allow-it \(allow_it= in Python\) must be true or"):
         switch.parse("maybe")
     text = SuiteOption(name="word", type=str, help="h")
-    with pytest.raises(SuiteError, match="must be text, got b'x'") as caught:
+    with pytest.raises(OptionError, match="must be text; got b'x'") as caught:
         text.parse(b"x")
     assert "np." not in str(caught.value)
-    with pytest.raises(SuiteError, match="got 'WEAT1'") as caught:
+    with pytest.raises(OptionError, match="got 'WEAT1'") as caught:
         SuiteOption(name="n", type=int, help="h").parse(np.str_("WEAT1"))
     assert "np.str_" not in str(caught.value)
 

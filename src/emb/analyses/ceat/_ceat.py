@@ -59,6 +59,7 @@ from emb.analyses.ceat._summary import summary
 from emb.analyses.ceat._tables import tables
 from emb.analyses.stats._work import plan
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.options import ALTERNATIVE, DDOF, N_PERMUTATIONS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -118,12 +119,6 @@ def _check_memory(
             f"{limit / 2**30:.1f} GiB; lower --samples, or --n-bootstrap x --bootstrap-samples "
             "(--n-bootstrap 0: no bootstrap), or run fewer --tests"
         )
-
-
-def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
-    return value
 
 
 def _missing_tests_message(ds: xr.Dataset, unknown: list[str], present: list[str]) -> str:
@@ -408,9 +403,7 @@ def ceat(
     test
     T1     0.06  1.42  1.71
     """
-    alternative = _parse_choice("alternative", alternative, ("two-sided", "greater", "less"))  # type: ignore[assignment]
-    method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]
-    check_options(ANALYSIS, n_samples=n_samples, ddof=ddof, n_permutations=n_permutations,
+    check_options(ANALYSIS, alternative=alternative, method=method, n_samples=n_samples, ddof=ddof, n_permutations=n_permutations,
                   n_bootstrap=n_bootstrap, bootstrap_samples=bootstrap_samples, seed=seed)
     if 0 < n_bootstrap < 20:
         raise AnalysisError(f"n_bootstrap must be 0 (no bootstrap CI) or at least 20 (fewer cannot "
@@ -503,10 +496,9 @@ ANALYSIS = Analysis(
         Option(name="tests", multiple=True, help="test of the suite, e.g. C1 (default: all)"),
         Option(name="n_samples", type="int", flag="--samples", low=2, high=MAX_CEAT_SAMPLES,
                help="N: samples of one context per stimulus"),
-        Option(name="alternative", choices=("two-sided", "greater", "less"),
-               help="alternative hypothesis of the combined z"),
-        Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
-        Option(name="n_permutations", type="int", high=MAX_SAMPLE_PERMUTATIONS,
+        ALTERNATIVE.but(help="alternative hypothesis of the combined z"),
+        DDOF,
+        N_PERMUTATIONS.but(low=0, high=MAX_SAMPLE_PERMUTATIONS,
                help="re-splits behind each sample's own p (histogram colours); 0: none"),
         Option(name="n_bootstrap", type="int", high=MAX_BOOTSTRAP,
                help="bootstrap replicates: 0 (no bootstrap CI) or at least 20"),

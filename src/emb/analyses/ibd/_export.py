@@ -55,7 +55,7 @@ def ceat_tests(result: xr.Dataset) -> dict[str, Any]:
     contrast by the same method; words detected for both are left out of both (as the paper's
     I1 did with *assertive*). Tests with an empty A or B are left out (listed in ``_note``).
     """
-    from emb import __version__
+    from emb._version import __version__
 
     cell = declared_cell(result)
     contrast = str(result.attrs.get("contrast", ""))

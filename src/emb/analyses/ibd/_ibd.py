@@ -34,6 +34,7 @@ from emb.analyses import stats
 from emb.analyses._analysis import (
     Analysis,
     Option,
+    check_options,
 )
 from emb.analyses._select import (
     own_descriptions,
@@ -68,12 +69,6 @@ MAX_THRESHOLDS = 100_000
 
 
 # -- options -------------------------------------------------------------------------------------
-def _parse_choice(name: str, value: Any, allowed: Sequence[str]) -> Any:
-    if value not in allowed:
-        raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
-    return value
-
-
 def _parse_thresholds(value: str | Sequence[float] | None) -> np.ndarray | None:
     """None = the exact ROC; else a sorted grid (from ``START:STOP:STEP`` or a list)."""
     if value is None or (isinstance(value, str) and value.strip().lower() == "exact"):
@@ -269,15 +264,10 @@ def ibd(
     mexican_female  0.96  0.88  1.00
     european_male   0.88  0.83  1.00
     """
-    method = _parse_choice("method", method, ("default", "reference"))
+    check_options(ANALYSIS, method=method, rule=rule, eibd_threshold=eibd_threshold)
     reference = method == "reference"
-    rule = _parse_choice("rule", rule if rule is not None else ("all" if reference else "any"),
-                         ("any", "all"))
-    eibd_threshold = _parse_choice(
-        "eibd_threshold",
-        eibd_threshold if eibd_threshold is not None else ("own" if reference else "ibd"),
-        ("ibd", "own"),
-    )
+    rule = rule if rule is not None else ("all" if reference else "any")
+    eibd_threshold = eibd_threshold if eibd_threshold is not None else ("own" if reference else "ibd")
     if thresholds is None and reference:
         thresholds = CODE_GRID
     grid = _parse_thresholds(thresholds)

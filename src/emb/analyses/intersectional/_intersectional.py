@@ -34,7 +34,6 @@ from emb import data
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
-    MAX_PERMUTATIONS,
     SEED_32,
     Analysis,
     Option,
@@ -58,6 +57,7 @@ from emb.analyses.stats._work import plan
 from emb.analyses.stats.subspace import SCALINGS, Scaling
 from emb.analyses.valence_subspace import project, valence_direction
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.options import ALTERNATIVE, C_SVC, CORRECTION, CV_FOLDS, DDOF, N_PERMUTATIONS
 from emb.schemas.datamodel import ITEM
 
 if TYPE_CHECKING:
@@ -558,14 +558,13 @@ ANALYSIS = Analysis(
     description="valence bias of 12 attribute pairs in 4,096 phrases (d, permutation p) and "
     "experiment-3 ranks",
     options=(
-        Option(name="C", type="float", flag="--C", low=0, low_open=True, help="LinearSVC regularisation"),
+        C_SVC,
         Option(name="scaling", choices=SCALINGS, help="feature scaling fitted on the training words"),
-        Option(name="cv_folds", type="int", high=25, help="folds of the classifier's cross-validated accuracy"),
-        Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
-        Option(name="alternative", choices=("two-sided", "greater", "less"), help="alternative hypothesis"),
-        Option(name="n_permutations", type="int", low=2, high=MAX_PERMUTATIONS,
-               help="Monte-Carlo re-splits of A and B"),
-        Option(name="correction", choices=("none", "holm", "bh"), help="correction across the 12 pairs"),
+        CV_FOLDS,
+        DDOF,
+        ALTERNATIVE,
+        N_PERMUTATIONS.but(help="Monte-Carlo re-splits of A and B"),
+        CORRECTION.but(help="correction across the 12 pairs"),
         Option(name="extreme_share", type="float", low=0, high=0.5, low_open=True,
                help="share of experiment-3 phrases in the top/bottom sets"),
     ),

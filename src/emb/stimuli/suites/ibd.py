@@ -25,9 +25,10 @@ from typing import Any
 from emb import data
 from emb._documents import show
 from emb.errors import SuiteError
+from emb.options import Option
 from emb.stimuli.suites._common import BLEACHED, listing, read_json, sha256, span_item, word_list
 from emb.stimuli.suites.core import Suite
-from emb.stimuli.suites.generator import SuiteGenerator, SuiteOption
+from emb.stimuli.suites.generator import SuiteGenerator
 
 __all__ = ["IBD_DATA", "IbdData", "IbdGenerator", "parse_ibd_data"]
 
@@ -175,7 +176,7 @@ class IbdGenerator(SuiteGenerator):
         "alone and bleached"
     )
     options = (
-        SuiteOption(
+        Option(
             name="ibd_groups",
             type=Path,
             help="JSON file of groups and attributes in the layout of "

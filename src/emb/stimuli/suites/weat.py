@@ -13,6 +13,7 @@ from typing import Any
 from emb import data
 from emb._documents import show
 from emb.errors import SuiteError
+from emb.options import Option
 from emb.stimuli.suites._common import (
     BLEACHED,
     listing,
@@ -22,7 +23,7 @@ from emb.stimuli.suites._common import (
     word_list,
 )
 from emb.stimuli.suites.core import Suite
-from emb.stimuli.suites.generator import SuiteGenerator, SuiteOption
+from emb.stimuli.suites.generator import SuiteGenerator
 
 __all__ = ["WEAT_TESTS", "WeatGenerator", "WeatGroup", "WeatTest", "parse_weat_tests"]
 
@@ -160,12 +161,12 @@ class WeatGenerator(SuiteGenerator):
         "WEAT target and attribute words (Caliskan et al. 2017) in bleached and alone contexts"
     )
     options = (
-        SuiteOption(
+        Option(
             name="tests",
             type=Path,
             help="JSON file of tests in the weat_tests.json layout (default: the 10 WEAT tests)",
         ),
-        SuiteOption(
+        Option(
             name="select",
             type=str,
             multiple=True,

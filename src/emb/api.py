@@ -1,0 +1,362 @@
+"""The front door: :func:`extract` and :func:`analyze`, the same for a notebook and the CLI.
+
+``emb extract`` and ``emb analyze`` parse their flags, call these two functions and print; every
+choice they make (which suites to build and with which options, which backend opens the model,
+how stores are opened and labelled, which optional suites an analysis reads, how the suite is
+chunked, where results go) is made here, so that Python gets exactly what the command line gives::
+
+    import emb
+
+    emb.extract("gpt2", ["weat", ("vast", {"lexicon": "warriner"})], "gpt2.zarr", dtype="float16")
+    run = emb.analyze("weat", {"gpt2": "gpt2.zarr"}, out="results/weat", correction="holm")
+    run.summary, run.tables["weat"], run.figures, run.dataset
+
+Options are checked by their declarations (:mod:`emb.options`): a wrong value gets the same
+message here as from the CLI. :func:`extract` is the extract room's own door
+(:mod:`emb.extract.front`, handed on here), so that ``emb.extract``, the package, is callable as it
+without an import back up; importing this module imports no torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import xarray as xr
+    from matplotlib.figure import Figure
+
+    from emb.analyses import Analysis, Summary
+    from emb.extract.front import extract
+
+__all__ = ["Analyzed", "analyze", "extract"]
+
+
+def __getattr__(name: str) -> Any:  # the extract door, imported when asked for
+    if name == "extract":
+        from emb.extract.front import extract
+
+        return extract
+    raise AttributeError(f"module 'emb.api' has no attribute {name!r}")
+
+
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+# -- analyze -------------------------------------------------------------------------------------------
+def split_label(spec: str) -> tuple[str | None, str]:
+    """``label=path`` → (label, path); a plain path (or URL) → (None, path). A spec that exists
+    as a path is a path, even with an ``=`` in its name (``we=ird.zarr``)."""
+    if "=" in spec and not Path(spec).exists():
+        label, path = spec.split("=", 1)
+        if _LABEL.match(label) and path:
+            return label, path
+    return None, spec
+
+
+def store_specs(stores: Any) -> list[str]:
+    """``stores`` as the CLI's ``--store`` values: a path, a list of ``[LABEL=]PATH``, or a
+    mapping label → path."""
+    if isinstance(stores, Mapping):
+        return [f"{label}={os.fspath(path)}" for label, path in stores.items()]
+    if isinstance(stores, str | os.PathLike):
+        return [os.fspath(stores)]
+    return [os.fspath(s) for s in stores]
+
+
+def _names_for(specs: Sequence[str], models: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One unique label per store: the one given (``--store gpt2=path``), else a hub model's id
+    (``gpt2``), else the store's file name (``minilm`` for ``minilm.zarr``): local paths and
+    site-packages directories make unreadable labels."""
+    from emb.errors import OptionError
+
+    names: list[str] = []
+    for spec, model in zip(specs, models, strict=True):
+        label, path = split_label(spec)
+        stem = Path(path.rstrip("/")).name.removesuffix(".zip").removesuffix(".zarr")
+        hub = model.get("source") == "hub" and model.get("model_id")
+        base = str(label or hub or stem or model.get("model_id"))
+        name, i = base, 2
+        while name in names:
+            if label:
+                raise OptionError(f"the label {label!r} is given to two stores; give each its own")
+            name, i = f"{base} ({i})", i + 1
+        names.append(name)
+    return names
+
+
+def open_inputs(specs: Sequence[str], analysis: Analysis,
+                suite: str | None) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+    """The stores' labels, each store's suite group as a Dataset (chunked as the analysis reads
+    it), and the optional suites each store holds (``per_model``)."""
+    from emb._text import did_you_mean
+    from emb._text import names as name_list
+    from emb.errors import StoreError
+    from emb.store import open_store
+
+    opened = [open_store(split_label(spec)[1]) for spec in specs]
+    names = _names_for(specs, [s.model for s in opened])
+    group = suite or analysis.suite
+    for spec, store in zip(specs, opened, strict=True):
+        present = list(store.suites)
+        if group not in present:
+            if (damaged := store.damaged(group)) is not None:
+                raise damaged  # there, but unreadable: 'emb extract' would refuse it too
+            hint = did_you_mean(group, present)
+            raise StoreError(
+                f"the store {split_label(spec)[1]} has no suite {group!r}; it has "
+                f"{name_list(present)}.{hint} Pass --suite NAME for another group, or add it with "
+                f"'emb extract --model {store.model.get('model_id') or 'MODEL'} --suite "
+                f"{analysis.suite if group == analysis.suite else 'FILE'} --store {split_label(spec)[1]}'"
+            )
+    datasets = {n: s.dataset(group, chunks="layer", chunk_by=analysis.chunk_by)
+                for n, s in zip(names, opened, strict=True)}
+    per_model: dict[str, dict[str, Any]] = {}
+    for name, store in zip(names, opened, strict=True):
+        extra = {key: store.dataset(g, chunks="layer")
+                 for key, g in analysis.optional_suites.items() if g in store.suites}
+        if extra:
+            per_model[name] = extra
+    return names, datasets, per_model
+
+
+def default_out(names: Sequence[str], analysis: Analysis) -> Path:
+    """``emb-results/<stores>/<analysis>/``: where results go when no directory is given."""
+    from emb.analyses._analysis import slug
+
+    return Path("emb-results") / "+".join(slug(n) for n in names) / analysis.stem
+
+
+def command_line(analysis: Analysis, stores: Sequence[str], options: Mapping[str, Any], *,
+                 suite: str | None, out: str | None, table_format: str,
+                 figure_formats: Sequence[str], relative_depth: bool, figures: bool,
+                 overwrite: bool) -> list[str]:
+    """The command as typed when run from a shell, else the ``emb analyze`` command that gives
+    the same run (the results' sidecar records it)."""
+    if sys.argv and Path(sys.argv[0]).name == "emb":
+        return ["emb", *sys.argv[1:]]
+    args = ["emb", "analyze", analysis.name]
+    for store in stores:
+        args += ["--store", store]
+    flags = {o.name: o for o in analysis.options}
+    for key, value in options.items():
+        if key == "method":
+            args += ["--reference"] if value == "reference" else []
+        elif key == "seed":
+            args += ["--seed", str(value)]
+        elif flags[key].type == "bool":
+            args.append(flags[key].cli_flag if value else "--no-" + flags[key].cli_flag[2:])
+        else:
+            for v in value if isinstance(value, list) else [value]:
+                args += [flags[key].cli_flag, str(v)]
+    if suite:
+        args += ["--suite", str(suite)]
+    if out:
+        args += ["--out", str(out)]
+    if table_format != "auto":
+        args += ["--format", str(table_format)]
+    for fmt in figure_formats or ():
+        args += ["--figure-format", str(fmt)]
+    for flag, given in (("relative-depth", relative_depth), ("no-plots", not figures),
+                        ("overwrite", overwrite)):
+        if given:
+            args.append("--" + flag)
+    return args
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Analyzed:
+    """One computed analysis: its Dataset, tables, figures and summary, and what was written.
+
+    Attributes
+    ----------
+    analysis : Analysis
+        The registry record that ran.
+    dataset : xarray.Dataset
+        The computed result (stacked along ``model`` over the stores).
+    directory : Path or None
+        Where the files were written (None: nothing was written).
+    files : tuple of Path
+        The files written.
+    """
+
+    analysis: Analysis
+    dataset: xr.Dataset
+    directory: Path | None = None
+    files: tuple[Path, ...] = ()
+    replaced: tuple[Path, ...] = ()
+    figure_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    written_summary: Any = field(default=None, repr=False)
+
+    @functools.cached_property
+    def tables(self) -> dict[str, Any]:
+        """The tidy tables by name (the first is the main one), as the CLI writes them."""
+        return self.analysis.tables(self.dataset)
+
+    @functools.cached_property
+    def figures(self) -> dict[str, Figure]:
+        """The figures by name, as the CLI draws them."""
+        return self.analysis.draw(self.dataset, **self.figure_options)
+
+    @functools.cached_property
+    def summary(self) -> Summary:
+        """What ``emb analyze`` prints (:meth:`Summary.lines`; ``to_dict()`` for JSON)."""
+        if self.written_summary is not None:
+            return self.written_summary
+        return self.analysis.summary(self.dataset, self.tables)
+
+
+def compute(lazy: Any, *, scheduler: str | None = None,
+            progress: AbstractContextManager[Any] | None = None,
+            on_note: Callable[[str], object] | None = None) -> Any:
+    """``lazy.compute()`` on the local threads (one BLAS thread each: the same bytes on every
+    run) or on a dask.distributed ``scheduler``, inside ``progress`` (a dask callback)."""
+    if scheduler:
+        from emb._scheduler import connect_scheduler
+
+        with connect_scheduler(scheduler) as client:
+            if on_note is not None:
+                on_note(f"computing on {client.dashboard_link or scheduler}")
+            # one BLAS thread on every worker, as locally (Dask's nanny starts workers so; a
+            # worker started otherwise, or threads in this process, may have more)
+            client.run(_one_blas_thread)
+            return lazy.compute()  # the client is the default scheduler inside this block
+    # dask runs one task per core; BLAS threads on top only oversubscribe them, and a product
+    # computed with a varying number of BLAS threads varies in its last bits from run to run
+    # (tables would not be byte-identical across identical runs): one BLAS thread throughout
+    from emb.analyses.stats import single_threaded_blas
+
+    with single_threaded_blas(), progress or nullcontext():
+        return lazy.compute()
+
+
+def _one_blas_thread() -> None:
+    """Set every BLAS library loaded in this process to one thread (run on each worker)."""
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+
+
+def analyze(
+    name: str,
+    stores: Any,
+    *,
+    out: str | os.PathLike[str] | bool | None = None,
+    suite: str | None = None,
+    overwrite: bool = False,
+    scheduler: str | None = None,
+    figures: bool = True,
+    figure_formats: Sequence[str] = ("png",),
+    table_format: str = "auto",
+    dpi: int = 200,
+    relative_depth: bool = False,
+    progress: Callable[[Any], AbstractContextManager[Any] | None] | None = None,
+    on_note: Callable[[str], object] | None = None,
+    command: Sequence[str] | None = None,
+    **options: Any,
+) -> Analyzed:
+    """Run the analysis ``name`` over one or several stores: what ``emb analyze NAME`` does.
+
+    Parameters
+    ----------
+    name
+        A registered analysis (``emb analyze --list``; :data:`emb.analyses.ANALYSES`).
+    stores
+        A store's path or URL, a list of ``[LABEL=]PATH``, or a mapping label → path; the
+        results are stacked along ``model``, one label per store.
+    out
+        None (default): compute and return, write nothing. A directory: write every file the
+        CLI writes there (an earlier run's files are replaced only with ``overwrite``). True:
+        the CLI's default directory ``emb-results/<stores>/<analysis>/``, replaced every run.
+    suite
+        The store group to read (default: the analysis' own, e.g. ``weat``).
+    overwrite, scheduler, figures, figure_formats, table_format, dpi, relative_depth
+        As ``--overwrite``, ``--scheduler``, ``--no-plots``, ``--figure-format``, ``--format``,
+        ``--dpi``, ``--relative-depth``.
+    progress
+        ``progress(work)`` → a context manager shown while computing (``work``: the planned
+        permutation work, :func:`emb.analyses.stats._work.planning`), or None: nothing shown.
+    on_note
+        Called with each note (an earlier run finished, the scheduler's dashboard).
+    command
+        The command line recorded with the results (default: the ``emb analyze`` command that
+        gives the same run).
+    **options
+        The analysis' keyword options (``emb analyze NAME --help``), checked by their
+        declarations.
+
+    Returns
+    -------
+    Analyzed
+        ``.dataset``, ``.tables``, ``.figures``, ``.summary``, and ``.directory``/``.files``
+        when written.
+    """
+    from emb.analyses import ANALYSES, run_analysis
+    from emb.analyses.stats._work import planning
+    from emb.results import discard_out, prepare_out, write_results
+    from emb.store import check_unchanged, damage_reported
+
+    if isinstance(name, str) and name not in ANALYSES:
+        from emb._text import unknown_names
+        from emb.errors import AnalysisError
+
+        raise AnalysisError(unknown_names("analysis", [name], list(ANALYSES), "the analyses"))
+    analysis = ANALYSES[name] if isinstance(name, str) else name
+    specs = store_specs(stores)
+    locations = [split_label(s)[1] for s in specs]
+    with damage_reported(locations):
+        names, datasets, per_model = open_inputs(specs, analysis, suite)
+    # check everything cheap before computing and before creating anything: the options (the
+    # lazy result), then the output directory
+    with planning() as work:  # the permutation tests' work, declared while the graph is built
+        lazy = run_analysis(analysis, datasets, per_model=per_model, **options)
+    figure_options = {"relative_depth": bool(relative_depth)}
+    if out is None or out is False:
+        shown = progress(work) if progress is not None else None
+        with damage_reported(locations):
+            result = compute(lazy, scheduler=scheduler, progress=shown, on_note=on_note)
+        check_unchanged([*datasets.values(), *(d for m in per_model.values() for d in m.values())])
+        return Analyzed(analysis=analysis, dataset=result, figure_options=figure_options)
+    given_out = None if out is True else os.fspath(out)
+    directory = Path(given_out) if given_out else default_out(names, analysis)
+    plan = prepare_out(directory, analysis, overwrite=overwrite, default=given_out is None)
+    for note in plan.notes:
+        if on_note is not None:
+            on_note(f"({note})")
+    shown = progress(work) if progress is not None else None
+    try:
+        with damage_reported(locations):  # a shard that does not decode: which store, what to run
+            result = compute(lazy, scheduler=scheduler, progress=shown, on_note=on_note)
+        # a suite rewritten while it was read: refused, nothing written
+        check_unchanged([*datasets.values(), *(d for m in per_model.values() for d in m.values())])
+        written = write_results(
+            plan,
+            analysis,
+            result,
+            stores=dict(zip(names, locations, strict=True)),
+            options=options,
+            suite=suite or analysis.suite,
+            command=list(command) if command is not None else command_line(
+                analysis, specs, options, suite=suite, out=given_out, table_format=table_format,
+                figure_formats=() if tuple(figure_formats) == ("png",) else figure_formats,
+                relative_depth=relative_depth, figures=figures, overwrite=overwrite),
+            figures=figures,
+            dpi=dpi,
+            table_format=table_format,
+            figure_formats=tuple(figure_formats) or ("png",),
+            figure_options=figure_options,
+        )
+    except BaseException:  # an error, Ctrl-C: no empty directory left behind
+        discard_out(plan)
+        raise
+    return Analyzed(analysis=analysis, dataset=result, directory=written.directory,
+                    files=tuple(written.files), replaced=tuple(plan.replaced),
+                    figure_options=figure_options, written_summary=written.summary)
+

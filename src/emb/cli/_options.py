@@ -1,0 +1,138 @@
+"""Click options generated from :class:`emb.options.Option` declarations (no option mapped by hand).
+
+Suites', backends' and analyses' options reach the command line only through these functions:
+each becomes one flag with the declared type, choices and bounds, and a value is checked by the
+declaration's own validator (:meth:`emb.options.Option.parse`), so the CLI refuses it with the
+same message as the Python API. Defaults come from the declaration or the function's signature.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import click
+
+__all__ = ["Choice", "DeclaredValue", "apply", "click_option", "show_default"]
+
+
+def show_default(value: Any) -> str | None:
+    """A default as ``--help`` shows it (None: nothing to show)."""
+    if value is inspect.Parameter.empty or value is None:
+        return None
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, tuple | list):
+        return ",".join(map(str, value)) or None
+    return str(value)
+
+
+class Choice(click.Choice):
+    """click's Choice refusing a value with the declaration's message (the one Python gives, when
+    the option is declared) and a "did you mean" (stdlib difflib; click 8.1 and later)."""
+
+    def __init__(self, choices: Any, option: Any = None, owner: str | None = None) -> None:
+        super().__init__(list(choices))
+        self.option = option
+        self.owner = owner
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from emb._text import did_you_mean
+
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as err:
+            if self.option is not None:
+                err.message = self.option.message(value, owner=self.owner)
+            hint = did_you_mean(value, self.choices)
+            if hint and hint not in err.message:
+                err.message += hint
+            raise
+
+
+class DeclaredValue(click.ParamType):
+    """An ``int``/``float`` option checked by its declaration (:meth:`emb.options.Option.parse`:
+    the same check and message as the function's), so that a seed of -1 or 10^23 permutations
+    is refused before anything is opened."""
+
+    def __init__(self, option: Any, owner: str | None = None) -> None:
+        self.option = option
+        self.owner = owner
+        self.name = "integer" if option.type == "int" else "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from emb.errors import EmbError
+
+        number = value
+        if isinstance(value, str):  # as Python would get it: the message is the same
+            try:
+                number = int(value) if self.option.type == "int" else float(value)
+            except ValueError:
+                pass
+        try:
+            return self.option.parse(number, owner=self.owner)
+        except EmbError as err:
+            self.fail(str(err), param, ctx)
+
+
+def range_help(option: Any) -> str:
+    """The bounds of a numeric option for ``--help``."""
+    if option.type == "int":
+        low, high = option.bounds
+        return f"  [range: {low}..{high}]"
+    return f"  [range: {option.float_bounds}]" if option.float_bounds else "  [finite]"
+
+
+_TYPES: dict[str, Any] = {"str": str, "layer": str, "path": click.Path(exists=True)}
+
+
+def click_option(option: Any, default: Any, *, owner: str | None = None) -> Callable[[Any], Any]:
+    """The click decorator of one declared analysis option (its value None/() when not given;
+    single-valued options are collected as lists too, so that a repeated one is refused, not
+    silently overwritten)."""
+    shown = show_default(default)
+    help_text = option.help + (f"  [default: {shown}]" if shown else "")
+    if option.type == "bool":
+        name = option.cli_flag.removeprefix("--")
+        return click.option(f"--{name}/--no-{name}", option.name, default=None, help=help_text)
+    kwargs: dict[str, Any] = {"default": None, "help": help_text, "metavar": option.metavar}
+    if option.choices:
+        kwargs["type"] = Choice(option.choices, option, owner)
+    elif option.type in ("int", "float"):
+        kwargs["type"] = DeclaredValue(option, owner)
+        kwargs["help"] = help_text + range_help(option)
+    else:
+        kwargs["type"] = _TYPES[option.type]
+    if option.multiple:
+        kwargs["help"] += "  (repeatable; or comma-separated)"
+    kwargs["multiple"] = True
+    return click.option(option.cli_flag, *option.aliases, option.name, **kwargs)
+
+
+def extract_option(declared: list[Any], help_text: str, *, default: Any = None,
+                   multiple: bool | None = None) -> Callable[[Any], Any]:
+    """The click decorator of one ``emb extract`` flag that ``declared`` options (one name, of
+    one or several suites or backends) share: the value reaches the library unconverted (the
+    suite's or backend's own validator converts and checks it)."""
+    opt = declared[0]
+    kwargs: dict[str, Any] = {"default": default, "help": help_text}
+    if opt.type == "bool":
+        kwargs["is_flag"] = True
+    else:
+        kwargs["multiple"] = any(o.multiple for o in declared) if multiple is None else multiple
+        if opt.choices:
+            kwargs["type"] = click.Choice(list(opt.choices))
+        elif opt.type in ("int", "float"):
+            kwargs["type"] = int if opt.type == "int" else float
+    return click.option(opt.cli_flag, opt.name, **kwargs)
+
+
+def apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:
+    """One decorator applying ``decorators`` in order (the first outermost)."""
+    def wrap(func: Any) -> Any:
+        for dec in reversed(list(decorators)):
+            func = dec(func)
+        return func
+
+    return wrap
