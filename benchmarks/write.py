@@ -162,6 +162,7 @@ def _floor(pool: np.ndarray, n: int, block: int, directory: Path) -> None:
 def child(spec: dict[str, Any]) -> dict[str, Any]:
     """One variant, in this (child) process: its seconds and peak RSS above its data."""
     from emb.extract import pipeline
+    from emb.extract import settings as extraction_settings
     from emb.store import layer_major
     from emb.store import writer as store_writer
 
@@ -181,7 +182,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     directory = Path(spec["dir"])
     if spec["variant"] == "zarr path":
         store_writer.ShardEncoder.of = classmethod(lambda cls, array: None)  # type: ignore[method-assign]
-        pipeline._writer_threads = lambda: 1
+        extraction_settings.writer_threads = lambda: 1
         pipeline.QUEUE_WINDOWS = 1
     # warm-up: lazy imports, the codecs, the event loop (a small suite, another store)
     pipeline.extract(runner, _suite(2 * block), str(directory / "warm.zarr"), progress=False,

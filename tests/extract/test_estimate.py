@@ -125,14 +125,14 @@ def test_the_range_and_the_comparison_are_printed():
 def test_the_write_path_adds_on_a_cpu_and_overlaps_on_a_gpu(clock, monkeypatch, device):
     import dataclasses
 
-    from emb.extract import pipeline
+    from emb.extract import settings
 
     runner = TimedRunner(clock)
     runner.info = dataclasses.replace(runner.info, device=device)
     encodings = _encodings(runner, 600)
     kwargs = dict(layers=range(4), poolings=("first",), storage_dtype="float16", batch_size=32)
     compute = estimate_extraction(runner, [encodings], [600], **kwargs).seconds
-    monkeypatch.setattr(pipeline, "_writer_threads", lambda: 2)
+    monkeypatch.setattr(settings, "writer_threads", lambda: 2)
     for per_item in (compute / 600, 10 * compute / 600):  # writing half or five times the compute
         monkeypatch.setattr("emb.store.write_seconds", lambda values, p=per_item: p * len(values))
         estimate = estimate_extraction(runner, [encodings], [600], **kwargs)

@@ -141,10 +141,10 @@ def estimate_extraction(
             storage_dtype=storage_dtype, subset=subset,
         )
         if isinstance(sample, np.ndarray) and sample.ndim == 4 and len(sample):
-            from emb.extract.pipeline import _writer_threads
+            from emb.extract.settings import writer_threads
             from emb.store import write_seconds
 
-            writing = items * write_seconds(sample) / len(sample) / _writer_threads()
+            writing = items * write_seconds(sample) / len(sample) / writer_threads()
             # the writer threads overlap a GPU's work, and share a CPU's cores with the model
             on_gpu = str(getattr(info, "device", "cpu")).startswith("cuda")
             seconds = max(seconds, writing) if on_gpu else seconds + writing

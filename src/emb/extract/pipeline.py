@@ -37,6 +37,7 @@ import numpy as np
 from emb import backends
 from emb.backends.devices import check_device
 from emb.errors import EmbError, EmbWarning, StoreError
+from emb.extract import settings as extraction_settings
 from emb.extract._plan import BlockSources, Plan
 from emb.extract._prepared import Prepared, first_position
 from emb.extract.settings import ExtractionSettings, SuiteReport, parse_layers, parse_settings
@@ -406,7 +407,7 @@ def _extract_suite(
     unknown = {"n_unknown_targets": len(prep.unknown), "unknown_examples": tuple(sorted(set(prep.unknown))[:10])}
     writer: SuiteWriter | None = None
     try:  # the suite lock is released once the writer thread has ended
-        with ThreadPoolExecutor(max_workers=_writer_threads(), thread_name_prefix="emb-writer") as pool:
+        with ThreadPoolExecutor(max_workers=extraction_settings.writer_threads(), thread_name_prefix="emb-writer") as pool:
             # a new layout is written by a writer thread while the first block is computed (the
             # blocks submitted after it wait for it); a window's blocks encode and write at once
             writer = target.open_suite(
@@ -528,13 +529,6 @@ def _extract_suite(
         n_copied=n_copied, blocks_written=len(pending_set), blocks_total=len(ranges),
         already_complete=False, seconds=time.perf_counter() - t0, **unknown,
     )
-
-
-def _writer_threads() -> int:
-    """Writer threads: each encodes and writes one block at a time (Blosc and the file writes
-    release the GIL); as many as the cores this process may use, 2 to 8."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    return max(2, min(8, cores))
 
 
 def _store_block(

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -104,3 +105,10 @@ def parse_layers(spec: str | Sequence[int] | None, n_blocks: int) -> list[int]:
     if not out:
         raise EmbError("no layers given; pass 'all' or a list such as '0,6,-1'")
     return sorted(out)
+
+
+def writer_threads() -> int:
+    """Writer threads: each encodes and writes one block at a time (Blosc and the file writes
+    release the GIL); as many as the cores this process may use, 2 to 8."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(2, min(8, cores))
