@@ -44,6 +44,7 @@ __all__ = [
     "MAX_PERMUTATIONS",
     "MAX_SEED",
     "METHOD",
+    "MIN_WORDS",
     "N_PERMUTATIONS",
     "SEED",
     "SEED_32",
@@ -339,3 +340,10 @@ C_SVC = Option(name="C", type="float", flag="--C", low=0, low_open=True,
 #: Folds of a classifier's cross-validated accuracy.
 CV_FOLDS = Option(name="cv_folds", type="int", high=25,
                   help="folds of the classifier's cross-validated accuracy")
+#: Fewest words per word set before a result row is flagged ``small_n``. Caliskan et al. (2017)
+#: ran WEAT on sets of 8 to 32 words (WEAT6-10: 8 per set), and the per-stimulus bootstrap and
+#: the permutation test of fewer have few distinct resamples; below 8 a d or CES is reported but
+#: flagged, and the summary names the tests. Sets with no word at all drop their test.
+MIN_WORDS = Option(name="min_words", type="int", low=1,
+                   help="fewest words per set before a row is flagged small_n (8: the smallest "
+                        "sets of Caliskan et al. 2017, WEAT6-10)")

@@ -53,6 +53,8 @@ __all__ = [
     "format_adjusted",
     "mc_floor",
     "tidy_frame",
+    "small_n_notes",
+    "small_n_of",
 ]
 
 def check_options(analysis: Analysis, /, **values: Any) -> None:
@@ -451,3 +453,46 @@ def layer_table(
         row["best_depth"] = round(int(best_row["layer"]) / int(top["layer"]), 3) if int(top["layer"]) else np.nan
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# -- small word sets -------------------------------------------------------------------------------
+def small_n_of(sizes: Mapping[str, int], min_words: int) -> bool:
+    """Whether any word set of ``sizes`` (role → number of words) has fewer than ``min_words``."""
+    return any(int(n) < int(min_words) for n in sizes.values())
+
+
+def _counts(values: Any) -> str:
+    """``5`` or ``5/7`` (the distinct counts of a set across models), plain ints."""
+    flat = np.asarray(values, dtype=float).ravel()
+    return "/".join(str(int(v)) for v in np.unique(flat[np.isfinite(flat)])) or "?"
+
+
+def small_n_notes(result: xr.Dataset, *, unit: str = "test",
+                  roles: Sequence[str] = ("x", "y", "a", "b")) -> list[str]:
+    """The summary's lines on small and dropped word sets: the ``unit``s (``result[unit]``)
+    flagged ``small_n`` with each set's n, and those dropped for an empty set
+    (``result.attrs["dropped"]``, JSON ``{name: reason}``). Plain text: no numpy repr."""
+    import json
+
+    notes = []
+    min_words = result.attrs.get("min_words")
+    if "small_n" in result and unit in result.dims:
+        flag = result["small_n"].fillna(False).astype(bool)
+        flag = flag.any([d for d in flag.dims if d != unit])  # e.g. over the models of a run
+        flagged = [str(t) for t, f in zip(result[unit].values.tolist(),
+                                          np.asarray(flag.values).tolist(), strict=True) if f]
+        if flagged:
+            parts = []
+            for t in flagged:
+                ns = [f"{r.upper()} {_counts(result[f'n_{r}'].sel({unit: t}).values)}"
+                      for r in roles if f"n_{r}" in result]
+                parts.append(f"{t} ({', '.join(ns)})" if ns else t)
+            notes.append(
+                f"Warning: small word sets (fewer than {min_words} words in a set; column small_n): "
+                f"{'; '.join(parts)}. Their effect sizes and p-values rest on few words: read them "
+                "as indicative only (--min-words sets the threshold).")
+    dropped = json.loads(str(result.attrs.get("dropped", "{}")) or "{}")
+    if dropped:
+        notes.append("Dropped (a word set is empty in this store): "
+                     + "; ".join(f"{t}: {why}" for t, why in dropped.items()) + ".")
+    return notes

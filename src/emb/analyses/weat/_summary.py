@@ -14,6 +14,7 @@ from emb.analyses._analysis import (
     default_of,
     format_adjusted,
     format_p,
+    small_n_notes,
 )
 
 __all__ = ["summary"]
@@ -91,6 +92,7 @@ def summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         f"{best['setting']}, {best['pooling']} pooling"
         + (f", {best['model']}" if "model" in best else "") + "."
     )
+    notes += small_n_notes(result)
     return Summary(
         title=f"WEAT effect sizes (Cohen's d, ddof {result.attrs.get('ddof', 1)})",
         headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],

@@ -17,7 +17,8 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     (model, test, setting, pooling) the top layer's d beside the layer of the largest |d|."""
     frame = tidy_frame(result, ["effect_size", "ci_low", "ci_high", "statistic", "p", "p_mc_se",
                                 "p_adjusted"], drop_all_nan=["effect_size", "p"])
-    per_test = [v for v in ("n_permutations", "n_x", "n_y", "n_a", "n_b") if v in result]
+    per_test = [v for v in ("n_permutations", "n_x", "n_y", "n_a", "n_b", "small_n")
+                if v in result]
     groups = [c for c in ("x_group", "y_group", "a_group", "b_group") if c in result.coords]
     if per_test or groups:
         extra = result[per_test].reset_coords(drop=True)

@@ -332,7 +332,7 @@ def suite_tests(
                 "or labels), or your own x/y/a/b word lists"
             )
     test_col = item_values(ds, "test").astype(str)
-    present = sorted({t for t in test_col if t}, key=natural_key)
+    present = sorted({str(t) for t in test_col if t}, key=natural_key)
     if tests is None:
         names = present
     else:
@@ -359,14 +359,9 @@ def suite_tests(
         groups: dict[str, str] = {}
         for role in ROLES:
             mask = (test_col == name) & (role_col == role) & ~excluded
-            words[role] = unique_in_order(words_col[mask])
-            if not words[role]:
-                raise AnalysisError(
-                    f"test {name!r} has no {role} words in this suite"
-                    + (" after removing the excluded ones" if excluded.any() else "")
-                )
+            words[role] = [str(w) for w in unique_in_order(words_col[mask])]
             names_here = [g for g in (group_col[mask] if group_col is not None else []) if g]
-            groups[role] = names_here[0] if names_here else role
+            groups[role] = str(names_here[0]) if names_here else role
         out.append(TestSpec(name=name, words=words, groups=groups,
                             filters={r: {"test": name, "role": r} for r in ROLES}))
     return out

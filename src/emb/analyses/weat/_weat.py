@@ -27,6 +27,7 @@ from emb.analyses._analysis import (
     check_options,
     coord_values,
     slug,
+    small_n_of,
 )
 from emb.analyses._select import (
     label_mask,
@@ -49,7 +50,7 @@ from emb.analyses.weat._tests_file import (
     word_set_problems,
 )
 from emb.errors import AnalysisError, EmbWarning
-from emb.options import ALTERNATIVE, CORRECTION, DDOF, N_PERMUTATIONS
+from emb.options import ALTERNATIVE, CORRECTION, DDOF, MIN_WORDS, N_PERMUTATIONS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -78,6 +79,11 @@ def _check_target_sizes(test: TestSpec) -> None:
             "the sets' mean associations by the standard deviation over X ∪ Y, which one word per "
             "set fixes (|d| = sqrt(2) whatever the vectors, a zero-width CI). Add target words"
         )
+
+
+def _dropped_text(dropped: Mapping[str, str]) -> str:
+    """``'WEAT10' (no A words in this suite); …`` (plain names, never a numpy repr)."""
+    return "; ".join(f"{name!r} ({why})" for name, why in dropped.items())
 
 
 def _weat_kernel(
@@ -139,6 +145,7 @@ def _one_test(
     perm_method: str,
     n_bootstrap: int,
     confidence: float,
+    min_words: int,
 ) -> xr.Dataset:
     per_setting = []
     for setting in settings:
@@ -198,6 +205,7 @@ def _one_test(
     out["n_permutations"] = ("test", [0 if exact else int(n_permutations)])
     for role in ROLES:
         out[f"n_{role.lower()}"] = ("test", [n[role]])
+    out["small_n"] = ("test", [small_n_of(n, min_words)])
     return out.assign_coords(
         {f"{role.lower()}_group": ("test", [test.groups[role]]) for role in ROLES}
     )
@@ -225,6 +233,7 @@ def weat(
     correction_over: Literal["test", "layer", "test+layer"] = "test",
     n_bootstrap: int = 1000,
     confidence: float = 0.95,
+    min_words: int = 8,
 ) -> xr.Dataset:
     """Word Embedding Association Test effect sizes and permutation p-values, lazily.
 
@@ -270,6 +279,12 @@ def weat(
         replacement within X, Y, A and B; :func:`emb.analyses.stats.weat_bootstrap`); 0: no CI.
     confidence : float, default 0.95
         Coverage of that interval.
+    min_words : int, default 8
+        A test with fewer words than this in any of X, Y, A, B is flagged ``small_n`` (and
+        named in the summary): Caliskan et al. (2017) used at least 8 words per set. A test of
+        the suite with an empty set (every word of it missing from this store, e.g. a word2vec
+        vocabulary) is dropped with an :class:`~emb.errors.EmbWarning` and the others go on;
+        only when every test is empty is it an error.
 
     Returns
     -------
@@ -284,7 +299,7 @@ def weat(
           reference method's); ``p_adjusted``: only when a ``correction`` is asked;
 
         and per ``test``: ``n_permutations`` (0 = exact), ``n_x``, ``n_y``, ``n_a``, ``n_b``,
-        with coordinates ``x_group`` … ``b_group``.  Attributes: every option, the word lists
+        ``small_n`` (a set below ``min_words``), with coordinates ``x_group`` … ``b_group``.  Attributes: every option, the word lists
         (JSON) and the store provenance.  Lazy when the embedding is dask-backed.
 
     Raises
@@ -323,7 +338,7 @@ def weat(
     check_options(ANALYSIS, alternative=alternative, method=method, correction=correction,
                   correction_over=correction_over, ddof=ddof, n_permutations=n_permutations,
                   exact_limit=exact_limit, seed=seed, n_bootstrap=n_bootstrap,
-                  confidence=confidence)
+                  confidence=confidence, min_words=min_words)
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
 
@@ -341,6 +356,24 @@ def weat(
         twice = sorted({n for n in seen if seen.count(n) > 1})
         if twice:
             raise AnalysisError(f"test name(s) {names(twice)} are defined twice; give each test its own name")
+    dropped: dict[str, str] = {}
+    for test in built_in:
+        empty = [r for r in ROLES if not test.words[r]]
+        if empty:
+            dropped[str(test.name)] = (
+                f"no {', '.join(empty)} words in this suite"
+                + (" after removing the excluded ones" if not include_excluded
+                   and "excluded" in ds.variables else ""))
+    if dropped:
+        if len(dropped) == len(test_list):
+            raise AnalysisError(
+                f"every WEAT test has an empty word set in this suite ({_dropped_text(dropped)}); "
+                "nothing to compute: extract a suite whose store has these words, or give a test "
+                "file (--tests FILE) with words the store has")
+        warnings.warn(f"WEAT tests dropped, the others go on: {_dropped_text(dropped)}",
+                      EmbWarning, stacklevel=2)
+        test_list = [t for t in test_list if str(t.name) not in dropped]
+        built_in = [t for t in built_in if str(t.name) not in dropped]
     for test in test_list:
         problems = word_set_problems(test)
         if not problems:
@@ -378,6 +411,7 @@ def weat(
             perm_method=perm_method,
             n_bootstrap=int(n_bootstrap),
             confidence=float(confidence),
+            min_words=int(min_words),
         )
         for test in test_list
     ]
@@ -407,6 +441,9 @@ def weat(
         "Monte-Carlo standard error of p, sqrt(p(1-p)/N) (NaN: exact or reference p)"
     )
     out["n_permutations"].attrs["long_name"] = "random splits used (0 = exact enumeration)"
+    for role in ROLES:
+        out[f"n_{role.lower()}"].attrs["long_name"] = f"words in set {role}"
+    out["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
     out.attrs = {
         "analysis": "weat",
         "ddof": int(ddof),
@@ -420,6 +457,8 @@ def weat(
         "correction_over": correction_over,
         "n_bootstrap": int(n_bootstrap),
         "confidence": float(confidence),
+        "min_words": int(min_words),
+        "dropped": json.dumps(dropped, ensure_ascii=False),
         "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
         "filters": json.dumps({t.name: t.filters for t in test_list}, ensure_ascii=False),
         **provenance_attrs(ds),
@@ -476,6 +515,7 @@ ANALYSIS = Analysis(
                     "counts are held in memory)"),
         Option(name="confidence", type="float", low=0, high=1, low_open=True, high_open=True,
                help="coverage of the bootstrap CI"),
+        MIN_WORDS,
     ),
     tables=tables,
     figures=_figures,
@@ -483,7 +523,7 @@ ANALYSIS = Analysis(
     outputs={
         **{name: ("test", "setting", "layer", "pooling") for name in (
             "effect_size", "statistic", "p", "p_adjusted", "p_mc_se", "ci_low", "ci_high")},
-        "n_permutations": ("test",),
+        **{name: ("test",) for name in ("n_permutations", "n_x", "n_y", "n_a", "n_b", "small_n")},
     },
     example=_example,
 )
