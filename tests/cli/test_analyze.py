@@ -116,6 +116,37 @@ def test_weat_csv(stores: dict[str, Path], tmp_path: Path) -> None:
     assert "declared cell" in out and "Largest |d|" in out and "exploratory" in out
 
 
+def test_weat_empty_test_dropped_run_goes_on(tmp_path: Path) -> None:
+    """A test whose A words the store lacks (a word2vec vocabulary) is dropped with a warning
+    line and a summary line; the other test is computed, its rows carry n and small_n."""
+    ds = weat_dataset()
+    gone = (np.asarray(ds["test"].values).astype(str) == "WEAT2") & (
+        np.asarray(ds["role"].values).astype(str) == "A")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(tmp_path / "w2v.zarr", {"weat": ds.isel(item=np.flatnonzero(~gone))})
+    result = CliRunner().invoke(analyze, ["weat", "--store", str(store), "--out",
+                                          str(tmp_path / "out"), "--no-plots",
+                                          "--n-bootstrap", "0", "--min-words", "9"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "warning: WEAT tests dropped, the others go on: 'WEAT2' (no A words" in out
+    assert "Dropped (a word set is empty in this store): WEAT2: no A words" in out
+    assert "small word sets (fewer than 9 words" in out and "WEAT1 (X 8, Y 8, A 8, B 8)" in out
+    assert "np.str_(" not in out and "np.int64(" not in out
+    table = pd.read_csv(tmp_path / "out" / "weat.csv")
+    assert set(table.test) == {"WEAT1"}
+    assert {"n_x", "n_y", "n_a", "n_b", "small_n"} <= set(table.columns) and table.small_n.all()
+    every = (np.asarray(ds["role"].values).astype(str) == "B")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(tmp_path / "none.zarr", {"weat": ds.isel(item=np.flatnonzero(~every))})
+    result = CliRunner().invoke(analyze, ["weat", "--store", str(store), "--out",
+                                          str(tmp_path / "out2"), "--no-plots"])
+    assert result.exit_code != 0 and "every WEAT test has an empty word set" in result.output
+    assert "Traceback" not in result.output and "np.str_(" not in result.output
+
+
 def test_two_stores_stack_along_model(stores: dict[str, Path], tmp_path: Path) -> None:
     code, out = _run("valnorm", "--store", stores["a"], "--store", stores["b"], "--out", tmp_path,
                      "--setting", "bleached", "--no-plots")
