@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from emb.analyses._analysis import (
     coord_values,
     default_of,
     slug,
+    small_n_of,
 )
 from emb.analyses._select import (
     describe_source,
@@ -58,8 +60,8 @@ from emb.analyses.ceat._kernels import (
 from emb.analyses.ceat._summary import summary
 from emb.analyses.ceat._tables import tables
 from emb.analyses.stats._work import plan
-from emb.errors import AnalysisError, MissingStimuliError
-from emb.options import ALTERNATIVE, DDOF, N_PERMUTATIONS
+from emb.errors import AnalysisError, EmbWarning, MissingStimuliError
+from emb.options import ALTERNATIVE, DDOF, MIN_WORDS, N_PERMUTATIONS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -146,7 +148,10 @@ def _missing_tests_message(ds: xr.Dataset, unknown: list[str], present: list[str
     return text
 
 
-def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None) -> list[_Test]:
+def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None,
+           dropped: dict[str, str] | None = None) -> list[_Test]:
+    """The suite's tests (``wanted`` by name, default all); a test with an empty word set is left
+    out and its reason put in ``dropped`` (name → reason)."""
     for label in ("stimulus", "tests", "roles"):
         if label not in ds.variables:
             raise AnalysisError(
@@ -182,7 +187,11 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None) -> list[_Test]:
         roles = defs[name]
         empty = [r for r in ROLES if not roles[r]]
         if empty:
-            raise MissingStimuliError(f"test {name!r} has no {empty} stimuli in this suite")
+            if dropped is None:
+                raise MissingStimuliError(
+                    f"test {name!r} has no {', '.join(empty)} stimuli in this suite")
+            dropped[str(name)] = f"no {', '.join(empty)} stimuli in this suite"
+            continue
         out.append(_Test(name, roles, {r: groups[name].get(r, r) for r in ROLES}))
     return out
 
@@ -191,7 +200,7 @@ def _one_test(
     ds: xr.Dataset, test: _Test, *, n_samples: int, seed: int, ddof: int, variance: str,
     replace: str, alternative: str, n_permutations: int, n_bootstrap: int,
     bootstrap_samples: int, grid: tuple[int, ...], boot_grid: tuple[int, ...],
-    layer: int, pooling: str,
+    layer: int, pooling: str, min_words: int,
 ) -> xr.Dataset:
     where_of = _positions(ds)
     order = [s for r in ROLES for s in test.stimuli[r]]
@@ -273,6 +282,7 @@ def _one_test(
     out = out.expand_dims(test=[test.name])
     for role in ROLES:
         out[f"n_{role.lower()}"] = ("test", [sizes[role]])
+    out["small_n"] = ("test", [small_n_of(sizes, min_words)])
     return out.assign_coords({f"{r.lower()}_group": ("test", [test.groups[r]]) for r in ROLES})
 
 
@@ -326,6 +336,7 @@ def ceat(
     convergence: Sequence[int] = (100, 300, 1_000, 3_000, 10_000),
     bootstrap_convergence: Sequence[int] = (10, 30, 100, 300),
     method: Literal["default", "reference"] = "default",
+    min_words: int = 8,
 ) -> xr.Dataset:
     """Contextualized Embedding Association Test, per test, layer and pooling, lazily.
 
@@ -360,6 +371,10 @@ def ceat(
         ``reference``: the authors' code: contexts always drawn with replacement and
         ``V_i = var(s, ddof=1)`` (the supplement's §8.3); default: without replacement where a
         stimulus has at least N contexts, and ``V_i`` the sampling variance of Cohen's d.
+    min_words : int, default 8
+        A test with fewer stimuli than this in any word set (e.g. names without a context in
+        the corpus) is flagged ``small_n`` and named in the summary; a test with an empty set
+        is dropped with an :class:`~emb.errors.EmbWarning` (an error only when all are).
 
     Returns
     -------
@@ -368,7 +383,7 @@ def ceat(
         ``ci_high``, ``z``, ``p``, ``tau2``, ``q``, ``i2``, ``boot_ci_low``, ``boot_ci_high``
         (test, layer, pooling); ``conv_p``, ``conv_ci_low``, ``conv_ci_high`` (test, layer,
         pooling, n_grid); ``conv_boot_ci_low``/``_high`` (test, n_boot_grid); per test
-        ``n_x`` … ``n_b`` and the group names; per stimulus ``n_contexts``, ``n_seen``,
+        ``n_x`` … ``n_b``, ``small_n`` and the group names; per stimulus ``n_contexts``, ``n_seen``,
         ``with_replacement``. Attributes: options, the declared cell, the store's provenance.
 
     Raises
@@ -377,7 +392,7 @@ def ceat(
         Bad options, sizes whose arrays would not fit in this machine's memory, or a Dataset that
         is not a ceat suite.
     MissingStimuliError
-        A test asked for that the suite lacks.
+        A test asked for that the suite lacks, or every test with an empty word set.
 
     Notes
     -----
@@ -404,7 +419,8 @@ def ceat(
     T1     0.06  1.42  1.71
     """
     check_options(ANALYSIS, alternative=alternative, method=method, n_samples=n_samples, ddof=ddof, n_permutations=n_permutations,
-                  n_bootstrap=n_bootstrap, bootstrap_samples=bootstrap_samples, seed=seed)
+                  n_bootstrap=n_bootstrap, bootstrap_samples=bootstrap_samples, seed=seed,
+                  min_words=min_words)
     if 0 < n_bootstrap < 20:
         raise AnalysisError(f"n_bootstrap must be 0 (no bootstrap CI) or at least 20 (fewer cannot "
                             f"give its 2.5% and 97.5% quantiles); got {n_bootstrap}")
@@ -412,7 +428,15 @@ def ceat(
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
     grid = tuple(sorted({min(int(n), n_samples) for n in convergence if int(n) >= 2} | {n_samples}))
     boot_grid = tuple(sorted({int(n) for n in bootstrap_convergence if int(n) >= 2}))
-    test_list = _tests(ds, tests)
+    dropped: dict[str, str] = {}
+    test_list = _tests(ds, tests, dropped)
+    if dropped:
+        text = "; ".join(f"{name!r} ({why})" for name, why in dropped.items())
+        if not test_list:
+            raise MissingStimuliError(
+                f"every CEAT test has an empty word set in this suite ({text}); nothing to "
+                "compute: extract the suite from a corpus with contexts for these words")
+        warnings.warn(f"CEAT tests dropped, the others go on: {text}", EmbWarning, stacklevel=2)
     _check_memory(ds, test_list, n_samples=int(n_samples), n_bootstrap=int(n_bootstrap),
                   bootstrap_samples=int(bootstrap_samples), boot_grid=boot_grid if n_bootstrap else ())
     layer = int(ds["layer"].values.max())
@@ -424,7 +448,8 @@ def ceat(
                   variance=variance, replace=replace, alternative=alternative,
                   n_permutations=int(n_permutations), n_bootstrap=int(n_bootstrap),
                   bootstrap_samples=int(bootstrap_samples), grid=grid,
-                  boot_grid=boot_grid if n_bootstrap else (), layer=layer, pooling=pooling)
+                  boot_grid=boot_grid if n_bootstrap else (), layer=layer, pooling=pooling,
+                  min_words=int(min_words))
         for t in test_list
     ]
     out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override",
@@ -444,6 +469,8 @@ def ceat(
         "q": "Cochran's Q", "i2": "I^2 (fraction)",
         "boot_ci_low": "2.5% bootstrap quantile of the CES (stimuli and contexts resampled)",
         "boot_ci_high": "97.5% bootstrap quantile of the CES (stimuli and contexts resampled)",
+        **{f"n_{r.lower()}": f"stimuli in set {r}" for r in ROLES},
+        "small_n": f"a word set has fewer than {int(min_words)} stimuli",
     }
     for name, text in long_names.items():
         if name in out:
@@ -455,7 +482,8 @@ def ceat(
         else "without replacement where a stimulus has >= N contexts, else with replacement",
         "n_permutations": int(n_permutations), "n_bootstrap": int(n_bootstrap),
         "bootstrap_samples": int(bootstrap_samples), "declared_layer": layer,
-        "declared_pooling": str(pooling),
+        "declared_pooling": str(pooling), "min_words": int(min_words),
+        "dropped": json.dumps(dropped, ensure_ascii=False),
         "stimuli": json.dumps({t.name: t.stimuli for t in test_list}, ensure_ascii=False),
         **provenance_attrs(ds),
     }
@@ -504,6 +532,7 @@ ANALYSIS = Analysis(
                help="bootstrap replicates: 0 (no bootstrap CI) or at least 20"),
         Option(name="bootstrap_samples", type="int", low=2, high=MAX_CEAT_SAMPLES,
                help="samples combined in each replicate"),
+        MIN_WORDS,
     ),
     tables=tables,
     figures=_figures,
@@ -517,7 +546,7 @@ ANALYSIS = Analysis(
            for name in ("conv_p", "conv_ci_low", "conv_ci_high")},
         "conv_boot_ci_low": ("test", "n_boot_grid"),
         "n_contexts": ("stimulus",),
-        "n_x": ("test",),
+        **{name: ("test",) for name in ("n_x", "n_y", "n_a", "n_b", "small_n")},
     },
     example=_example,
     api_only=("convergence", "bootstrap_convergence"),

@@ -8,7 +8,7 @@ import pandas as pd
 import xarray as xr
 
 from emb._text import natural_key
-from emb.analyses._analysis import DEFAULT_POOLINGS, Summary, default_of, format_p
+from emb.analyses._analysis import DEFAULT_POOLINGS, Summary, default_of, format_p, small_n_notes
 from emb.analyses._select import suite_parameters
 from emb.analyses.ceat._kernels import ROLES
 
@@ -78,6 +78,7 @@ def summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         + (f", {best['model']}" if "model" in best else "") + ".",
     ]
     notes += _coverage_notes(result, computed=set(frame["test"].astype(str)))
+    notes += small_n_notes(result)
     short = tables.get("ceat_contexts")
     if short is not None and "with_replacement" in short:
         k = int(short["with_replacement"].sum())

@@ -18,7 +18,7 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     ``ceat_convergence`` (the meta-analysis on the first N samples)."""
     main = tidy_frame(result, [*_META, "boot_ci_low", "boot_ci_high"])
     main["n_samples"] = int(result.attrs.get("n_samples", 0))
-    per_test = [v for v in ("n_x", "n_y", "n_a", "n_b") if v in result]
+    per_test = [v for v in ("n_x", "n_y", "n_a", "n_b", "small_n") if v in result]
     extra = result[per_test].reset_coords(drop=True)
     for g in ("x_group", "y_group", "a_group", "b_group"):
         if g in result.coords:
