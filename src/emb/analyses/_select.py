@@ -393,8 +393,9 @@ def words_of(ds: xr.Dataset, mask: np.ndarray) -> list[str]:
 
 
 def unique_in_order(values: Sequence[Any]) -> list[Any]:
-    """Distinct values in order of first appearance."""
-    return list(dict.fromkeys(values))
+    """Distinct values in order of first appearance, as plain Python values (a numpy scalar's
+    ``.item()``: a message that lists them shows ``'WEAT10'``, never ``np.str_('WEAT10')``)."""
+    return list(dict.fromkeys(v.item() if isinstance(v, np.generic) else v for v in values))
 
 
 def parse_subset(

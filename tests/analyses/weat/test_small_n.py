@@ -81,7 +81,7 @@ def test_weat_all_tests_empty_is_an_error():
 
 
 def test_min_words_is_a_declared_option():
-    for name in ("weat",):
+    for name in ("weat", "ceat", "ibd"):
         options = {o.name: o for o in ANALYSES[name].options}
         assert "min_words" in options, name
     with pytest.raises(AnalysisError, match=r"--min-words \(min_words= in Python\)"):

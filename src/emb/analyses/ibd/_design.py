@@ -112,7 +112,7 @@ def design(
     for g in total:
         mask = is_name & (col["group"] == g)
         if mask.any():
-            race[g], gender[g] = col["race"][mask][0], col["gender"][mask][0]
+            race[g], gender[g] = str(col["race"][mask][0]), str(col["gender"][mask][0])
         else:
             race[g], gender[g] = g.split("_", 1) if "_" in g else (g, "")
     names = {g: words_where(is_name & (col["group"] == g)) for g in total}

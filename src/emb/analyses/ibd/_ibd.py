@@ -55,6 +55,7 @@ from emb.analyses.ibd._summary import summary
 from emb.analyses.ibd._tables import tables
 from emb.analyses.stats import detection
 from emb.errors import AnalysisError
+from emb.options import MIN_WORDS
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -174,6 +175,7 @@ def ibd(
     thresholds: str | Sequence[float] | None = None,
     export_tests: str | os.PathLike[str] | None = None,
     method: Literal["default", "reference"] = "default",
+    min_words: int = 8,
 ) -> xr.Dataset:
     """Intersectional (IBD) and emergent intersectional (EIBD) bias detection, lazily.
 
@@ -206,6 +208,11 @@ def ibd(
         ``reference`` reproduces the authors' code: rule ``all``, EIBD's own threshold, the
         code's grid, and their Latina IBD comparisons (african_male left out of IBD; their EIBD
         reads all five, attribute ``eibd_comparisons``).
+    min_words : int, default 8
+        A name set with fewer names with vectors than this is flagged ``small_n``, and so is a
+        target group whose scores compare such a set (``small_n_compared``; the table's
+        ``small_n``); the summary names them. A group with no name at all is left out with a
+        warning.
 
     Returns
     -------
@@ -225,6 +232,8 @@ def ibd(
         - ``roc_threshold, roc_tp, roc_fp, roc_tpr, roc_fpr (setting, group, detector, candidate,
           layer, pooling)``;
         - ``n_names, n_names_total (name_set)``: names with vectors / defined per group;
+          ``small_n (name_set)``: fewer than ``min_words`` names with vectors;
+          ``small_n_compared (group)``: a name set of the group's comparisons is small;
           ``n_attributes``, ``n_attributes_total``.
 
         ``detector`` is ``ibd`` | ``eibd`` (the tables' column ``method``); ``group`` has the
@@ -264,7 +273,8 @@ def ibd(
     mexican_female  0.96  0.88  1.00
     european_male   0.88  0.83  1.00
     """
-    check_options(ANALYSIS, method=method, rule=rule, eibd_threshold=eibd_threshold)
+    check_options(ANALYSIS, method=method, rule=rule, eibd_threshold=eibd_threshold,
+                  min_words=min_words)
     reference = method == "reference"
     rule = rule if rule is not None else ("all" if reference else "any")
     eibd_threshold = eibd_threshold if eibd_threshold is not None else ("own" if reference else "ibd")
@@ -373,7 +383,12 @@ def ibd(
     name_sets = list(d.total)
     out["n_names"] = ("name_set", [len(d.groups[g]) for g in name_sets])
     out["n_names_total"] = ("name_set", [len(d.total[g]) for g in name_sets])
+    out["small_n"] = ("name_set", [len(d.groups[g]) < int(min_words) for g in name_sets])
     out = out.assign_coords(name_set=name_sets)
+    compared = {g: {g, *(x for i in (*d.ibd_pairs[g], *d.eibd_pairs[g], *d.constituent_pairs[g])
+                         for x in d.pairs[i][:2])} for g in d.targets}
+    out["small_n_compared"] = ("group", [any(len(d.sets[x]) < int(min_words) for x in compared[g])
+                                         for g in d.targets])
     out["n_attributes"] = len(d.attributes)
     out["n_attributes_total"] = len(d.attributes_total)
     for var, text in _LONG_NAMES.items():
@@ -403,12 +418,17 @@ def ibd(
                                          ensure_ascii=False),
         "notes": json.dumps(d.notes, ensure_ascii=False),
         "export_tests": export or "",
+        "min_words": int(min_words),
+        "small_sets": json.dumps({x: len(v) for x, v in d.sets.items() if len(v) < int(min_words)},
+                                 ensure_ascii=False),
         **provenance_attrs(ds),
     }
     return out
 
 
 _LONG_NAMES = {
+    "small_n": "fewer names with vectors than min_words",
+    "small_n_compared": "a name set of this group's comparisons has fewer names than min_words",
     "score": "association score s(w, first, second) (WEFAT effect size, ddof 1)",
     "ibd_score": "largest association score against another intersectional group",
     "constituent_score": "constituent (race, gender) association scores combined by the EIBD rule",
@@ -495,6 +515,8 @@ ANALYSIS = Analysis(
                help="candidate thresholds (default exact; the code's -2:2:0.05 with --reference)"),
         Option(name="export_tests", metavar="FILE",
                help="also write the detected words as CEAT tests (ceat_weat_groups.json layout)"),
+        MIN_WORDS.but(help="fewest names per name set before it is flagged small_n (8: the "
+                           "smallest sets of Caliskan et al. 2017, WEAT6-10)"),
     ),
     tables=tables,
     figures=_figures,
@@ -515,6 +537,8 @@ ANALYSIS = Analysis(
            for name in ("threshold", "tp", "fp", "tpr", "fpr")},
         "n_names": ("name_set",),
         "n_names_total": ("name_set",),
+        "small_n": ("name_set",),
+        "small_n_compared": ("group",),
         "n_attributes": (),
     },
     example=_example,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -13,6 +14,29 @@ from emb.analyses._analysis import Summary
 from emb.analyses.ibd._export import ceat_tests, declared_cell, models, one_model, top_layer
 
 __all__ = ["summary"]
+
+
+def _small_n_notes(result: xr.Dataset) -> list[str]:
+    """The warning on name sets below ``min_words`` (empty ones are left out, noted elsewhere)
+    and the groups whose scores compare them; plain names and ints."""
+    if "small_n" not in result or "small_n_compared" not in result:
+        return []
+    n = result["n_names"]
+    small = (result["small_n"] & (n > 0)).any([d for d in n.dims if d != "name_set"])
+    sets = [str(g) for g, f in zip(result["name_set"].values.tolist(),
+                                   np.asarray(small.values).tolist(), strict=True) if f]
+    if not sets:
+        return []
+    flag = result["small_n_compared"]
+    flag = flag.any([d for d in flag.dims if d != "group"])
+    groups = [str(g) for g, f in zip(result["group"].values.tolist(),
+                                     np.asarray(flag.values).tolist(), strict=True) if f]
+    counts = {g: "/".join(str(int(v)) for v in np.unique(np.asarray(n.sel(name_set=g).values)))
+              for g in sets}
+    return [f"Warning: small name sets (fewer than {result.attrs.get('min_words')} names with "
+            f"vectors): {', '.join(f'{g} {c}' for g, c in counts.items())}; the scores of "
+            f"{', '.join(groups) or 'no target group'} compare them (column small_n): read their "
+            "detections as indicative only (--min-words sets the threshold)."]
 
 
 def summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
@@ -62,6 +86,7 @@ def summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     notes.append("names with vectors: " + ", ".join(
         f"{g} {int(a)}/{int(b)}" for g, a, b in zip(result["name_set"].values, n_names, n_total,
                                                     strict=True)))
+    notes += _small_n_notes(result)
     missing_attrs = json.loads(result.attrs.get("missing_attributes", "[]"))
     if missing_attrs:
         notes.append(f"attribute words without a vector ({len(missing_attrs)}, left out of the "

@@ -28,7 +28,14 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     roles = pd.DataFrame({"group": [str(g) for g in result["group"].values.tolist()],
                           "group_role": [str(r) for r in result["group_role"].values.tolist()]})
     frame = frame.merge(roles, how="left")
-    frame = integer_columns(frame, ("layer", "tp", "fp", "tn", "fn", "n_positive", "n_negative"))
+    if "small_n_compared" in result:  # the group's own names and whether a compared set is small
+        sizes = result[["n_names"]].reset_coords(drop=True).to_dataframe().reset_index()
+        sizes = sizes.rename(columns={"name_set": "group"})
+        flags = (result[["small_n_compared"]].reset_coords(drop=True).to_dataframe().reset_index()
+                 .rename(columns={"small_n_compared": "small_n"}))
+        frame = frame.merge(sizes, how="left").merge(flags, how="left")
+    frame = integer_columns(frame, ("layer", "tp", "fp", "tn", "fn", "n_positive", "n_negative",
+                                    "n_names"))
     main = front(frame, ("model", "group", "group_role", "method", "setting", "layer", "pooling",
                          *_METRICS[:-3], "chance_rate", "majority_baseline", "precision",
                          "recall", "f1", "n_positive", "n_negative"))
