@@ -81,6 +81,12 @@ def show(value: Any, limit: int = 60) -> str:
         return repr(float(value))
     if isinstance(value, str):
         text = repr(str(value))
+    elif type(value) in (list, tuple) or (type(value).__module__ == "numpy"
+                                          and getattr(value, "ndim", 0) >= 1):
+        # a list of numpy scalars (or an array) as plain values: [nan, 0.5], never [np.float64(nan)]
+        items = value.tolist() if hasattr(value, "tolist") else list(value)
+        inner = ", ".join(show(v, limit) for v in items[:20]) + (", …" if len(items) > 20 else "")
+        text = f"({inner}{',' if len(items) == 1 else ''})" if type(value) is tuple else f"[{inner}]"
     else:
         try:
             text = repr(value)

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from emb._documents import show
 from emb._outputs import refuse_inside_store
-from emb._text import cut
 from emb.analyses import stats
 from emb.analyses._analysis import (
     Analysis,
@@ -92,23 +92,23 @@ def _parse_thresholds(value: str | Sequence[float] | None) -> np.ndarray | None:
     except (TypeError, ValueError, OverflowError):
         raise AnalysisError(
             f"thresholds must be 'exact', START:STOP:STEP (e.g. {CODE_GRID}, stop excluded) or "
-            f"a comma-separated list of numbers; got {cut(repr(value), 80)}"
+            f"a comma-separated list of numbers; got {show(value, 80)}"
         ) from None
     if grid is None:
         raise AnalysisError(
-            f"the threshold grid {cut(repr(value), 80)} has {too_many} values, more than the "
+            f"the threshold grid {show(value, 80)} has {too_many} values, more than the "
             f"{MAX_THRESHOLDS:,} a grid may have (the exact ROC, the default, already tries every "
             "distinct score): give a larger STEP, or 'exact'"
         )
     grid = np.unique(grid)
     if grid.size == 0 or not np.isfinite(grid).all():
-        raise AnalysisError(f"thresholds must be finite numbers; got {cut(repr(value), 80)}")
+        raise AnalysisError(f"thresholds must be finite numbers; got {show(value, 80)}")
     if grid.size > MAX_THRESHOLDS:
         raise AnalysisError(f"the threshold list has {grid.size:,} values, more than the "
                             f"{MAX_THRESHOLDS:,} a grid may have; give fewer, or 'exact'")
     if not (grid >= 0).any():
         raise AnalysisError(
-            f"the threshold grid {cut(repr(value), 80)} has no value >= 0; IBD's threshold is a "
+            f"the threshold grid {show(value, 80)} has no value >= 0; IBD's threshold is a "
             "positive effect size"
         )
     return grid
@@ -282,8 +282,8 @@ def ibd(
         thresholds = CODE_GRID
     grid = _parse_thresholds(thresholds)
     export = _parse_export(export_tests)
-    if contrast is not None and str(contrast).lower() == "none":
-        contrast = None
+    if contrast is not None:  # a plain str (a numpy one would show as np.str_ in messages)
+        contrast = None if str(contrast).lower() == "none" else str(contrast)
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
     d = design(ds, groups=groups, contrast=contrast, settings=settings, reference=reference)
