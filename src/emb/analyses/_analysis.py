@@ -55,6 +55,7 @@ __all__ = [
     "tidy_frame",
     "small_n_notes",
     "small_n_of",
+    "with_set_sizes",
 ]
 
 def check_options(analysis: Analysis, /, **values: Any) -> None:
@@ -456,6 +457,28 @@ def layer_table(
 
 
 # -- small word sets -------------------------------------------------------------------------------
+def with_set_sizes(frame: pd.DataFrame, result: xr.Dataset, *, unit: str = "test",
+                   variables: Sequence[str] = ("n_x", "n_y", "n_a", "n_b", "small_n"),
+                   rename: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """``frame`` with the per-``unit`` word-set sizes and ``small_n`` flag of ``result`` appended
+    as its last columns (joined on ``unit`` and, in a run over several models, ``model``); the
+    frame's other columns and rows are unchanged."""
+    present = [v for v in variables if v in result and v not in frame]
+    if not present or unit not in frame:
+        return frame
+    extra = result[present].reset_coords(drop=True).to_dataframe().reset_index()
+    extra = extra.rename(columns=dict(rename or {}))
+    keys = [c for c in extra.columns if c in frame.columns]
+    out = frame.merge(extra, how="left", on=keys)
+    out.index = frame.index
+    for v in extra.columns:
+        if v.startswith("n_") and v not in keys:
+            out[v] = out[v].astype("Int64") if out[v].isna().any() else out[v].astype(np.int64)
+    if frame.attrs:
+        out.attrs = dict(frame.attrs)
+    return out
+
+
 def small_n_of(sizes: Mapping[str, int], min_words: int) -> bool:
     """Whether any word set of ``sizes`` (role → number of words) has fewer than ``min_words``."""
     return any(int(n) < int(min_words) for n in sizes.values())

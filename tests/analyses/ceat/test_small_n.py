@@ -24,7 +24,11 @@ def test_ceat_small_sets_flagged_and_named():
     ds = ceat_dataset(n_stim=(8, 8, 8, 3))  # B: 3 stimuli, shared by T1 and T2
     res = ceat(ds, min_words=4, **OPTS).compute()
     assert res["n_b"].values.tolist() == [3, 3] and res["small_n"].values.tolist() == [True, True]
-    table = ANALYSES["ceat"].tables(res)["ceat"]
+    tables = ANALYSES["ceat"].tables(res)
+    table = tables["ceat"]
+    conv = tables["ceat_convergence"]
+    assert conv.columns[-5:].tolist() == ["n_x", "n_y", "n_a", "n_b", "small_n"]
+    assert set(conv["n_b"]) == {3} and conv["small_n"].all()
     assert {"n_x", "n_y", "n_a", "n_b", "small_n"} <= set(table.columns) and table["small_n"].all()
     notes = ANALYSES["ceat"].summary(res, ANALYSES["ceat"].tables(res)).notes
     warning = [n for n in notes if n.startswith("Warning: small word sets (fewer than 4")]

@@ -40,6 +40,10 @@ def test_ibd_small_name_set_flagged_and_named():
     assert {"n_names", "small_n"} <= set(main.columns)
     assert set(main.loc[main["group"] == "mexican_female", "small_n"]) == {True}
     assert set(main.loc[main["group"] == "mexican_female", "n_names"]) == {6}
+    for other in ("ibd_words", "ibd_roc"):
+        frame = tables[other]
+        assert frame.columns[-2:].tolist() == ["n_names", "small_n"], other
+        assert set(frame.loc[frame["group"] == "mexican_female", "small_n"]) == {True}
     notes = ANALYSES["ibd"].summary(res, tables).notes
     warning = [n for n in notes if n.startswith("Warning: small name sets (fewer than 3")]
     assert len(warning) == 1 and "mexican_male 2" in warning[0] and "african_male" not in warning[0]

@@ -46,6 +46,10 @@ def test_weat_small_sets_flagged_and_named():
         assert col in main
     assert set(main.loc[main["test"] == "WEAT1", "small_n"]) == {True}
     assert set(main.loc[main["test"] == "WEAT2", "small_n"]) == {False}
+    best = tables["weat_best_layers"]
+    assert best.columns[-5:].tolist() == ["n_x", "n_y", "n_a", "n_b", "small_n"]
+    assert best.groupby("test")["small_n"].all().to_dict() == {"WEAT1": True, "WEAT2": False}
+    assert set(best.loc[best["test"] == "WEAT1", "n_x"]) == {2}
     notes = ANALYSES["weat"].summary(res, tables).notes
     warning = [n for n in notes if n.startswith("Warning: small word sets")]
     assert len(warning) == 1 and "WEAT1 (X 2, Y 8, A 8, B 8)" in warning[0]

@@ -469,7 +469,6 @@ def ceat(
         "q": "Cochran's Q", "i2": "I^2 (fraction)",
         "boot_ci_low": "2.5% bootstrap quantile of the CES (stimuli and contexts resampled)",
         "boot_ci_high": "97.5% bootstrap quantile of the CES (stimuli and contexts resampled)",
-        **{f"n_{r.lower()}": f"stimuli in set {r}" for r in ROLES},
         "small_n": f"a word set has fewer than {int(min_words)} stimuli",
     }
     for name, text in long_names.items():

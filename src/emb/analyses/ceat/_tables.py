@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb.analyses._analysis import front, integer_columns, tidy_frame
+from emb.analyses._analysis import front, integer_columns, tidy_frame, with_set_sizes
 from emb.analyses.ceat._kernels import _META
 
 __all__ = ["tables"]
@@ -32,10 +32,11 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     contexts = integer_columns(contexts, ("n_contexts", "n_seen"))
     conv = tidy_frame(result, ["conv_p", "conv_ci_low", "conv_ci_high"]).rename(
         columns={"n_grid": "n", "conv_p": "p", "conv_ci_low": "ci_low", "conv_ci_high": "ci_high"})
-    tables = {"ceat": main, "ceat_contexts": contexts, "ceat_convergence": conv}
+    tables = {"ceat": main, "ceat_contexts": contexts,
+              "ceat_convergence": with_set_sizes(conv, result)}
     if "conv_boot_ci_low" in result:
         boot = tidy_frame(result, ["conv_boot_ci_low", "conv_boot_ci_high"]).rename(
             columns={"n_boot_grid": "samples_per_replicate", "conv_boot_ci_low": "boot_ci_low",
                      "conv_boot_ci_high": "boot_ci_high"})
-        tables["ceat_bootstrap_convergence"] = boot
+        tables["ceat_bootstrap_convergence"] = with_set_sizes(boot, result)
     return tables

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import xarray as xr
 
-from emb.analyses._analysis import front, integer_columns, tidy_frame
+from emb.analyses._analysis import front, integer_columns, tidy_frame, with_set_sizes
 from emb.analyses.ibd._design import METHODS
 from emb.analyses.ibd._export import DETECTOR
 
@@ -14,6 +14,7 @@ __all__ = ["tables"]
 
 _METRICS = ("threshold", "tp", "fp", "tn", "fn", "tpr", "fpr", "accuracy", "balanced_accuracy",
             "precision", "recall", "f1")
+_SIZE_TEXT = {"n_names": "the group's names with vectors in the store"}
 _PER_GROUP = ("chance_rate", "majority_baseline", "n_positive", "n_negative")
 
 
@@ -79,4 +80,22 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
         "eligible": "candidate threshold t >= 0 (only these can be chosen)",
         "chosen": "the chosen operating point: the last candidate at or below the chosen t",
     }
-    return {"ibd": main, "ibd_words": words_frame, "ibd_roc": roc_frame}
+    if "small_n_compared" in result:  # the column holds small_n_compared, not small_n
+        main.attrs["descriptions"] = {**main.attrs.get("descriptions", {}), **_SIZE_TEXT,
+                                      "small_n": str(result["small_n_compared"].attrs.get(
+                                          "long_name", ""))}
+    return {"ibd": main, "ibd_words": _sized(words_frame, result),
+            "ibd_roc": _sized(roc_frame, result)}
+
+
+def _sized(frame: pd.DataFrame, result: xr.Dataset) -> pd.DataFrame:
+    """``frame`` with its group's ``n_names`` and ``small_n`` as the last columns."""
+    if "small_n_compared" not in result:
+        return frame
+    names = with_set_sizes(frame.rename(columns={"group": "name_set"}), result, unit="name_set",
+                           variables=("n_names",)).rename(columns={"name_set": "group"})
+    out = with_set_sizes(names, result, unit="group", variables=("small_n_compared",),
+                         rename={"small_n_compared": "small_n"})
+    out.attrs["descriptions"] = {**frame.attrs.get("descriptions", {}), **_SIZE_TEXT,
+                                 "small_n": str(result["small_n_compared"].attrs.get("long_name", ""))}
+    return out

@@ -7,7 +7,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb.analyses._analysis import front, integer_columns, layer_table, mc_floor, tidy_frame
+from emb.analyses._analysis import (
+    front,
+    integer_columns,
+    layer_table,
+    mc_floor,
+    tidy_frame,
+    with_set_sizes,
+)
 
 __all__ = ["tables"]
 
@@ -35,4 +42,4 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     best = layer_table(main.dropna(subset=["effect_size"]), "effect_size",
                        ("model", "test", "setting", "pooling"), extra=("ci_low", "ci_high"),
                        best="absmax")
-    return {"weat": main, "weat_best_layers": best}
+    return {"weat": main, "weat_best_layers": with_set_sizes(best, result)}

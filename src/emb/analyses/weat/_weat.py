@@ -441,8 +441,6 @@ def weat(
         "Monte-Carlo standard error of p, sqrt(p(1-p)/N) (NaN: exact or reference p)"
     )
     out["n_permutations"].attrs["long_name"] = "random splits used (0 = exact enumeration)"
-    for role in ROLES:
-        out[f"n_{role.lower()}"].attrs["long_name"] = f"words in set {role}"
     out["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
     out.attrs = {
         "analysis": "weat",
