@@ -343,7 +343,8 @@ CV_FOLDS = Option(name="cv_folds", type="int", high=25,
 #: Fewest words per word set before a result row is flagged ``small_n``. Caliskan et al. (2017)
 #: ran WEAT on sets of 8 to 32 words (WEAT6-10: 8 per set), and the per-stimulus bootstrap and
 #: the permutation test of fewer have few distinct resamples; below 8 a d or CES is reported but
-#: flagged, and the summary names the tests. Sets with no word at all drop their test.
-MIN_WORDS = Option(name="min_words", type="int", low=1,
+#: flagged, and the summary names the tests. Sets with no word at all drop their test. At most
+#: 10^6: beyond it every set of every vocabulary would be flagged.
+MIN_WORDS = Option(name="min_words", type="int", low=1, high=1_000_000,
                    help="fewest words per set before a row is flagged small_n (8: the smallest "
                         "sets of Caliskan et al. 2017, WEAT6-10)")

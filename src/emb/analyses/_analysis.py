@@ -516,6 +516,6 @@ def small_n_notes(result: xr.Dataset, *, unit: str = "test",
                 "as indicative only (--min-words sets the threshold).")
     dropped = json.loads(str(result.attrs.get("dropped", "{}")) or "{}")
     if dropped:
-        notes.append("Dropped (a word set is empty in this store): "
+        notes.append("Dropped (a word set is empty, or too small to compute, in this store): "
                      + "; ".join(f"{t}: {why}" for t, why in dropped.items()) + ".")
     return notes

@@ -46,7 +46,7 @@ def test_ceat_empty_test_dropped_run_goes_on():
     full = ceat(ceat_dataset(), tests=["T1"], **OPTS).compute()
     np.testing.assert_array_equal(res["ces"].values, full["ces"].values)
     notes = ANALYSES["ceat"].summary(res, ANALYSES["ceat"].tables(res)).notes
-    assert any(n.startswith("Dropped (a word set is empty in this store): T2: no X") for n in notes)
+    assert any(n.startswith("Dropped (a word set is empty, or too small to compute, in this store): T2: no X") for n in notes)
     assert not any(NUMPY_REPR.search(str(w.message)) for w in rec)
     with pytest.raises(MissingStimuliError, match="every CEAT test has an empty word set") as err:
         ceat(_without(ds, "pleasant"), **OPTS)

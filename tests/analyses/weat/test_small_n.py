@@ -70,15 +70,27 @@ def test_weat_empty_test_dropped_run_goes_on():
     full = weat(weat_dataset(), tests=["WEAT1"], **OPTS).compute()
     np.testing.assert_array_equal(res["effect_size"].values, full["effect_size"].values)
     notes = ANALYSES["weat"].summary(res, ANALYSES["weat"].tables(res)).notes
-    assert any(n.startswith("Dropped (a word set is empty in this store): WEAT2: no A words")
+    assert any(n.startswith("Dropped (a word set is empty, or too small to compute, in this store): WEAT2: no A words")
                for n in notes)
     for w in rec:
         assert not NUMPY_REPR.search(str(w.message)), str(w.message)
 
 
+def test_weat_one_word_target_set_of_the_suite_dropped():
+    """WEAT6 on a word2vec store kept 1 female name: d is fixed at ±sqrt(2) there, so the test
+    is dropped with a note (it was computed, unflagged) and the others run."""
+    ds = _keep(weat_dataset(), lambda t, r, w: t == "WEAT1" and r == "Y" and w != "insect3")
+    with pytest.warns(EmbWarning, match=r"'WEAT1' \(1 Y word \(insect3\) in this suite, and d "
+                                        r"needs at least 2 per target set\)"):
+        res = weat(ds, **OPTS).compute()
+    assert res["test"].values.tolist() == ["WEAT2"]
+    notes = ANALYSES["weat"].summary(res, ANALYSES["weat"].tables(res)).notes
+    assert any("WEAT1: 1 Y word (insect3)" in n for n in notes)
+
+
 def test_weat_all_tests_empty_is_an_error():
     ds = _keep(weat_dataset(), lambda t, r, w: r == "B")
-    with pytest.raises(AnalysisError, match="every WEAT test has an empty word set") as err:
+    with pytest.raises(AnalysisError, match="every WEAT test has an empty") as err:
         weat(ds, **OPTS)
     assert not NUMPY_REPR.search(str(err.value))
     assert "'WEAT1'" in str(err.value) and "'WEAT2'" in str(err.value)
@@ -97,8 +109,8 @@ def test_weat_messages_have_no_numpy_repr(case):
     ds = weat_dataset()
     calls = {
         "unknown_test": lambda: weat(ds, tests=["WEAT9"], **OPTS),
-        "one_target": lambda: weat(_keep(ds, lambda t, r, w: t == "WEAT1" and r == "X"
-                                         and w != "flower0"), **OPTS),
+        "one_target": lambda: weat(ds, x=[np.str_("flower0")], y=["insect0", "insect1"],
+                                   a=["flower2"], b=["insect2"], **OPTS),
         "twice": lambda: weat(ds, tests=["WEAT1", {"tests": {"WEAT1": {
             "X": ["flower0", "flower1"], "Y": ["insect0", "insect1"],
             "A": ["flower2"], "B": ["insect2"]}}}], **OPTS),

@@ -283,8 +283,9 @@ def weat(
         A test with fewer words than this in any of X, Y, A, B is flagged ``small_n`` (and
         named in the summary): Caliskan et al. (2017) used at least 8 words per set. A test of
         the suite with an empty set (every word of it missing from this store, e.g. a word2vec
-        vocabulary) is dropped with an :class:`~emb.errors.EmbWarning` and the others go on;
-        only when every test is empty is it an error.
+        vocabulary), or with a single word in X or Y (where d is fixed at ±sqrt(2)), is dropped
+        with an :class:`~emb.errors.EmbWarning` and the others go on; only when every test is
+        dropped is it an error.
 
     Returns
     -------
@@ -357,17 +358,24 @@ def weat(
         if twice:
             raise AnalysisError(f"test name(s) {names(twice)} are defined twice; give each test its own name")
     dropped: dict[str, str] = {}
-    for test in built_in:
+    for test in built_in:  # a test file's or custom test's sets are the user's: refused below
         empty = [r for r in ROLES if not test.words[r]]
+        few = [r for r in ("X", "Y") if 0 < len(test.words[r]) < MIN_TARGET_WORDS]
         if empty:
             dropped[str(test.name)] = (
                 f"no {', '.join(empty)} words in this suite"
                 + (" after removing the excluded ones" if not include_excluded
                    and "excluded" in ds.variables else ""))
+        elif few:
+            dropped[str(test.name)] = (
+                " and ".join(f"{len(test.words[r])} {r} word ({cut(', '.join(test.words[r]), 60)})"
+                            for r in few)
+                + f" in this suite, and d needs at least {MIN_TARGET_WORDS} per target set")
     if dropped:
         if len(dropped) == len(test_list):
             raise AnalysisError(
-                f"every WEAT test has an empty word set in this suite ({_dropped_text(dropped)}); "
+                f"every WEAT test has an empty (or one-word target) set in this suite "
+                f"({_dropped_text(dropped)}); "
                 "nothing to compute: extract a suite whose store has these words, or give a test "
                 "file (--tests FILE) with words the store has")
         warnings.warn(f"WEAT tests dropped, the others go on: {_dropped_text(dropped)}",
