@@ -515,6 +515,10 @@ def small_n_notes(result: xr.Dataset, *, unit: str = "test",
                 f"{'; '.join(parts)}. Their effect sizes and p-values rest on few words: read them "
                 "as indicative only (--min-words sets the threshold).")
     dropped = json.loads(str(result.attrs.get("dropped", "{}")) or "{}")
+    if "dropped" not in result.attrs and "models" in result.attrs:  # models that differ
+        per_model = json.loads(str(result.attrs["models"]))
+        dropped = {f"{model}: {t}": why for model, attrs in per_model.items()
+                   for t, why in json.loads(str(attrs.get("dropped", "{}")) or "{}").items()}
     if dropped:
         notes.append("Dropped (a word set is empty, or too small to compute, in this store): "
                      + "; ".join(f"{t}: {why}" for t, why in dropped.items()) + ".")

@@ -121,3 +121,19 @@ def test_weat_messages_have_no_numpy_repr(case):
         calls[case]()
     for text in [str(err.value), *(str(w.message) for w in rec)]:
         assert not NUMPY_REPR.search(text), text
+
+
+def test_weat_two_models_one_drops_a_test():
+    """A test one store lacks is NaN for that model (outer join) and noted under its name."""
+    from emb.analyses import run_analysis
+
+    full = weat_dataset()
+    gappy = _keep(full, lambda t, r, w: t == "WEAT2" and r == "A")
+    with pytest.warns(EmbWarning, match="'WEAT2'"):
+        res = run_analysis("weat", {"w2v": gappy, "glove": full}, **OPTS).compute()
+    assert res["test"].values.tolist() == ["WEAT1", "WEAT2"]
+    assert np.isnan(res["effect_size"].sel(model="w2v", test="WEAT2")).all()
+    tables = ANALYSES["weat"].tables(res)
+    notes = ANALYSES["weat"].summary(res, tables).notes
+    assert any("w2v: WEAT2: no A words" in n for n in notes), notes
+    assert not any(NUMPY_REPR.search(n) for n in notes)
