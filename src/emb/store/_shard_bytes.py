@@ -163,7 +163,9 @@ class ShardEncoder:
                 data = chunk
             if finite:
                 finite = all_finite(data[:rows], None if scratch is None else scratch[:rows])
-            compressed = self.blosc.encode(data)
+            # the chunk's bytes as zarr hands them to Blosc (a uint8 array, after its bytes
+            # codec): numcodecs < 0.16 takes Blosc's typesize from the array it is given
+            compressed = self.blosc.encode(data.reshape(-1).view(np.uint8))
             checksum = struct.pack("<I", google_crc32c.value(compressed))
             parts += (compressed, checksum)
             crc = crc32_update(checksum, crc32_update(compressed, crc))
