@@ -326,11 +326,11 @@ class HFRunner(Runner):
         pad_id = padding_id(self.tokenizer)
         # on a GPU: no host sync per batch; each batch's vectors are copied (non-blocking) into
         # pinned host memory in batch order while the next batch runs, the non-finite test is a
-        # flag on the device, and both are read once, at the end of the call
+        # flag on the device, and both are read when the buffer is full and at the end of the call
         overlap = self.device.type == "cuda" and self.overlap
         staged = None
         if overlap:  # a bounded pinned buffer, emptied into ``out`` whenever it is full
-            row_bytes = int(np.prod(shape[1:])) * torch.tensor([], dtype=torch_out).element_size()
+            row_bytes = int(np.prod(shape[1:])) * out.itemsize
             rows = max(batch_size, STAGING_BYTES // max(row_bytes, 1))
             staged = self._staging((rows, *shape[1:]), torch_out)
         flags: list[torch.Tensor] = []

@@ -163,6 +163,11 @@ def extract(
         if v is not None
     }
     estimates: list[Any] = []
+
+    def on_estimate(estimate: Any) -> None:  # printed now, set against the time taken at the end
+        estimates.append(estimate)
+        click.echo(estimate.line(), err=not dry_run)
+
     try:
         reports = run_extract(
             model,
@@ -175,8 +180,7 @@ def extract(
             progress=not quiet,
             layers=layers,
             dry_run=dry_run,
-            on_estimate=lambda estimate: (estimates.append(estimate),
-                                          click.echo(estimate.line(), err=not dry_run)),
+            on_estimate=on_estimate,
             on_note=lambda line: click.echo(line, err=True),
             shard=shard,
             **given,
