@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+from dataclasses import dataclass
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -21,6 +22,8 @@ from emb.errors import AnalysisError, MissingStimuliError
 from emb.schemas.datamodel import ITEM
 
 __all__ = [
+    "CommonWords",
+    "common_words",
     "plain_strings",
     "describe_source",
     "item_values",
@@ -472,3 +475,66 @@ def public_in_package(func: F) -> F:
     the public path (the function is the package's attribute of that name)."""
     func.__module__ = func.__module__.rpartition(".")[0]
     return func
+
+
+# -- the same words in every cell compared side by side ---------------------------------------------
+@dataclass(frozen=True)
+class CommonWords:
+    """The words present in every cell of a comparison (settings, stores), and what each cell lost.
+
+    Attributes
+    ----------
+    words : tuple of str
+        The words present in every cell, in the order of the first cell that lists them.
+    dropped : dict of str to tuple of str
+        Per cell, its words that some other cell lacks (so left out of it).
+    absent : dict of str to tuple of str
+        Per cell, the words other cells have and it lacks (why the others were dropped).
+    """
+
+    words: tuple[str, ...]
+    dropped: dict[str, tuple[str, ...]]
+    absent: dict[str, tuple[str, ...]]
+
+    @property
+    def n_dropped(self) -> int:
+        """Distinct words left out of some cell."""
+        return len({w for ws in self.dropped.values() for w in ws})
+
+    def note(self, what: str = "words", cell: str = "setting") -> str:
+        """One line for a summary: ``compared on the 11,794 words present in every setting
+        (2,071 dropped: absent from 'random')``."""
+        head = f"compared on the {len(self.words):,} {what} present in every {cell}"
+        if not self.n_dropped:
+            return f"{head} (none dropped)"
+        why = "; ".join(f"{len(ws):,} absent from {c!r}" for c, ws in self.absent.items() if ws)
+        some = sorted({w for ws in self.absent.values() for w in ws})
+        more = ", …" if len(some) > 5 else ""
+        return f"{head} ({self.n_dropped:,} dropped: {why}, e.g. {', '.join(some[:5])}{more})"
+
+
+def common_words(cells: Mapping[str, Iterable[str]]) -> CommonWords:
+    """The words every cell of ``cells`` (cell name → its words) has: the one selection rule of
+    every comparison of settings, poolings, layers or stores side by side (``word_set="common"``).
+
+    Examples
+    --------
+    >>> c = common_words({"bleached": ["a", "b", "c"], "random": ["c", "a"]})
+    >>> c.words, c.dropped, c.note()
+    (('a', 'c'), {'bleached': ('b',), 'random': ()}, "compared on the 2 words present in every \
+setting (1 dropped: 1 absent from 'random': e.g. 'b'; --word-set per-setting computes each on all \
+of its own)")
+    """
+    lists = {str(k): list(dict.fromkeys(str(w) for w in v)) for k, v in cells.items()}
+    if not lists:
+        return CommonWords(words=(), dropped={}, absent={})
+    sets = {k: set(v) for k, v in lists.items()}
+    shared = set.intersection(*sets.values())
+    union = set.union(*sets.values())
+    first = next(iter(lists.values()))
+    order = [w for w in first if w in shared]
+    return CommonWords(
+        words=tuple(order),
+        dropped={k: tuple(w for w in v if w not in shared) for k, v in lists.items()},
+        absent={k: tuple(sorted(union - sets[k])) for k in lists},
+    )
