@@ -520,10 +520,10 @@ def common_words(cells: Mapping[str, Iterable[str]]) -> CommonWords:
     Examples
     --------
     >>> c = common_words({"bleached": ["a", "b", "c"], "random": ["c", "a"]})
-    >>> c.words, c.dropped, c.note()
-    (('a', 'c'), {'bleached': ('b',), 'random': ()}, "compared on the 2 words present in every \
-setting (1 dropped: 1 absent from 'random': e.g. 'b'; --word-set per-setting computes each on all \
-of its own)")
+    >>> c.words, c.dropped
+    (('a', 'c'), {'bleached': ('b',), 'random': ()})
+    >>> print(c.note())
+    compared on the 2 words present in every setting (1 dropped: 1 absent from 'random', e.g. b)
     """
     lists = {str(k): list(dict.fromkeys(str(w) for w in v)) for k, v in cells.items()}
     if not lists:
