@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np

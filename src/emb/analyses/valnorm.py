@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -40,6 +41,7 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import (
+    common_words,
     item_values,
     label_mask,
     own_descriptions,
@@ -52,7 +54,7 @@ from emb.analyses._select import (
 from emb.analyses.sc_weat import declared_cell, word_table
 from emb.analyses.stats.association import rating_residuals, sc_weat_effect_sizes
 from emb.errors import AnalysisError, MissingStimuliError
-from emb.options import DDOF
+from emb.options import DDOF, WORD_SET
 from emb.schemas.datamodel import ITEM
 
 if TYPE_CHECKING:
@@ -76,16 +78,19 @@ def _positions(mask: np.ndarray) -> slice | np.ndarray:
 
 
 def polar_selection(
-    ds: xr.Dataset, pole: str, setting: str, lexicon: str, has_lexicon_label: bool
+    ds: xr.Dataset, pole: str, setting: str, lexicon: str, has_lexicon_label: bool,
+    words: Sequence[str] | None = None,
 ) -> xr.Dataset:
     """The ``pole`` (pleasant/unpleasant) items of one setting, per lexicon when labelled so.
 
     Shared by :func:`valnorm` and :func:`emb.analyses.vast.vast`, so both pick the same polar
-    words (raises :class:`~emb.errors.MissingStimuliError` when the suite has none).
+    words (raises :class:`~emb.errors.MissingStimuliError` when the suite has none): all the
+    suite's ``pole`` words, or ``words`` (those present in every compared setting).
     """
-    words = unique_in_order(
-        np.asarray(item_values(ds, "word"))[label_mask(ds, stimulus_set=pole)].astype(str)
-    )
+    if words is None:
+        words = unique_in_order(
+            np.asarray(item_values(ds, "word"))[label_mask(ds, stimulus_set=pole)].astype(str)
+        )
     if not words:
         raise MissingStimuliError(
             f"this Dataset has no {pole!r} polar words (stimulus_set={pole!r}); "
@@ -97,6 +102,63 @@ def polar_selection(
     ).any():
         labels["lexicon"] = lexicon
     return select_words(ds, words, setting=setting, stimulus_set=pole, **labels)
+
+
+def polar_setting(ds: xr.Dataset, setting: str) -> str:
+    """The setting whose polar items a setting uses: its own, but ``aligned`` for ``misaligned``
+    when the store holds no misaligned polar items (the polar words keep aligned contexts)."""
+    if setting == "misaligned" and not label_mask(
+        ds, setting="misaligned", stimulus_set=["pleasant", "unpleasant"]
+    ).any():
+        return "aligned"
+    return setting
+
+
+@dataclass(frozen=True)
+class ComparedWords:
+    """The words a ``vast`` suite's settings are compared on, for one lexicon (``word_set``).
+
+    ``lexicon`` and ``poles`` are None under ``per-setting`` (each setting its own words); under
+    ``common`` they hold the lexicon words and the pleasant/unpleasant words present in every
+    compared setting, and ``notes`` the summary lines saying what was dropped and why.
+    """
+
+    lexicon: frozenset[str] | None
+    poles: dict[str, list[str]] | None
+    notes: tuple[str, ...]
+    n_dropped: int = 0
+
+
+def compared_words(
+    ds: xr.Dataset, lexicon: str, settings: Sequence[str], word_set: str
+) -> ComparedWords:
+    """The one same-words rule of the ``vast`` family (:func:`valnorm`, ``vast``, ``sc-weat``):
+    with ``word_set="common"`` every setting is scored on the lexicon words and polar words
+    present in all of ``settings`` (see :func:`emb.analyses._select.common_words`)."""
+    WORD_SET.check(word_set, owner="the vast suite's analyses")
+    settings = [s for s in settings if label_mask(
+        ds, setting=s, stimulus_set="lexicon", lexicon=lexicon).any()]
+    if word_set == "per-setting" or len(settings) < 2:
+        return ComparedWords(lexicon=None, poles=None, notes=())
+    words_col = item_values(ds, "word").astype(str)
+    lex = common_words({s: words_col[label_mask(ds, setting=s, stimulus_set="lexicon",
+                                                lexicon=lexicon)] for s in settings})
+    poles: dict[str, list[str]] = {}
+    notes = [f"lexicon {lexicon!r}: {lex.note('lexicon words')}"]
+    for pole in ("pleasant", "unpleasant"):
+        per: dict[str, np.ndarray] = {}
+        for s in settings:
+            ps = polar_setting(ds, s)
+            mask = label_mask(ds, setting=ps, stimulus_set=pole, lexicon=lexicon)
+            if not mask.any():
+                mask = label_mask(ds, setting=ps, stimulus_set=pole)
+            per[s] = words_col[mask]
+        common = common_words(per)
+        poles[pole] = list(common.words)
+        if common.n_dropped:
+            notes.append(f"lexicon {lexicon!r}: {common.note(f'{pole} polar words')}")
+    return ComparedWords(lexicon=frozenset(lex.words), poles=poles, notes=tuple(notes),
+                         n_dropped=lex.n_dropped)
 
 
 def rated_poles(
