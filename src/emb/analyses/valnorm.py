@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -41,7 +40,7 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import (
-    common_words,
+    compared_words,
     item_values,
     label_mask,
     own_descriptions,
@@ -102,63 +101,6 @@ def polar_selection(
     ).any():
         labels["lexicon"] = lexicon
     return select_words(ds, words, setting=setting, stimulus_set=pole, **labels)
-
-
-def polar_setting(ds: xr.Dataset, setting: str) -> str:
-    """The setting whose polar items a setting uses: its own, but ``aligned`` for ``misaligned``
-    when the store holds no misaligned polar items (the polar words keep aligned contexts)."""
-    if setting == "misaligned" and not label_mask(
-        ds, setting="misaligned", stimulus_set=["pleasant", "unpleasant"]
-    ).any():
-        return "aligned"
-    return setting
-
-
-@dataclass(frozen=True)
-class ComparedWords:
-    """The words a ``vast`` suite's settings are compared on, for one lexicon (``word_set``).
-
-    ``lexicon`` and ``poles`` are None under ``per-setting`` (each setting its own words); under
-    ``common`` they hold the lexicon words and the pleasant/unpleasant words present in every
-    compared setting, and ``notes`` the summary lines saying what was dropped and why.
-    """
-
-    lexicon: frozenset[str] | None
-    poles: dict[str, list[str]] | None
-    notes: tuple[str, ...]
-    n_dropped: int = 0
-
-
-def compared_words(
-    ds: xr.Dataset, lexicon: str, settings: Sequence[str], word_set: str
-) -> ComparedWords:
-    """The one same-words rule of the ``vast`` family (:func:`valnorm`, ``vast``, ``sc-weat``):
-    with ``word_set="common"`` every setting is scored on the lexicon words and polar words
-    present in all of ``settings`` (see :func:`emb.analyses._select.common_words`)."""
-    WORD_SET.check(word_set, owner="the vast suite's analyses")
-    settings = [s for s in settings if label_mask(
-        ds, setting=s, stimulus_set="lexicon", lexicon=lexicon).any()]
-    if word_set == "per-setting" or len(settings) < 2:
-        return ComparedWords(lexicon=None, poles=None, notes=())
-    words_col = item_values(ds, "word").astype(str)
-    lex = common_words({s: words_col[label_mask(ds, setting=s, stimulus_set="lexicon",
-                                                lexicon=lexicon)] for s in settings})
-    poles: dict[str, list[str]] = {}
-    notes = [f"lexicon {lexicon!r}: {lex.note('lexicon words')}"]
-    for pole in ("pleasant", "unpleasant"):
-        per: dict[str, np.ndarray] = {}
-        for s in settings:
-            ps = polar_setting(ds, s)
-            mask = label_mask(ds, setting=ps, stimulus_set=pole, lexicon=lexicon)
-            if not mask.any():
-                mask = label_mask(ds, setting=ps, stimulus_set=pole)
-            per[s] = words_col[mask]
-        common = common_words(per)
-        poles[pole] = list(common.words)
-        if common.n_dropped:
-            notes.append(f"lexicon {lexicon!r}: {common.note(f'{pole} polar words')}")
-    return ComparedWords(lexicon=frozenset(lex.words), poles=poles, notes=tuple(notes),
-                         n_dropped=lex.n_dropped)
 
 
 def rated_poles(

@@ -164,3 +164,28 @@ def test_two_stores_compared_on_the_words_both_have(planted: tuple[xr.Dataset, l
     per = run_analysis("valnorm", {"a": full, "b": ds}, per_word=False,
                        word_set="per-setting").compute()
     assert (per["n"].sel(model="a").values == N_WORDS).all()
+
+
+def test_sc_weat_settings_on_the_same_words(planted: tuple[xr.Dataset, list[str]]) -> None:
+    from emb.analyses.sc_weat import ANALYSIS as SC
+    from emb.analyses.sc_weat import sc_weat_lexicon
+
+    ds, gone = planted
+    res = sc_weat_lexicon(ds).compute()
+    assert res.sizes["word"] == N_WORDS - N_GONE and not set(gone) & set(res["word"].values)
+    assert np.isfinite(res["effect_size"].values).all()  # every word in every setting
+    assert (res["n_words"].values == N_WORDS - N_GONE).all()
+    assert (res["n_a"].values == len(PLEASANT)).all() and not res["small_n"].values.any()
+    table = SC.tables(res)["sc_weat"]
+    assert {"n_words", "n_a", "n_b", "small_n"} <= set(table.columns)
+    notes = SC.summary(res, SC.tables(res)).notes
+    assert any(f"({N_GONE} dropped: {N_GONE} absent from 'random'" in n for n in notes)
+    per = sc_weat_lexicon(ds, word_set="per-setting").compute()
+    assert list(per["n_words"].values) == [N_WORDS, N_WORDS - N_GONE]
+    kept = list(res["word"].values)
+    np.testing.assert_array_equal(per["effect_size"].sel(word=kept).values,
+                                  res["effect_size"].values)
+    small = sc_weat_lexicon(ds, min_words=30).compute()
+    assert small["small_n"].values.all()
+    assert any(n.startswith("Warning: small word sets (fewer than 30") and "A 25, B 25" in n
+               for n in SC.summary(small, SC.tables(small)).notes)

@@ -16,11 +16,12 @@ import pandas as pd
 import xarray as xr
 
 from emb.analyses._select import (
+    ComparedWords,
     item_values,
     label_mask,
     settings_present,
 )
-from emb.analyses.valnorm import ComparedWords, polar_selection, rated_poles
+from emb.analyses.valnorm import polar_selection, rated_poles
 from emb.analyses.vast._kernels import (
     _STATS,
     _best_kernel,

@@ -45,6 +45,7 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import (
+    compared_words,
     own_descriptions,
     parse_subset,
     plain_strings,
@@ -54,12 +55,7 @@ from emb.analyses._select import (
 )
 from emb.analyses.similarity import load_pairs, word_similarity
 from emb.analyses.stats.nullify import MAX_K
-from emb.analyses.valnorm import (
-    STAT_NAMES,
-    compared_words,
-    correlation_summary,
-    correlation_table,
-)
+from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
 from emb.analyses.vast._blocks import (
     RATINGS,
     SETTINGS,
