@@ -576,6 +576,7 @@ def compared_words(
     with ``word_set="common"`` every setting is scored on the lexicon words and polar words
     present in all of ``settings`` (see :func:`emb.analyses._select.common_words`)."""
     WORD_SET.check(word_set, owner="the vast suite's analyses")
+    lexicon, settings = str(lexicon), [str(s) for s in settings]  # plain text in the notes
     settings = [s for s in settings if label_mask(
         ds, setting=s, stimulus_set="lexicon", lexicon=lexicon).any()]
     if word_set == "per-setting" or len(settings) < 2:
