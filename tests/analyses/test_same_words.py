@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from emb.analyses import run_analysis
+from emb.analyses import ANALYSES, run_analysis
 from emb.analyses._examples import similarity_dataset, similarity_pairs, weat_dataset
 from emb.analyses.similarity import word_similarity
 from emb.analyses.weat import weat
@@ -34,6 +34,8 @@ def test_weat_two_stores_on_the_words_both_have() -> None:
                                alone["effect_size"].values, rtol=1e-12)
     note = json.loads(res.attrs["notes"])[0]
     assert "absent from store 'b'" in note and "flower0" in note
+    record = ANALYSES["weat"]
+    assert note in record.summary(res, record.tables(res)).notes
     per = run_analysis("weat", {"a": full, "b": lacking}, **WEAT, word_set="per-setting").compute()
     assert per["n_x"].sel(test="WEAT1").values.tolist() == [8, 6]
     assert not np.allclose(per["effect_size"].sel(model="a").values,
@@ -51,6 +53,9 @@ def test_similarity_two_stores_on_the_same_pairs() -> None:
     assert (n[:, 0] == n[:, 1]).all()
     alone = word_similarity(_without(one, ["sim000", "sim001"]), **kw).compute()
     np.testing.assert_allclose(res["rho"].sel(model="a").values, alone["rho"].values, rtol=1e-12)
+    record = ANALYSES["similarity"]
+    assert any("absent from store 'b', e.g. bleached/" in n
+               for n in record.summary(res, record.tables(res)).notes)
     per = run_analysis("similarity", {"a": one, "b": two}, **kw, word_set="per-setting").compute()
     n = per["n"].transpose("dataset", "model").values
     assert (n[:, 0] > n[:, 1]).all()

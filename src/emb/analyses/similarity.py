@@ -476,7 +476,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                    notes=["CI: 95%, Fisher's z with the Bonett-Wright standard error for "
                           "Spearman's rho. p: two-sided, t approximation (the exact permutation p "
                           "over at most 9 pairs). No correction.",
-                          "best layer (exploratory): chosen after looking; report the declared cell."])
+                          "best layer (exploratory): chosen after looking; report the declared cell.",
+                          *json.loads(str(result.attrs.get("notes", "[]")))])
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:
