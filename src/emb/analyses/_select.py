@@ -579,11 +579,18 @@ def compared_words(
     lexicon, settings = str(lexicon), [str(s) for s in settings]  # plain text in the notes
     settings = [s for s in settings if label_mask(
         ds, setting=s, stimulus_set="lexicon", lexicon=lexicon).any()]
-    if word_set == "per-setting" or len(settings) < 2:
+    if len(settings) < 2:
         return ComparedWords(lexicon=None, poles=None, notes=())
     words_col = item_values(ds, "word").astype(str)
     lex = common_words({s: words_col[label_mask(ds, setting=s, stimulus_set="lexicon",
                                                 lexicon=lexicon)] for s in settings})
+    if word_set == "per-setting":
+        sizes = {s: len(lex.words) + len(lex.dropped[s]) for s in settings}
+        notes = () if not lex.n_dropped else (
+            f"lexicon {lexicon!r}: each setting on its own words (--word-set per-setting), "
+            f"{', '.join(f'{s} {n:,}' for s, n in sizes.items())} lexicon words: a difference "
+            "between settings mixes their contexts with their word lists",)
+        return ComparedWords(lexicon=None, poles=None, notes=notes)
     poles: dict[str, list[str]] = {}
     notes = [f"lexicon {lexicon!r}: {lex.note('lexicon words')}"]
     for pole in ("pleasant", "unpleasant"):

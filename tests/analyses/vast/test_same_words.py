@@ -85,6 +85,8 @@ def test_vast_per_setting_keeps_each_settings_words(planted: tuple[xr.Dataset, l
     n_b = per["n"].sel(**at, setting="bleached").values
     n_r = per["n"].sel(**at, setting="random").values
     assert (n_b == N_WORDS).all() and (n_r == N_WORDS - N_GONE).all()
+    assert (f"lexicon 'toy': each setting on its own words (--word-set per-setting), bleached "
+            f"{N_WORDS}, random {N_WORDS - N_GONE} lexicon words") in per.attrs["notes"]
     # the planted words pull bleached's r down only when they are scored
     r_per = per["r"].sel(**at, setting="bleached").values
     r_common = common["r"].sel(**at, setting="bleached").values
