@@ -87,7 +87,7 @@ class _Test:
     title: str = ""  # the readable name ("Flowers vs insects × pleasant/unpleasant")
 
 
-def test_title(name: str, definition: dict[str, Any] | None, groups: dict[str, str]) -> str:
+def readable_name(name: str, definition: dict[str, Any] | None, groups: dict[str, str]) -> str:
     """A test's readable name, from one source: the test definition's ``name`` (package data
     ``ceat_tests.json``, carried into the store's suite parameters); for a store extracted before
     the definitions had names, the built-in test of that id when its word-set names match; else
@@ -95,7 +95,7 @@ def test_title(name: str, definition: dict[str, Any] | None, groups: dict[str, s
 
     Examples
     --------
-    >>> test_title("T9", None, {"X": "old_names", "Y": "young_names", "A": "good", "B": "bad"})
+    >>> readable_name("T9", None, {"X": "old_names", "Y": "young_names", "A": "good", "B": "bad"})
     'old names vs young names × good/bad'
     """
     if isinstance(definition, dict) and str(definition.get("name") or "").strip():
@@ -216,7 +216,7 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None,
             dropped[str(name)] = f"no {', '.join(empty)} stimuli in this suite"
             continue
         named = {r: groups[name].get(r, r) for r in ROLES}
-        out.append(_Test(name, roles, named, test_title(name, definitions.get(name), named)))
+        out.append(_Test(name, roles, named, readable_name(name, definitions.get(name), named)))
     return out
 
 
