@@ -331,7 +331,8 @@ def valnorm(
     out = out.transpose("lexicon", "setting", ..., "layer", "pooling")
     out["r"].attrs["long_name"] = f"Pearson's r of SC-WEAT effect sizes with {ratings}"
     out["p"].attrs["long_name"] = "two-sided p-value of r"
-    out["n"].attrs["long_name"] = "lexicon words correlated"
+    out["n"].attrs["long_name"] = ("lexicon words correlated (rated, with a vector; the polar "
+                                   "words left out unless method='reference')")
     out["spearman_r"].attrs["long_name"] = f"Spearman's rho of SC-WEAT effect sizes with {ratings}"
     out["spearman_p"].attrs["long_name"] = "two-sided p-value of rho"
     out.attrs = {
@@ -461,9 +462,20 @@ def correlation_summary(
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     rating = result.attrs.get("ratings", "valence")
-    return correlation_summary(
+    out = correlation_summary(
         tables["valnorm"], title=f"ValNorm: Pearson's r of SC-WEAT with human {rating} ratings"
     )
+    polar = json.loads(str(result.attrs.get("polar_words", "{}")) or "{}")
+    k = len({str(w) for ws in polar.values() for w in ws}) if isinstance(polar, dict) else 0
+    removed = result.attrs.get("polar_words_removed") == "true"
+    words = (f"n: the lexicon words with a {rating} rating and a vector, "
+             + (f"the polar (pleasant/unpleasant) words ({k}) left out of the targets where the "
+                "lexicon has them" if removed
+                else "the polar words kept among the targets (method 'reference')")
+             + "; 'emb analyze sc-weat' keeps every lexicon word, the polar ones included, so "
+             "its n and r differ" + ("" if removed else " only in the words without a rating") + ".")
+    return Summary(title=out.title, headline=out.headline, table=out.table,
+                   notes=[*out.notes, words])
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:
