@@ -130,3 +130,16 @@ def test_readable_names_in_tables_and_figures():
     for figure in (plots.es_histograms(res), plots.ces_by_layer(res), plots.heat_table(res)):
         texts = "".join(t.get_text() for t in figure.findobj(lambda o: hasattr(o, "get_text")))
         assert "T1:Plantedtest×good/bad" in "".join(texts.split())  # lines break anywhere
+
+
+def test_two_stores_that_name_a_test_differently():
+    from emb.analyses import run_analysis
+
+    ds = ceat_dataset(n_layers=2)
+    named = ds.assign_attrs(suite=json.dumps({"parameters": {"tests": {"T1": {"name": "Mine"}}}}))
+    res = run_analysis("ceat", {"a": ds, "b": named}, n_samples=40, n_bootstrap=0,
+                       n_permutations=0).compute()
+    assert plots.label_of(res, "T1", width=80) == "T1: x vs y × a/b; Mine"
+    table = ANALYSES["ceat"].tables(res)["ceat"]
+    names = table.drop_duplicates(["model", "test"]).set_index(["model", "test"])["test_name"]
+    assert names[("a", "T1")] == "x vs y × a/b" and names[("b", "T1")] == "Mine"

@@ -67,3 +67,18 @@ def test_the_suite_carries_the_names_and_refuses_bad_ones():
     with pytest.raises(SuiteError, match=r"\$\._names must map"):
         parse_ibd_data({**doc, "_names": {"african_female": ""}}, "g.json")
     assert parse_ibd_data({k: v for k, v in doc.items() if k != "_names"}, "g.json").titles == {}
+
+
+def test_two_stores_that_name_a_group_differently_keep_each_name():
+    from emb.analyses import run_analysis
+
+    ds = ibd_dataset()
+    own = ds.assign_attrs(suite=json.dumps({"parameters": {"titles": {"african_female": "Black women"}}}))
+    res = run_analysis("ibd", {"a": ds, "b": own}).compute()
+    table = ANALYSIS.tables(res)["ibd"]
+    names = table.drop_duplicates(["model", "group"]).set_index(["model", "group"])["group_name"]
+    assert names[("a", "african_female")] == "African-American females"
+    assert names[("b", "african_female")] == "Black women"
+    assert names[("b", "mexican_female")] == "mexican female"
+    assert len(table) == len(ANALYSIS.tables(run_analysis("ibd", {"a": ds, "b": ds}))["ibd"])
+    ANALYSIS.figures(res)  # each model's figures name its own groups

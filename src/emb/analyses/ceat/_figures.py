@@ -45,9 +45,13 @@ def label_of(result: xr.Dataset, test: Any, *, width: int = 24) -> str:
     """``C1: Flowers vs insects × pleasant/unpleasant`` (the test's readable name, ``test_name``;
     else its word sets' names), broken after a slash or a space into lines of about ``width``
     characters."""
-    if "test_name" in result.coords and str(result["test_name"].sel(test=test).values).strip():
-        pieces = [f"{test}:"] + [w for piece in str(result["test_name"].sel(test=test).values)
-                                 .split() for w in _slashed(piece)]
+    # one name per test; the stores of a run that name a test differently: each name, "; "
+    named = [str(v).strip() for v in np.asarray(result["test_name"].sel(test=test).values,
+                                                 dtype=object).ravel()] \
+        if "test_name" in result.coords else []
+    title = "; ".join(dict.fromkeys(v for v in named if v))
+    if title:
+        pieces = [f"{test}:"] + [w for piece in title.split() for w in _slashed(piece)]
     else:
         names = [str(result[g].sel(test=test).values)
                  for g in ("x_group", "y_group", "a_group", "b_group") if g in result.coords]

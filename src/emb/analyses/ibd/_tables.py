@@ -3,6 +3,7 @@ attribute word's scores and detection, and the ROC candidates with the chosen po
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -95,9 +96,13 @@ def _named(frame: pd.DataFrame, result: xr.Dataset) -> pd.DataFrame:
     """``frame`` with each group's readable name (``group_name``) beside its id."""
     if "group_name" not in result.coords or "group" not in frame:
         return frame
-    names = pd.DataFrame({"group": [str(g) for g in result["group"].values.tolist()],
-                          "group_name": [str(n) for n in result["group_name"].values.tolist()]})
-    out = frame.merge(names, how="left", on="group")
+    coord = result["group_name"]  # over (model, group) where the stores of a run name it differently
+    names = xr.DataArray(np.asarray(coord.values, dtype=object).astype(str), dims=coord.dims,
+                         coords={d: result[d].values for d in coord.dims})
+    names = names.to_dataframe(name="group_name").reset_index()
+    if "model" in names and "model" not in frame:
+        names = names.drop(columns="model").drop_duplicates("group")
+    out = frame.merge(names, how="left", on=[c for c in names.columns if c != "group_name"])
     out.index = frame.index
     out.attrs = {**frame.attrs, "descriptions": {
         **frame.attrs.get("descriptions", {}),
