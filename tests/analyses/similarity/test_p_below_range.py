@@ -76,3 +76,20 @@ def test_p_below_range_leaves_representable_ps_and_formats_the_rest():
     assert shown["p"].tolist()[:2] == ["0.04", "≈ 10^-641.8"] and "log10_p" not in shown
     assert format_p(float("nan"), log10_p=-641.8) == "p ≈ 10^-641.8"
     assert format_p(float("nan"), log10_p=-3.0) == "p = —"  # a missing p is not invented
+
+
+def test_column_names_are_identifiers_and_best_layer_is_described_as_exploratory():
+    import re
+
+    for name in ("similarity", "valnorm"):
+        analysis = ANALYSES[name]
+        ds, options = analysis.example()
+        res = analysis.function(ds, **options).compute()
+        tables = analysis.tables(res)
+        for table_name, table in tables.items():
+            odd = [c for c in table.columns if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", str(c))]
+            assert not odd, (table_name, odd)
+        best = tables[f"{name}_best_layers"]
+        assert "best_layer" in best and "exploratory" in best.attrs["descriptions"]["best_layer"]
+        summary = analysis.summary(res, tables).table
+        assert "best_layer" in summary and "best_layer (exploratory)" not in summary
