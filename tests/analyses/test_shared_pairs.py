@@ -152,3 +152,10 @@ def test_vast_says_why_word_similarity_did_not_run(old_suite, new_suite, monkeyp
     rho = both["similarity_rho"].sel(model="a", k=0, pooling=["last", "mean"]).compute()
     assert rho.sizes == {"dataset": 2, "pooling": 2, "layer": 4} and np.isfinite(rho).all()
     assert both["similarity_n"].sel(model="a").values.tolist() == [80, 40]
+
+
+def test_other_suites_keep_their_own_pairs_in_the_provenance() -> None:
+    suite = {"name": "intersectional", "generator": "intersectional",
+             "parameters": {"pairs": {"age": {"A": "young", "B": "old"}}}}
+    out = json.loads(provenance_attrs(xr.Dataset(attrs={"suite": suite}))["suite"])
+    assert out == suite

