@@ -206,3 +206,49 @@ def test_similarity_pairs_travel_in_the_store(shared_store: Path, data_dir: Path
     assert record["simlex999"]["licence"] == "the user's own files"
     assert record["simlex999"]["citation"].startswith("Hill, Reichart & Korhonen (2015)")
     assert ds.attrs["suite"]["parameters"]["pairs_format"] == 1
+
+
+def _bin(venv: Path, name: str) -> str:
+    return str(venv / ("Scripts" if os.name == "nt" else "bin") / name)
+
+
+@pytest.mark.slow
+def test_a_fresh_venv_with_emb_alone_analyses_a_copied_store(shared_store: Path,
+                                                            tmp_path: Path) -> None:
+    """``pip install emb`` (its wheel and its declared dependencies, nothing else) in a new
+    virtual environment, then ``emb analyze similarity`` on a copy of the store: the numbers of
+    this environment. Needs a package index (PyPI in CI); ~2-4 min, most of it pip."""
+    root = Path(emb.__file__).resolve().parents[2]
+    assert (root / "pyproject.toml").is_file(), f"no project at {root}"
+    venv, wheels = tmp_path / "venv", tmp_path / "wheels"
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    steps = [
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(root)],
+        [sys.executable, "-m", "venv", str(venv)],
+    ]
+    for step in steps:
+        subprocess.run(step, env=env, check=True, capture_output=True, timeout=600)
+    (wheel,) = wheels.glob("emb-*.whl")
+    install = subprocess.run([_bin(venv, "python"), "-m", "pip", "install", "-q", str(wheel)],
+                             env=env, capture_output=True, text=True, timeout=1200, check=False)
+    if install.returncode and os.environ.get("CI") != "true":
+        pytest.skip(f"pip could not install emb's dependencies here (no package index?): "
+                    f"{install.stderr.strip().splitlines()[-1:]}")
+    assert install.returncode == 0, install.stderr[-3000:]
+    probe = ("import importlib.util, json; print(json.dumps([n for n in "
+             f"{BLOCKED!r} if importlib.util.find_spec(n)]))")
+    found = subprocess.run([_bin(venv, "python"), "-c", probe], env=env, capture_output=True,
+                           text=True, check=True, cwd=tmp_path)
+    assert json.loads(found.stdout) == []  # emb alone: none of the optional packages, no torch
+
+    copy = shutil.copytree(shared_store, tmp_path / "shared.zarr")  # the collaborator's copy
+    ran = subprocess.run([_bin(venv, "emb"), "analyze", "similarity", "--store", str(copy),
+                          "--k-max", "2", "--no-plots", "--out", str(tmp_path / "fresh")],
+                         env=env, capture_output=True, text=True, timeout=600, check=False,
+                         cwd=tmp_path)
+    assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-2000:]
+    here = emb.analyze("similarity", str(copy), k_max=2, out=tmp_path / "here", figures=False)
+    assert here.summary.headline
+    fresh = pd.read_csv(tmp_path / "fresh" / "similarity.csv")
+    pd.testing.assert_frame_equal(fresh, pd.read_csv(tmp_path / "here" / "similarity.csv"))
+    assert fresh["n"].tolist() and (fresh["n"] == 40).all()
