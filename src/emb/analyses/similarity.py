@@ -182,9 +182,9 @@ def stored_pairs(ds: xr.Dataset) -> pd.DataFrame | None:
     >>> ds = xr.Dataset(attrs={"suite": {"parameters": {"pairs": {"ws353": {
     ...     "word1": ["tiger", "book"], "word2": ["cat", "paper"], "score": [7.35, 7.46]}}}}})
     >>> stored_pairs(ds)
-      dataset word1  word2  score
-    0   ws353 tiger    cat   7.35
-    1   ws353  book  paper   7.46
+      dataset  word1  word2  score
+    0   ws353  tiger    cat   7.35
+    1   ws353   book  paper   7.46
     """
     info = _attr(ds, "suite")
     params = info.get("parameters") if isinstance(info, Mapping) else None
