@@ -4,7 +4,9 @@ For every configuration (family × planted effect × n), 1,000 independent sampl
 population whose parameter is known (``tests/analyses/stats/_planted.py``) and the share of
 intervals covering it is printed; a correct 95 % interval lands in 93–97 % (± 2.9 binomial
 standard errors). WEAT's bootstrap CI of d is shown with the BCa interval emb reports and with the
-percentile interval it reported before; the correlations' CIs are analytic (Fisher's z).
+percentile interval it reported before; CEAT's bootstrap CI of the CES is still the percentile
+interval (20 contexts per stimulus, 100 replicates of 100 samples, emb's defaults); the
+correlations' CIs are analytic (Fisher's z).
 
 Usage::
 
@@ -24,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.analyses.stats._planted import (  # noqa: E402
     SHIFTS,
+    ceat_coverage,
     correlation_coverage,
     weat_coverage,
     weat_population,
@@ -56,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
                                 n_bootstrap=args.replicates, seed=n)
             rows.append(("WEAT d (bootstrap over words)", f"{effect}, d = {pop.d:.2f}", str(n),
                          f"{old:.3f}{_flag(old)}", f"{new:.3f}{_flag(new)}"))
+    for effect in ("none", "medium"):
+        pop = weat_population(SHIFTS[effect], seed=0)
+        for n in (8, 16):
+            c = ceat_coverage(pop, n, n_draws=args.draws, seed=n)
+            rows.append(("CEAT CES (bootstrap over stimuli and contexts)",
+                         f"{effect}, d = {pop.d:.2f}", str(n), f"{c:.3f}{_flag(c)}",
+                         f"{c:.3f}{_flag(c)}"))
     for method, family in (("pearson", "ValNorm r (Fisher z)"),
                            ("spearman", "similarity ρ (Fisher z, Bonett–Wright)")):
         for rho in RHOS:

@@ -98,3 +98,36 @@ def correlation_coverage(rho: float, n: int, *, method: str, n_draws: int = 1000
     else:
         c, target = stats.spearman(x, y), 6 / np.pi * np.arcsin(rho / 2)
     return float(np.mean((c.ci_low <= target) & (target <= c.ci_high)))
+
+
+#: CEAT: a context vector = its stimulus' vector (spread STIMULUS around the set's mean) + the
+#: context's own spread (CONTEXT); STIMULUS² + CONTEXT² = 1, so the population of contexts is
+#: the WEAT population above and its d is ``weat_population(shift).d``.
+STIMULUS, CONTEXT = 0.8, 0.6
+
+
+def ceat_coverage(
+    pop: WeatPopulation, n: int, *, n_contexts: int = 20, n_draws: int = 1000,
+    n_bootstrap: int = 100, bootstrap_samples: int = 100, seed: int = 0,
+) -> float:
+    """Share of ``n_draws`` CEATs (n stimuli per set, ``n_contexts`` contexts each) whose 95 %
+    bootstrap CI of the CES (emb's: stimuli, then their contexts, resampled; ``n_bootstrap``
+    replicates of ``bootstrap_samples`` samples; the 2.5 and 97.5 % quantiles) covers ``pop.d``.
+    """
+    from emb.analyses.ceat._kernels import ROLES, _boot_kernel, _bootstrap_indices
+
+    rng = np.random.default_rng([seed, n, 4])
+    parts = []
+    for mean in pop.means:
+        stimulus = mean + STIMULUS * rng.standard_normal((n_draws, n, 1, DIM))
+        contexts = stimulus + CONTEXT * rng.standard_normal((n_draws, n, n_contexts, DIM))
+        parts.append(contexts.reshape(n_draws, n * n_contexts, DIM))
+    emb = np.concatenate(parts, axis=1).astype(np.float32)  # items: X, Y, A, B stimuli × contexts
+    counts = [n_contexts] * (4 * n)
+    offsets = np.arange(4 * n) * n_contexts
+    idx = _bootstrap_indices(counts, offsets, dict.fromkeys(ROLES, n), n_rep=n_bootstrap,
+                             n_samples=bootstrap_samples, seed=seed, test="planted")
+    boot = _boot_kernel(emb, idx=idx, n_rep=n_bootstrap, n_x=n, n_y=n, n_a=n, ddof=1,
+                        variance="cohens-d", alternative="two-sided")
+    low, high = stats.percentile_interval(boot)
+    return float(np.mean((low <= pop.d) & (pop.d <= high)))

@@ -77,7 +77,7 @@ def percentile_interval(
 
     Examples
     --------
-    >>> [float(v) for v in percentile_interval(np.arange(101.0), confidence=0.9)]
+    >>> [round(float(v), 9) for v in percentile_interval(np.arange(101.0), confidence=0.9)]
     [5.0, 95.0]
     """
     rep = np.asarray(replicates, dtype=np.float64)
