@@ -10,7 +10,7 @@ correlations' CIs are analytic (Fisher's z).
 
 Usage::
 
-    python benchmarks/coverage.py              # 1,000 draws × 1,000 replicates (≈ 1–2 min, 2 cores)
+    python benchmarks/coverage.py              # 1,000 draws × 1,000 replicates (≈ 5–8 min, 2 cores)
     python benchmarks/coverage.py --draws 200  # quicker, noisier
     python benchmarks/coverage.py --markdown   # the table as Markdown (docs/rules/intervals.md)
 """
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                                 n_bootstrap=args.replicates, seed=n)
             rows.append(("WEAT d (bootstrap over words)", f"{effect}, d = {pop.d:.2f}", str(n),
                          f"{old:.3f}{_flag(old)}", f"{new:.3f}{_flag(new)}"))
-    for effect in ("none", "medium"):
+    for effect in ("none", "medium", "large"):
         pop = weat_population(SHIFTS[effect], seed=0)
         for n in (8, 16):
             c = ceat_coverage(pop, n, n_draws=args.draws, seed=n)

@@ -14,11 +14,14 @@ Bonett–Wright standard error (similarity). SC-WEAT and the stereotype profiles
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import scipy.stats
 
-from emb.analyses import stats
+from emb.analyses import ANALYSES, stats, weat
+from emb.analyses._examples import weat_dataset
 from tests.analyses.stats._planted import (
     SHIFTS,
     correlation_coverage,
@@ -74,6 +77,27 @@ def test_bca_equals_scipy_on_the_same_replicates(sizes: tuple[int, int, int, int
         )
         assert float(low[k]) == pytest.approx(ref.confidence_interval.low, rel=1e-9, abs=1e-12)
         assert float(high[k]) == pytest.approx(ref.confidence_interval.high, rel=1e-9, abs=1e-12)
+
+
+def test_weat_reports_the_bca_interval_and_says_so() -> None:
+    """weat's ci_low/ci_high are weat_bootstrap's BCa bounds on the same cosines, labelled BCa
+    in the result and the summary."""
+    ds = weat_dataset()
+    res = weat(ds, n_bootstrap=300, seed=4).compute()
+    assert "BCa" in res.ci_low.attrs["long_name"] and "BCa" in res.ci_high.attrs["long_name"]
+    notes = ANALYSES["weat"].summary(res, ANALYSES["weat"].tables(res)).notes
+    assert any(n.startswith("CI: 95% BCa bootstrap over stimuli") for n in notes)
+    sets = json.loads(res.attrs["words"])["WEAT1"]
+    cell = ds.sel(setting="bleached", pooling="last", layer=3)
+    item_words = cell["word"].values.astype(str)
+    vec = {r: np.stack([cell.embedding.values[list(item_words).index(w)] for w in sets[r]])
+           for r in ("X", "Y", "A", "B")}
+    unit = {r: v / np.linalg.norm(v, axis=1, keepdims=True) for r, v in vec.items()}
+    cos = np.vstack([unit["X"], unit["Y"]]) @ np.vstack([unit["A"], unit["B"]]).T
+    low, high = stats.weat_bootstrap(cos, len(sets["X"]), len(sets["A"]), n_bootstrap=300, seed=4)
+    got = res.sel(test="WEAT1", setting="bleached", pooling="last", layer=3)
+    assert float(got.ci_low) == pytest.approx(float(low), rel=1e-9)
+    assert float(got.ci_high) == pytest.approx(float(high), rel=1e-9)
 
 
 def test_bca_corrects_the_median_bias_of_the_replicates() -> None:
