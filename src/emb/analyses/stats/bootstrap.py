@@ -270,6 +270,8 @@ def weat_bootstrap(
         else:
             ones = [np.ones((n, 1), np.int64) for n in sizes]
             est = _weighted_d(flat, *ones, ddof)[:, 0]
-            jack = [_weighted_d(flat, *w, ddof) for w in _jackknife_weights(sizes)]
+            # a set of one word has no jackknife (and no bootstrap spread): it adds nothing
+            jack = [_weighted_d(flat, *w, ddof)
+                    for n, w in zip(sizes, _jackknife_weights(sizes), strict=True) if n >= 2]
             low, high = bca_interval(est, d, jack, confidence=confidence)
     return np.reshape(low, batch)[()], np.reshape(high, batch)[()]
