@@ -122,13 +122,16 @@ def _d(cos: np.ndarray, n_x: int, n_a: int, ddof: int) -> float:
 
 
 def test_weat_bootstrap_equals_a_brute_force_loop_over_resampled_words() -> None:
+    """The replicates are d on the resampled words themselves (the percentile interval reads
+    them directly; the BCa default is checked against scipy in tests/analyses/stats/test_coverage.py)."""
     rng = np.random.default_rng(3)
     n_x, n_y, n_a, n_b, dim = 5, 6, 4, 7, 12
     vectors = rng.normal(size=(n_x + n_y + n_a + n_b, dim))
     vectors[:n_x] += vectors[n_x + n_y : n_x + n_y + n_a].mean(axis=0)  # some association
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     cos = unit[: n_x + n_y] @ unit[n_x + n_y :].T
-    low, high = stats.weat_bootstrap(cos, n_x, n_a, n_bootstrap=300, seed=7, ddof=1)
+    low, high = stats.weat_bootstrap(cos, n_x, n_a, n_bootstrap=300, seed=7, ddof=1,
+                                     method="percentile")
     counts = stats.bootstrap_counts([n_x, n_y, n_a, n_b], 300, seed=7)
     replicates = []
     groups = [np.arange(n_x), n_x + np.arange(n_y), n_x + n_y + np.arange(n_a),

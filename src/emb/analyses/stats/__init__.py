@@ -26,7 +26,12 @@ from emb.analyses.stats.association import (
     weat_effect_size,
     weat_statistic,
 )
-from emb.analyses.stats.bootstrap import bootstrap_counts, weat_bootstrap
+from emb.analyses.stats.bootstrap import (
+    bca_interval,
+    bootstrap_counts,
+    percentile_interval,
+    weat_bootstrap,
+)
 from emb.analyses.stats.correlation import (
     EXACT_MAX_N,
     P_FLOOR,
@@ -79,6 +84,7 @@ __all__ = [
     "association",
     "average_ranks",
     "benjamini_hochberg",
+    "bca_interval",
     "bootstrap_counts",
     "cohens_d",
     "cohens_d_variance",
@@ -103,6 +109,7 @@ __all__ = [
     "single_threaded_blas",
     "spearman",
     "unit",
+    "percentile_interval",
     "weat_bootstrap",
     "weat_effect_size",
     "weat_statistic",

@@ -79,7 +79,7 @@ def summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         "its floor, as p ≤ 1/(N+1)."
     ]
     if has_ci:
-        notes.append(f"CI: {level} percentile bootstrap over stimuli ({result.attrs.get('n_bootstrap')} "
+        notes.append(f"CI: {level} BCa bootstrap over stimuli ({result.attrs.get('n_bootstrap')} "
                      "replicates; words resampled within X, Y, A and B), seeded.")
     if use_adjusted:
         notes.append(f"p ({_CORRECTIONS[correction]}): {_CORRECTIONS[correction]} correction over "

@@ -277,7 +277,8 @@ def weat(
         (for every test, setting and pooling), or all tests × layers together.
     n_bootstrap : int, default 1000
         Bootstrap replicates of the effect size's CI over stimuli (words resampled with
-        replacement within X, Y, A and B; :func:`emb.analyses.stats.weat_bootstrap`); 0: no CI.
+        replacement within X, Y, A and B; the bias-corrected and accelerated (BCa) interval of
+        :func:`emb.analyses.stats.weat_bootstrap`); 0: no CI.
     confidence : float, default 0.95
         Coverage of that interval.
     min_words : int, default 8
@@ -449,7 +450,7 @@ def weat(
         level = f"{100 * float(confidence):g}%"
         for bound in ("ci_low", "ci_high"):
             out[bound].attrs["long_name"] = (
-                f"{level} percentile bootstrap CI of d, {'lower' if bound == 'ci_low' else 'upper'} "
+                f"{level} BCa bootstrap CI of d, {'lower' if bound == 'ci_low' else 'upper'} "
                 f"bound ({int(n_bootstrap)} replicates; words resampled within X, Y, A and B)"
             )
     out["statistic"].attrs["long_name"] = "sum_X s(x,A,B) - sum_Y s(y,A,B)"

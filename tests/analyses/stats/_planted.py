@@ -1,0 +1,133 @@
+"""Planted populations for coverage simulations of emb's confidence intervals.
+
+Each function draws many independent samples from a population whose parameter is known, computes
+the interval emb reports on every draw at once (the draws are the batch dimension of emb's
+vectorised kernels) and returns the share of intervals that cover the population value.
+Shared by ``tests/analyses/stats/test_coverage.py`` and ``benchmarks/coverage.py``.
+
+WEAT: word vectors in ``DIM`` dimensions, each set Gaussian around its own mean (unit noise):
+A around e₀, B around e₁, X around e₂ + (shift/2)(e₀ − e₁), Y around e₂ − (shift/2)(e₀ − e₁).
+The population d is the effect size of the whole populations: with ``w = E[â] − E[b̂]`` (unit
+vectors), ``s(t) = t̂ · w`` and ``d = (E_X s − E_Y s) / sd_{X∪Y} s`` (equal mixture), computed on
+``POPULATION`` draws of each set (Monte-Carlo error ≈ 0.002, far below an interval's width).
+
+Correlations (ValNorm's Pearson r, similarity's Spearman ρ): bivariate normal pairs with
+correlation ρ; Pearson's population r is ρ, Spearman's is ``(6/π) asin(ρ/2)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from emb.analyses import stats
+
+DIM = 4
+POPULATION = 1_000_000
+#: Shifts between the X and Y means and the population d they plant (computed, not assumed).
+SHIFTS = {"none": 0.0, "small": 0.25, "medium": 0.75, "large": 1.25}
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+@dataclass(frozen=True)
+class WeatPopulation:
+    """Means of X, Y, A, B and the population effect size ``d`` they give."""
+
+    means: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    d: float
+
+
+def weat_population(shift: float, *, seed: int = 0) -> WeatPopulation:
+    """The planted WEAT population for a shift of X and Y along ``e₀ − e₁`` (see module doc)."""
+    e = np.eye(DIM)
+    mx = e[2] + shift / 2 * (e[0] - e[1])
+    my = e[2] - shift / 2 * (e[0] - e[1])
+    means = (mx, my, e[0], e[1])
+    rng = np.random.default_rng([seed, 1])
+    w = (_unit(e[0] + rng.standard_normal((POPULATION, DIM))).mean(axis=0)
+         - _unit(e[1] + rng.standard_normal((POPULATION, DIM))).mean(axis=0))
+    sx = _unit(mx + rng.standard_normal((POPULATION, DIM))) @ w
+    sy = _unit(my + rng.standard_normal((POPULATION, DIM))) @ w
+    d = (sx.mean() - sy.mean()) / np.concatenate([sx, sy]).std()
+    return WeatPopulation(means=means, d=float(d))
+
+
+def weat_cosines(pop: WeatPopulation, n: int, n_draws: int, *, seed: int) -> np.ndarray:
+    """``(n_draws, 2n, 2n)`` cosines of n drawn targets per set (X then Y) with n drawn
+    attributes per set (A then B): ``n_draws`` independent WEATs of n words per set."""
+    rng = np.random.default_rng([seed, n, 2])
+    mx, my, ma, mb = pop.means
+    noise = rng.standard_normal((4, n_draws, n, DIM))
+    t = _unit(np.concatenate([mx + noise[0], my + noise[1]], axis=1))
+    a = _unit(np.concatenate([ma + noise[2], mb + noise[3]], axis=1))
+    return t @ np.swapaxes(a, -1, -2)
+
+
+def weat_coverage(
+    pop: WeatPopulation, n: int, *, method: str = "bca", n_draws: int = 1000,
+    n_bootstrap: int = 1000, seed: int = 0,
+) -> float:
+    """Share of ``n_draws`` WEATs (n words per set) whose 95 % bootstrap CI of d covers ``pop.d``.
+
+    The draws are one batch of :func:`emb.analyses.stats.weat_bootstrap` (one array operation
+    per block of replicates, the same resampling counts for every draw, as for every layer of a
+    store).
+    """
+    cos = weat_cosines(pop, n, n_draws, seed=seed)
+    low, high = stats.weat_bootstrap(cos, n, n, n_bootstrap=n_bootstrap, seed=seed,
+                                     method=method)  # type: ignore[arg-type]
+    return float(np.mean((low <= pop.d) & (pop.d <= high)))
+
+
+def correlation_coverage(rho: float, n: int, *, method: str, n_draws: int = 1000,
+                         seed: int = 0) -> float:
+    """Share of ``n_draws`` samples of n bivariate-normal pairs (correlation ``rho``) whose
+    95 % CI from :func:`emb.analyses.stats.pearson` (Fisher z: ValNorm, VAST, valence
+    subspace) or :func:`emb.analyses.stats.spearman` (Fisher z with the Bonett–Wright standard
+    error: similarity) covers the population coefficient."""
+    rng = np.random.default_rng([seed, n, 3])
+    z = rng.standard_normal((2, n_draws, n))
+    x = z[0]
+    y = rho * z[0] + np.sqrt(1 - rho**2) * z[1]
+    if method == "pearson":
+        c, target = stats.pearson(x, y), rho
+    else:
+        c, target = stats.spearman(x, y), 6 / np.pi * np.arcsin(rho / 2)
+    return float(np.mean((c.ci_low <= target) & (target <= c.ci_high)))
+
+
+#: CEAT: a context vector = its stimulus' vector (spread STIMULUS around the set's mean) + the
+#: context's own spread (CONTEXT); STIMULUS² + CONTEXT² = 1, so the population of contexts is
+#: the WEAT population above and its d is ``weat_population(shift).d``.
+STIMULUS, CONTEXT = 0.8, 0.6
+
+
+def ceat_coverage(
+    pop: WeatPopulation, n: int, *, n_contexts: int = 20, n_draws: int = 1000,
+    n_bootstrap: int = 100, bootstrap_samples: int = 100, seed: int = 0,
+) -> float:
+    """Share of ``n_draws`` CEATs (n stimuli per set, ``n_contexts`` contexts each) whose 95 %
+    bootstrap CI of the CES (emb's: stimuli, then their contexts, resampled; ``n_bootstrap``
+    replicates of ``bootstrap_samples`` samples; the 2.5 and 97.5 % quantiles) covers ``pop.d``.
+    """
+    from emb.analyses.ceat._kernels import ROLES, _boot_kernel, _bootstrap_indices
+
+    rng = np.random.default_rng([seed, n, 4])
+    parts = []
+    for mean in pop.means:
+        stimulus = mean + STIMULUS * rng.standard_normal((n_draws, n, 1, DIM))
+        contexts = stimulus + CONTEXT * rng.standard_normal((n_draws, n, n_contexts, DIM))
+        parts.append(contexts.reshape(n_draws, n * n_contexts, DIM))
+    emb = np.concatenate(parts, axis=1).astype(np.float32)  # items: X, Y, A, B stimuli × contexts
+    counts = [n_contexts] * (4 * n)
+    offsets = np.arange(4 * n) * n_contexts
+    idx = _bootstrap_indices(counts, offsets, dict.fromkeys(ROLES, n), n_rep=n_bootstrap,
+                             n_samples=bootstrap_samples, seed=seed, test="planted")
+    boot = _boot_kernel(emb, idx=idx, n_rep=n_bootstrap, n_x=n, n_y=n, n_a=n, ddof=1,
+                        variance="cohens-d", alternative="two-sided")
+    low, high = stats.percentile_interval(boot)
+    return float(np.mean((low <= pop.d) & (pop.d <= high)))
