@@ -374,7 +374,7 @@ def write_results(
     *,
     stores: Mapping[str, str],
     options: Mapping[str, Any],
-    suite: str,
+    suite: str | Mapping[str, str],
     command: Sequence[str] | None = None,
     figures: bool = True,
     dpi: int = 200,
