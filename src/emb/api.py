@@ -290,7 +290,9 @@ class Analyzed:
         """What ``emb analyze`` prints (:meth:`Summary.lines`; ``to_dict()`` for JSON)."""
         if self.written_summary is not None:
             return self.written_summary
-        return self.analysis.summary(self.dataset, self.tables)
+        from emb.analyses._provenance import summarize
+
+        return summarize(self.analysis, self.dataset, self.tables)
 
 
 def compute(lazy: Any, *, scheduler: str | None = None,
