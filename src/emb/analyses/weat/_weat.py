@@ -500,7 +500,7 @@ ANALYSIS = Analysis(
     suite="weat",
     description="WEAT effect sizes and permutation p-values per test, setting, layer, pooling",
     options=(
-        Option(name="tests", multiple=True, aliases=("--tests",), metavar="NAME|FILE",
+        Option(name="tests", multiple=True, deprecated=("--tests",), metavar="NAME|FILE",
                help="a test of the suite (e.g. WEAT1), or a YAML/JSON file defining tests by "
                     "X/Y/A/B word lists or labels (default: every test of the suite)"),
         Option(name="x", multiple=True, flag="--x", help="your own target words X (with --y --a --b)"),

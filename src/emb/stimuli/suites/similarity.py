@@ -70,7 +70,7 @@ class SimilarityGenerator(SuiteGenerator):
             name="datasets",
             type=str,
             multiple=True,
-            flag="--datasets",
+            deprecated=("--datasets",),
             default=tuple(SIMILARITY_DATASETS),
             choices=tuple(SIMILARITY_DATASETS),
             help="benchmarks to include",
