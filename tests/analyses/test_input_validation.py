@@ -96,7 +96,7 @@ def test_ceat_refuses_sizes_beyond_memory_before_allocating(monkeypatch: pytest.
     module = importlib.import_module("emb.analyses.ceat._ceat")  # emb.analyses exports the function
     monkeypatch.setattr(module, "_memory_limit", lambda: 2**20)  # a 1 MiB machine
     ds = ceat_dataset()
-    with pytest.raises(AnalysisError, match=r"GiB of memory.*lower --samples") as err:
+    with pytest.raises(AnalysisError, match=r"GiB of memory.*lower --n-samples") as err:
         ceat(ds, tests="T1", n_samples=200_000, n_bootstrap=0, n_permutations=0)
     assert "n_samples=200,000" in str(err.value)
     with pytest.raises(AnalysisError, match=r"--n-bootstrap x --bootstrap-samples"):

@@ -109,7 +109,7 @@ def test_suite_file_and_poolings(gpt2_dir, tmp_path):
         "  - {context: 'I love love songs', word: love, occurrence: 2, setting: random, stimulus_set: x}\n"
     )
     store = tmp_path / "s.zarr"
-    result = run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--poolings", "mean,last",
+    result = run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--pooling", "mean,last",
                  "--storage-dtype", "float32", "-q")
     ds = emb.open_store(str(store)).dataset("mine")
     assert list(ds.pooling.values) == ["mean", "last"] and ds.embedding.dtype == np.float32
@@ -117,7 +117,7 @@ def test_suite_file_and_poolings(gpt2_dir, tmp_path):
     # the summary sets the estimate printed before the run against the time it took
     assert re.search(r"^time: estimated ~.* \(.*–.*\), took .* × the estimate", result.output, re.M), \
         result.output
-    again = run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--poolings", "mean,last",
+    again = run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--pooling", "mean,last",
                 "--storage-dtype", "float32", "-q")
     assert "already complete" in again.output and "time:" not in again.output  # nothing estimated ran
 

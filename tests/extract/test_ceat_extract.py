@@ -96,7 +96,7 @@ def test_analysis_on_the_extracted_store(tmp_path: Path, tiny_bert_dir: Path) ->
                                "--workers", "1", "-q", "--store", str(tmp_path / "a.zarr")])
     assert out.exit_code == 0, out.output
     res = runner.invoke(main, ["analyze", "ceat", "--store", str(tmp_path / "a.zarr"), "--out",
-                               str(tmp_path / "res"), "--samples", "200", "--n-bootstrap", "20",
+                               str(tmp_path / "res"), "--n-samples", "200", "--n-bootstrap", "20",
                                "--bootstrap-samples", "20", "-q"])
     assert res.exit_code == 0, res.output
     import pandas as pd

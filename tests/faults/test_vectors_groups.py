@@ -140,7 +140,7 @@ def test_a_fifo_as_a_group_or_word_file_is_refused_not_waited_on(tmp_path, stere
         value = tmp_path / "pairs"
         value.mkdir()
         os.mkfifo(value / "ws353.csv")
-        extra = ["--datasets", "ws353"]
+        extra = ["--dataset", "ws353"]
     else:
         value = tmp_path / "input.csv"
         os.mkfifo(value)

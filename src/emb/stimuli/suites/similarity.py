@@ -83,7 +83,7 @@ class SimilarityGenerator(SuiteGenerator):
         datasets = tuple(dict.fromkeys(opts["datasets"]))
         if not datasets:
             raise SuiteError(
-                "--datasets (datasets= in Python) is empty; choose from "
+                "--dataset (datasets= in Python) is empty; choose from "
                 + ", ".join(SIMILARITY_DATASETS)
             )
         directory: Path | None = opts["pairs"]
