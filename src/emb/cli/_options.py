@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-__all__ = ["Choice", "DeclaredValue", "apply", "click_option", "close_options", "deprecated_flags",
+__all__ = ["Choice", "DeclaredValue", "apply", "click_option", "close_options", "deprecated_flags", "every_renamed",
            "rename_deprecated", "show_default"]
 
 
@@ -170,6 +170,19 @@ def rename_deprecated(command: click.Command, args: list[str]) -> list[str]:
     return out
 
 
+def every_renamed() -> dict[str, str]:
+    """Earlier flag → the one name, over every command (an earlier name typed where it never
+    existed, ``--similarity`` on ``emb extract``, still points to the one name)."""
+    from emb.analyses import ANALYSES
+    from emb.backends import available
+    from emb.stimuli.suites import BUILTIN_SUITES
+
+    declared = [o for a in ANALYSES.values() for o in a.options]
+    declared += [o for g in BUILTIN_SUITES.values() for o in g.options]
+    declared += [o for b in available().values() for o in b.options]
+    return {"--poolings": "--pooling", **deprecated_flags(declared)}
+
+
 def close_options(command: click.Command, ctx: click.Context, name: str) -> list[str]:
     """The flags of ``command`` to suggest for the unknown ``name``: the one name of an earlier
     flag, else the flags whose names (without the dashes: ``--pairs`` is not like ``--dpi``)
@@ -178,7 +191,7 @@ def close_options(command: click.Command, ctx: click.Context, name: str) -> list
 
     flags = [o for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden
              for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
-    renamed = (getattr(command, "deprecated_flags", None) or {}).get(name)
+    renamed = {**every_renamed(), **(getattr(command, "deprecated_flags", None) or {})}.get(name)
     if renamed in flags:
         return [renamed]
     bare = {f.lstrip("-"): f for f in flags}

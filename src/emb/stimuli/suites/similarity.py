@@ -112,7 +112,7 @@ class SimilarityGenerator(SuiteGenerator):
         if absent:
             raise SuiteError(
                 f"similarity file(s) not found: {absent}; give a --pairs directory with them, or "
-                "choose --datasets among those present (datasets= in Python)"
+                "choose --dataset among those present (datasets= in Python)"
             )
         holders: dict[str, list[str]] = {}
         provenance = {}
