@@ -81,3 +81,17 @@ def test_the_cli_prints_it_and_the_sidecar_keeps_it(weat_stores, tmp_path):
     assert "100 of 100 targets of suite 'weat' (setting alone) sit at position 0" in result.output
     meta = json.loads(next(out.glob("*.json")).read_text())
     assert any("(setting alone) sit at position 0" in n for n in meta["summary"]["notes"])
+
+
+def test_the_fix_names_the_real_remedy_for_each_tokenizer():
+    from types import SimpleNamespace
+
+    from emb.extract._prepared import position_zero_fix
+
+    # SmolLM2's GGUF: the BOS token is a chat marker, --bos does not restore WEAT 'alone'
+    chat = position_zero_fix(SimpleNamespace(bos_token="<|im_start|>", bos_token_id=1))
+    assert "chat marker" in chat and "--bos-token '<|endoftext|>'" in chat
+    plain = position_zero_fix(SimpleNamespace(bos_token="<s>", bos_token_id=1))
+    assert plain.startswith("--bos prepends the tokenizer's BOS token '<s>'")
+    none = position_zero_fix(SimpleNamespace(bos_token=None, bos_token_id=None))
+    assert none.startswith("this tokenizer has no BOS token: --bos-token TOKEN")

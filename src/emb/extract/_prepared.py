@@ -44,9 +44,18 @@ def first_position(plan: Plan) -> int:
 POSITION_0_WORDS = 20
 
 
+#: Pieces of BOS tokens that are chat-turn markers, not a document start (SmolLM2's GGUF).
+_CHAT_MARKERS = ("im_start", "start_of_turn", "[INST]")
+
+
 def position_zero_fix(info: Any) -> str:
     """What moves targets off position 0 of a causal model, for this model's tokenizer."""
     token = getattr(info, "bos_token", None)
+    if isinstance(token, str) and any(m in token for m in _CHAT_MARKERS):
+        return (f"the tokenizer's BOS token {token!r} is a chat marker, which does not give them "
+                "a context a base model was trained with (on SmolLM2 --bos leaves WEAT 'alone' "
+                "near 0): --bos-token TOKEN puts the document-start token first instead, e.g. "
+                "--bos-token '<|endoftext|>'")
     if getattr(info, "bos_token_id", None) is not None:
         return (f"--bos prepends the tokenizer's BOS token {token!r}, which moves them to "
                 "position 1 (--bos-token TOKEN puts another token of the vocabulary first)")
