@@ -106,7 +106,6 @@ NAMES: dict[str, tuple[str, set[str]]] = {
     "--scaling": ("feature scaling", {"scaling"}),
     "--scheduler": ("dask.distributed scheduler address", {"scheduler"}),
     "--seed": ("seed of every random choice", {"seed"}),
-    "--select": ("WEAT test ids to extract", {"select"}),
     "--setting": ("contextual setting", {"setting", "settings"}),
     "--shard": ("shard I of N", {"shard"}),
     "--storage-dtype": ("stored dtype", {"storage_dtype"}),
@@ -115,8 +114,7 @@ NAMES: dict[str, tuple[str, set[str]]] = {
     "--t-test": ("Student's or Welch's t-test", {"test"}),
     "--templates": ("template sentences file", {"templates"}),
     "--terms": ("gendered terms", {"terms"}),
-    "--test": ("tests of the suite to analyse (ids or a file)", {"tests"}),
-    "--tests": ("tests to extract (a file; ceat: ids too)", {"tests"}),
+    "--test": ("tests of the suite: ids, or a file defining them", {"tests"}),
     "--text-field": ("sentence key of a corpus", {"text_field"}),
     "--thresholds": ("IBD candidate thresholds", {"thresholds"}),
     "--title": ("report title", {"title"}),
@@ -199,6 +197,8 @@ def _invoke(*args: object) -> tuple[int, str]:
      "--t-test (test= in Python) of analysis 'stereotype' must be one of student, welch"),
     (("extract", "-m", "none", "-s", "weat", "--store", "none.zarr", "--datasets", "ws353"),
      "--dataset belongs to suite similarity"),
+    (("extract", "-m", "none", "-s", "similarity", "--store", "none.zarr", "--select", "WEAT1"),
+     "--test belongs to suite weat, ceat"),
 ])
 def test_an_earlier_flag_still_works_and_warns_once(args: tuple, expected: str) -> None:
     old = next(a for a in args if a in every_renamed())
@@ -214,10 +214,14 @@ def test_help_shows_only_the_one_name() -> None:
                               (["analyze", "weat"], "--tests", "--test"),
                               (["analyze", "ceat"], "--samples", "--n-samples"),
                               (["extract"], "--poolings", "--pooling"),
-                              (["extract"], "--datasets", "--dataset")):
+                              (["extract"], "--datasets", "--dataset"),
+                              (["extract"], "--select", "--test"),
+                              (["extract"], "--tests", "--test")):
         code, output = _invoke(*args, "--help")
         assert code == 0 and shown in output
         assert gone not in output.replace(shown, ""), (args, gone)
+    code, listing = _invoke("suites")
+    assert code == 0 and "--test:" in listing and "--select" not in listing
 
 
 @pytest.mark.parametrize(("args", "suggested", "never"), [
@@ -248,3 +252,14 @@ def test_python_keywords_are_unchanged(tmp_path: Path) -> None:
     assert names["pairs"] == "--pairs"
     assert {o.name: o.cli_flag for o in ANALYSES["ceat"].options}["n_samples"] == "--n-samples"
     assert {o.name: o.cli_flag for o in ANALYSES["stereotype"].options}["test"] == "--t-test"
+
+
+def test_extract_test_takes_ids_as_analyze_does() -> None:
+    """``emb extract -s weat --test WEAT1,WEAT7`` (was --select) picks tests as ``emb analyze
+    weat --test`` does; Python's select= still works."""
+    from emb.stimuli.suites import build_suite
+
+    by_test = build_suite("weat", tests="WEAT1,WEAT7")
+    by_select = build_suite("weat", select=["WEAT1", "WEAT7"])
+    assert by_test.parameters["test_ids"] == by_select.parameters["test_ids"] == ["WEAT1", "WEAT7"]
+    assert by_test.items == by_select.items

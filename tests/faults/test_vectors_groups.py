@@ -128,7 +128,7 @@ def test_a_weat_test_comparing_a_word_with_itself_is_refused(tmp_path):
         ("stereotype", "--names", "names file"),
         ("stereotype", "--extended", "extended dictionary"),
         ("ibd", "--ibd-groups", "IBD groups file"),
-        ("weat", "--tests", "WEAT test file"),
+        ("weat", "--test", "WEAT test file"),
         ("similarity", "--pairs", "similarity file"),
     ],
 )

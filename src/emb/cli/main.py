@@ -39,9 +39,11 @@ def _suite_options() -> list[Any]:
     from emb.stimuli.suites import BUILTIN_SUITES
 
     seen: dict[str, list[Any]] = {}
+    # an option whose flag another option took over (weat's select=: --test WEAT1) stays Python's
+    earlier = set(deprecated_flags(o for g in BUILTIN_SUITES.values() for o in g.options))
     for generator in BUILTIN_SUITES.values():
         for opt in generator.options:
-            if opt.name in backend_option_names():  # one flag, a backend's, handed on
+            if opt.name in backend_option_names() or opt.cli_flag in earlier:
                 continue
             seen.setdefault(opt.name, []).append((generator.name, opt))
     decorators = []
@@ -269,9 +271,12 @@ def suites(ctx: click.Context) -> None:
         return
     from emb.stimuli.suites import BUILTIN_SUITES
 
+    earlier = set(deprecated_flags(o for g in BUILTIN_SUITES.values() for o in g.options))
     for gen in BUILTIN_SUITES.values():
         click.echo(f"{gen.name}\n    {gen.description}")
         for opt in gen.options:
+            if opt.cli_flag in earlier:  # Python's select=, the CLI's --test
+                continue
             default = "" if opt.default in (None, ()) else f" (default {opt.default})"
             many = " [repeatable]" if opt.multiple else ""
             click.echo(f"    {opt.cli_flag}{many}: {opt.help}{default}")

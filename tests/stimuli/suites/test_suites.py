@@ -1021,7 +1021,7 @@ def test_weat_suite(data_dir):
 def test_weat_select_and_user_tests(tmp_path):
     suite = build_suite("weat", select=["WEAT6", "WEAT7"])
     assert suite.parameters["test_ids"] == ["WEAT6", "WEAT7"] and len(suite) == 2 * 64
-    with pytest.raises(SuiteError, match=r"no WEAT test\(s\) WEAT11; give --select one of WEAT1, "):
+    with pytest.raises(SuiteError, match=r"no WEAT test\(s\) WEAT11; give --test one of WEAT1, "):
         build_suite("weat", select="WEAT11")
     tests = {
         "tests": [

@@ -119,7 +119,7 @@ def _check_memory(
             f"layer x pooling cell(s) would need about {total / 2**30:.1f} GiB of memory (sampled "
             f"context indices, bootstrap indices and per-sample results), more than this machine's "
             f"{limit / 2**30:.1f} GiB; lower --n-samples, or --n-bootstrap x --bootstrap-samples "
-            "(--n-bootstrap 0: no bootstrap), or run fewer --tests"
+            "(--n-bootstrap 0: no bootstrap), or run fewer --test"
         )
 
 
@@ -137,11 +137,11 @@ def _missing_tests_message(ds: xr.Dataset, unknown: list[str], present: list[str
     if other:
         text += (f" {', '.join(map(repr, other))} {'is not a built-in CEAT test' if len(other) == 1 else 'are not built-in CEAT tests'} (those are "
                  f"{', '.join(builtin)}): define {'it' if len(other) == 1 else 'them'} in a JSON file in "
-                 "the ceat_weat_groups.json layout and extract it as below with --tests FILE.")
+                 "the ceat_weat_groups.json layout and extract it as below with --test FILE.")
     tests = "FILE" if other else ",".join(known)
     text += (
         f" Extract {'them' if len(unknown) > 1 else 'it'} into a new group (adding tests to this "
-        f"one is refused): 'emb extract --model {model} --suite ceat --corpus CORPUS --tests "
+        f"one is refused): 'emb extract --model {model} --suite ceat --corpus CORPUS --test "
         f"{tests} --name ceat_new --store {store}', then 'emb analyze ceat --store {store} "
         "--suite ceat_new'"
     )

@@ -377,7 +377,7 @@ def weat(
                 f"every WEAT test has an empty (or one-word target) set in this suite "
                 f"({_dropped_text(dropped)}); "
                 "nothing to compute: extract a suite whose store has these words, or give a test "
-                "file (--tests FILE) with words the store has")
+                "file (--test FILE) with words the store has")
         warnings.warn(f"WEAT tests dropped, the others go on: {_dropped_text(dropped)}",
                       EmbWarning, stacklevel=2)
         test_list = [t for t in test_list if str(t.name) not in dropped]
