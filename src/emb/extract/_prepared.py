@@ -42,6 +42,8 @@ def first_position(plan: Plan) -> int:
 
 #: Words named per setting in the position-0 record (the item ranges name every item).
 POSITION_0_WORDS = 20
+#: Most ``[start, stop)`` item ranges the record lists (about 20 bytes each in the attributes).
+POSITION_0_RANGES = 10_000
 
 
 #: Pieces of BOS tokens that are chat-turn markers, not a document start (SmolLM2's GGUF).
@@ -80,8 +82,11 @@ def position_zero_record(suite: Suite, plan: Plan, info: Any) -> dict[str, Any] 
             "n": int(at.size), "of": int(mine.size),
             "words": list(dict.fromkeys(suite.items[i].word for i in at))[:POSITION_0_WORDS]}
     edges = np.flatnonzero(np.diff(np.concatenate([[0], hit.astype(np.int8), [0]])))
+    ranges = [[int(a), int(b)] for a, b in zip(edges[::2], edges[1::2], strict=True)]
     return {"n": int(hit.sum()), "of": len(suite.items), "by_setting": by_setting,
-            "items": [[int(a), int(b)] for a, b in zip(edges[::2], edges[1::2], strict=True)],
+            # scattered items (a corpus' contexts) would bloat the attributes: beyond the cap
+            # the item coordinate token_start == 0 names them (None here)
+            "items": ranges if len(ranges) <= POSITION_0_RANGES else None,
             "fix": position_zero_fix(info)}
 
 
