@@ -164,7 +164,7 @@ def test_stereotype_hint_extracts_into_a_new_group() -> None:
     msg = str(err.value)
     # the groups are part of the suite's definition: adding them to the same group is refused
     assert "--groups FILE --name stereotype_new" in msg
-    assert "--suite stereotype_new --groups female_names,nonexistent" in msg
+    assert "--suite stereotype_new --group female_names,nonexistent" in msg
 
 
 def test_ceat_hint_tells_built_in_tests_from_unknown_ones() -> None:
