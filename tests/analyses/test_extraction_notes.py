@@ -41,6 +41,7 @@ def stores(tmp_path_factory):
         "new": _store(root / "new.zarr", {"targets_at_position_0": 64, "position_0": RECORD}),
         "old": _store(root / "old.zarr", {"targets_at_position_0": 64}),
         "none": _store(root / "none.zarr", {}, drop=("targets_at_position_0", "position_0")),
+        "unk": _store(root / "unk.zarr", {"unknown_targets": {"n_items": 3, "words": ["flower0"]}}),
     }
 
 
@@ -66,6 +67,14 @@ def test_an_older_store_warns_suite_wide_and_a_store_without_record_not_at_all(s
     none = emb.analyze("weat", stores["none"], **QUICK)
     assert extraction_notes(none.dataset) == []
     assert not [n for n in none.summary.notes if "position 0" in n]
+
+
+def test_targets_made_of_the_unknown_token_are_repeated(stores):
+    run = emb.analyze("weat", stores["unk"], **QUICK)
+    assert ("warning: 3 of 128 targets of suite 'weat' tokenize to nothing but the unknown token "
+            "(flower0): each gets that token's vector in context") in "\n".join(run.summary.notes)
+    assert not [n for n in emb.analyze("weat", stores["none"], **QUICK).summary.notes
+                if "unknown token" in n]
 
 
 @pytest.mark.parametrize("name", sorted(ANALYSES))

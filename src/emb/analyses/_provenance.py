@@ -49,8 +49,9 @@ def _settings_used(result: xr.Dataset) -> set[str] | None:
 def extraction_notes(result: xr.Dataset) -> list[str]:
     """The summary lines that repeat what extraction warned about the vectors behind ``result``:
     targets at position 0 of a causal model, per model, suite and setting, with the counts, the
-    first words and what to re-extract with. Empty when the stores recorded nothing to warn of
-    (a bidirectional model, a BOS token before every item, or a store with no record)."""
+    first words and what to re-extract with; targets that tokenized to nothing but the unknown
+    token. Empty when the stores recorded nothing to warn of (a bidirectional model, a BOS token
+    before every item, a vocabulary that covers every word, or a store with no record)."""
     provenance = _provenance(result)
     used = _settings_used(result)
     lines: list[str] = []
@@ -65,6 +66,7 @@ def extraction_notes(result: xr.Dataset) -> list[str]:
         who = f"{model}: " if model is not None and len(provenance) > 1 else ""
         what = f"suite {suite_name!r}" if suite_name else "the suite"
         of_model = f"causal model {model_id}" if model_id else "a causal model"
+        lines += _unknown_lines(extraction, who, what, suite)
         position_0 = extraction.get("position_0")
         if isinstance(position_0, Mapping):
             fix = position_0.get("fix") or "re-extract with --bos or --bos-token TOKEN"
@@ -91,6 +93,24 @@ def extraction_notes(result: xr.Dataset) -> list[str]:
                 "recorded them per setting, does not say which); re-extract with --bos (or "
                 "--bos-token TOKEN) to move them to position 1")
     return lines
+
+
+def _unknown_lines(extraction: Mapping[str, Any], who: str, what: str, suite: Any) -> list[str]:
+    """The line on targets that tokenized to nothing but the unknown token (recorded at
+    extraction as ``unknown_targets``: the count of items and up to 50 of the words)."""
+    record = extraction.get("unknown_targets")
+    if not isinstance(record, Mapping):
+        return []
+    n = record.get("n_items")
+    if not isinstance(n, int | np.integer) or isinstance(n, bool) or n <= 0:
+        return []
+    total = suite.get("n_items") if isinstance(suite, Mapping) else None
+    of = f" of {int(total):,}" if isinstance(total, int | np.integer) else ""
+    words = [str(w) for w in record.get("words") or []]
+    shown = f" ({', '.join(words[:8])}{', …' if len(words) > 8 else ''})" if words else ""
+    return [f"warning: {who}{int(n):,}{of} targets of {what} tokenize to nothing but the unknown "
+            f"token{shown}: each gets that token's vector in context, not the word's; drop these "
+            "words or use a model whose vocabulary covers them"]
 
 
 def summarize(analysis: Any, result: xr.Dataset, tables: Mapping[str, Any]) -> Any:
