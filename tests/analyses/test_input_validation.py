@@ -172,11 +172,11 @@ def test_ceat_hint_tells_built_in_tests_from_unknown_ones() -> None:
     with pytest.raises(MissingStimuliError) as err:
         ceat(ds, tests="T9")
     assert "'T9' is not a built-in CEAT test" in str(err.value)
-    assert "--tests FILE --name ceat_new" in str(err.value)
+    assert "--test FILE --name ceat_new" in str(err.value)
     with pytest.raises(MissingStimuliError) as err:
         ceat(ds, tests="C1")
     assert "not a built-in" not in str(err.value)
-    assert "--tests C1 --name ceat_new" in str(err.value)
+    assert "--test C1 --name ceat_new" in str(err.value)
 
 
 def test_sc_weat_hint_names_the_vast_options_not_a_suite_file() -> None:

@@ -478,7 +478,7 @@ def test_builtin_generators_and_options():
     assert names[:6] == ["lexicon", "corpus", "seed", "language", "scale", "wording"]
     with pytest.raises(SuiteError, match=r"no built-in suite 'nope'"):
         build_suite("nope")
-    with pytest.raises(SuiteError, match=r"no option\(s\) colour; its options are --tests"):
+    with pytest.raises(SuiteError, match=r"no option\(s\) colour; its options are --test, "):
         build_suite("weat", colour="red")
     with pytest.raises(SuiteError, match=r"--lexicon \(lexicon= in Python\) is required"):
         build_suite("vast")
