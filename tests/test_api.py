@@ -88,7 +88,7 @@ def test_extract_writes_the_store_of_the_cli(data_dir: Path, tmp_path: Path) -> 
     model = data_dir / W2V
     if not model.is_file():
         pytest.skip(f"{W2V} not in the test data")
-    done = CliRunner().invoke(main, ["extract", "--model", str(model), "--suite", "weat", "--select",
+    done = CliRunner().invoke(main, ["extract", "--model", str(model), "--suite", "weat", "--test",
                                      "WEAT5", "--store", str(tmp_path / "cli.zarr"), "-q"])
     assert done.exit_code == 0, done.output
     reports = emb.extract(model, [("weat", {"select": ["WEAT5"]})], tmp_path / "api.zarr",

@@ -56,13 +56,13 @@ def minilm_store(tmp_path_factory, data_dir):
          "--store", store, "-q")
     _run("extract", "--model", model, "--suite", "weat", "--store", store, "-q")
     _run("extract", "--model", model, "--suite", "similarity", "--pairs", data_dir / "similarity",
-         "--datasets", "ws353", "--store", store, "-q")
+         "--dataset", "ws353", "--store", store, "-q")
     return store
 
 
 def test_vast_rows_for_every_layer_and_setting_are_finite(minilm_store, data_dir, tmp_path):
     out = tmp_path / "vast"
-    _run("analyze", "vast", "--store", minilm_store, "--out", out, "--similarity",
+    _run("analyze", "vast", "--store", minilm_store, "--out", out, "--pairs",
          data_dir / "similarity" / "ws353.csv", "--k-max", "3", "-q")
     table = pd.read_csv(out / "vast.csv")
     for column in ("lexicon", "setting", "pooling", "layer", "k", "n", "r", "p"):

@@ -1,7 +1,7 @@
 """Reading users' JSON and YAML documents into plain JSON data, or a clear error (torch-free).
 
 Every document a user hands to emb (for ``emb extract``: a suite file, a polar-word, template or
-WEAT-test file, a corpus JSONL line; for ``emb analyze``: a ``--tests`` file) goes through
+WEAT-test file, a corpus JSONL line; for ``emb analyze``: a ``--test`` file) goes through
 :func:`parse_json` or :func:`parse_yaml`, and the data through :func:`check_json_data`, so that
 what reaches the rest of emb is JSON's data model and
 nothing else: ``dict`` with ``str`` keys, ``list``, ``str``, ``int``, ``float``, ``bool``,

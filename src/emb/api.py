@@ -92,10 +92,81 @@ def _names_for(specs: Sequence[str], models: Sequence[Mapping[str, Any]]) -> lis
     return names
 
 
+SuiteSpec = str | Mapping[str, str] | Sequence[str] | None
+
+
+def suite_groups(suite: SuiteSpec, names: Sequence[str], default: str) -> dict[str, str]:
+    """The suite group each store (by its label) is read from.
+
+    ``suite`` is None (every store: ``default``, the analysis' own suite), a group name for
+    every store (``"weat_eot"``), ``"LABEL=GROUP"`` for one store, a list of such (the CLI's
+    repeated ``--suite``: at most one without a label, for the stores not named), or a mapping
+    label → group. ``names`` are the stores' labels (``--store LABEL=PATH``, else the model's
+    or the store's name).
+
+    Raises
+    ------
+    OptionError
+        A label no store has (the labels are listed), a label given twice, two groups for
+        every store, or an empty group name.
+    """
+    from emb._text import did_you_mean
+    from emb._text import names as name_list
+    from emb.errors import OptionError
+
+    if suite is None:
+        entries: list[tuple[str | None, str]] = []
+    elif isinstance(suite, Mapping):
+        entries = [(str(k), v) for k, v in suite.items()]
+    else:
+        specs = [suite] if isinstance(suite, str) else list(suite)
+        entries = []
+        for spec in specs:
+            if not isinstance(spec, str):
+                raise OptionError(f"--suite (suite= in Python) takes a group name or LABEL=GROUP; "
+                                  f"got {spec!r}", option="--suite")
+            label, _, group = spec.rpartition("=")
+            entries.append((label or None, group) if "=" in spec else (None, spec))
+    everyone = [g for label, g in entries if label is None]
+    if len(everyone) > 1:
+        raise OptionError(f"--suite names a group for every store twice ({name_list(everyone)}); "
+                          "give one, and LABEL=GROUP for a store that reads another",
+                          option="--suite")
+    groups = dict.fromkeys(names, everyone[0] if everyone else default)
+    seen: set[str] = set()
+    for label, group in entries:
+        if label is None:
+            continue
+        if label not in groups:
+            raise OptionError(
+                f"--suite {label}={group}: no store is labelled {label!r}; the stores' labels "
+                f"are {name_list(list(names))}.{did_you_mean(label, list(names))} Label a store "
+                f"with --store {label}=PATH", option="--suite")
+        if label in seen:
+            raise OptionError(f"--suite gives the store {label!r} two groups; give it one",
+                              option="--suite")
+        seen.add(label)
+        groups[label] = group
+    for label, group in groups.items():
+        if not isinstance(group, str) or not group.strip():
+            raise OptionError(f"--suite names no group for the store {label!r}: the name is "
+                              "empty; give a suite group of the store (emb info STORE lists them)",
+                              option="--suite")
+    return groups
+
+
+def suite_record(groups: Mapping[str, str]) -> str | dict[str, str]:
+    """The suite groups as a result records them: one name when every store read the same,
+    else label → group."""
+    distinct = set(groups.values())
+    return next(iter(distinct)) if len(distinct) == 1 else dict(groups)
+
+
 def open_inputs(specs: Sequence[str], analysis: Analysis,
-                suite: str | None) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+                suite: SuiteSpec) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
     """The stores' labels, each store's suite group as a Dataset (chunked as the analysis reads
-    it), and the optional suites each store holds (``per_model``)."""
+    it), and the optional suites each store holds (``per_model``). ``suite``: see
+    :func:`suite_groups`."""
     from emb._text import did_you_mean
     from emb._text import names as name_list
     from emb.errors import StoreError
@@ -103,20 +174,23 @@ def open_inputs(specs: Sequence[str], analysis: Analysis,
 
     opened = [open_store(split_label(spec)[1]) for spec in specs]
     names = _names_for(specs, [s.model for s in opened])
-    group = suite or analysis.suite
-    for spec, store in zip(specs, opened, strict=True):
+    groups = suite_groups(suite, names, analysis.suite)
+    for name, spec, store in zip(names, specs, opened, strict=True):
+        group = groups[name]
         present = list(store.suites)
         if group not in present:
             if (damaged := store.damaged(group)) is not None:
                 raise damaged  # there, but unreadable: 'emb extract' would refuse it too
             hint = did_you_mean(group, present)
+            which = f" (label {name!r})" if len(specs) > 1 else ""
             raise StoreError(
-                f"the store {split_label(spec)[1]} has no suite {group!r}; it has "
-                f"{name_list(present)}.{hint} Pass --suite NAME for another group, or add it with "
+                f"the store {split_label(spec)[1]}{which} has no suite {group!r}; it has "
+                f"{name_list(present)}.{hint} Pass --suite NAME for another group"
+                f"{f' (--suite {name}=NAME for this store alone)' if which else ''}, or add it with "
                 f"'emb extract --model {store.model.get('model_id') or 'MODEL'} --suite "
                 f"{analysis.suite if group == analysis.suite else 'FILE'} --store {split_label(spec)[1]}'"
             )
-    datasets = {n: s.dataset(group, chunks="layer", chunk_by=analysis.chunk_by)
+    datasets = {n: s.dataset(groups[n], chunks="layer", chunk_by=analysis.chunk_by)
                 for n, s in zip(names, opened, strict=True)}
     per_model: dict[str, dict[str, Any]] = {}
     for name, store in zip(names, opened, strict=True):
@@ -135,7 +209,7 @@ def default_out(names: Sequence[str], analysis: Analysis) -> Path:
 
 
 def command_line(analysis: Analysis, stores: Sequence[str], options: Mapping[str, Any], *,
-                 suite: str | None, out: str | None, table_format: str,
+                 suite: SuiteSpec, out: str | None, table_format: str,
                  figure_formats: Sequence[str], relative_depth: bool, figures: bool,
                  overwrite: bool) -> list[str]:
     """The command as typed when run from a shell, else the ``emb analyze`` command that gives
@@ -156,8 +230,14 @@ def command_line(analysis: Analysis, stores: Sequence[str], options: Mapping[str
         else:
             for v in value if isinstance(value, list) else [value]:
                 args += [flags[key].cli_flag, str(v)]
-    if suite:
-        args += ["--suite", str(suite)]
+    if isinstance(suite, Mapping):
+        for label, group in suite.items():
+            args += ["--suite", f"{label}={group}"]
+    elif isinstance(suite, str):
+        args += ["--suite", suite]
+    elif suite:
+        for spec in suite:
+            args += ["--suite", str(spec)]
     if out:
         args += ["--out", str(out)]
     if table_format != "auto":
@@ -210,7 +290,9 @@ class Analyzed:
         """What ``emb analyze`` prints (:meth:`Summary.lines`; ``to_dict()`` for JSON)."""
         if self.written_summary is not None:
             return self.written_summary
-        return self.analysis.summary(self.dataset, self.tables)
+        from emb.analyses._provenance import summarize
+
+        return summarize(self.analysis, self.dataset, self.tables)
 
 
 def compute(lazy: Any, *, scheduler: str | None = None,
@@ -249,7 +331,7 @@ def analyze(
     stores: Any,
     *,
     out: str | os.PathLike[str] | bool | None = None,
-    suite: str | None = None,
+    suite: SuiteSpec = None,
     overwrite: bool = False,
     scheduler: str | None = None,
     figures: bool = True,
@@ -276,7 +358,10 @@ def analyze(
         CLI writes there (an earlier run's files are replaced only with ``overwrite``). True:
         the CLI's default directory ``emb-results/<stores>/<analysis>/``, replaced every run.
     suite
-        The store group to read (default: the analysis' own, e.g. ``weat``).
+        The store group to read (default: the analysis' own, e.g. ``weat``): one name for every
+        store, or per store by its label: ``{"smol": "weat_eot"}``, ``["weat", "smol=weat_eot"]``
+        (as ``--suite weat --suite smol=weat_eot``), so that two models' differently named
+        suites compare in one run.
     overwrite, scheduler, figures, figure_formats, table_format, dpi, relative_depth
         As ``--overwrite``, ``--scheduler``, ``--no-plots``, ``--figure-format``, ``--format``,
         ``--dpi``, ``--relative-depth``.
@@ -342,7 +427,7 @@ def analyze(
             result,
             stores=dict(zip(names, locations, strict=True)),
             options=options,
-            suite=suite or analysis.suite,
+            suite=suite_record(suite_groups(suite, names, analysis.suite)),
             command=list(command) if command is not None else command_line(
                 analysis, specs, options, suite=suite, out=given_out, table_format=table_format,
                 figure_formats=() if tuple(figure_formats) == ("png",) else figure_formats,

@@ -105,7 +105,11 @@ class Option:
     metavar : str, optional
         The value's name in ``--help``.
     aliases : tuple of str
-        Further flags for the same option (``--tests`` beside ``--test``).
+        Further flags for the same option, shown in ``--help``.
+    deprecated : tuple of str
+        Earlier flags of the option (one concept, one name across emb's commands: see
+        ``docs/rules/options-and-warnings.md``): still accepted, hidden from ``--help``, and
+        warned about once per run with the one name to use.
     low, high : number, optional
         Bounds of an ``int`` or ``float`` option (inclusive unless ``low_open``/``high_open``).
         An ``int`` option's default bounds are 0 and :data:`MAX_COUNT`; a ``float`` option must
@@ -124,6 +128,7 @@ class Option:
     flag: str | None = None
     metavar: str | None = None
     aliases: tuple[str, ...] = ()
+    deprecated: tuple[str, ...] = ()
     low: float | None = None
     high: float | None = None
     low_open: bool = False

@@ -195,12 +195,19 @@ def _options_text(options: Mapping[str, Any]) -> str:
                      for k, v in options.items())
 
 
+def _suite_text(suite: Any) -> Any:
+    """The suite group(s) read: one name, or ``label=group`` per store (``--suite LABEL=NAME``)."""
+    if isinstance(suite, Mapping):
+        return ", ".join(f"{label}={group}" for label, group in suite.items())
+    return suite
+
+
 def _run_rows(meta: Mapping[str, Any]) -> list[dict[str, Any]]:
     versions = meta.get("versions") or {}
     return [
         {"field": "command", "value": meta.get("command") or "(Python API)"},
         {"field": "analysed at", "value": meta.get("analysed_at")},
-        {"field": "suite group", "value": meta.get("suite")},
+        {"field": "suite group", "value": _suite_text(meta.get("suite"))},
         {"field": "options given", "value": _options_text(meta.get("options") or {})
          or "none (the analysis' defaults)"},
         {"field": "options used", "value": _options_text(_resolved_options(meta))

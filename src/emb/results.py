@@ -374,7 +374,7 @@ def write_results(
     *,
     stores: Mapping[str, str],
     options: Mapping[str, Any],
-    suite: str,
+    suite: str | Mapping[str, str],
     command: Sequence[str] | None = None,
     figures: bool = True,
     dpi: int = 200,
@@ -415,7 +415,9 @@ def write_results(
     versions = package_versions()
     command_text = shlex.join(command) if command else ""
     tables = analysis.tables(result)
-    summary = analysis.summary(result, tables)
+    from emb.analyses._provenance import summarize
+
+    summary = summarize(analysis, result, tables)
     bare, exports = _extra_files(analysis, result)
     with _claimed(plan.directory, analysis) as held:
         _recover(held, plan.directory)

@@ -96,7 +96,7 @@ def test_ceat_refuses_sizes_beyond_memory_before_allocating(monkeypatch: pytest.
     module = importlib.import_module("emb.analyses.ceat._ceat")  # emb.analyses exports the function
     monkeypatch.setattr(module, "_memory_limit", lambda: 2**20)  # a 1 MiB machine
     ds = ceat_dataset()
-    with pytest.raises(AnalysisError, match=r"GiB of memory.*lower --samples") as err:
+    with pytest.raises(AnalysisError, match=r"GiB of memory.*lower --n-samples") as err:
         ceat(ds, tests="T1", n_samples=200_000, n_bootstrap=0, n_permutations=0)
     assert "n_samples=200,000" in str(err.value)
     with pytest.raises(AnalysisError, match=r"--n-bootstrap x --bootstrap-samples"):
@@ -164,7 +164,7 @@ def test_stereotype_hint_extracts_into_a_new_group() -> None:
     msg = str(err.value)
     # the groups are part of the suite's definition: adding them to the same group is refused
     assert "--groups FILE --name stereotype_new" in msg
-    assert "--suite stereotype_new --groups female_names,nonexistent" in msg
+    assert "--suite stereotype_new --group female_names,nonexistent" in msg
 
 
 def test_ceat_hint_tells_built_in_tests_from_unknown_ones() -> None:
@@ -172,11 +172,11 @@ def test_ceat_hint_tells_built_in_tests_from_unknown_ones() -> None:
     with pytest.raises(MissingStimuliError) as err:
         ceat(ds, tests="T9")
     assert "'T9' is not a built-in CEAT test" in str(err.value)
-    assert "--tests FILE --name ceat_new" in str(err.value)
+    assert "--test FILE --name ceat_new" in str(err.value)
     with pytest.raises(MissingStimuliError) as err:
         ceat(ds, tests="C1")
     assert "not a built-in" not in str(err.value)
-    assert "--tests C1 --name ceat_new" in str(err.value)
+    assert "--test C1 --name ceat_new" in str(err.value)
 
 
 def test_sc_weat_hint_names_the_vast_options_not_a_suite_file() -> None:

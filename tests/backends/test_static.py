@@ -235,7 +235,7 @@ def test_bad_files_are_clear_errors(tmp_path: Path) -> None:
         read_vectors(short, ["a"])
     unknown = tmp_path / "vectors.dat"
     unknown.write_text("a 1 2\n")
-    with pytest.raises(ModelError, match="--format"):
+    with pytest.raises(ModelError, match="--vectors-format"):
         read_vectors(unknown, ["a"])
     assert read_vectors(unknown, ["a"], format="glove").vectors["a"][1].tolist() == [1.0, 2.0]
     with pytest.raises(ModelError, match="unknown vectors format"):

@@ -61,7 +61,7 @@ def _run(*args: str) -> tuple[int, str]:
 
 def test_vast_writes_csv_netcdf_json_and_figures(stores: dict[str, Path], tmp_path: Path) -> None:
     code, out = _run("vast", "--store", stores["a"], "--out", tmp_path, "--k-max", "2",
-                     "--n-subsets", "2", "--similarity", stores["pairs"], "--seed", "7")
+                     "--n-subsets", "2", "--pairs", stores["pairs"], "--seed", "7")
     assert code == 0, out
     table = pd.read_csv(tmp_path / "vast.csv", keep_default_na=False, na_values=[""])
     assert {"lexicon", "setting", "pooling", "layer", "k", "n", "r", "p"} <= set(table.columns)
@@ -229,13 +229,13 @@ def test_distributed_scheduler(stores: dict[str, Path], tmp_path: Path) -> None:
 
 def test_similarity_with_one_setting(stores: dict[str, Path], tmp_path: Path) -> None:
     code, out = _run("similarity", "--store", stores["a"], "--out", tmp_path, "--no-plots",
-                     "--similarity", stores["pairs"], "--setting", "bleached", "--k-max", "1")
+                     "--pairs", stores["pairs"], "--setting", "bleached", "--k-max", "1")
     assert code == 0, out
     table = pd.read_csv(tmp_path / "similarity.csv")
     assert set(table.k) == {0, 1} and set(table.dataset) == {"ws353", "simlex999"}
     assert json.loads((tmp_path / "similarity.json").read_text())["options"]["setting"] == "bleached"
     code, out = _run("similarity", "--store", stores["a"], "--out", tmp_path, "--no-plots",
-                     "--similarity", stores["pairs"], "--setting", "bleached", "--setting", "alone")
+                     "--pairs", stores["pairs"], "--setting", "bleached", "--setting", "alone")
     assert code == 2 and "one --setting" in out
 
 

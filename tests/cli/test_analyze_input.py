@@ -42,7 +42,7 @@ def _run(*args: object) -> tuple[int, str]:
                                        "must be a finite number > 0; got inf"),
     (("valence-subspace", "--C", "nan"), "must be a finite number > 0; got nan"),
     (("valence-subspace", "--cv-folds", "26"), "must be an integer from 0 to 25; got 26"),
-    (("ceat", "--samples", "1"), "'--samples': --samples (n_samples= in Python) of analysis 'ceat' "
+    (("ceat", "--n-samples", "1"), "'--n-samples': --n-samples (n_samples= in Python) of analysis 'ceat' "
                                  "must be an integer from 2 to"),
 ])
 def test_numbers_outside_their_declared_bounds_are_usage_errors(tmp_path: Path, args: tuple,

@@ -109,7 +109,7 @@ def test_suite_file_and_poolings(gpt2_dir, tmp_path):
         "  - {context: 'I love love songs', word: love, occurrence: 2, setting: random, stimulus_set: x}\n"
     )
     store = tmp_path / "s.zarr"
-    result = run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--poolings", "mean,last",
+    result = run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--pooling", "mean,last",
                  "--storage-dtype", "float32", "-q")
     ds = emb.open_store(str(store)).dataset("mine")
     assert list(ds.pooling.values) == ["mean", "last"] and ds.embedding.dtype == np.float32
@@ -117,7 +117,7 @@ def test_suite_file_and_poolings(gpt2_dir, tmp_path):
     # the summary sets the estimate printed before the run against the time it took
     assert re.search(r"^time: estimated ~.* \(.*–.*\), took .* × the estimate", result.output, re.M), \
         result.output
-    again = run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--poolings", "mean,last",
+    again = run("extract", "-m", gpt2_dir, "-s", suite, "--store", store, "--pooling", "mean,last",
                 "--storage-dtype", "float32", "-q")
     assert "already complete" in again.output and "time:" not in again.output  # nothing estimated ran
 
@@ -185,7 +185,7 @@ def test_unreadable_corpus_is_refused(gpt2_dir, lexicon, tmp_path):
 
 def test_store_of_another_model_is_refused_and_untouched(gpt2_dir, bert_dir, lexicon, tmp_path):
     store = tmp_path / "s.zarr"
-    run("extract", "-m", gpt2_dir, "-s", "weat", "--select", "WEAT1", "--store", store, "-q")
+    run("extract", "-m", gpt2_dir, "-s", "weat", "--test", "WEAT1", "--store", store, "-q")
     before = sorted(p.relative_to(store) for p in store.rglob("*"))
     res = run("extract", "-m", bert_dir, "-s", "vast", "--lexicon", lexicon, "--store", store,
               ok=False)
@@ -216,7 +216,7 @@ def test_validate_exit_codes(tmp_path):
 def test_smollm2_gguf_end_to_end(tmp_path):
     gguf = models.smollm2_gguf()
     store = tmp_path / "smol.zarr"
-    run("extract", "-m", gguf, "-s", "weat", "--select", "WEAT7", "--store", store, "-q",
+    run("extract", "-m", gguf, "-s", "weat", "--test", "WEAT7", "--store", store, "-q",
         "--batch-size", "16")
     info = emb.open_store(str(store)).info()
     assert info.model["n_layers"] == 30 and info.model["hidden_size"] == 576

@@ -242,7 +242,7 @@ def test_valnorm_arousal(stores: dict[str, Path], tmp_path: Path) -> None:
 def test_help_shows_defaults_and_unknown_names_get_a_suggestion(stores: dict[str, Path], tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["analyze", "weat", "--help"])
     assert "[default: 100000]" in result.output and "[default: 1000]" in result.output
-    assert "--tests" in result.output and "--figure-format" in result.output
+    assert "--test" in result.output and "--figure-format" in result.output
     cases = {
         ("weat", "--test", "WEAt1"): "Did you mean 'WEAT1'?",
         ("weat", "--setting", "bleachd"): "Did you mean 'bleached'?",

@@ -34,7 +34,7 @@ def test_ceat_extract_export_and_reuse(tmp_path: Path, tiny_bert_dir: Path) -> N
     tests.write_text(json.dumps(TESTS))
     runner = CliRunner()
     common = ["--model", str(tiny_bert_dir), "--suite", "ceat", "--corpus", str(corpus),
-              "--tests", str(tests), "--contexts", "4", "--workers", "1", "-q"]
+              "--test", str(tests), "--contexts", "4", "--workers", "1", "-q"]
     dry = runner.invoke(main, ["extract", *common, "--store", str(tmp_path / "dry.zarr"),
                                "--dry-run"])
     assert dry.exit_code == 0, dry.output
@@ -73,7 +73,7 @@ def test_missing_stimuli_fail_unless_allowed(tmp_path: Path, tiny_bert_dir: Path
     tests.write_text(json.dumps(doc))
     runner = CliRunner()
     base = ["extract", "--model", str(tiny_bert_dir), "--suite", "ceat", "--corpus", str(corpus),
-            "--tests", str(tests), "--contexts", "2", "--workers", "1", "-q",
+            "--test", str(tests), "--contexts", "2", "--workers", "1", "-q",
             "--store", str(tmp_path / "m.zarr")]
     failed = runner.invoke(main, base)
     assert failed.exit_code != 0 and "zinnia" in failed.output and "corpus.jsonl" in failed.output
@@ -94,11 +94,11 @@ def test_analysis_on_the_extracted_store(tmp_path: Path, tiny_bert_dir: Path) ->
     tests.write_text(json.dumps(named))
     runner = CliRunner()
     out = runner.invoke(main, ["extract", "--model", str(tiny_bert_dir), "--suite", "ceat",
-                               "--corpus", str(corpus), "--tests", str(tests), "--contexts", "6",
+                               "--corpus", str(corpus), "--test", str(tests), "--contexts", "6",
                                "--workers", "1", "-q", "--store", str(tmp_path / "a.zarr")])
     assert out.exit_code == 0, out.output
     res = runner.invoke(main, ["analyze", "ceat", "--store", str(tmp_path / "a.zarr"), "--out",
-                               str(tmp_path / "res"), "--samples", "200", "--n-bootstrap", "20",
+                               str(tmp_path / "res"), "--n-samples", "200", "--n-bootstrap", "20",
                                "--bootstrap-samples", "20", "-q"])
     assert res.exit_code == 0, res.output
     import pandas as pd

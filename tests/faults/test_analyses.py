@@ -67,7 +67,7 @@ def test_a_tests_file_of_nested_aliases_is_refused_at_once(stores: dict[str, Pat
                                                            tmp_path: Path) -> None:
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(ALIAS_BOMB)
-    outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--tests", str(bomb)),
+    outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--test", str(bomb)),
                       timeout=120)
     assert_refused(outcome, codes=(1,), mentions=["bomb.yaml", "alias", "line 1"])
     _short(outcome)
@@ -83,7 +83,7 @@ def test_a_tests_file_nested_thousands_deep_is_refused(stores: dict[str, Path], 
                                                        kind: str, text: str) -> None:
     deep = tmp_path / f"deep.{kind}"
     deep.write_text(text)
-    outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--tests", str(deep)))
+    outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--test", str(deep)))
     assert_refused(outcome, codes=(1,), mentions=["deep.", "nested deeper"])
     _short(outcome)
 
@@ -96,7 +96,7 @@ def test_a_refusal_quotes_at_most_a_few_hundred_characters(stores: dict[str, Pat
                                                            tmp_path: Path, body: str) -> None:
     tests = tmp_path / "tests.json"
     tests.write_text(body.replace("KEY", "k" * 1_000_000))
-    outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--tests", str(tests)))
+    outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--test", str(tests)))
     assert_refused(outcome, codes=(1,), mentions=["tests.json", "…"])
     _short(outcome)
 
@@ -124,12 +124,12 @@ def test_weat_with_one_word_per_attribute_set_is_a_defined_test(stores: dict[str
 def test_sc_weat_with_a_word_in_both_attribute_sets_is_refused(stores: dict[str, Path],
                                                                 tmp_path: Path) -> None:
     """It wrote an all-NaN table with exit 0."""
-    outcome = run_emb(*_analyze("sc-weat", stores["vast"], tmp_path / "o", "--attribute-a",
-                                "love", "--attribute-b", "love"))
+    outcome = run_emb(*_analyze("sc-weat", stores["vast"], tmp_path / "o", "--a",
+                                "love", "--b", "love"))
     assert_refused(outcome, codes=(1,), mentions=["A and B share ['love']"])
     assert not (tmp_path / "o").exists()
-    outcome = run_emb(*_analyze("sc-weat", stores["vast"], tmp_path / "o", "--attribute-a",
-                                "love", "--attribute-b", "abuse"))
+    outcome = run_emb(*_analyze("sc-weat", stores["vast"], tmp_path / "o", "--a",
+                                "love", "--b", "abuse"))
     assert_refused(outcome, codes=(1,), mentions=["at least 2 attribute words in each set"])
 
 
@@ -232,7 +232,7 @@ def test_a_reader_that_closes_the_pipe_ends_emb_quietly(stores: dict[str, Path],
 def run_dir(stores: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("run") / "weat"
     done = run_emb(*_analyze("weat", stores["weat"], out, "--n-bootstrap", "0",
-                             "--n-permutations", "100", "--tests", "WEAT1"))
+                             "--n-permutations", "100", "--test", "WEAT1"))
     assert done.code == 0, str(done)
     return out
 

@@ -115,7 +115,7 @@ def work(tmp_path: Path) -> Path:
 
 def _ceat(work: Path, *corpus: str | Path, options: tuple[str, ...] = ("--dry-run",),
           stdin: int | None = subprocess.DEVNULL, timeout: float = 60) -> Outcome:
-    args = ["extract", "--model", "vectors.txt", "--suite", "ceat", "--tests", "tests.json",
+    args = ["extract", "--model", "vectors.txt", "--suite", "ceat", "--test", "tests.json",
             "--contexts", "2", "--store", "ceat.zarr", "--workers", "1", *options]
     for c in corpus:
         args += ["--corpus", str(c)]
@@ -134,7 +134,7 @@ def test_cli_a_cut_second_file_of_two_is_refused_naming_it(work: Path) -> None:
     (work / "a.jsonl.zst").write_bytes(_compress("zstd", _jsonl(TEXTS)))
     data = _compress("zstd", _jsonl(TEXTS * 50, first_id=10_000))
     (work / "b.jsonl.zst").write_bytes(data[: len(data) // 2])
-    outcome = run_emb("extract", "--model", "vectors.txt", "--suite", "ceat", "--tests",
+    outcome = run_emb("extract", "--model", "vectors.txt", "--suite", "ceat", "--test",
                       "tests.json", "--contexts", "2", "--store", "ceat.zarr", "--dry-run",
                       "--workers", "2", "--corpus", "a.jsonl.zst", "--corpus", "b.jsonl.zst",
                       cwd=work, timeout=120)
@@ -253,7 +253,7 @@ def test_cli_one_huge_record_keeps_memory_bounded(work: Path) -> None:
         f.write(b'"}\n')
         f.write(_jsonl(TEXTS[100:], 100))
     (work / "small.jsonl").write_bytes(_jsonl(TEXTS))
-    base = ["extract", "--model", "vectors.txt", "--suite", "ceat", "--tests", "tests.json",
+    base = ["extract", "--model", "vectors.txt", "--suite", "ceat", "--test", "tests.json",
             "--contexts", "2", "--store", "ceat.zarr", "--dry-run", "--workers", "1"]
     small, small_peak = _peak_run([*base, "--corpus", "small.jsonl"], work)
     assert small.returncode == 0, small.stderr

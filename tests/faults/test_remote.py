@@ -478,7 +478,7 @@ def test_ceat_sampling_with_a_scheduler_that_does_not_answer_is_one_line(bert, s
         "X_name": "flowers", "Y_name": "insects", "A_name": "pleasant", "B_name": "unpleasant",
         "X": words[:2], "Y": words[2:4], "A": words[4:6], "B": words[6:]}}}))
     with _scheduler(kind, site) as address:
-        outcome = run_emb("extract", "-m", bert, "-s", "ceat", "--corpus", corpus, "--tests",
+        outcome = run_emb("extract", "-m", bert, "-s", "ceat", "--corpus", corpus, "--test",
                           tests, "--contexts", "2", "--store", tmp_path / "c.zarr", "-q",
                           "--scheduler", address, env=LIMITS, timeout=GUARD)
     _refused(outcome, codes=(1,), mentions=[address, "--scheduler"])

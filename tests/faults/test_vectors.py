@@ -193,7 +193,7 @@ def test_a_fifo_named_like_a_vectors_file_is_refused_not_waited_on(tmp_path):
 @pytest.mark.parametrize("how", ["format", "symlink"])
 def test_dev_zero_as_a_vectors_file_is_refused(tmp_path, how):
     if how == "format":
-        outcome, _ = _extract(tmp_path, "/dev/zero", "--format", "glove")
+        outcome, _ = _extract(tmp_path, "/dev/zero", "--vectors-format", "glove")
         mention = "/dev/zero"
     else:
         link = tmp_path / "endless.bin"

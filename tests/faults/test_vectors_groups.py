@@ -128,7 +128,7 @@ def test_a_weat_test_comparing_a_word_with_itself_is_refused(tmp_path):
         ("stereotype", "--names", "names file"),
         ("stereotype", "--extended", "extended dictionary"),
         ("ibd", "--ibd-groups", "IBD groups file"),
-        ("weat", "--tests", "WEAT test file"),
+        ("weat", "--test", "WEAT test file"),
         ("similarity", "--pairs", "similarity file"),
     ],
 )
@@ -140,7 +140,7 @@ def test_a_fifo_as_a_group_or_word_file_is_refused_not_waited_on(tmp_path, stere
         value = tmp_path / "pairs"
         value.mkdir()
         os.mkfifo(value / "ws353.csv")
-        extra = ["--datasets", "ws353"]
+        extra = ["--dataset", "ws353"]
     else:
         value = tmp_path / "input.csv"
         os.mkfifo(value)

@@ -1,5 +1,5 @@
 """Hostile word-pair files (issue 20): ``emb extract --suite similarity --pairs DIR`` and
-``emb analyze similarity --similarity DIR`` read them with one reader (emb._pair_files).
+``emb analyze similarity --pairs DIR`` read them with one reader (emb._pair_files).
 
 Binary, empty, header-only, Latin-1 files and non-numeric, NaN or infinite scores each end in
 exit 1 with one line naming the file and the line; a NaN score never reaches the ranks.
@@ -68,7 +68,7 @@ def similarity_store(tmp_path_factory, vectors_file) -> Path:
     directory = _pairs_dir(root, GOOD.encode())
     store = root / "sim.zarr"
     done = run_emb("extract", "--model", vectors_file, "--suite", "similarity", "--pairs",
-                   directory, "--datasets", "ws353", "--store", store, "-q", timeout=120)
+                   directory, "--dataset", "ws353", "--store", store, "-q", timeout=120)
     assert done.code == 0, done
     return store
 
@@ -78,7 +78,7 @@ def test_bad_pair_files_are_refused_by_extract(tmp_path, vectors_file, case, dat
     directory = _pairs_dir(tmp_path, data)
     store = tmp_path / "s.zarr"
     outcome = run_emb("extract", "--model", vectors_file, "--suite", "similarity", "--pairs",
-                      directory, "--datasets", "ws353", "--store", store, "-q", timeout=60)
+                      directory, "--dataset", "ws353", "--store", store, "-q", timeout=60)
     assert_refused(outcome, codes=(1,), mentions=["ws353.csv", *mentions])
     assert not store.exists()
 
@@ -93,7 +93,7 @@ def test_bad_pair_files_are_refused_by_the_analysis(tmp_path, similarity_store, 
                                                      mentions):
     directory = _pairs_dir(tmp_path, data)
     out = tmp_path / "out"
-    outcome = run_emb("analyze", "similarity", "--store", similarity_store, "--similarity",
+    outcome = run_emb("analyze", "similarity", "--store", similarity_store, "--pairs",
                       directory, "--out", out, "--no-plots", "--quiet", timeout=60)
     assert_refused(outcome, codes=(1,), mentions=["ws353.csv", *mentions])
     assert not out.exists()
@@ -116,7 +116,7 @@ def test_a_good_pair_file_is_read_by_both(tmp_path, similarity_store):
     pairs = load_pairs(directory, datasets=["ws353"])
     assert pairs["score"].tolist() == [1.5, 3.0, 2.0, 5.0, 1.0]
     out = tmp_path / "out"
-    done = run_emb("analyze", "similarity", "--store", similarity_store, "--similarity",
+    done = run_emb("analyze", "similarity", "--store", similarity_store, "--pairs",
                    directory, "--out", out, "--no-plots", "--quiet", "--k-max", "0", timeout=60)
     assert done.code == 0, done
     table = pd.read_csv(out / "similarity.csv")

@@ -117,7 +117,7 @@ def vectors_coverage(ds: xr.Dataset) -> str | None:
 
 #: Built-in generators whose word lists an 'emb extract' option chooses: (flag, what it gives).
 _WORD_OPTIONS = {
-    "weat": ("--tests FILE", "a test file (--tests FILE, the weat_tests.json layout) that holds "
+    "weat": ("--test FILE", "a test file (--test FILE, the weat_tests.json layout) that holds "
                              "these words"),
     "vast": ("--lexicon CSV --polar JSON", "a lexicon (--lexicon CSV) and/or polar words "
                                            "(--polar JSON: 'pleasant'/'unpleasant' lists) that hold "

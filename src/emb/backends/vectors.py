@@ -111,7 +111,7 @@ def detect_format(path: str | os.PathLike[str]) -> VectorsFormat:
         inner = Path(zip_member(p)).suffix.lower()
     if inner not in _SUFFIXES:
         raise ModelError(
-            f"cannot tell the format of {p.name} from its name; give --format, one of {list(FORMATS)}"
+            f"cannot tell the format of {p.name} from its name; give --vectors-format, one of {list(FORMATS)}"
         )
     known = _SUFFIXES[inner]
     if known is not None:
@@ -140,7 +140,7 @@ def _check_dim(dim: int, path: Path) -> int:
     if not 0 < dim <= _MAX_DIM:
         raise ModelError(
             f"{path}: its header announces vectors of dimension {dim:,}; a dimension must lie in "
-            f"1..{_MAX_DIM:,}: is the header right, and is it really a word2vec file? (give --format)"
+            f"1..{_MAX_DIM:,}: is the header right, and is it really a word2vec file? (give --vectors-format)"
         )
     return dim
 
@@ -321,7 +321,7 @@ def _read_binary(
     if header is None:
         raise ModelError(
             f"{path} does not start with a word2vec header '<n words> <dim>'; is it really "
-            "word2vec binary? (give --format)"
+            "word2vec binary? (give --vectors-format)"
         )
     n_words, dim = header[0], _check_dim(header[1], path)
     width = 4 * dim
@@ -343,7 +343,7 @@ def _read_binary(
             if space < 0 and len(buffer) - pos > MAX_LINE:
                 raise ModelError(
                     f"{path}: record {row + 1} has no space ending its word within "
-                    f"{MAX_LINE >> 20} MiB; is it really word2vec binary? (give --format)"
+                    f"{MAX_LINE >> 20} MiB; is it really word2vec binary? (give --vectors-format)"
                 )
             chunk = stream.read(_CHUNK)
             eof = not chunk
@@ -382,7 +382,7 @@ def _lines(stream: IO[bytes], path: Path, first: int) -> Iterator[bytes]:
         if len(line) > MAX_LINE:
             raise ModelError(
                 f"{path}: line {number} is longer than {MAX_LINE >> 20} MiB; is it really a text "
-                "vectors file? (give --format)"
+                "vectors file? (give --vectors-format)"
             )
         yield line.removeprefix(_BOM) if number == first else line
         number += 1
@@ -400,7 +400,7 @@ def _read_text(
         if parsed is None:
             raise ModelError(
                 f"{path} does not start with a header line '<n words> <dim>'; a GloVe file has "
-                "none: give --format glove"
+                "none: give --vectors-format glove"
             )
         n_declared, dim = parsed[0], _check_dim(parsed[1], path)
     firsts = {w.split(b" ", 1)[0] for w in wanted}
@@ -423,7 +423,7 @@ def _read_text(
             if len(parts) != dim + 1:
                 raise ModelError(
                     f"{path}: line {line_no} has {len(parts) - 1} values, expected {dim}; is it "
-                    "really a text vectors file? (give --format)"
+                    "really a text vectors file? (give --vectors-format)"
                 )
             word = parts[0]
             if word in wanted:

@@ -155,7 +155,20 @@ def _output_closed() -> bool:
 
 
 class EmbCommand(click.Command):
-    """A command whose emb errors print as ``Error: StoreError: …`` and exit 1."""
+    """A command whose emb errors print as ``Error: StoreError: …`` and exit 1, whose earlier
+    flags (``deprecated_flags``: old → new) still work with a warning, and whose "did you mean"
+    for an unknown flag compares names, not dashes (:func:`emb.cli._options.close_options`)."""
+
+    deprecated_flags: dict[str, str] | None = None
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        from emb.cli._options import close_options, rename_deprecated
+
+        try:
+            return super().parse_args(ctx, rename_deprecated(self, args))
+        except click.NoSuchOption as err:
+            err.possibilities = close_options(self, ctx, err.option_name)
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         return _invoke(super().invoke, ctx)

@@ -14,7 +14,8 @@ from typing import Any
 
 import click
 
-__all__ = ["Choice", "DeclaredValue", "apply", "click_option", "show_default"]
+__all__ = ["Choice", "DeclaredValue", "apply", "click_option", "close_options", "deprecated_flags", "every_renamed",
+           "rename_deprecated", "show_default"]
 
 
 def show_default(value: Any) -> str | None:
@@ -136,3 +137,63 @@ def apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:
         return func
 
     return wrap
+
+
+# -- one name per concept: earlier flags, and suggestions for a mistyped one -------------------------
+def deprecated_flags(options: Iterable[Any]) -> dict[str, str]:
+    """Earlier flag → the one name, from declared options' ``deprecated`` flags."""
+    return {old: opt.cli_flag for opt in options for old in getattr(opt, "deprecated", ())}
+
+
+def rename_deprecated(command: click.Command, args: list[str]) -> list[str]:
+    """``args`` with each earlier flag of ``command`` (its ``deprecated_flags``: old → new)
+    replaced by the one name, warning once per flag on stderr; nothing after ``--`` is touched."""
+    table: dict[str, str] = getattr(command, "deprecated_flags", None) or {}
+    if not table:
+        return args
+    out: list[str] = []
+    warned: set[str] = set()
+    for i, arg in enumerate(args):
+        if arg == "--":
+            out += args[i:]
+            break
+        old = arg.split("=", 1)[0]
+        new = table.get(old)
+        if new is None:
+            out.append(arg)
+            continue
+        if old not in warned:
+            warned.add(old)
+            click.echo(f"warning: {old} is deprecated and will be removed: use {new} (one name "
+                       "for one concept in every emb command)", err=True)
+        out.append(new + arg[len(old):])
+    return out
+
+
+def every_renamed() -> dict[str, str]:
+    """Earlier flag → the one name, over every command (an earlier name typed where it never
+    existed, ``--similarity`` on ``emb extract``, still points to the one name)."""
+    from emb.analyses import ANALYSES
+    from emb.backends import available
+    from emb.stimuli.suites import BUILTIN_SUITES
+
+    declared = [o for a in ANALYSES.values() for o in a.options]
+    declared += [o for g in BUILTIN_SUITES.values() for o in g.options]
+    declared += [o for b in available().values() for o in b.options]
+    return {"--poolings": "--pooling", **deprecated_flags(declared)}
+
+
+def close_options(command: click.Command, ctx: click.Context, name: str) -> list[str]:
+    """The flags of ``command`` to suggest for the unknown ``name``: the one name of an earlier
+    flag, else the flags whose names (without the dashes: ``--pairs`` is not like ``--dpi``)
+    are close to it."""
+    import difflib
+
+    flags = [o for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden
+             for o in (*p.opts, *p.secondary_opts) if o.startswith("--")]
+    renamed = {**every_renamed(), **(getattr(command, "deprecated_flags", None) or {})}.get(name)
+    if renamed in flags:
+        return [renamed]
+    bare = {f.lstrip("-"): f for f in flags}
+    close = difflib.get_close_matches(name.lstrip("-"), list(bare), n=3, cutoff=0.6)
+    return [bare[c] for c in close]

@@ -18,7 +18,14 @@ from typing import Any
 import click
 
 from emb.cli._errors import EmbCommand, EmbGroup
-from emb.cli._options import Choice, DeclaredValue, click_option, range_help, show_default
+from emb.cli._options import (
+    Choice,
+    DeclaredValue,
+    click_option,
+    deprecated_flags,
+    range_help,
+    show_default,
+)
 from emb.errors import OptionError
 
 __all__ = ["analyze"]
@@ -89,8 +96,10 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
                      help="Store path or URL (a .zip, s3://, https://…); repeat for several "
                           "models; LABEL=PATH names the model in tables and figures (a path "
                           "that exists is taken whole, even with an '=' in it)."),
-        click.option("--suite", "suite", default=None, metavar="GROUP",
-                     help=f"The store group to read  [default: {analysis.suite}]"),
+        click.option("--suite", "suite", multiple=True, metavar="[LABEL=]GROUP",
+                     help="The store group to read; LABEL=GROUP for the store labelled LABEL "
+                          "(--store LABEL=PATH) alone, so that differently named suites of two "
+                          f"models compare in one run; repeatable  [default: {analysis.suite}]"),
         click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
                      help="Output directory  [default: emb-results/<stores>/<analysis>/, "
                           "replaced on every run]"),
@@ -134,6 +143,7 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     from emb.cli._progress import progress_display
 
     stores: tuple[str, ...] = params.pop("stores")
+    params["suite"] = list(params["suite"]) or None
     as_json: bool = params.pop("as_json")
     quiet: bool = params.pop("quiet")
     echo = (lambda msg: click.echo(msg, err=True)) if as_json else click.echo
@@ -191,10 +201,12 @@ def _make_command(analysis: Any) -> click.Command:
         + f". Python: {analysis.function.__module__}.{analysis.function.__name__}"
         + (f" — {doc[0]}" if doc else "")
     )
-    return click.command(
+    command = click.command(
         analysis.name, cls=EmbCommand, help=help_text, short_help=analysis.description,
         context_settings={"help_option_names": ["-h", "--help"], "show_default": True},
     )(callback)
+    command.deprecated_flags = deprecated_flags(analysis.options)
+    return command
 
 
 class _AnalyzeGroup(EmbGroup):

@@ -9,8 +9,8 @@ from typing import Any
 import click
 
 from emb._version import __version__
-from emb.cli._errors import EmbGroup
-from emb.cli._options import apply, extract_option
+from emb.cli._errors import EmbCommand, EmbGroup
+from emb.cli._options import apply, deprecated_flags, extract_option
 
 __all__ = ["main"]
 
@@ -39,9 +39,11 @@ def _suite_options() -> list[Any]:
     from emb.stimuli.suites import BUILTIN_SUITES
 
     seen: dict[str, list[Any]] = {}
+    # an option whose flag another option took over (weat's select=: --test WEAT1) stays Python's
+    earlier = set(deprecated_flags(o for g in BUILTIN_SUITES.values() for o in g.options))
     for generator in BUILTIN_SUITES.values():
         for opt in generator.options:
-            if opt.name in backend_option_names():  # one flag, a backend's, handed on
+            if opt.name in backend_option_names() or opt.cli_flag in earlier:
                 continue
             seen.setdefault(opt.name, []).append((generator.name, opt))
     decorators = []
@@ -90,7 +92,7 @@ def _show(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, (tuple, list)) else str(value)
 
 
-@main.command()
+@main.command(cls=EmbCommand)
 @click.option("--model", "-m", required=True,
               help="Hugging Face model id, local directory, .gguf file, or static vectors file "
                    "(word2vec .bin/.txt, GloVe .txt, fastText .vec; optionally .gz/.zip).")
@@ -98,7 +100,9 @@ def _show(value: Any) -> str:
               help="Built-in suite name (see 'emb suites') or a suite file (JSON/YAML); repeatable.")
 @click.option("--store", required=True, help="Store path or fsspec URL (created when missing).")
 @click.option("--name", "group_names", multiple=True, help="Group name per suite (default: the suite's name).")
-@click.option("--poolings", default=None, help="Comma-separated subset of first,last,mean,max (default: all).")
+@click.option("--pooling", "poolings", multiple=True,
+              help="Subword pooling to store: first, last, mean or max; repeatable or "
+                   "comma-separated (default: all).")
 @click.option("--dtype", type=click.Choice(["float32", "float16", "bfloat16", "auto"]),
               default=None, help="Model compute dtype (default float32; auto: bfloat16 on a GPU "
                                  "that supports it, else float16 on a GPU, else float32).")
@@ -132,7 +136,7 @@ def extract(
     suite_specs: tuple[str, ...],
     store: str,
     group_names: tuple[str, ...],
-    poolings: str | None,
+    poolings: tuple[str, ...],
     dtype: str | None,
     storage_dtype: str | None,
     batch_size: int | None,
@@ -158,7 +162,7 @@ def extract(
             "storage_dtype": storage_dtype,
             "batch_size": batch_size,
             "device": device,
-            "poolings": poolings,
+            "poolings": ",".join(poolings) or None,
         }.items()
         if v is not None
     }
@@ -209,7 +213,20 @@ def extract(
     click.echo(describe(open_store(store).info()))
 
 
-@main.command()
+def _extract_deprecated() -> dict[str, str]:
+    """Earlier flags of ``emb extract`` → the one name (see docs/rules/options-and-warnings.md)."""
+    from emb.backends import available
+    from emb.stimuli.suites import BUILTIN_SUITES
+
+    declared = [o for g in BUILTIN_SUITES.values() for o in g.options]
+    declared += [o for b in available().values() for o in b.options]
+    return {"--poolings": "--pooling", **deprecated_flags(declared)}
+
+
+extract.deprecated_flags = _extract_deprecated()
+
+
+@main.command(cls=EmbCommand)
 @click.argument("path")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def info(path: str, as_json: bool) -> None:
@@ -220,7 +237,7 @@ def info(path: str, as_json: bool) -> None:
     click.echo(json.dumps(summary.to_dict(), indent=2, default=str) if as_json else describe(summary))
 
 
-@main.command()
+@main.command(cls=EmbCommand)
 @click.argument("path")
 @click.option("--deep", is_flag=True,
               help="Also read every byte (manifest checksums) and decode every block (finite values).")
@@ -254,9 +271,12 @@ def suites(ctx: click.Context) -> None:
         return
     from emb.stimuli.suites import BUILTIN_SUITES
 
+    earlier = set(deprecated_flags(o for g in BUILTIN_SUITES.values() for o in g.options))
     for gen in BUILTIN_SUITES.values():
         click.echo(f"{gen.name}\n    {gen.description}")
         for opt in gen.options:
+            if opt.cli_flag in earlier:  # Python's select=, the CLI's --test
+                continue
             default = "" if opt.default in (None, ()) else f" (default {opt.default})"
             many = " [repeatable]" if opt.multiple else ""
             click.echo(f"    {opt.cli_flag}{many}: {opt.help}{default}")
@@ -264,7 +284,7 @@ def suites(ctx: click.Context) -> None:
     click.echo("emb suites export STORE --suite NAME FILE writes a stored suite to a file for other models.")
 
 
-@suites.command(name="export")
+@suites.command(name="export", cls=EmbCommand)
 @click.argument("store")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--suite", "-s", "group", required=True, help="The store group to export (e.g. ceat).")
@@ -284,7 +304,7 @@ def export_suite(store: str, file: str, group: str, overwrite: bool) -> None:
     click.echo(f"wrote suite {suite.name!r} ({len(suite)} items) to {path}")
 
 
-@main.command(name="zip")
+@main.command(name="zip", cls=EmbCommand)
 @click.argument("path")
 @click.argument("target")
 def zip_command(path: str, target: str) -> None:

@@ -18,7 +18,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from emb.extract.settings import ExtractionSettings
     from emb.stimuli.suites import Suite
 
-__all__ = ["FLOAT16_NOTE", "Prepared", "bos_added", "first_position", "suite_attrs", "unknown_targets"]
+__all__ = ["FLOAT16_NOTE", "Prepared", "bos_added", "first_position", "position_zero_fix",
+           "position_zero_record", "suite_attrs", "unknown_targets"]
 
 #: What storing in float16 costs, recorded in the store's attributes.
 FLOAT16_NOTE = (
@@ -28,10 +29,65 @@ FLOAT16_NOTE = (
 )
 
 
+def _at_position_0(plan: Plan) -> np.ndarray:
+    """Per item: whether its target starts at the context's first token."""
+    at_zero = np.array([int(np.asarray(e.target)[0]) == 0 for e in plan.encodings], dtype=bool)
+    return at_zero[plan.item_key] if at_zero.size else np.zeros(len(plan.item_key), dtype=bool)
+
+
 def first_position(plan: Plan) -> int:
     """Items whose target starts at the context's first token."""
-    at_zero = np.array([int(np.asarray(e.target)[0]) == 0 for e in plan.encodings], dtype=bool)
-    return int(at_zero[plan.item_key].sum()) if at_zero.size else 0
+    return int(_at_position_0(plan).sum())
+
+
+#: Words named per setting in the position-0 record (the item ranges name every item).
+POSITION_0_WORDS = 20
+#: Most ``[start, stop)`` item ranges the record lists (about 20 bytes each in the attributes).
+POSITION_0_RANGES = 10_000
+
+
+#: Pieces of BOS tokens that are chat-turn markers, not a document start (SmolLM2's GGUF).
+_CHAT_MARKERS = ("im_start", "start_of_turn", "[INST]")
+
+
+def position_zero_fix(info: Any) -> str:
+    """What moves targets off position 0 of a causal model, for this model's tokenizer."""
+    token = getattr(info, "bos_token", None)
+    if isinstance(token, str) and any(m in token for m in _CHAT_MARKERS):
+        return (f"the tokenizer's BOS token {token!r} is a chat marker, which does not give them "
+                "a context a base model was trained with (on SmolLM2 --bos leaves WEAT 'alone' "
+                "near 0): --bos-token TOKEN puts the document-start token first instead, e.g. "
+                "--bos-token '<|endoftext|>'")
+    if getattr(info, "bos_token_id", None) is not None:
+        return (f"--bos prepends the tokenizer's BOS token {token!r}, which moves them to "
+                "position 1 (--bos-token TOKEN puts another token of the vocabulary first)")
+    return ("this tokenizer has no BOS token: --bos-token TOKEN puts a token of its vocabulary "
+            "first (e.g. its end-of-text token), or put some context before the targets")
+
+
+def position_zero_record(suite: Suite, plan: Plan, info: Any) -> dict[str, Any] | None:
+    """What the store records of a causal model's targets at position 0 (None for a model that
+    is not causal): the count, per setting the count of that setting's items and the first
+    :data:`POSITION_0_WORDS` of their words, the items as ``[start, stop)`` ranges, and the fix.
+    Every analysis of the suite warns from it (:func:`emb.analyses._provenance.extraction_notes`)."""
+    if not getattr(info, "causal", False):
+        return None
+    hit = _at_position_0(plan)
+    settings = np.array([it.setting for it in suite.items], dtype=object)
+    by_setting: dict[str, Any] = {}
+    for setting in dict.fromkeys(settings.tolist()):
+        mine = np.flatnonzero(settings == setting)
+        at = mine[hit[mine]]
+        by_setting[str(setting)] = {
+            "n": int(at.size), "of": int(mine.size),
+            "words": list(dict.fromkeys(suite.items[i].word for i in at))[:POSITION_0_WORDS]}
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], hit.astype(np.int8), [0]])))
+    ranges = [[int(a), int(b)] for a, b in zip(edges[::2], edges[1::2], strict=True)]
+    return {"n": int(hit.sum()), "of": len(suite.items), "by_setting": by_setting,
+            # scattered items (a corpus' contexts) would bloat the attributes: beyond the cap
+            # the item coordinate token_start == 0 names them (None here)
+            "items": ranges if len(ranges) <= POSITION_0_RANGES else None,
+            "fix": position_zero_fix(info)}
 
 
 def suite_attrs(suite: Suite) -> dict[str, Any]:
@@ -105,6 +161,8 @@ class Prepared:
             "truncate_after_target": bool(getattr(info, "causal", False)),
             # targets at the first token of a causal model's context (see _warn_position_zero)
             "targets_at_position_0": first_position(plan) if getattr(info, "causal", False) else 0,
+            **({"position_0": record}
+               if (record := position_zero_record(suite, plan, info)) is not None else {}),
             "bos_policy": (suite.parameters or {}).get("bos") or "tokenizer",
             "unknown_targets": {"n_items": len(unknown), "words": sorted(set(unknown))[:50]},
             "versions": dict(_installed_versions()),

@@ -39,7 +39,7 @@ from emb.backends.devices import check_device
 from emb.errors import EmbError, EmbWarning, StoreError
 from emb.extract import settings as extraction_settings
 from emb.extract._plan import BlockSources, Plan
-from emb.extract._prepared import Prepared, first_position
+from emb.extract._prepared import Prepared, first_position, position_zero_fix
 from emb.extract.settings import ExtractionSettings, SuiteReport, parse_layers, parse_settings
 from emb.extract.shards import (
     Shard,
@@ -334,14 +334,7 @@ def _warn_position_zero(runner: Runner, suite: Suite, plan: Plan, bos: bool | No
     n = first_position(plan)
     if not n:
         return
-    token = getattr(runner.info, "bos_token", None)
-    fix = (
-        f"--bos prepends the tokenizer's BOS token {token!r}, which moves them to position 1 "
-        "(--bos-token TOKEN puts another token of the vocabulary first)"
-        if getattr(runner.info, "bos_token_id", None) is not None
-        else "this tokenizer has no BOS token: --bos-token TOKEN puts a token of its vocabulary "
-        "first (e.g. its end-of-text token), or put some context before the targets"
-    )
+    fix = position_zero_fix(runner.info)
     warnings.warn(
         f"suite {suite.name!r}: {n} of {len(suite.items)} targets sit at position 0 of causal "
         f"model {runner.info.model_id} (bos={bos}), where a causal model's states see no "

@@ -265,7 +265,7 @@ def test_outputs_survive_netcdf_csv_and_the_cli(tmp_path: Path) -> None:
                     "stereotype_profile_7d_female_names-vs-male_names.png",
                     "stereotype_warmth_competence_female_names-vs-male_names.png"]
     plain = CliRunner().invoke(analyze, ["stereotype", "--store", str(a), "--out", str(tmp_path / "o2"),
-                                         "--quiet", "--groups", "female_terms,male_terms", "--basis", "2d"])
+                                         "--quiet", "--group", "female_terms,male_terms", "--basis", "2d"])
     assert plain.exit_code == 0, plain.output
     table = pd.read_csv(tmp_path / "o2" / "stereotype.csv", keep_default_na=False, na_values=[""])
     assert set(table["group_a"]) == {"female_terms"} and table["p_adjusted"].isna().all()

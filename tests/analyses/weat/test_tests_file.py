@@ -103,7 +103,7 @@ def test_cli_any_suite_any_test(tmp_path: Path, test_file: Path) -> None:
         warnings.simplefilter("ignore")
         store = write_store(tmp_path / "occ.zarr", {"occupations": _occupations()})
     result = CliRunner().invoke(main, ["analyze", "weat", "--store", f"toy={store}", "--suite",
-                                       "occupations", "--tests", str(test_file), "--out",
+                                       "occupations", "--test", str(test_file), "--out",
                                        str(tmp_path / "out"), "--quiet"])
     assert result.exit_code == 0, result.output
     table = pd.read_csv(tmp_path / "out" / "weat.csv")

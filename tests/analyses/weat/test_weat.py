@@ -304,7 +304,7 @@ def test_missing_words_raise_naming_them():
     # the built-in 'weat' group holds the word lists it was extracted with (extracting others
     # into it is refused): the hint extracts a test file into a new group and analyses that
     assert "built-in 'weat' generator" in msg
-    assert ("emb extract --model toy-model --suite weat --tests FILE --name weat_new "
+    assert ("emb extract --model toy-model --suite weat --test FILE --name weat_new "
             "--store toy.zarr" in msg)
     assert "'--suite weat_new'" in msg
     # a test whose words lack one setting

@@ -226,7 +226,7 @@ def test_a_chosen_bos_token_is_put_first_recorded_and_never_mixed(gpt2_runner, s
 
 def test_cli_bos_token(tiny_gpt2_dir, tmp_path):
     store = tmp_path / "w.zarr"
-    args = ["extract", "-m", str(tiny_gpt2_dir), "-s", "weat", "--select", "WEAT1", "--store",
+    args = ["extract", "-m", str(tiny_gpt2_dir), "-s", "weat", "--test", "WEAT1", "--store",
             str(store), "-q"]
     bad = CliRunner().invoke(main, [*args, "--bos-token", "<|im_start|>"])
     assert bad.exit_code == 1 and "Traceback" not in bad.output and not store.exists()
@@ -247,7 +247,7 @@ def test_bidirectional_model_keeps_its_tokenizer(bert_runner, suite, tmp_path):
 
 def test_cli_prints_the_position_zero_warning(tiny_gpt2_dir, tmp_path):
     result = CliRunner().invoke(
-        main, ["extract", "-m", str(tiny_gpt2_dir), "-s", "weat", "--select", "WEAT1",
+        main, ["extract", "-m", str(tiny_gpt2_dir), "-s", "weat", "--test", "WEAT1",
                "--store", str(tmp_path / "w.zarr"), "-q"], catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output

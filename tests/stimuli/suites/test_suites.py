@@ -478,7 +478,7 @@ def test_builtin_generators_and_options():
     assert names[:6] == ["lexicon", "corpus", "seed", "language", "scale", "wording"]
     with pytest.raises(SuiteError, match=r"no built-in suite 'nope'"):
         build_suite("nope")
-    with pytest.raises(SuiteError, match=r"no option\(s\) colour; its options are --tests"):
+    with pytest.raises(SuiteError, match=r"no option\(s\) colour; its options are --test, "):
         build_suite("weat", colour="red")
     with pytest.raises(SuiteError, match=r"--lexicon \(lexicon= in Python\) is required"):
         build_suite("vast")
@@ -1021,7 +1021,7 @@ def test_weat_suite(data_dir):
 def test_weat_select_and_user_tests(tmp_path):
     suite = build_suite("weat", select=["WEAT6", "WEAT7"])
     assert suite.parameters["test_ids"] == ["WEAT6", "WEAT7"] and len(suite) == 2 * 64
-    with pytest.raises(SuiteError, match=r"no WEAT test\(s\) WEAT11; give --select one of WEAT1, "):
+    with pytest.raises(SuiteError, match=r"no WEAT test\(s\) WEAT11; give --test one of WEAT1, "):
         build_suite("weat", select="WEAT11")
     tests = {
         "tests": [

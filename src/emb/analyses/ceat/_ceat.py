@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["ANALYSIS", "MAX_CEAT_SAMPLES", "MAX_SAMPLE_PERMUTATIONS", "ceat", "ceat_kernel",
            "sample_indices"]
 
-#: Most samples of one context per stimulus (``--samples``) and per bootstrap replicate
+#: Most samples of one context per stimulus (``--n-samples``) and per bootstrap replicate
 #: (``--bootstrap-samples``): 100x the 10,000 of Guo & Caliskan (2021), whose combined effect size
 #: has settled long before (the convergence figure); memory is checked for the sizes asked.
 MAX_CEAT_SAMPLES = 1_000_000
@@ -136,12 +136,12 @@ def _check_memory(
     limit = _memory_limit()
     if total > limit:
         raise AnalysisError(
-            f"ceat with n_samples={n_samples:,} (--samples), n_bootstrap={n_bootstrap:,} and "
+            f"ceat with n_samples={n_samples:,} (--n-samples), n_bootstrap={n_bootstrap:,} and "
             f"bootstrap_samples={bootstrap_samples:,} over {len(tests)} test(s) and {cells} "
             f"layer x pooling cell(s) would need about {total / 2**30:.1f} GiB of memory (sampled "
             f"context indices, bootstrap indices and per-sample results), more than this machine's "
-            f"{limit / 2**30:.1f} GiB; lower --samples, or --n-bootstrap x --bootstrap-samples "
-            "(--n-bootstrap 0: no bootstrap), or run fewer --tests"
+            f"{limit / 2**30:.1f} GiB; lower --n-samples, or --n-bootstrap x --bootstrap-samples "
+            "(--n-bootstrap 0: no bootstrap), or run fewer --test"
         )
 
 
@@ -159,11 +159,11 @@ def _missing_tests_message(ds: xr.Dataset, unknown: list[str], present: list[str
     if other:
         text += (f" {', '.join(map(repr, other))} {'is not a built-in CEAT test' if len(other) == 1 else 'are not built-in CEAT tests'} (those are "
                  f"{', '.join(builtin)}): define {'it' if len(other) == 1 else 'them'} in a JSON file in "
-                 "the ceat_weat_groups.json layout and extract it as below with --tests FILE.")
+                 "the ceat_weat_groups.json layout and extract it as below with --test FILE.")
     tests = "FILE" if other else ",".join(known)
     text += (
         f" Extract {'them' if len(unknown) > 1 else 'it'} into a new group (adding tests to this "
-        f"one is refused): 'emb extract --model {model} --suite ceat --corpus CORPUS --tests "
+        f"one is refused): 'emb extract --model {model} --suite ceat --corpus CORPUS --test "
         f"{tests} --name ceat_new --store {store}', then 'emb analyze ceat --store {store} "
         "--suite ceat_new'"
     )
@@ -546,7 +546,7 @@ ANALYSIS = Analysis(
     description="CEAT: random-effects combined WEAT effect sizes over sampled natural contexts",
     options=(
         Option(name="tests", multiple=True, help="test of the suite, e.g. C1 (default: all)"),
-        Option(name="n_samples", type="int", flag="--samples", low=2, high=MAX_CEAT_SAMPLES,
+        Option(name="n_samples", type="int", deprecated=("--samples",), low=2, high=MAX_CEAT_SAMPLES,
                help="N: samples of one context per stimulus"),
         ALTERNATIVE.but(help="alternative hypothesis of the combined z"),
         DDOF,

@@ -3,7 +3,7 @@
 The cell (default setting and pooling, per model the top layer with a threshold) is where the
 summary reads its headline and where :func:`ceat_tests` takes the detected words from; the
 analysis writes them as ``ibd_tests.json`` (and to ``--export-tests FILE``), a test file that
-``emb extract --suite ceat --tests FILE`` reads.
+``emb extract --suite ceat --test FILE`` reads.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def _comparisons(groups: str | Sequence[str] | None, present: list[str], ds: xr.
             f"{present}. To add them, extract a suite that defines them into a new group, e.g. "
             f"'emb extract --model {model} --suite stereotype --dictionary FILE {hint} --name "
             f"stereotype_new --store {store}' (FILE for --groups: CSV group,word,kind), then run "
-            f"'emb analyze stereotype --store {store} --suite stereotype_new --groups "
+            f"'emb analyze stereotype --store {store} --suite stereotype_new --group "
             f"{','.join(dict.fromkeys(chosen))}'"
         )
     bad = [p for p in pairs if p[0] == p[1]]
@@ -577,9 +577,10 @@ ANALYSIS = Analysis(
     description="stereotype-content profiles: warmth/competence and 7 dimensions of two populations",
     options=(
         Option(name="basis", choices=("2d", "7d", "both"), help="warmth/competence (2d), the seven dimensions (7d) or both"),
-        Option(name="groups", multiple=True, flag="--groups", metavar="A,B",
+        Option(name="groups", multiple=True, deprecated=("--groups",), metavar="A,B",
                help="populations compared, in pairs (default female_names,male_names)"),
-        Option(name="test", choices=("student", "welch"), help="two-sample t-test"),
+        Option(name="test", choices=("student", "welch"), flag="--t-test", deprecated=("--test",),
+               help="two-sample t-test"),
         CORRECTION.but(help="correction across the dimensions of a basis"),
     ),
     tables=_tables,

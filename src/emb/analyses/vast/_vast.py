@@ -552,7 +552,7 @@ ANALYSIS = Analysis(
         Option(name="n_subsets", type="int", low=1, high=MAX_SUBSETS,
                help="random subsets of the tokenization experiment"),
         DDOF.but(help="delta degrees of freedom of the SC-WEAT standard deviation"),
-        Option(name="pairs", type="path", flag="--similarity", metavar="DIR",
+        Option(name="pairs", type="path", deprecated=("--similarity",), metavar="DIR",
                help="word-similarity pairs (directory or CSV) for the store's 'similarity' suite "
                     "(default: the pairs the suite recorded)"),
         Option(name="allow_missing", type="bool", help="drop (and count) similarity pairs with a missing word"),

@@ -1,7 +1,7 @@
 """WEAT, the Word Embedding Association Test (Caliskan, Bryson & Narayanan 2017): one family.
 
 - ``_weat.py``: :func:`weat`, its kernel, tables, summary and :data:`ANALYSIS` record;
-- ``_tests_file.py``: test definitions (X/Y/A/B) from the suite, a YAML/JSON ``--tests`` file or a
+- ``_tests_file.py``: test definitions (X/Y/A/B) from the suite, a YAML/JSON ``--test`` file or a
   mapping;
 - ``_figures.py``: effect size by layer per test, and the tests × layers heat map.
 """

@@ -1,6 +1,6 @@
 """WEAT test definitions from a YAML/JSON file or a mapping: X/Y/A/B by word lists or by labels.
 
-Layout (``emb analyze weat --suite occupations --tests my_tests.yaml``)::
+Layout (``emb analyze weat --suite occupations --test my_tests.yaml``)::
 
     tests:
       career-family:                    # the test's name in tables and figures
@@ -328,7 +328,7 @@ def suite_tests(
         if label not in ds.variables:
             raise AnalysisError(
                 f"this Dataset has no {label!r} label: it is not a 'weat' suite. Extract the "
-                "built-in 'weat' suite, give a test file (--tests my_tests.yaml: X/Y/A/B by words "
+                "built-in 'weat' suite, give a test file (--test my_tests.yaml: X/Y/A/B by words "
                 "or labels), or your own x/y/a/b word lists"
             )
     test_col = item_values(ds, "test").astype(str)

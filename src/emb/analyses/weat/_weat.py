@@ -387,7 +387,7 @@ def weat(
                 f"every WEAT test has an empty (or one-word target) set in this suite "
                 f"({_dropped_text(dropped)}); "
                 "nothing to compute: extract a suite whose store has these words, or give a test "
-                "file (--tests FILE) with words the store has")
+                "file (--test FILE) with words the store has")
         warnings.warn(f"WEAT tests dropped, the others go on: {_dropped_text(dropped)}",
                       EmbWarning, stacklevel=2)
         test_list = [t for t in test_list if str(t.name) not in dropped]
@@ -511,7 +511,7 @@ ANALYSIS = Analysis(
     suite="weat",
     description="WEAT effect sizes and permutation p-values per test, setting, layer, pooling",
     options=(
-        Option(name="tests", multiple=True, aliases=("--tests",), metavar="NAME|FILE",
+        Option(name="tests", multiple=True, deprecated=("--tests",), metavar="NAME|FILE",
                help="a test of the suite (e.g. WEAT1), or a YAML/JSON file defining tests by "
                     "X/Y/A/B word lists or labels (default: every test of the suite)"),
         Option(name="x", multiple=True, flag="--x", help="your own target words X (with --y --a --b)"),

@@ -51,8 +51,10 @@ def build_suites(
             k: [g.name for g in BUILTIN_SUITES.values() if any(o.name == k for o in g.options)]
             for k in ignored
         }
+        flags = {o.name: o.cli_flag for g in BUILTIN_SUITES.values() for o in g.options}
         listed = "; ".join(
-            f"--{k.replace('_', '-')} belongs to suite {', '.join(owners[k]) or '?'}" for k in ignored
+            f"{flags.get(k, '--' + k.replace('_', '-'))} belongs to suite "
+            f"{', '.join(owners[k]) or '?'}" for k in ignored
         )
         raise OptionError(
             f"option(s) given that no requested suite ({', '.join(specs)}) takes: {listed}. "

@@ -3,7 +3,7 @@
 Guo & Caliskan (2021), Detecting Emergent Intersectional Biases: Contextualized Word Embeddings
 Contain a Distribution of Human-like Biases. The 14 tests (C1–C10: the WEAT tests as the authors'
 code spells them; I1–I4: intersectional) are package data (``emb/data/ceat_tests.json``); a user's
-own tests in the same layout are read with ``--tests FILE``.
+own tests in the same layout are read with ``--test FILE``.
 
 Every stimulus of the chosen tests gets up to ``--contexts`` contexts from the corpus, sampled in one
 streaming pass (:func:`emb.stimuli.contexts.sample_contexts`). A stimulus shared by several tests
@@ -134,7 +134,7 @@ class CeatGenerator(SuiteGenerator):
                          "repeat for several"),
         Option(name="contexts", type=int, default=10_000,
                     help="contexts sampled per stimulus (the paper: 10,000)"),
-        Option(name="tests", type=str,
+        Option(name="tests", type=str, flag="--test", deprecated=("--tests",),
                     help="test ids 'C1,I3' or a JSON file in the ceat_weat_groups.json "
                          "layout (default: C1-C10 and I1-I4)"),
         SEED.but(default=0, help="seed of the context sample"),

@@ -96,7 +96,7 @@ class SimilarityGenerator(SuiteGenerator):
             name="datasets",
             type=str,
             multiple=True,
-            flag="--datasets",
+            deprecated=("--datasets",),
             default=tuple(SIMILARITY_DATASETS),
             choices=tuple(SIMILARITY_DATASETS),
             help="benchmarks to include",
@@ -109,7 +109,7 @@ class SimilarityGenerator(SuiteGenerator):
         datasets = tuple(dict.fromkeys(opts["datasets"]))
         if not datasets:
             raise SuiteError(
-                "--datasets (datasets= in Python) is empty; choose from "
+                "--dataset (datasets= in Python) is empty; choose from "
                 + ", ".join(SIMILARITY_DATASETS)
             )
         directory: Path | None = opts["pairs"]
@@ -140,7 +140,7 @@ class SimilarityGenerator(SuiteGenerator):
         if absent:
             raise SuiteError(
                 f"similarity file(s) not found: {absent}; give a --pairs directory with them, or "
-                "choose --datasets among those present (datasets= in Python)"
+                "choose --dataset among those present (datasets= in Python)"
             )
         holders: dict[str, list[str]] = {}
         provenance = {}

@@ -1,11 +1,12 @@
 """The ``weat`` suite: WEAT target and attribute words, bleached and alone (torch-free).
 
 The ten tests of Caliskan, Bryson & Narayanan (2017) are package data (``emb/data/weat_tests.json``);
-a user's own tests in the same layout are read with ``--tests FILE``.
+a user's own tests in the same layout are read with ``--test FILE``.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -163,35 +164,46 @@ class WeatGenerator(SuiteGenerator):
     options = (
         Option(
             name="tests",
-            type=Path,
-            help="JSON file of tests in the weat_tests.json layout (default: the 10 WEAT tests)",
+            type=str,
+            flag="--test",
+            deprecated=("--tests", "--select"),
+            help="test ids 'WEAT1,WEAT7' or a JSON file of tests in the weat_tests.json layout "
+                 "(default: the 10 WEAT tests)",
         ),
         Option(
             name="select",
             type=str,
             multiple=True,
-            help="ids of the tests to include, e.g. WEAT1 (default: all)",
+            flag="--select",
+            help="ids of the tests to include, e.g. WEAT1 (default: all; the CLI's --test WEAT1)",
         ),
     )
 
     def build(self, **options: Any) -> Suite:
         """Build the WEAT suite; see the class docstring for items and labels."""
         opts = self.parse_options(options)
-        path: Path | None = opts["tests"]
+        spec: str | None = opts["tests"]
+        path: Path | None = None
+        wanted = list(opts["select"] or ())
+        if spec is not None and (spec.lower().endswith((".json", ".yaml", ".yml"))
+                                 or "/" in spec or os.sep in spec or Path(spec).exists()):
+            path = Path(spec)
+        elif spec is not None:  # ids, as ceat's --test and emb analyze weat --test take them
+            wanted += [t.strip() for t in spec.split(",") if t.strip()]
         tests = (
             parse_weat_tests(read_json(path, "WEAT test file"), path)
             if path is not None
             else WEAT_TESTS
         )
-        if opts["select"]:
+        if wanted:
             known = [t.id for t in tests]
-            unknown = [s for s in opts["select"] if s not in known]
+            unknown = [s for s in wanted if s not in known]
             if unknown:
                 raise SuiteError(
-                    f"no WEAT test(s) {', '.join(map(str, unknown))}; give --select one of "
-                    f"{', '.join(known)} (select= in Python)"
+                    f"no WEAT test(s) {', '.join(map(str, unknown))}; give --test one of "
+                    f"{', '.join(known)} (select= or tests= in Python)"
                 )
-            tests = tuple(t for t in tests if t.id in opts["select"])
+            tests = tuple(t for t in tests if t.id in wanted)
         items = []
         for setting, prefix in (("bleached", BLEACHED), ("alone", "")):
             for test in tests:
