@@ -24,6 +24,7 @@ NAMES: dict[str, tuple[str, set[str]]] = {
     "--a": ("attribute words A", {"a", "attribute_a"}),
     "--b": ("attribute words B", {"b", "attribute_b"}),
     "--x": ("target words X", {"x"}),
+    "--word-set": ("words compared across settings and stores", {"word_set"}),
     "--y": ("target words Y", {"y"}),
     "--allow-english-templates": ("English templates for another language", {"allow_english_templates"}),
     "--allow-missing": ("leave out (and count) what has no vector/context/word", {"allow_missing"}),
