@@ -76,7 +76,8 @@ def _data_artists(ax: Any) -> list[Any]:
 def figure_problems(fig: Figure) -> list[str]:
     """Text outside the saved canvas, and visible axes without data (each one line)."""
     canvas_ = FigureCanvasAgg(fig)
-    fig.savefig(io.BytesIO(), format="png", dpi=72)  # the save's layout (constrained) is done
+    fig.set_dpi(150)  # measured at a print resolution, after the save's (constrained) layout
+    fig.savefig(io.BytesIO(), format="png", dpi=150)
     renderer = canvas_.get_renderer()
     canvas = fig.bbox
     problems = []

@@ -31,6 +31,8 @@ __all__ = [
     "PAGE_WIDTH",
     "band_handle",
     "colors_for",
+    "fit_to_canvas",
+    "fitted_legend",
     "grid",
     "styled",
 ]
@@ -78,9 +80,48 @@ def styled(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Figure:
         with mpl.rc_context(_RC):
-            return func(*args, **kwargs)
+            return fit_to_canvas(func(*args, **kwargs))
 
     return wrapper  # type: ignore[return-value]
+
+
+#: Room kept free at each side of the canvas for a title or legend (inches).
+_MARGIN = 0.1
+
+
+def _renderer(fig: Figure) -> Any:
+    """A renderer to measure ``fig``'s text with (an Agg canvas is attached when the figure has
+    none that renders: a bare :class:`~matplotlib.figure.Figure`)."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    return fig.canvas.get_renderer()
+
+
+def _wrap_to(text: Any, renderer: Any, width: float) -> None:
+    """Re-wrap a :class:`~matplotlib.text.Text` at word boundaries until it is at most ``width``
+    pixels wide (or cannot be wrapped further)."""
+    words = " ".join(text.get_text().split("\n"))
+    n_chars = len(words)
+    while text.get_window_extent(renderer).width > width and n_chars > 12:
+        n_chars = int(n_chars * 0.85)
+        text.set_text(wrap(words, n_chars))
+
+
+def fit_to_canvas(fig: Figure) -> Figure:
+    """Fit a figure's title to the canvas's width, as the saved file will show it: a long
+    suptitle is wrapped (constrained layout makes room for its height, never for its width: a
+    title wider than a one-column figure was cut off at both sides; :func:`fitted_legend` does
+    the same for a legend). Returns ``fig``."""
+    if not isinstance(fig, Figure):
+        return fig
+    renderer = _renderer(fig)
+    room = fig.bbox.width - 2 * _MARGIN * fig.dpi
+    suptitle = fig._suptitle
+    if suptitle is not None and suptitle.get_text():
+        _wrap_to(suptitle, renderer, room)
+    return fig
 
 
 def grid(
@@ -174,9 +215,38 @@ def legend(fig: Figure, axes: Sequence[Any], extra: Sequence[tuple[Any, str]] = 
         handles.append(h)
         labels.append(lab)
     if handles:
-        fig.legend(handles, labels, loc="outside lower center", frameon=False, title=title,
-                   ncols=ncols or min(len(labels), 4), handlelength=2.2, columnspacing=1.2,
-                   markerscale=markerscale)
+        fitted_legend(fig, handles, labels, loc="outside lower center", frameon=False, title=title,
+                      ncols=ncols or min(len(labels), 4), handlelength=2.2, columnspacing=1.2,
+                      markerscale=markerscale)
+
+
+def fitted_legend(fig: Figure, handles: Sequence[Any], labels: Sequence[str], *, ncols: int = 1,
+                  **kwargs: Any) -> Any:
+    """``fig.legend(handles, labels, ncols=ncols, **kwargs)`` that fits the canvas's width: with
+    fewer columns while it is wider, then with its entries and title wrapped (a four-column
+    legend under a one-column figure was cut off at both sides)."""
+    renderer = _renderer(fig)
+    room = fig.bbox.width - 2 * _MARGIN * fig.dpi
+    labels = list(labels)
+    title = kwargs.pop("title", None)
+    ncols = max(1, min(int(ncols), len(labels) or 1))
+    for _ in range(len(labels) + 8):
+        leg = fig.legend(handles, labels, ncols=ncols, title=title, **kwargs)
+        width = leg.get_window_extent(renderer).width
+        if width <= room:
+            break
+        if ncols > 1:
+            ncols -= 1
+        else:  # one column and still too wide: wrap the longest lines
+            lines = [line for text in (*labels, title or "") for line in text.split("\n")]
+            widest = max(len(line) for line in lines)
+            limit = max(12, int(widest * room / width * 0.95))
+            if limit >= widest:
+                break
+            labels = [wrap(" ".join(lab.split("\n")), limit) for lab in labels]
+            title = wrap(" ".join(title.split("\n")), limit) if title else title
+        leg.remove()
+    return leg
 
 
 def band_handle(label: str, color: str = "0.45", alpha: float = 0.25) -> tuple[Any, str]:

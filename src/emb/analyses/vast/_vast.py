@@ -413,6 +413,14 @@ def _per_model(result: xr.Dataset) -> list[tuple[str, xr.Dataset]]:
     return [(f"_{slug(m)}", result.sel(model=[m])) for m in coord_values(result, "model")]
 
 
+def _has_tokenization(result: xr.Dataset, lexicon: Any) -> bool:
+    """Whether the tokenization experiment has a number for ``lexicon`` (none when no word is
+    multiply tokenized, as on static vectors: a whole-word lookup)."""
+    da = result["tokenization_r"]
+    da = da.sel(lexicon=lexicon) if lexicon is not None and "lexicon" in da.dims else da
+    return bool(np.isfinite(np.asarray(da.values, dtype=float)).any())
+
+
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
     from emb.analyses import plots
 
@@ -428,7 +436,7 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
                     result, lexicon=lex, rating=rating, relative_depth=relative_depth
                 )
         for tag, one in _per_model(result):
-            if "tokenization_r" in one:
+            if "tokenization_r" in one and _has_tokenization(one, lex):
                 figs[f"tokenization_{slug(lex)}{tag}"] = plots.tokenization_curves(
                     one, lexicon=lex, relative_depth=relative_depth)
             if "nullified_r" in one:
@@ -471,6 +479,10 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         family="the layers (per rating, lexicon, setting and pooling)")
     notes = list(summary.notes) + json.loads(result.attrs.get("notes", "[]"))
     notes += _empty_ratings(result)
+    if "tokenization_r" in result and not _has_tokenization(result, None):
+        notes.append("tokenization experiment: no figure and no rows, as no lexicon word is split "
+                     "into several subtokens in this store (static vectors, for one, look each word up "
+                     "whole).")
     null = table[(table["experiment"] == "nullification") & (table["rating"] == "valence")]
     if len(null):
         notes.append("nullification sweep (k = 0..K top principal components removed) in the table "
