@@ -73,8 +73,9 @@ def _data_artists(ax: Any) -> list[Any]:
     return found
 
 
-def figure_problems(fig: Figure) -> list[str]:
-    """Text outside the saved canvas, and visible axes without data (each one line)."""
+def figure_problems(fig: Figure, *, one_layer: bool = False) -> list[str]:
+    """Text outside the saved canvas, visible axes without data and, on a one-layer store
+    (``one_layer``), a continuous layer axis (each one line)."""
     canvas_ = FigureCanvasAgg(fig)
     fig.set_dpi(150)  # measured at a print resolution, after the save's (constrained) layout
     fig.savefig(io.BytesIO(), format="png", dpi=150)
@@ -103,6 +104,14 @@ def figure_problems(fig: Figure) -> list[str]:
             continue
         if not _data_artists(ax):
             problems.append(f"axes {ax.get_title()[:60]!r} draws no data")
+        if one_layer and "layer" in ax.get_xlabel():
+            lo, hi = sorted(ax.get_xlim())
+            shown = [label.get_text() for t, label in zip(ax.get_xticks(), ax.get_xticklabels(),
+                                                          strict=True) if lo <= t <= hi]
+            numbers = [t for t in shown if t.replace("\u2212", "-").lstrip("-").replace(".", "", 1).isdigit()]
+            if len(numbers) > 1:  # one layer on a number line (a 'mean' column beside it is fine)
+                problems.append(f"axes {ax.get_title()[:60]!r} draws one layer on a continuous "
+                                f"axis ({', '.join(numbers)})")
     return problems
 
 
@@ -118,5 +127,5 @@ def test_every_figure_fits_its_canvas_and_draws_data(name: str, kind: str) -> No
         result = run_analysis(analysis, {"m": ds}, **options).compute()
     figures = analysis.draw(result)
     assert figures, f"{name} draws no figure on the {kind} store"
-    problems = {key: figure_problems(fig) for key, fig in figures.items()}
+    problems = {key: figure_problems(fig, one_layer=kind == "static") for key, fig in figures.items()}
     assert not any(problems.values()), {k: v for k, v in problems.items() if v}
