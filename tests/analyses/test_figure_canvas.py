@@ -129,3 +129,29 @@ def test_every_figure_fits_its_canvas_and_draws_data(name: str, kind: str) -> No
     assert figures, f"{name} draws no figure on the {kind} store"
     problems = {key: figure_problems(fig, one_layer=kind == "static") for key, fig in figures.items()}
     assert not any(problems.values()), {k: v for k, v in problems.items() if v}
+
+
+def test_a_static_store_draws_settings_as_categories_and_says_why_they_agree() -> None:
+    """On static vectors VAST's settings figure was one layer on a continuous axis from -0.045
+    to 0.045, its aligned and misaligned curves identical without a word, and the tokenization
+    figure three empty panels titled "n = ? per set" (issue 24)."""
+    analysis = ANALYSES["vast"]
+    ds, options = _inputs("vast", "static")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_analysis(analysis, {"m": ds}, **options).compute()
+    figures = analysis.draw(result)
+    assert not [k for k in figures if k.startswith("tokenization")]
+    fig = figures["settings_toy"]
+    fig.savefig(io.BytesIO(), format="png", dpi=60)
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    ticks = [t.get_text() for t in ax.get_xticklabels()]
+    assert ticks == ["bleached =\naligned =\nmisaligned =\nrandom\n(n = 60)"]
+    r = float(result["r"].sel(lexicon="toy", rating="valence", setting="aligned").squeeze())
+    (bar,) = [c for c in ax.containers]
+    np.testing.assert_allclose(bar.lines[0].get_ydata(), [r])  # the point is the aligned r
+    texts = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    assert any("identical numbers" in " ".join(t.split()) for t in texts)
+    notes = analysis.summary(result, analysis.tables(result)).notes
+    assert any("bleached = aligned = misaligned = random: identical numbers" in n for n in notes)
+    assert any(n.startswith("tokenization experiment: no figure") for n in notes)
