@@ -186,20 +186,21 @@ def _fit_axis_labels(fig: Figure) -> None:
     """Wrap an axis label longer than the canvas leaves it (an x label wider than the figure, a
     y label or colour-bar label taller than it): constrained layout places labels but never
     shortens them. Measured once the layout has run."""
-    labels = [(ax.xaxis.label, "x") for ax in fig.axes if ax.get_visible() and ax.get_xlabel()]
-    labels += [(ax.yaxis.label, "y") for ax in fig.axes if ax.get_visible() and ax.get_ylabel()]
+    labels = [(ax.xaxis.label, "x", ax) for ax in fig.axes if ax.get_visible() and ax.get_xlabel()]
+    labels += [(ax.yaxis.label, "y", ax) for ax in fig.axes if ax.get_visible() and ax.get_ylabel()]
     if not labels:
         return
     renderer = _renderer(fig)
     fig.draw_without_rendering()
     canvas = fig.bbox
     pad = _MARGIN * fig.dpi
-    for label, axis in labels:
+    for label, axis, ax in labels:
         box = label.get_window_extent(renderer)
         if axis == "x" and (box.x0 < canvas.x0 + pad or box.x1 > canvas.x1 - pad):
             _wrap_to(label, renderer, min(box.width, canvas.width - 2 * pad) * 0.7)
-        elif axis == "y" and (box.y0 < canvas.y0 + pad or box.y1 > canvas.y1 - pad):
-            room = canvas.height - 2 * pad
+        elif axis == "y" and (box.y0 < canvas.y0 + pad or box.y1 > canvas.y1 - pad
+                              or box.height > 1.25 * ax.get_window_extent(renderer).height):
+            room = min(canvas.height - 2 * pad, 1.25 * ax.get_window_extent(renderer).height)
             words = " ".join(label.get_text().split("\n"))
             n_chars = len(words)
             while label.get_window_extent(renderer).height > room * 0.8 and n_chars > 12:
@@ -466,7 +467,8 @@ def depth_axis(layers: np.ndarray, finite: np.ndarray, relative: bool) -> tuple[
 
 
 def wrap(text: str, width: int) -> str:
-    return "\n".join(textwrap.wrap(text, width=width, break_long_words=False)) or text
+    return "\n".join(textwrap.wrap(text, width=width, break_long_words=False,
+                                   break_on_hyphens=False)) or text
 
 
 def model_prefix(model: Hashable | None) -> str:

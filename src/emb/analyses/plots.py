@@ -221,6 +221,7 @@ def _setting_points(result: xr.Dataset, *, variable: str, where: dict[str, Any],
                       "settings joined by '=' have identical numbers: static vectors give a word "
                       "one vector whatever its context"))
     fg.legend(fig, axes, extra, title="model" if multi else None, ncols=1 if merged else None)
+    title = title.replace(" by layer", " by setting") if title else title
     fig.suptitle((title or f"{_ylabel(variable)} by setting" + (f" — {where['lexicon']}" if where.get("lexicon") else "")
                   + (f" ({where['rating']})" if where.get("rating") not in (None, "valence") else "")
                   + f", layer {layer} (the only one)") + tag)
