@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import math
 import os
 import zipfile
@@ -603,24 +604,23 @@ def _written(group: zarr.Group, emb_arr: Any, complete: bool) -> tuple[int, int 
     n = int(emb_arr.shape[0])
     grid = [math.ceil(s / c) for s, c in zip(emb_arr.shape, shard, strict=True)]
     done = _done_blocks(group)
-    blocks = range(grid[0]) if complete or done is None else np.flatnonzero(done[:grid[0]]).tolist()
-    if not complete and done is None:
-        blocks = range(0)
-    items = sum(min(shard[0], n - int(i) * shard[0]) for i in blocks)
+    if complete:
+        blocks: list[int] = list(range(grid[0]))
+    else:  # no progress record yet: nothing written
+        blocks = [] if done is None else np.flatnonzero(done[:grid[0]]).tolist()
+    items = sum(min(shard[0], n - i * shard[0]) for i in blocks)
     if not items:
         return 0, 0
-    import itertools
-
     prefix = f"{group.path}/{dm.EMBEDDING}/"
-    keys = [prefix + emb_arr.metadata.encode_chunk_key((int(i), *rest)) for i in blocks
+    keys = [prefix + emb_arr.metadata.encode_chunk_key((i, *rest)) for i in blocks
             for rest in itertools.product(*(range(g) for g in grid[1:]))]
     try:
         sizes = object_sizes(group.store, keys)
-    except Exception:  # noqa: BLE001 - a backend that cannot stat (HTTP without HEAD): unknown
+    except (OSError, NotImplementedError, StoreError):  # a backend that cannot stat: unknown
         return items, None
-    if any(v is None for v in sizes.values()) and is_url(str(getattr(group.store, "path", ""))):
+    if any(v is None for v in sizes.values()):  # no size from this backend (or a lost shard)
         return items, None
-    return items, sum(v or 0 for v in sizes.values())
+    return items, sum(int(v) for v in sizes.values() if v is not None)
 
 
 def _progress(group: zarr.Group) -> tuple[int, int]:
