@@ -89,6 +89,8 @@ def figure_problems(fig: Figure, *, one_layer: bool = False) -> list[str]:
     if fig._suptitle is not None and fig._suptitle.get_text():
         parts.append((f"title {fig._suptitle.get_text()[:50]!r}", fig._suptitle))
     tol = 1.0  # pixels
+    # a figure by layer: panels whose x label was left out (all but the lowest) count too
+    layered = any("layer" in ax.get_xlabel() for ax in fig.axes if ax.get_visible())
     for what, artist in parts:
         box = artist.get_tightbbox(renderer) if hasattr(artist, "get_tightbbox") else \
             artist.get_window_extent(renderer)
@@ -104,7 +106,7 @@ def figure_problems(fig: Figure, *, one_layer: bool = False) -> list[str]:
             continue
         if not _data_artists(ax):
             problems.append(f"axes {ax.get_title()[:60]!r} draws no data")
-        if one_layer and "layer" in ax.get_xlabel():
+        if one_layer and ("layer" in ax.get_xlabel() or (layered and not ax.get_xlabel())):
             lo, hi = sorted(ax.get_xlim())
             shown = [label.get_text() for t, label in zip(ax.get_xticks(), ax.get_xticklabels(),
                                                           strict=True) if lo <= t <= hi]
@@ -155,3 +157,20 @@ def test_a_static_store_draws_settings_as_categories_and_says_why_they_agree() -
     notes = analysis.summary(result, analysis.tables(result)).notes
     assert any("bleached = aligned = misaligned = random: identical numbers" in n for n in notes)
     assert any(n.startswith("tokenization experiment: no figure") for n in notes)
+
+
+def test_a_one_layer_grid_is_categorical_in_every_row() -> None:
+    """Only the lowest panel of a column keeps its 'layer' label: the panels above it were drawn
+    on a continuous axis from -0.045 to 0.045 (word2vec's WEAT figure, eight tests)."""
+    from emb.analyses.weat import _figures as weat_figures
+
+    ds, options = _inputs("weat", "static")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_analysis("weat", {"m": ds}, **options).compute()
+    many = xr.concat([result.assign_coords(test=[f"{t}_{i}" for t in result["test"].values])
+                      for i in range(3)], dim="test")
+    fig = weat_figures.weat_effect_sizes(many, pooling="static")
+    labels = [ax.get_xlabel() for ax in fig.axes if ax.get_visible()]
+    assert "" in labels and any("layer" in label for label in labels)  # rows above the lowest
+    assert not figure_problems(fig, one_layer=True)

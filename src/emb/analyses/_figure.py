@@ -135,13 +135,19 @@ def _single_x(ax: Any) -> float | None:
     return xs.pop() if len(xs) == 1 else None
 
 
-def one_layer_axes(ax: Any) -> None:
+def _is_layer_label(label: str) -> bool:
+    return "layer" in label or "depth" in label
+
+
+def one_layer_axes(ax: Any, *, layered: bool = False) -> None:
     """Dress an axes whose x is the layer but that holds one layer (a static store): the layer
     is one category (one tick, no continuous axis from -0.045 to 0.045), the series drawn side by
     side (one slot per colour, in the order drawn), and a band, a zero-width area at one x,
-    becomes an error bar of its series. A heat map keeps its one column, with one tick."""
+    becomes an error bar of its series. A heat map keeps its one column, with one tick.
+    ``layered``: the figure's x is the layer even where a panel's own label was left out (only
+    the lowest panel of a column keeps it)."""
     label = ax.get_xlabel()
-    if not ax.get_visible() or not ("layer" in label or "depth" in label):
+    if not ax.get_visible() or not (_is_layer_label(label) or (layered and not label)):
         return
     x0 = _single_x(ax)
     lo, hi = sorted(ax.get_xlim())
@@ -179,7 +185,8 @@ def one_layer_axes(ax: Any) -> None:
                         fmt="none", ecolor=color, elinewidth=1.0, capsize=2.5, zorder=2)
     ax.set_xticks([x0], [f"{x0:g}"])
     ax.set_xlim(x0 - 0.5 - width / 2, x0 + 0.5 + width / 2)
-    ax.set_xlabel(f"{label} (the store has one)" if "the store has one" not in label else label)
+    if label and "the store has one" not in label:
+        ax.set_xlabel(f"{label} (the store has one)")
 
 
 def _fit_axis_labels(fig: Figure) -> None:
@@ -216,8 +223,9 @@ def fit_to_canvas(fig: Figure) -> Figure:
     Returns ``fig``."""
     if not isinstance(fig, Figure):
         return fig
+    layered = any(_is_layer_label(ax.get_xlabel()) for ax in fig.axes if ax.get_visible())
     for ax in fig.axes:
-        one_layer_axes(ax)
+        one_layer_axes(ax, layered=layered)
     _fit_axis_labels(fig)
     renderer = _renderer(fig)
     room = fig.bbox.width - 2 * _MARGIN * fig.dpi
