@@ -77,8 +77,10 @@ def figure_problems(fig: Figure, *, one_layer: bool = False) -> list[str]:
     """Text outside the saved canvas, visible axes without data and, on a one-layer store
     (``one_layer``), a continuous layer axis (each one line)."""
     canvas_ = FigureCanvasAgg(fig)
-    fig.set_dpi(150)  # measured at a print resolution, after the save's (constrained) layout
-    fig.savefig(io.BytesIO(), format="png", dpi=150)
+    # measured after the save's (constrained) layout, at a screen resolution: small text is
+    # relatively wider at low dpi (glyph advances round up), so what fits here fits in print
+    fig.set_dpi(100)
+    fig.savefig(io.BytesIO(), format="png", dpi=100)
     renderer = canvas_.get_renderer()
     canvas = fig.bbox
     problems = []

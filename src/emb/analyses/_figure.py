@@ -331,11 +331,17 @@ def legend(fig: Figure, axes: Sequence[Any], extra: Sequence[tuple[Any, str]] = 
                       markerscale=markerscale)
 
 
+#: A legend entry longer than this (characters) is wrapped before its legend loses a column.
+_LONG_ENTRY = 40
+
+
 def fitted_legend(fig: Figure, handles: Sequence[Any], labels: Sequence[str], *, ncols: int = 1,
                   **kwargs: Any) -> Any:
-    """``fig.legend(handles, labels, ncols=ncols, **kwargs)`` that fits the canvas's width: with
-    fewer columns while it is wider, then with its entries and title wrapped (a four-column
-    legend under a one-column figure was cut off at both sides)."""
+    """``fig.legend(handles, labels, ncols=ncols, **kwargs)`` that fits the canvas's width (a
+    four-column legend under a one-column figure was cut off at both sides): long entries
+    (over :data:`_LONG_ENTRY` characters) are wrapped first, keeping the columns (one tall
+    column would squeeze the panels); short ones go into fewer columns; at one column the
+    entries and the title are wrapped."""
     renderer = _renderer(fig)
     room = fig.bbox.width - 2 * _MARGIN * fig.dpi
     labels = list(labels)
@@ -346,11 +352,11 @@ def fitted_legend(fig: Figure, handles: Sequence[Any], labels: Sequence[str], *,
         width = leg.get_window_extent(renderer).width
         if width <= room:
             break
-        if ncols > 1:
+        entry = max((len(line) for text in labels for line in text.split("\n")), default=0)
+        widest = max(entry, *(len(line) for line in (title or "").split("\n")))
+        if ncols > 1 and entry <= _LONG_ENTRY:
             ncols -= 1
-        else:  # one column and still too wide: wrap the longest lines
-            lines = [line for text in (*labels, title or "") for line in text.split("\n")]
-            widest = max(len(line) for line in lines)
+        else:  # wrap the longest lines
             limit = max(12, int(widest * room / width * 0.95))
             if limit >= widest:
                 break
