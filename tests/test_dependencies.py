@@ -36,6 +36,7 @@ USED_WITHOUT_IMPORT = {
     "fsspec": "stores at fsspec URLs (s3://, memory://) through zarr's FsspecStore",
     "h5netcdf": "the netCDF engine of the analyses' result files (xarray.to_netcdf)",
     "h5py": "h5netcdf's HDF5 layer",
+    "jinja2": "pandas' DataFrame.to_latex (its Styler): emb analyze --format latex",
 }
 
 

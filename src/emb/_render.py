@@ -23,7 +23,7 @@ from emb._outputs import is_disk_full, write_file
 from emb._text import plain
 
 __all__ = ["Files", "figure_bytes", "figure_metadata", "figure_title", "maybe_json", "netcdf_bytes",
-           "netcdf_ready", "provenance", "package_versions", "table_bytes"]
+           "latex_bytes", "netcdf_ready", "provenance", "package_versions", "table_bytes"]
 
 
 @functools.cache
@@ -83,9 +83,14 @@ def maybe_json(value: Any) -> Any:
 
 def table_bytes(table: Any, fmt: str, descriptions: Mapping[str, str],
                 meta: Mapping[str, Any]) -> bytes | memoryview:
-    """One table as the bytes of its file (CSV, or Parquet with column descriptions)."""
+    """One table as the bytes of its file: CSV, LaTeX (a booktabs ``tabular`` through pandas'
+    ``to_latex``: text escaped, numbers to 4 significant digits, a missing value as ``--``;
+    the column descriptions and ``meta`` in a comment above it), or Parquet (with the column
+    descriptions)."""
     if fmt == "csv":
         return table.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    if fmt == "latex":
+        return latex_bytes(table, descriptions, meta)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -97,6 +102,18 @@ def table_bytes(table: Any, fmt: str, descriptions: Mapping[str, str],
     sink = pa.BufferOutputStream()
     pq.write_table(arrow.cast(schema), sink, compression="zstd")
     return memoryview(sink.getvalue())
+
+
+def latex_bytes(table: Any, descriptions: Mapping[str, str], meta: Mapping[str, Any]) -> bytes:
+    """A table as a booktabs ``tabular`` (needs ``\\usepackage{booktabs}``), through pandas'
+    ``DataFrame.to_latex`` (its Styler: jinja2). Floats keep 4 significant digits (``2.2e-308``
+    stays), text and column names are escaped, NaN/NA is ``--``; a comment above the table says
+    what it is and what each column holds."""
+    head = [f"% emb {meta.get('analysis', '')}: table {meta.get('table', '')} "
+            f"({len(table):,} rows); needs \\usepackage{{booktabs}}"]
+    head += [f"% {col}: {' '.join(str(text).split())}" for col, text in descriptions.items() if text]
+    body = table.to_latex(index=False, escape=True, na_rep="--", float_format="{:.4g}".format)
+    return ("\n".join(head) + "\n" + body).encode("utf-8")
 
 
 def netcdf_bytes(result: xr.Dataset) -> memoryview:

@@ -209,7 +209,7 @@ def default_out(names: Sequence[str], analysis: Analysis) -> Path:
 
 
 def command_line(analysis: Analysis, stores: Sequence[str], options: Mapping[str, Any], *,
-                 suite: SuiteSpec, out: str | None, table_format: str,
+                 suite: SuiteSpec, out: str | None, table_format: str | Sequence[str],
                  figure_formats: Sequence[str], relative_depth: bool, figures: bool,
                  overwrite: bool) -> list[str]:
     """The command as typed when run from a shell, else the ``emb analyze`` command that gives
@@ -240,8 +240,10 @@ def command_line(analysis: Analysis, stores: Sequence[str], options: Mapping[str
             args += ["--suite", str(spec)]
     if out:
         args += ["--out", str(out)]
-    if table_format != "auto":
-        args += ["--format", str(table_format)]
+    formats = [table_format] if isinstance(table_format, str) else list(table_format)
+    if formats != ["auto"]:
+        for fmt in formats:
+            args += ["--format", str(fmt)]
     for fmt in figure_formats or ():
         args += ["--figure-format", str(fmt)]
     for flag, given in (("relative-depth", relative_depth), ("no-plots", not figures),
@@ -336,7 +338,7 @@ def analyze(
     scheduler: str | None = None,
     figures: bool = True,
     figure_formats: Sequence[str] = ("png",),
-    table_format: str = "auto",
+    table_format: str | Sequence[str] = "auto",
     dpi: int = 200,
     relative_depth: bool = False,
     progress: Callable[[Any], AbstractContextManager[Any] | None] | None = None,
@@ -356,7 +358,8 @@ def analyze(
     out
         None (default): compute and return, write nothing. A directory: write every file the
         CLI writes there (an earlier run's files are replaced only with ``overwrite``). True:
-        the CLI's default directory ``emb-results/<stores>/<analysis>/``, replaced every run.
+        the CLI's default directory ``emb-results/<stores>/<analysis>/``. Either way an earlier
+        run there is replaced only with ``overwrite``.
     suite
         The store group to read (default: the analysis' own, e.g. ``weat``): one name for every
         store, or per store by its label: ``{"smol": "weat_eot"}``, ``["weat", "smol=weat_eot"]``
@@ -411,7 +414,7 @@ def analyze(
         return Analyzed(analysis=analysis, dataset=result, figure_options=figure_options)
     given_out = None if out is True else os.fspath(out)
     directory = Path(given_out) if given_out else default_out(names, analysis)
-    plan = prepare_out(directory, analysis, overwrite=overwrite, default=given_out is None)
+    plan = prepare_out(directory, analysis, overwrite=overwrite)
     for note in plan.notes:
         if on_note is not None:
             on_note(f"({note})")

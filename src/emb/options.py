@@ -48,6 +48,7 @@ __all__ = [
     "N_PERMUTATIONS",
     "SEED",
     "SEED_32",
+    "TABLE_FORMAT",
     "WORD_SET",
     "Option",
     "check_values",
@@ -346,6 +347,13 @@ C_SVC = Option(name="C", type="float", flag="--C", low=0, low_open=True,
 #: Folds of a classifier's cross-validated accuracy.
 CV_FOLDS = Option(name="cv_folds", type="int", high=25,
                   help="folds of the classifier's cross-validated accuracy")
+#: The file formats of an analysis' tables (``emb analyze --format``, repeatable; the Python API's
+#: ``table_format``, a name or a list): ``auto`` is CSV, and Parquet for the per-word tables (a
+#: Warriner run has millions of rows); ``latex`` is a booktabs ``tabular`` through pandas.
+TABLE_FORMAT = Option(name="table_format", multiple=True, flag="--format", metavar="FORMAT",
+                      choices=("auto", "csv", "latex", "parquet"), default=("auto",),
+                      help="table file format; repeat for several (auto: CSV, and Parquet for "
+                           "the per-word tables; latex: a booktabs tabular, for a paper)")
 #: Fewest words per word set before a result row is flagged ``small_n``. Caliskan et al. (2017)
 #: ran WEAT on sets of 8 to 32 words (WEAT6-10: 8 per set), and the per-stimulus bootstrap and
 #: the permutation test of fewer have few distinct resamples; below 8 a d or CES is reported but

@@ -18,6 +18,7 @@ import html
 import json
 import math
 import os
+import re
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -65,6 +66,38 @@ def _fmt(value: Any) -> str:
             return "—"
         return f"{value:.3g}" if (abs(value) < 1e-3 and value != 0) else f"{value:.3f}"
     return str(value)
+
+
+#: A data URI (kept whole), or an absolute POSIX path in the page's text (a store, a results
+#: directory, an export): not after a word character, a colon, a dot or a slash (``1/100``,
+#: ``ws353/simlex``, ``https://…`` are no paths), up to a space, quote, bracket or separator.
+_PATH_OR_DATA = re.compile(r'(data:[^"\s)]*)|(?<![\w:/.])(/[^\s\'"<>|,;()\[\]]+)')
+#: ``10^-680.4``: a power of ten below float range, as a summary writes it.
+_POWER = re.compile(r"10\^(-?)(\d+(?:\.\d+)?)")
+
+
+def shareable(text: str, page: Path) -> str:
+    """``text`` with each absolute local path made relative to the page's directory (a report
+    is shared: ``/home/me/runs/weat`` becomes ``runs/weat`` or ``../runs/weat``). A path counts
+    as local when its first component exists on this machine; data URIs are left whole."""
+    base = page.resolve().parent
+
+    def relative(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return match.group(1)
+        path = match.group(2)
+        first = path.split("/")[1] if path.count("/") else ""
+        if not first or not os.path.lexists("/" + first):
+            return path
+        return Path(os.path.relpath(path, base)).as_posix()
+
+    return _PATH_OR_DATA.sub(relative, text)
+
+
+def superscripts(text: str) -> str:
+    """``10^-680.4`` in escaped HTML text as ``10<sup>−680.4</sup>`` (data URIs untouched: base64
+    has no ``^``)."""
+    return _POWER.sub(lambda m: f"10<sup>{'−' if m.group(1) else ''}{m.group(2)}</sup>", text)
 
 
 def _slug(text: str) -> str:
@@ -447,10 +480,11 @@ def build_report(
     _check_page(target, format)
     copies: dict[str, Path] = {}
     assets = _assets_dir(target)
-    if format == "html":
-        text = _html(runs, title, target)
+    if format == "html":  # a shared page: no absolute local path, powers of ten as such
+        text = superscripts(shareable(_html(runs, title, target), target))
     else:
         text, copies = _markdown(runs, title, target)
+        text = shareable(text, target)
     if copies:
         _check_assets(assets)
     created = make_dirs(target.parent, what="the report under")

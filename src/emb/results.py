@@ -8,8 +8,8 @@ table's columns with their descriptions, each figure's title and each store's pr
 netCDF attributes and the figures' metadata carry the command, time and versions too. Only then
 are the files moved into place, the sidecar last: a directory whose sidecar is missing or whose
 files do not match it holds no complete run. An earlier run of the same analysis (found through
-its sidecar) is replaced only when asked (``overwrite=True``) or when the directory is emb's
-default one, and only the files that run's sidecar lists, unchanged since; files emb did not write
+its sidecar) is replaced only when asked (``overwrite=True``), wherever the directory is (emb's
+default one follows the same rule as a given one), and only the files that run's sidecar lists, unchanged since; files emb did not write
 are never touched: a run that would replace one is refused before anything is moved. A run that
 fails or is interrupted leaves no empty directory it created behind (:func:`discard_out`).
 
@@ -64,6 +64,7 @@ from emb._render import (
 from emb._sidecar import is_bare_name, load_sidecar, sidecar_problems
 from emb._text import names, plain
 from emb.errors import EmbError
+from emb.options import TABLE_FORMAT
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -82,7 +83,7 @@ __all__ = [
 ]
 
 SIDECAR_VERSION = 1
-TABLE_FORMATS = ("auto", "csv", "parquet")
+TABLE_FORMATS = TABLE_FORMAT.choices or ("auto", "csv", "latex", "parquet")
 FIGURE_FORMATS = ("png", "pdf", "svg")
 
 
@@ -187,8 +188,8 @@ def _refuse_foreign(plan: OutputPlan, names: Sequence[str]) -> None:
         )
 
 
-def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: bool = False,
-                default: bool = False) -> OutputPlan:
+def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: bool = False
+                ) -> OutputPlan:
     """Check the output directory before computing: outside any zarr store, creatable,
     writable, no earlier run in the way. An interrupted run's swap there is completed (or its
     temporaries removed) first, under the claim of the directory's results (see :mod:`emb._swap`).
@@ -200,10 +201,8 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
         The record (its ``stem`` names the files).
     overwrite : bool
         Replace an earlier run of the same analysis found there (the files its sidecar lists,
-        unchanged since; nothing else).
-    default : bool
-        ``directory`` is emb's default output directory: an earlier run there is replaced (and
-        the caller says so).
+        unchanged since; nothing else). The same rule holds for emb's default directory and a
+        given one: an earlier run is never replaced unasked.
 
     Returns
     -------
@@ -216,7 +215,7 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
         The path is or lies inside a zarr store, is a file or under one, cannot be created or
         written, another emb process writes the same analysis there, an interrupted run's files
         cannot be moved into place, holds an earlier run
-        and neither ``overwrite`` nor ``default`` is set, or holds a file of a name the run
+        and ``overwrite`` is not set, or holds a file of a name the run
         writes that emb did not write (its ``<stem>.json`` or ``<stem>.nc``; the other names
         are checked by :func:`write_results`, before anything is moved into place).
     """
@@ -234,7 +233,7 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
         earlier = None
         if os.path.lexists(sidecar):
             meta = _earlier_run(sidecar, analysis)
-            if not (overwrite or default):
+            if not overwrite:
                 finished = f" (emb just {notes[0][0].lower()}{notes[0][1:]})" if notes else ""
                 raise ResultsError(
                     f"{directory} already holds the results of an earlier '{analysis.name}' run "
@@ -345,12 +344,29 @@ def _descriptions(result: xr.Dataset, table: Any) -> dict[str, str]:
     return out
 
 
+def table_formats(table_format: str | Sequence[str]) -> tuple[str, ...]:
+    """The table formats asked for (a name or several; :data:`emb.options.TABLE_FORMAT`), each
+    once, in order.
+
+    Raises
+    ------
+    ResultsError
+        A format that is none of ``auto``, ``csv``, ``latex``, ``parquet``, or none at all.
+    """
+    formats = TABLE_FORMAT.parse(table_format, owner="the results", error=ResultsError)
+    if not formats:
+        raise ResultsError(f"no table format given; give one or more of {names(TABLE_FORMATS)}")
+    return tuple(dict.fromkeys(formats))
+
+
 def _table_format(name: str, analysis: Any, table_format: str) -> str:
-    if table_format not in TABLE_FORMATS:
-        raise ResultsError(f"table format must be one of {names(TABLE_FORMATS)}; got {table_format!r}")
     if table_format != "auto":
         return table_format
     return "parquet" if name in getattr(analysis, "word_tables", ()) else "csv"
+
+
+#: File-name extension of each table format.
+_EXTENSION = {"csv": "csv", "parquet": "parquet", "latex": "tex"}
 
 
 def _write_error(directory: Path, err: OSError, needed: int) -> ResultsError:
@@ -378,7 +394,7 @@ def write_results(
     command: Sequence[str] | None = None,
     figures: bool = True,
     dpi: int = 200,
-    table_format: str = "auto",
+    table_format: str | Sequence[str] = "auto",
     figure_formats: Sequence[str] = ("png",),
     figure_options: Mapping[str, Any] | None = None,
 ) -> Written:
@@ -392,8 +408,9 @@ def write_results(
 
     Parameters
     ----------
-    table_format : {"auto", "csv", "parquet"}
-        ``auto``: CSV, and Parquet for the analysis' per-word tables (``Analysis.word_tables``).
+    table_format : {"auto", "csv", "latex", "parquet"} or a sequence of them
+        Each table in each format: ``auto`` is CSV, and Parquet for the analysis' per-word tables
+        (``Analysis.word_tables``); ``latex`` a booktabs ``tabular`` (``<table>.tex``).
     figure_formats : sequence of {"png", "pdf", "svg"}
         Every figure in each format (PDF and SVG are vector; ``dpi`` applies to PNG).
     figure_options : mapping, optional
@@ -407,6 +424,7 @@ def write_results(
         the way and emb did not write it, an export path is inside a zarr store or holds a file
         that is not the earlier run's export, or the disk is full (with the space needed).
     """
+    formats = table_formats(table_format)
     bad = [f for f in figure_formats if f not in FIGURE_FORMATS]
     if bad or not figure_formats:
         raise ResultsError(f"figure formats must be among {names(FIGURE_FORMATS)}; got {names(figure_formats)}")
@@ -428,13 +446,16 @@ def write_results(
         try:
             table_meta: dict[str, Any] = {}
             for name, table in tables.items():
-                fmt = _table_format(name, analysis, table_format)
-                fname = f"{name}.{fmt}"
                 descriptions = _descriptions(result, table)
-                files.put(fname, table_bytes(table, fmt, descriptions,
-                                              {"analysis": analysis.name, "table": name}))
-                table_meta[name] = {"file": fname, "format": fmt, "rows": int(len(table)),
-                                    "columns": descriptions}
+                written: dict[str, str] = {}
+                for fmt in dict.fromkeys(_table_format(name, analysis, f) for f in formats):
+                    written[fmt] = f"{name}.{_EXTENSION[fmt]}"
+                    files.put(written[fmt], table_bytes(table, fmt, descriptions,
+                                                        {"analysis": analysis.name, "table": name}))
+                first = next(iter(written))
+                table_meta[name] = {"file": written[first], "format": first,
+                                    **({"files": written} if len(written) > 1 else {}),
+                                    "rows": int(len(table)), "columns": descriptions}
             stamped = result.copy()
             stamped.attrs = {**result.attrs, "emb_command": command_text,
                              "emb_analysed_at": when.isoformat(timespec="seconds"),
@@ -467,7 +488,8 @@ def write_results(
                 "stores": dict(stores),
                 "provenance": provenance(result, stores),
                 "options": plain(dict(options)),
-                "output": {"table_format": table_format, "figure_formats": list(figure_formats),
+                "output": {"table_format": formats[0] if len(formats) == 1 else list(formats),
+                           "figure_formats": list(figure_formats),
                            "dpi": int(dpi), "figure_options": plain(dict(figure_options or {}))},
                 "command": command_text,
                 "analysed_at": when.isoformat(timespec="seconds"),

@@ -73,9 +73,11 @@ def test_unknown_analysis_did_you_mean(store: Path) -> None:
     assert code == 2 and "Did you mean 'vast'?" in out
 
 
-def test_default_output_directory_is_named_and_replaced(
+def test_default_output_directory_follows_the_rule_of_an_explicit_one(
     store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The default directory was replaced on every run while an explicit --out refused an
+    earlier run without --overwrite (issue 24): one rule for both now."""
     monkeypatch.chdir(tmp_path)
     args = ["analyze", "weat", "--store", str(store), "--no-plots", "--quiet"]
     code, out = _invoke(*args)
@@ -85,7 +87,11 @@ def test_default_output_directory_is_named_and_replaced(
                                                    "weat.json"}
     assert "emb-results/toy/weat" in out
     (out_dir / "notes.txt").write_text("mine")  # not emb's: never removed
-    code, out = _invoke(*args)
+    before = (out_dir / "weat.json").read_text()
+    code, out = _invoke(*args)  # as with --out: an earlier run is not replaced unasked
+    assert code == 1 and "--overwrite" in out and "earlier 'weat' run" in out, out
+    assert (out_dir / "weat.json").read_text() == before
+    code, out = _invoke(*args, "--overwrite")
     assert code == 0, out
     assert "removed the earlier run's 4 files" in out
     assert (out_dir / "notes.txt").read_text() == "mine"
@@ -101,6 +107,54 @@ def test_explicit_out_refuses_to_mix_runs_without_overwrite(store: Path, tmp_pat
     assert (tmp_path / "weat.json").read_text() == before
     code, out = _invoke(*args, "--overwrite")
     assert code == 0, out
+
+
+def test_tables_as_csv_latex_and_parquet(store: Path, tmp_path: Path) -> None:
+    import pandas as pd
+
+    out_dir = tmp_path / "formats"
+    code, out = _invoke("analyze", "weat", "--store", store, "--no-plots", "--quiet", "--out", out_dir,
+                        "--format", "csv", "--format", "latex,parquet")
+    assert code == 0, out
+    names = {p.name for p in out_dir.iterdir()}
+    for table in ("weat", "weat_best_layers"):
+        assert {f"{table}.csv", f"{table}.tex", f"{table}.parquet"} <= names
+    csv = pd.read_csv(out_dir / "weat.csv")
+    parquet = pd.read_parquet(out_dir / "weat.parquet")
+    assert list(parquet.columns) == list(csv.columns) and len(parquet) == len(csv)
+    pd.testing.assert_series_equal(parquet["effect_size"], csv["effect_size"], check_dtype=False)
+    tex = (out_dir / "weat.tex").read_text()
+    assert "\\begin{tabular}" in tex and "\\toprule" in tex and "\\midrule" in tex
+    assert "\\bottomrule" in tex and "needs \\usepackage{booktabs}" in tex
+    assert "effect\\_size" in tex  # escaped: a bare _ does not compile
+    header = next(line for line in tex.splitlines() if "effect" in line and "&" in line)
+    assert header.count("&") == len(csv.columns) - 1
+    body = tex.split("\\midrule")[1].split("\\bottomrule")[0].strip().splitlines()
+    assert len(body) == len(csv)
+    first = float(body[0].split("&")[list(csv.columns).index("effect_size")].strip())
+    assert first == pytest.approx(csv["effect_size"].iloc[0], rel=1e-3)  # 4 significant digits
+    meta = json.loads((out_dir / "weat.json").read_text())
+    assert meta["tables"]["weat"]["files"] == {"csv": "weat.csv", "latex": "weat.tex",
+                                               "parquet": "weat.parquet"}
+    assert meta["output"]["table_format"] == ["csv", "latex", "parquet"]
+    assert set(meta["files"]) >= {"weat.tex", "weat.parquet"}
+
+
+def test_a_latex_table_emb_did_not_write_is_never_replaced(store: Path, tmp_path: Path) -> None:
+    (tmp_path / "weat.tex").write_text("% my own table\n")
+    args = ["analyze", "weat", "--store", store, "--no-plots", "--quiet", "--out", tmp_path,
+            "--format", "latex"]
+    for extra in ((), ("--overwrite",)):
+        code, out = _invoke(*args, *extra)
+        assert code == 1 and "weat.tex" in out and "emb never replaces" in out, out
+        assert (tmp_path / "weat.tex").read_text() == "% my own table\n"
+    assert not (tmp_path / "weat.json").exists()
+
+
+def test_an_unknown_table_format_is_refused(store: Path, tmp_path: Path) -> None:
+    code, out = _invoke("analyze", "weat", "--store", store, "--quiet", "--out", tmp_path,
+                        "--format", "xlsx")
+    assert code == 2 and "xlsx" in out and "latex" in out and "Traceback" not in out, out
 
 
 def test_out_that_is_a_file_is_refused_before_computing(store: Path, tmp_path: Path) -> None:

@@ -242,3 +242,30 @@ def test_a_page_emb_did_not_write_is_never_replaced(runs: dict[str, Path], tmp_p
     first = page.read_text()
     build_report([runs["weat"]], out=page)  # emb's own page: replaced
     assert page.read_text() != "" and "made by emb" in first
+
+
+def test_a_shared_report_holds_no_absolute_local_path(runs: dict[str, Path], tmp_path: Path) -> None:
+    """The page named the stores, results and command by their absolute paths (issue 24): a
+    report is shared, so they are made relative to the page."""
+    root = str(runs["root"].resolve())
+    for page in (tmp_path / "page" / "r.html", tmp_path / "page" / "r.md"):
+        build_report([runs["weat"], runs["valnorm"]], page)
+        text = page.read_text(encoding="utf-8")
+        assert root not in text and str(tmp_path) not in text, page.suffix
+        rel = os.path.relpath(runs["root"].resolve() / "toy.zarr", page.parent.resolve())
+        assert rel in text  # the store is still named, relative to the page
+    assert "emb analyze weat" in text
+
+
+def test_a_power_of_ten_below_float_range_is_a_superscript(runs: dict[str, Path],
+                                                           tmp_path: Path) -> None:
+    copy = tmp_path / "valnorm"
+    shutil.copytree(runs["valnorm"], copy)
+    sidecar = copy / "valnorm.json"
+    meta = json.loads(sidecar.read_text())
+    meta["summary"]["headline"] = ["bleached: r = 0.93, p ≈ 10^-680.4 (n = 13,865)"]
+    sidecar.write_text(json.dumps(meta))
+    text = build_report([copy], tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "p ≈ 10<sup>−680.4</sup> (n = 13,865)" in text and "10^-680.4" not in text
+    markdown = build_report([copy], tmp_path / "r.md").read_text(encoding="utf-8")
+    assert "10^-680.4" in markdown  # plain text stays plain

@@ -373,11 +373,14 @@ class Analysis:
 
     def draw(self, result: xr.Dataset, **options: Any) -> dict[str, Figure]:
         """The figures of a computed result, passing only the figure options (e.g.
-        ``relative_depth``) that the analysis' ``figures`` function takes."""
+        ``relative_depth``) that the analysis' ``figures`` function takes; each fitted to its
+        canvas (:func:`emb.analyses._figure.fit_to_canvas`)."""
+        from emb.analyses._figure import fit_to_canvas
+
         accepted = inspect.signature(self.figures).parameters
-        if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
-            return self.figures(result, **options)
-        return self.figures(result, **{k: v for k, v in options.items() if k in accepted})
+        if not any(p.kind == inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
+            options = {k: v for k, v in options.items() if k in accepted}
+        return {key: fit_to_canvas(fig) for key, fig in self.figures(result, **options).items()}
 
     def default(self, name: str) -> Any:
         """The function's default for keyword ``name`` (``inspect.Parameter.empty`` if none)."""

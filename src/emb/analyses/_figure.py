@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import matplotlib as mpl
 import numpy as np
 import xarray as xr
+from matplotlib.collections import PolyCollection, QuadMesh
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -31,6 +32,8 @@ __all__ = [
     "PAGE_WIDTH",
     "band_handle",
     "colors_for",
+    "fit_to_canvas",
+    "fitted_legend",
     "grid",
     "styled",
 ]
@@ -78,9 +81,158 @@ def styled(func: F) -> F:
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Figure:
         with mpl.rc_context(_RC):
-            return func(*args, **kwargs)
+            return fit_to_canvas(func(*args, **kwargs))
 
     return wrapper  # type: ignore[return-value]
+
+
+#: Room kept free at each side of the canvas for a title or legend (inches).
+_MARGIN = 0.1
+
+
+def _renderer(fig: Figure) -> Any:
+    """A renderer to measure ``fig``'s text with (an Agg canvas is attached when the figure has
+    none that renders: a bare :class:`~matplotlib.figure.Figure`)."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    return fig.canvas.get_renderer()
+
+
+def _wrap_to(text: Any, renderer: Any, width: float) -> None:
+    """Re-wrap a :class:`~matplotlib.text.Text` at word boundaries until it is at most ``width``
+    pixels wide (or cannot be wrapped further)."""
+    words = " ".join(text.get_text().split("\n"))
+    n_chars = len(words)
+    while text.get_window_extent(renderer).width > width and n_chars > 12:
+        n_chars = int(n_chars * 0.85)
+        text.set_text(wrap(words, n_chars))
+
+
+def _rgb(color: Any) -> tuple[float, ...]:
+    return tuple(round(c, 4) for c in mpl.colors.to_rgba(color)[:3])
+
+
+def _data_lines(ax: Any) -> list[Any]:
+    return [ln for ln in ax.get_lines() if ln.get_transform() is ax.transData]
+
+
+def _single_x(ax: Any) -> float | None:
+    """The one x of everything an axes draws in data coordinates (lines and bands), or None
+    when it draws at several x, or draws a map (a heat map's cells are not points)."""
+    if ax.images or any(isinstance(c, QuadMesh) for c in ax.collections):
+        return None
+    xs: set[float] = set()
+    for line in _data_lines(ax):
+        x = np.asarray(line.get_xdata(), dtype=np.float64)
+        xs.update(np.round(x[np.isfinite(x)], 9).tolist())
+    for coll in ax.collections:
+        if isinstance(coll, PolyCollection):
+            for path in coll.get_paths():
+                x = path.vertices[:, 0]
+                xs.update(np.round(x[np.isfinite(x)], 9).tolist())
+    return xs.pop() if len(xs) == 1 else None
+
+
+def _is_layer_label(label: str) -> bool:
+    return "layer" in label or "depth" in label
+
+
+def one_layer_axes(ax: Any, *, layered: bool = False) -> None:
+    """Dress an axes whose x is the layer but that holds one layer (a static store): the layer
+    is one category (one tick, no continuous axis from -0.045 to 0.045), the series drawn side by
+    side (one slot per colour, in the order drawn), and a band, a zero-width area at one x,
+    becomes an error bar of its series. A heat map keeps its one column, with one tick.
+    ``layered``: the figure's x is the layer even where a panel's own label was left out (only
+    the lowest panel of a column keeps it)."""
+    label = ax.get_xlabel()
+    if not ax.get_visible() or not (_is_layer_label(label) or (layered and not label)):
+        return
+    x0 = _single_x(ax)
+    lo, hi = sorted(ax.get_xlim())
+    if x0 is None:
+        ticks = [t for t in range(math.ceil(lo), math.floor(hi) + 1)]
+        if 0 < len(ticks) <= 1 and hi - lo <= 1.5:  # one column of a map
+            ax.set_xticks(ticks)
+        return
+    order: list[tuple[float, ...]] = []
+    for line in _data_lines(ax):  # a series' colour: its markers' edge (the line's by default)
+        if _rgb(line.get_markeredgecolor()) not in order:
+            order.append(_rgb(line.get_markeredgecolor()))
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    for coll in bands:
+        face = coll.get_facecolor()
+        if len(face) and _rgb(face[0]) not in order:
+            order.append(_rgb(face[0]))
+    width = 0.5 if len(order) > 1 else 0.0
+    offset = {c: (i / (len(order) - 1) - 0.5) * width if len(order) > 1 else 0.0
+              for i, c in enumerate(order)}
+    for line in _data_lines(ax):
+        x = np.asarray(line.get_xdata(), dtype=np.float64)
+        line.set_xdata(x + offset[_rgb(line.get_markeredgecolor())])
+        if line.get_marker() in ("None", "", " ", None) and line.get_linewidth() >= 1.0:
+            line.set_marker("o")  # a curve of one point shows only as a marker (thin edges stay)
+    for coll in bands:
+        face = coll.get_facecolor()
+        ys = np.concatenate([p.vertices[:, 1] for p in coll.get_paths()] or [np.array([np.nan])])
+        ys = ys[np.isfinite(ys)]
+        coll.remove()
+        if ys.size and len(face):
+            color = _rgb(face[0])
+            ax.errorbar([x0 + offset[color]], [(ys.min() + ys.max()) / 2],
+                        yerr=[[(ys.max() - ys.min()) / 2], [(ys.max() - ys.min()) / 2]],
+                        fmt="none", ecolor=color, elinewidth=1.0, capsize=2.5, zorder=2)
+    ax.set_xticks([x0], [f"{x0:g}"])
+    ax.set_xlim(x0 - 0.5 - width / 2, x0 + 0.5 + width / 2)
+    if label and "the store has one" not in label:
+        ax.set_xlabel(f"{label} (the store has one)")
+
+
+def _fit_axis_labels(fig: Figure) -> None:
+    """Wrap an axis label longer than the canvas leaves it (an x label wider than the figure, a
+    y label or colour-bar label taller than it): constrained layout places labels but never
+    shortens them. Measured once the layout has run."""
+    labels = [(ax.xaxis.label, "x", ax) for ax in fig.axes if ax.get_visible() and ax.get_xlabel()]
+    labels += [(ax.yaxis.label, "y", ax) for ax in fig.axes if ax.get_visible() and ax.get_ylabel()]
+    if not labels:
+        return
+    renderer = _renderer(fig)
+    fig.draw_without_rendering()
+    canvas = fig.bbox
+    pad = _MARGIN * fig.dpi
+    for label, axis, ax in labels:
+        box = label.get_window_extent(renderer)
+        if axis == "x" and (box.x0 < canvas.x0 + pad or box.x1 > canvas.x1 - pad):
+            _wrap_to(label, renderer, min(box.width, canvas.width - 2 * pad) * 0.7)
+        elif axis == "y" and (box.y0 < canvas.y0 + pad or box.y1 > canvas.y1 - pad
+                              or box.height > 1.25 * ax.get_window_extent(renderer).height):
+            room = min(canvas.height - 2 * pad, 1.25 * ax.get_window_extent(renderer).height)
+            words = " ".join(label.get_text().split("\n"))
+            n_chars = len(words)
+            while label.get_window_extent(renderer).height > room * 0.8 and n_chars > 12:
+                n_chars = int(n_chars * 0.85)
+                label.set_text(wrap(words, n_chars))
+
+
+def fit_to_canvas(fig: Figure) -> Figure:
+    """Fit a figure to its canvas, as the saved file will show it: a long suptitle is wrapped
+    (constrained layout makes room for its height, never for its width: a title wider than a
+    one-column figure was cut off at both sides; :func:`fitted_legend` does the same for a
+    legend), and an axes of one layer is drawn as one category (:func:`one_layer_axes`).
+    Returns ``fig``."""
+    if not isinstance(fig, Figure):
+        return fig
+    layered = any(_is_layer_label(ax.get_xlabel()) for ax in fig.axes if ax.get_visible())
+    for ax in fig.axes:
+        one_layer_axes(ax, layered=layered)
+    _fit_axis_labels(fig)
+    renderer = _renderer(fig)
+    room = fig.bbox.width - 2 * _MARGIN * fig.dpi
+    suptitle = fig._suptitle
+    if suptitle is not None and suptitle.get_text():
+        _wrap_to(suptitle, renderer, room)
+    return fig
 
 
 def grid(
@@ -174,9 +326,44 @@ def legend(fig: Figure, axes: Sequence[Any], extra: Sequence[tuple[Any, str]] = 
         handles.append(h)
         labels.append(lab)
     if handles:
-        fig.legend(handles, labels, loc="outside lower center", frameon=False, title=title,
-                   ncols=ncols or min(len(labels), 4), handlelength=2.2, columnspacing=1.2,
-                   markerscale=markerscale)
+        fitted_legend(fig, handles, labels, loc="outside lower center", frameon=False, title=title,
+                      ncols=ncols or min(len(labels), 4), handlelength=2.2, columnspacing=1.2,
+                      markerscale=markerscale)
+
+
+#: A legend entry longer than this (characters) is wrapped before its legend loses a column.
+_LONG_ENTRY = 40
+
+
+def fitted_legend(fig: Figure, handles: Sequence[Any], labels: Sequence[str], *, ncols: int = 1,
+                  **kwargs: Any) -> Any:
+    """``fig.legend(handles, labels, ncols=ncols, **kwargs)`` that fits the canvas's width (a
+    four-column legend under a one-column figure was cut off at both sides): long entries
+    (over :data:`_LONG_ENTRY` characters) are wrapped first, keeping the columns (one tall
+    column would squeeze the panels); short ones go into fewer columns; at one column the
+    entries and the title are wrapped."""
+    renderer = _renderer(fig)
+    room = fig.bbox.width - 2 * _MARGIN * fig.dpi
+    labels = list(labels)
+    title = kwargs.pop("title", None)
+    ncols = max(1, min(int(ncols), len(labels) or 1))
+    for _ in range(len(labels) + 8):
+        leg = fig.legend(handles, labels, ncols=ncols, title=title, **kwargs)
+        width = leg.get_window_extent(renderer).width
+        if width <= room:
+            break
+        entry = max((len(line) for text in labels for line in text.split("\n")), default=0)
+        widest = max(entry, *(len(line) for line in (title or "").split("\n")))
+        if ncols > 1 and entry <= _LONG_ENTRY:
+            ncols -= 1
+        else:  # wrap the longest lines
+            limit = max(12, int(widest * room / width * 0.95))
+            if limit >= widest:
+                break
+            labels = [wrap(" ".join(lab.split("\n")), limit) for lab in labels]
+            title = wrap(" ".join(title.split("\n")), limit) if title else title
+        leg.remove()
+    return leg
 
 
 def band_handle(label: str, color: str = "0.45", alpha: float = 0.25) -> tuple[Any, str]:
@@ -294,7 +481,8 @@ def depth_axis(layers: np.ndarray, finite: np.ndarray, relative: bool) -> tuple[
 
 
 def wrap(text: str, width: int) -> str:
-    return "\n".join(textwrap.wrap(text, width=width, break_long_words=False)) or text
+    return "\n".join(textwrap.wrap(text, width=width, break_long_words=False,
+                                   break_on_hyphens=False)) or text
 
 
 def model_prefix(model: Hashable | None) -> str:

@@ -108,6 +108,10 @@ def layer_curves(
     poolings = fg.labels(result, "pooling")
     settings = fg.labels(result, "setting")
     multi = models != [None]
+    if result.sizes.get("layer", 0) == 1:  # static vectors: no depth to draw a curve along
+        return _setting_points(result, variable=variable, where=where, models=models,
+                               poolings=poolings, settings=settings, has_band=has_band,
+                               title=title, tag=tag)
     cells = [(s, p) for s in settings for p in poolings] if multi else [(None, p) for p in poolings]
     fig, axes, n_cols = fg.grid(len(cells), max_cols=len(poolings) if multi else 4)
     colors = fg.colors_for(models) if multi else fg.colors_for(settings, kind="setting")
@@ -143,6 +147,84 @@ def layer_curves(
     fg.legend(fig, axes, extra, title="model" if multi else None)
     fig.suptitle((title or f"{_ylabel(variable)} by layer" + (f" — {lexicon}" if lexicon else "")
                   + (f" ({rating})" if rating and rating != "valence" else "")) + tag)
+    return fig
+
+
+def _same_settings(result: xr.Dataset, variable: str, where: dict[str, Any],
+                   settings: Sequence[Any]) -> list[list[Any]]:
+    """``settings`` in groups whose ``variable`` (and ``n``) are equal everywhere: on static
+    vectors a word has one vector whatever its context, so the settings that keep the same words
+    (bleached, aligned, misaligned) give the same numbers."""
+    groups: list[list[Any]] = []
+    keys: list[tuple[np.ndarray, np.ndarray]] = []
+    for setting in settings:
+        y = fg.values(fg.sel(result[variable], **where, setting=setting))
+        n = fg.values(fg.sel(result["n"], **where, setting=setting)) if "n" in result else y * 0
+        for group, (gy, gn) in zip(groups, keys, strict=True):
+            if gy.shape == y.shape and np.array_equal(gy, y, equal_nan=True) \
+                    and np.array_equal(gn, n, equal_nan=True):
+                group.append(setting)
+                break
+        else:
+            groups.append([setting])
+            keys.append((y, n))
+    return groups
+
+
+def _setting_points(result: xr.Dataset, *, variable: str, where: dict[str, Any],
+                    models: list[Any], poolings: list[Any], settings: list[Any], has_band: bool,
+                    title: str | None, tag: str) -> Figure:
+    """:func:`layer_curves` of a one-layer (static) store: one point per setting (x: the
+    settings, as categories) with its 95 % CI as an error bar, one panel per pooling, one marker
+    colour per model. Settings whose numbers are identical (static vectors: a word's vector
+    does not depend on its context) are one point, labelled with all their names."""
+    multi = models != [None]
+    fig, axes, n_cols = fg.grid(len(poolings), max_cols=4)
+    colors = fg.colors_for(models) if multi else fg.colors_for(settings, kind="setting")
+    groups = _same_settings(result, variable, where, settings) if not multi else [[s] for s in settings]
+    width = 0.6
+    merged = False
+    layer = result["layer"].values[0]
+    for ax, pooling in zip(axes, poolings, strict=True):
+        for i, group in enumerate(groups):
+            setting = group[0]
+            merged = merged or len(group) > 1
+            for j, model in enumerate(models):
+                at = {"model": model, "pooling": pooling, "setting": setting}
+                y = fg.values(fg.sel(result[variable], **where, **at)).ravel()
+                if not np.isfinite(y).any():
+                    continue
+                x = i + (j - (len(models) - 1) / 2) * width / max(len(models), 1) if multi else i
+                color = colors[model] if multi else colors[setting]
+                err = None
+                if has_band:
+                    lo = fg.values(fg.sel(result["ci_low"], **where, **at)).ravel()
+                    hi = fg.values(fg.sel(result["ci_high"], **where, **at)).ravel()
+                    err = np.array([[y[0] - lo[0]], [hi[0] - y[0]]])
+                    err = None if not np.isfinite(err).all() else err
+                ax.errorbar([x], y[:1], yerr=err, fmt="o", color=color, capsize=2.5, elinewidth=0.9,
+                            label=str(model) if multi else "_")
+        labels = []
+        for group in groups:
+            n = _n_label(result, "n", **where, pooling=pooling, setting=group[0])
+            labels.append(" =\n".join(map(str, group)) + (f"\n(n = {n})" if n else ""))
+        ax.set_xticks(range(len(groups)), labels)
+        ax.set_xlim(-0.6, len(groups) - 0.4)
+        ax.set_title(f"{pooling} pooling" if pooling else "")
+        ax.axhline(0, color="0.55", lw=0.6, zorder=0)
+        ax.grid(alpha=0.3, axis="y")
+    for ax in axes[::n_cols]:
+        ax.set_ylabel(_ylabel(variable))
+    extra = [(Line2D([], [], ls="", marker="o", color="0.3"), "bar: 95% CI (Fisher z)")] if has_band else []
+    if merged:
+        extra.append((Line2D([], [], color="none"),
+                      "settings joined by '=' have identical numbers: static vectors give a word "
+                      "one vector whatever its context"))
+    fg.legend(fig, axes, extra, title="model" if multi else None, ncols=1 if merged else None)
+    title = title.replace(" by layer", " by setting") if title else title
+    fig.suptitle((title or f"{_ylabel(variable)} by setting" + (f" — {where['lexicon']}" if where.get("lexicon") else "")
+                  + (f" ({where['rating']})" if where.get("rating") not in (None, "valence") else "")
+                  + f", layer {layer} (the only one)") + tag)
     return fig
 
 
@@ -353,8 +435,12 @@ def similarity_curves(
     fg.require(result, [variable], "word-similarity curves")
     prefix = "similarity_" if variable.startswith("similarity_") else ""
     result, tag = fg.one_model(result)
-    poolings = [fg.pick(result, "pooling", pooling)] if pooling is not None else fg.labels(result, "pooling")
     da = result[variable]
+    if pooling is not None:
+        poolings = [fg.pick(result, "pooling", pooling)]
+    else:  # a pooling the similarity suite was not extracted with has no panel (no empty panels)
+        poolings = [p for p in fg.labels(result, "pooling")
+                    if np.isfinite(fg.values(fg.sel(da, pooling=p))).any()] or fg.labels(result, "pooling")
     all_k = [int(k) for k in result["k"].values]
     if ks is None:
         ks = [k for k in (0, 1, 2, 4, 8) if k in all_k]

@@ -41,6 +41,9 @@ class Choice(click.Choice):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         from emb._text import did_you_mean
 
+        if getattr(self.option, "multiple", False) and isinstance(value, str) and "," in value:
+            # a repeatable option's comma-separated values: each one checked (split later)
+            return ",".join(self.convert(v.strip(), param, ctx) for v in value.split(",") if v.strip())
         try:
             return super().convert(value, param, ctx)
         except click.BadParameter as err:

@@ -27,6 +27,7 @@ from emb.cli._options import (
     show_default,
 )
 from emb.errors import OptionError
+from emb.options import TABLE_FORMAT
 
 __all__ = ["analyze"]
 
@@ -101,10 +102,10 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
                           "(--store LABEL=PATH) alone, so that differently named suites of two "
                           f"models compare in one run; repeatable  [default: {analysis.suite}]"),
         click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
-                     help="Output directory  [default: emb-results/<stores>/<analysis>/, "
-                          "replaced on every run]"),
+                     help="Output directory  [default: emb-results/<stores>/<analysis>/]"),
         click.option("--overwrite", is_flag=True,
-                     help="Replace an earlier run's files in --out (refused otherwise)."),
+                     help="Replace an earlier run's files in the output directory, the default "
+                          "one or --out (refused otherwise)."),
         click.option("--scheduler", default=None, metavar="ADDRESS",
                      help="dask.distributed scheduler address  [default: local threads]"),
     ]
@@ -119,9 +120,7 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
             help="Reproduce the authors' published code instead of the correct method "
                  "(see METHODS.md)."))
     options += [
-        click.option("--format", "table_format", type=Choice(["auto", "csv", "parquet"]),
-                     default="auto", show_default=True,
-                     help="Tables as CSV or Parquet; auto: CSV, and Parquet for the per-word tables."),
+        click_option(TABLE_FORMAT, TABLE_FORMAT.default[0], owner="emb analyze"),
         click.option("--figure-format", "figure_formats", type=Choice(["png", "pdf", "svg"]),
                      multiple=True, help="Figure file format; repeat for several  [default: png]"),
         click.option("--relative-depth", is_flag=True,
@@ -148,6 +147,7 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
     quiet: bool = params.pop("quiet")
     echo = (lambda msg: click.echo(msg, err=True)) if as_json else click.echo
     options = _library_options(analysis, params)
+    params["table_format"] = _split_values(params["table_format"] or ()) or list(TABLE_FORMAT.default)
     if params.get("seed") is not None:
         options["seed"] = params["seed"]
     if params.get("reference"):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import math
 import os
 import zipfile
@@ -39,7 +40,14 @@ from emb.errors import (
 )
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
-from emb.store._nodes import BadMetadata, child_names, damage_reported, read_json, text_values
+from emb.store._nodes import (
+    BadMetadata,
+    child_names,
+    damage_reported,
+    object_sizes,
+    read_json,
+    text_values,
+)
 from emb.store._verify import READS_KEY, checked_variable, suite_reads, verified_store
 from emb.store.names import is_group_name
 from emb.store.shards import ShardProgress, describe_shards
@@ -84,9 +92,21 @@ class SuiteInfo:
     content_hash: str
     generator: str | None
     shards: tuple[ShardProgress, ...] = ()  # a suite extracted with --shard, while incomplete
+    #: Items in the suite's written blocks, and the bytes their embedding shards take in the
+    #: store (None: the backend cannot tell, e.g. HTTP).
+    items_written: int = 0
+    bytes_written: int | None = None
+
+    @property
+    def bytes_per_item(self) -> float | None:
+        """Bytes per item of this suite's own written blocks (None: none written, or unknown)."""
+        if not self.items_written or self.bytes_written is None:
+            return None
+        return self.bytes_written / self.items_written
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "shards": [s.to_dict() for s in self.shards]}
+        return {**asdict(self), "shards": [s.to_dict() for s in self.shards],
+                "bytes_per_item": self.bytes_per_item}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -567,6 +587,42 @@ def _plain(coord: xr.DataArray) -> xr.DataArray:
     return xr.DataArray(values, dims=coord.dims, attrs=coord.attrs)
 
 
+def _done_blocks(group: zarr.Group) -> np.ndarray | None:
+    """The done-marker of each block (None: the suite has no progress record)."""
+    try:
+        done = group[f"{dm.PROGRESS_GROUP}/done"]
+    except KeyError:
+        return None
+    return np.asarray(read_done(done), dtype=bool)
+
+
+def _written(group: zarr.Group, emb_arr: Any, complete: bool) -> tuple[int, int | None]:
+    """(items, bytes) of the suite's written blocks: the items they hold and the size of their
+    embedding shards in the store, one stat per shard (bytes None when the backend cannot say).
+    A block is one shard along ``item`` (:mod:`emb.store.writer`)."""
+    shard = tuple(int(c) for c in emb_arr.metadata.chunk_grid.chunk_shape)
+    n = int(emb_arr.shape[0])
+    grid = [math.ceil(s / c) for s, c in zip(emb_arr.shape, shard, strict=True)]
+    done = _done_blocks(group)
+    if complete:
+        blocks: list[int] = list(range(grid[0]))
+    else:  # no progress record yet: nothing written
+        blocks = [] if done is None else np.flatnonzero(done[:grid[0]]).tolist()
+    items = sum(min(shard[0], n - i * shard[0]) for i in blocks)
+    if not items:
+        return 0, 0
+    prefix = f"{group.path}/{dm.EMBEDDING}/"
+    keys = [prefix + emb_arr.metadata.encode_chunk_key((i, *rest)) for i in blocks
+            for rest in itertools.product(*(range(g) for g in grid[1:]))]
+    try:
+        sizes = object_sizes(group.store, keys)
+    except (OSError, NotImplementedError, StoreError):  # a backend that cannot stat: unknown
+        return items, None
+    if any(v is None for v in sizes.values()):  # no size from this backend (or a lost shard)
+        return items, None
+    return items, sum(int(v) for v in sizes.values() if v is not None)
+
+
 def _progress(group: zarr.Group) -> tuple[int, int]:
     try:
         done = group[f"{dm.PROGRESS_GROUP}/done"]
@@ -581,6 +637,8 @@ def _suite_info(name: str, group: zarr.Group) -> SuiteInfo:
     extraction = dict(group.attrs.get(dm.ATTR_EXTRACTION, {}))
     emb_arr = group[dm.EMBEDDING]
     done, total = _progress(group)
+    complete = bool(group.attrs.get(dm.ATTR_COMPLETE, False))
+    items_written, bytes_written = _written(group, emb_arr, complete)
     return SuiteInfo(
         name=name,
         n_items=int(emb_arr.shape[0]),
@@ -596,6 +654,8 @@ def _suite_info(name: str, group: zarr.Group) -> SuiteInfo:
         content_hash=str(suite.get("content_hash", "")),
         generator=suite.get("generator"),
         shards=() if group.attrs.get(dm.ATTR_COMPLETE) else suite_shards(group.store, name),
+        items_written=items_written,
+        bytes_written=bytes_written,
     )
 
 
@@ -620,11 +680,14 @@ def describe(info: StoreInfo) -> str:
     ]
     for s in info.suites:
         state = "complete" if s.complete else f"INCOMPLETE ({s.blocks_done}/{s.blocks_total} blocks)"
-        per_item = (
-            f", {_human(info.size_bytes / max(1, sum(x.n_items for x in info.suites)))} per item"
-            if info.size_bytes
-            else ""
-        )
+        if not s.items_written:
+            per_item = "; no blocks written"
+        elif s.bytes_per_item is None:
+            per_item = ""
+        else:  # this suite's own written blocks, not a store-wide average
+            per_item = f", {_human(s.bytes_per_item)} per item"
+            if not s.complete:
+                per_item += f" (over the {s.items_written:,} items written)"
         lines.append(
             f"suite     {s.name}: {s.n_items} items × {s.n_layers} layers × {len(s.poolings)} poolings "
             f"({','.join(s.poolings)}) × {s.n_features} ({s.storage_dtype}); settings "

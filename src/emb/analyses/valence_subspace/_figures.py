@@ -13,6 +13,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from emb.analyses import _figure as fg
+
 __all__ = ["COLOUR_A", "COLOUR_B", "at_model", "declared_pooling", "model_label", "model_list",
            "valnorm_curves"]
 
@@ -85,7 +87,8 @@ def valnorm_curves(result: xr.Dataset) -> Figure:
     if has_r:
         handles.append(Patch(color="0.7", alpha=0.4))
         labels.append("band: Fisher-z 95% CI")
-    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False, fontsize=7)
+    fg.fitted_legend(fig, handles, labels, loc="outside lower center", ncols=2, frameon=False,
+                     fontsize=7)
     lexicon = result.attrs.get("lexicon", "")
     fig.suptitle(f"Valence subspace by layer (Figure 2){f' — {lexicon}' if lexicon else ''}", fontsize=10)
     return fig

@@ -130,8 +130,8 @@ def weat_effect_sizes(
     if has_band:
         level = f"{100 * float(result.attrs.get('confidence', 0.95)):g}%"
         extra.append(fg.band_handle(f"shaded, thin edges: {level} bootstrap CI over stimuli"))
-    fig.legend(*zip(*extra, strict=True), loc="outside lower center", frameon=False,
-               ncols=2 if len(handles) > 2 else 3, handlelength=2.6, columnspacing=1.2)
+    fg.fitted_legend(fig, *zip(*extra, strict=True), loc="outside lower center", frameon=False,
+                     ncols=2 if len(handles) > 2 else 3, handlelength=2.6, columnspacing=1.2)
     fig.suptitle((title or f"WEAT effect size by layer — {pooling} pooling") + tag)
     return fig
 
@@ -252,7 +252,8 @@ def weat_heatmap(
         entries = columns[0] + columns[1]  # a legend fills column by column
     else:
         entries = dots + key
-    fig.legend(*zip(*entries, strict=True), loc="outside lower center", ncols=n_key_cols,
-               frameon=False, handlelength=1.0, handletextpad=0.4, columnspacing=1.5, fontsize=6.3)
+    fg.fitted_legend(fig, *zip(*entries, strict=True), loc="outside lower center", ncols=n_key_cols,
+                     frameon=False, handlelength=1.0, handletextpad=0.4, columnspacing=1.5,
+                     fontsize=6.3)
     fig.suptitle((title or f"WEAT effect sizes, tests × layers — {pooling} pooling") + tag)
     return fig
