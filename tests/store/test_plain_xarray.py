@@ -183,3 +183,12 @@ def test_an_old_store_under_plain_xarray_selects_by_list(suite):
     ds = xr.open_zarr(zarr.storage.ZipStore(V3_LABELS, mode="r"), group="weat")
     assert ds.isel(item=[3]).context.values.tolist() == [suite.items[3].context]
     assert ds.isel(item=slice(0, 2)).excluded.values.tolist() == ["false", "true"]
+
+
+def test_label_mask_matches_a_boolean_label_by_its_spelling_too(store_path):
+    from emb.analyses._select import label_mask
+
+    for ds in (emb.open_store(str(V3_LABELS)).dataset("weat"), emb.open_store(str(store_path)).dataset("weat")):
+        assert label_mask(ds, excluded="true").tolist() == [False, True, False, False, False]
+        assert label_mask(ds, excluded=["false"]).tolist() == label_mask(ds, excluded=False).tolist()
+        assert label_mask(ds, excluded=False).sum() == 4
