@@ -12,6 +12,7 @@ it exactly as it reads the suite written today.
 from __future__ import annotations
 
 import math
+import re
 import zipfile
 from pathlib import Path
 
@@ -192,3 +193,22 @@ def test_label_mask_matches_a_boolean_label_by_its_spelling_too(store_path):
         assert label_mask(ds, excluded="true").tolist() == [False, True, False, False, False]
         assert label_mask(ds, excluded=["false"]).tolist() == label_mask(ds, excluded=False).tolist()
         assert label_mask(ds, excluded=False).sum() == 4
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "rules" / "plain-xarray.md"
+
+
+def test_the_docs_examples_run(store_path, monkeypatch):
+    blocks = re.findall(r"^```python\n(.*?)^```", DOCS.read_text(encoding="utf-8"), flags=re.S | re.M)
+    assert len(blocks) >= 6
+    monkeypatch.chdir(store_path.parent)  # the docs open "gpt2.zarr", group "weat"
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, str(DOCS), "exec"), namespace)  # noqa: S102 - our own docs
+    # what the examples compute is what the suite holds
+    assert namespace["x_words"] == ["rose", "tulip"]
+    assert namespace["kept"].word.values.tolist() == ["rose", "ant", "café", "war"]
+    assert namespace["frequent"].word.values.tolist() == ["rose", "ant", "war"]
+    assert namespace["one"].context.values.item() == "Un café naïve, s'il vous plaît"
+    assert namespace["items"].word.tolist() == ["rose", "tulip", "ant", "café", "war"]
+    assert namespace["vectors"].shape == (5, 8)
