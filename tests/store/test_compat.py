@@ -33,6 +33,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V1 = FIXTURES / "store_v1.zarr.zip"
 V2 = FIXTURES / "store_v2.zarr.zip"
 V3 = FIXTURES / "store_v3.zarr.zip"
+V4 = FIXTURES / "store_v4.zarr.zip"
 WORDS = ["love", "war", "café", "love", "unbelievably"]
 
 
@@ -120,7 +121,22 @@ def test_v3_store_reads_verified_and_holds_the_v1_vectors():
     np.testing.assert_array_equal(plain.embedding.values, ds.embedding.values)
 
 
-@pytest.mark.parametrize(("fixture", "version"), [(V1, 1), (V2, 2), (V3, 3)])
+def test_v4_store_reads_as_the_older_ones_and_plain_xarray_selects_one_item():
+    store = emb.open_store(str(V4))
+    assert store.suites == ("mini",) and store.root.attrs["emb_schema_version"] == 4
+    assert store.validate(deep=True).status == "complete"
+    ds = store.dataset("mini")
+    np.testing.assert_array_equal(ds.embedding.values, emb.open_store(str(V1)).dataset("mini").embedding.values)
+    for old in (V1, V2, V3):  # every schema: the same coordinates, text as str
+        before = emb.open_store(str(old)).dataset("mini")
+        for name in ds.coords:
+            xr.testing.assert_identical(before[name].variable, ds[name].variable)
+    plain = xr.open_zarr(zarr.storage.ZipStore(V4, mode="r"), group="mini")
+    assert plain.isel(item=2).context.values.item() == "Un café naïve, s'il vous plaît"
+    assert plain.word.values.tolist() == WORDS
+
+
+@pytest.mark.parametrize(("fixture", "version"), [(V1, 1), (V2, 2), (V3, 3), (V4, 4)])
 def test_info_shows_the_schema_version(fixture, version):
     text = CliRunner().invoke(main, ["info", str(fixture)])
     assert text.exit_code == 0 and f"schema    {version} (store schema version" in text.output
