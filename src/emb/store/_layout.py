@@ -67,8 +67,8 @@ def boolean_label(values: np.ndarray) -> np.ndarray | None:
     is at least one), else None.  The same rule decides how a store of schema 4 writes a label
     and how emb reads one of an older store, which holds the strings (so both read alike)."""
     values = np.asarray(values)
-    if values.dtype.kind not in "OUT" or not values.size:
-        return None
+    if values.dtype.kind not in "OUT" or not values.size or values.flat[0] not in BOOLEAN_TEXT:
+        return None  # most labels are told by their first value, without a pass over the column
     text = values.astype(object)
     is_true = text == BOOLEAN_TEXT[1]
     if not (is_true | (text == BOOLEAN_TEXT[0])).all():
