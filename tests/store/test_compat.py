@@ -33,6 +33,7 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 V1 = FIXTURES / "store_v1.zarr.zip"
 V2 = FIXTURES / "store_v2.zarr.zip"
 V3 = FIXTURES / "store_v3.zarr.zip"
+V4 = FIXTURES / "store_v4.zarr.zip"
 WORDS = ["love", "war", "café", "love", "unbelievably"]
 
 
@@ -64,9 +65,12 @@ def test_plain_xarray_reads_ordinary_strings_from_a_new_store(tmp_path):
     suite = words_suite(4)
     extract(FakeRunner(), suite, str(path), progress=False)
     ds = xr.open_zarr(str(path), group="s")
+    # schema 4: text is zarr's `string` type, numpy StringDType under plain xarray (xarray's own
+    # zarr v3 strings); every element is a str, and a scalar selection is one too
     words = ds.word.values
-    assert words.dtype == object and all(type(w) is str for w in words)
-    assert words.astype(str).dtype.kind == "U" and list(words.astype(str)) == [it.word for it in suite.items]
+    assert words.dtype.kind == "T" and all(type(w) is str for w in words.tolist())
+    assert list(words.astype(object)) == [it.word for it in suite.items]
+    assert ds.isel(item=3).word.values.item() == "w3"
     assert int((ds.word == "w1").sum()) == 2
     assert list(ds.pooling.values) == list(dm.POOLINGS)
     assert ds.sel(pooling="mean").embedding.shape == (8, 4, 8)
@@ -77,9 +81,10 @@ def test_plain_xarray_reads_ordinary_strings_from_a_new_store(tmp_path):
     coords.to_netcdf(tmp_path / "coords.nc")
     with xr.open_dataset(tmp_path / "coords.nc") as back:
         assert list(back.word.values) == list(words)
-    # and zarr itself gives the UTF-8 bytes with their encoding named
+    # and zarr itself gives the strings, of the zarr v3 `string` data type
     arr = zarr.open_group(str(path), mode="r")["s/word"]
-    assert arr.attrs["_Encoding"] == "utf-8" and arr[0] == b"w0"
+    assert arr.metadata.to_dict()["data_type"] == "string" and arr[0] == "w0"
+    assert "_Encoding" not in arr.attrs
 
 
 def test_v2_store_reads_and_holds_the_v1_vectors():
@@ -116,7 +121,22 @@ def test_v3_store_reads_verified_and_holds_the_v1_vectors():
     np.testing.assert_array_equal(plain.embedding.values, ds.embedding.values)
 
 
-@pytest.mark.parametrize(("fixture", "version"), [(V1, 1), (V2, 2), (V3, 3)])
+def test_v4_store_reads_as_the_older_ones_and_plain_xarray_selects_one_item():
+    store = emb.open_store(str(V4))
+    assert store.suites == ("mini",) and store.root.attrs["emb_schema_version"] == 4
+    assert store.validate(deep=True).status == "complete"
+    ds = store.dataset("mini")
+    np.testing.assert_array_equal(ds.embedding.values, emb.open_store(str(V1)).dataset("mini").embedding.values)
+    for old in (V1, V2, V3):  # every schema: the same coordinates, text as str
+        before = emb.open_store(str(old)).dataset("mini")
+        for name in ds.coords:
+            xr.testing.assert_identical(before[name].variable, ds[name].variable)
+    plain = xr.open_zarr(zarr.storage.ZipStore(V4, mode="r"), group="mini")
+    assert plain.isel(item=2).context.values.item() == "Un café naïve, s'il vous plaît"
+    assert plain.word.values.tolist() == WORDS
+
+
+@pytest.mark.parametrize(("fixture", "version"), [(V1, 1), (V2, 2), (V3, 3), (V4, 4)])
 def test_info_shows_the_schema_version(fixture, version):
     text = CliRunner().invoke(main, ["info", str(fixture)])
     assert text.exit_code == 0 and f"schema    {version} (store schema version" in text.output

@@ -27,6 +27,7 @@ import emb
 from emb.cli.main import main
 from emb.errors import StoreError
 from emb.extract.pipeline import extract
+from emb.schemas import datamodel as dm
 from tests._servers import http_server
 from tests.analyses._synthetic import vast_dataset, write_store
 from tests.fakes import FakeRunner
@@ -82,13 +83,13 @@ def test_s3_store_written_read_and_reported(s3_bucket, tmp_path):
     text = _cli("info", url)
     assert text.exit_code == 0, text.output
     assert "status    complete" in text.output and "size      unknown" not in text.output
-    assert "schema    3" in text.output
+    assert f"schema    {dm.STORE_SCHEMA_VERSION}" in text.output
     info = json.loads(_cli("info", "--json", url).output)
     # the size is what the bucket holds under the store's prefix, counted by s3fs itself
     fs = s3fs.S3FileSystem(skip_instance_cache=True)
     listed = fs.find(url, detail=True)
     assert info["size_bytes"] == sum(entry["size"] for entry in listed.values()) > 0
-    assert info["schema_version"] == 3 and info["complete"]
+    assert info["schema_version"] == dm.STORE_SCHEMA_VERSION and info["complete"]
     deep = _cli("validate", "--deep", url)
     assert deep.exit_code == 0 and "complete" in deep.output
 
@@ -112,7 +113,7 @@ def test_http_with_range_requests_reads_directory_and_zip(site, tmp_path, name):
         info = _cli("info", "--json", url)
         assert info.exit_code == 0, info.output
         summary = json.loads(info.output)
-        assert summary["complete"] and summary["schema_version"] == 3
+        assert summary["complete"] and summary["schema_version"] == dm.STORE_SCHEMA_VERSION
         assert summary["suites"][0]["n_items"] == vast_dataset(n_words=40, n_layers=3).sizes["item"]
         validate = _cli("validate", "--deep", url)
         assert validate.exit_code == 0 and f"{url}: complete" in validate.output

@@ -213,7 +213,11 @@ def settings_present(ds: xr.Dataset) -> list[str]:
 
 
 def _match(values: np.ndarray, wanted: Any) -> np.ndarray:
-    if isinstance(wanted, Collection) and not isinstance(wanted, str | bytes):
+    many = isinstance(wanted, Collection) and not isinstance(wanted, str | bytes)
+    if np.asarray(values).dtype == bool:  # a boolean label (store schema 4): "true"/"false" match it too
+        spelt = {"true": True, "false": False}
+        wanted = [spelt.get(w, w) for w in wanted] if many else spelt.get(wanted, wanted)
+    if many:
         return np.isin(values, list(wanted))
     return values == wanted
 

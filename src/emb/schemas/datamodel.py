@@ -49,9 +49,13 @@ __all__ = [
 #: 3: every inner chunk of ``embedding`` ends with its CRC-32C (zarr's ``crc32c`` codec after
 #: Blosc), so each read of a chunk is verified, and each suite layout has a ``generation`` id
 #: (a reader that finds another one knows the suite was rewritten while it read).
-STORE_SCHEMA_VERSION: Final = 3
+#: 4: text as zarr's ``string`` type again (plain xarray: numpy ``StringDType``; zarr hands a
+#: scalar selection of ``variable_length_bytes`` back in a form xarray cannot decode), and a
+#: label column of only "true"/"false" as ``bool`` (emb reads such a column of an older
+#: store as ``bool`` too).
+STORE_SCHEMA_VERSION: Final = 4
 #: Versions this emb reads (and can resume or add suites to).
-READABLE_SCHEMA_VERSIONS: Final[tuple[int, ...]] = (1, 2, 3)
+READABLE_SCHEMA_VERSIONS: Final[tuple[int, ...]] = (1, 2, 3, 4)
 
 Pooling = Literal["first", "last", "mean", "max"]
 POOLINGS: Final[tuple[str, ...]] = ("first", "last", "mean", "max")

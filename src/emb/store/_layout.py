@@ -10,7 +10,7 @@ import numpy as np
 import zarr
 import zarr.codecs
 
-__all__ = ["block_size_for", "chunk_codecs", "coord_layout", "compressor", "read_rows"]
+__all__ = ["BOOLEAN_TEXT", "block_size_for", "boolean_label", "chunk_codecs", "coord_layout", "compressor", "read_rows"]
 
 _TARGET_SHARD_BYTES = 16 * 2**20
 
@@ -57,21 +57,47 @@ def chunk_codecs() -> tuple[zarr.codecs.BloscCodec, zarr.codecs.Crc32cCodec]:
     return compressor(), zarr.codecs.Crc32cCodec()
 
 
-def coord_layout(values: np.ndarray) -> tuple[Any, np.ndarray, dict[str, Any]]:
-    """(zarr dtype, values to write, attributes) of one coordinate.
+#: How a boolean label is spelt in a suite (``stimuli.suites.core``: a label is a string or a
+#: number, a boolean given as "true"/"false"); a label column of only these is stored as ``bool``.
+BOOLEAN_TEXT: tuple[str, str] = ("false", "true")
 
-    Text is stored as UTF-8 bytes (``variable_length_bytes``) with the netCDF/CF attribute
-    ``_Encoding: utf-8``: plain ``xr.open_zarr`` decodes that to an object array of ``str``,
-    which ``astype(str)``, ``==``, pandas and netCDF all take.  Zarr's ``string`` type (store
-    schema 1) reads back as numpy 2's StringDType, which does not (``astype(str)`` raises), and
-    fixed-width ``<U`` would pad every context to the longest one (4 bytes a character).
+
+def boolean_label(values: np.ndarray) -> np.ndarray | None:
+    """A text label column as booleans when every value is ``"true"`` or ``"false"`` (and there
+    is at least one), else None.  The same rule decides how a store of schema 4 writes a label
+    and how emb reads one of an older store, which holds the strings (so both read alike)."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "OUT" or not values.size or values.flat[0] not in BOOLEAN_TEXT:
+        return None  # most labels are told by their first value, without a pass over the column
+    text = values.astype(object)
+    is_true = text == BOOLEAN_TEXT[1]
+    if not (is_true | (text == BOOLEAN_TEXT[0])).all():
+        return None
+    return np.asarray(is_true, dtype=bool)
+
+
+def coord_layout(values: np.ndarray, *, label: bool = False) -> tuple[Any, np.ndarray, dict[str, Any]]:
+    """(zarr dtype, values to write, attributes) of one coordinate (store schema 4).
+
+    Text is stored as zarr v3's ``string`` type (variable-length UTF-8, in the zarr-extensions
+    specifications): plain ``xr.open_zarr`` gives numpy's ``StringDType`` (xarray's own zarr v3
+    strings), which scalar and slice selection, ``==``, ``.sel``, pandas and netCDF take.  Schema
+    2 and 3 stored UTF-8 bytes (``variable_length_bytes``, ``_Encoding: utf-8``): zarr hands a
+    scalar selection of those back as a 0-d array inside an object array, which xarray's
+    decoder cannot decode (``ds.isel(item=3).context.values`` raised).  A label (``label``)
+    of only ``"true"``/``"false"`` is stored as ``bool`` (:func:`boolean_label`); fixed-width
+    ``<U`` would pad every context to the longest one (4 bytes a character).
     """
     values = np.asarray(values)
     if values.dtype.kind in "OUT":
-        encoded = np.empty(values.shape, dtype=object)
-        for index, value in np.ndenumerate(values):
-            encoded[index] = (value if isinstance(value, str) else str(value)).encode("utf-8")
-        return zarr.dtype.VariableLengthBytes(), encoded, {"_Encoding": "utf-8"}  # type: ignore[attr-defined]
+        flags = boolean_label(values) if label else None
+        if flags is not None:
+            return flags.dtype, flags, {}
+        text = np.array(
+            [v if isinstance(v, str) else str(v) for v in values.ravel()],
+            dtype=np.dtypes.StringDType(),
+        ).reshape(values.shape)
+        return zarr.dtype.VariableLengthUTF8(), text, {}  # type: ignore[attr-defined]
     return values.dtype, values, {}
 
 

@@ -39,6 +39,7 @@ from emb.errors import (
     StoreError,
 )
 from emb.schemas import datamodel as dm
+from emb.store._layout import boolean_label
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
 from emb.store._nodes import (
     BadMetadata,
@@ -558,28 +559,36 @@ def _run_chunks(
 
 
 def _coordinates(group: zarr.Group, ds: xr.Dataset) -> dict[str, xr.Variable]:
-    """Every coordinate of ``ds`` in memory, text as ``str`` objects.
+    """Every coordinate of ``ds`` in memory, text as ``str`` objects, a boolean label as ``bool``.
 
-    UTF-8 text (schema 2) is read straight from its zarr array and decoded in one pass: through
-    xarray's lazy decoding and its object-array conversion the same coordinates took ~10 µs per
-    item (a 4-million-item suite spent 40 s opening).  The values and attributes are those
-    xarray's decoding gives (a test checks).
+    Text (UTF-8 bytes of schema 2 and 3, zarr ``string`` of schema 1 and 4) is read straight
+    from its zarr array and converted in one pass: through xarray's lazy decoding and its
+    object-array conversion the same coordinates took ~10 µs per item (a 4-million-item suite
+    spent 40 s opening).  The values and attributes are those xarray's decoding gives (a test
+    checks).  A label of only "true"/"false" text (stores before schema 4) is read as the
+    ``bool`` that schema 4 writes (:func:`emb.store._layout.boolean_label`), so every schema
+    reads alike.
     """
     out: dict[str, xr.Variable] = {}
     names = [n for n in ds.coords if n not in ds.indexes] + list(ds.indexes)  # the order of before
     for name in names:
         coord = ds.coords[name]
-        if coord.encoding.get("_Encoding") == "utf-8" and np.dtype(coord.encoding.get("dtype", "f8")).kind == "O":
-            raw = np.asarray(group[str(name)][...])
-            out[str(name)] = xr.Variable(coord.dims, text_values(raw), coord.attrs, fastpath=True)
+        dtype = np.dtype(coord.encoding.get("dtype", "f8"))
+        raw_text = (coord.encoding.get("_Encoding") == "utf-8" and dtype.kind == "O") or dtype.kind == "T"
+        if raw_text:
+            values = text_values(np.asarray(group[str(name)][...]))
+            variable = xr.Variable(coord.dims, values, coord.attrs, fastpath=True)
         else:
-            out[str(name)] = _plain(coord).variable
+            variable = _plain(coord).variable
+        if name not in dm.RESERVED_NAMES and (flags := boolean_label(variable.values)) is not None:
+            variable = xr.Variable(coord.dims, flags, coord.attrs)
+        out[str(name)] = variable
     return out
 
 
 def _plain(coord: xr.DataArray) -> xr.DataArray:
     """A coordinate loaded into memory, text turned into ``str`` objects (numpy StringDType,
-    which schema-1 stores read as, does not survive ``astype(str)``, netCDF or pandas)."""
+    which schema-1 and schema-4 stores read as, does not survive ``astype(str)``)."""
     values = np.asarray(coord.values)
     if values.dtype.kind in "TUS" or (values.dtype.kind == "O" and values.size
                                       and isinstance(values.flat[0], bytes)):

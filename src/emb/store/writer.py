@@ -286,7 +286,9 @@ class SuiteWriter:
         arrays: list[dict[str, Any]] = []
         data = []
         for key, var in coords.coords.items():
-            dtype, values, attributes = coord_layout(var.values)
+            dtype, values, attributes = coord_layout(
+                var.values, label=key not in dm.RESERVED_NAMES
+            )
             arrays.append(
                 {  # the coordinates, laid out as xarray's to_zarr writes them
                     "name": f"{name}/{key}",
@@ -357,11 +359,7 @@ class SuiteWriter:
                 )
             )
 
-        with warnings.catch_warnings():
-            # zarr-python flags variable_length_bytes as not yet in a zarr v3 specification
-            # document; see _layout.coord_layout for why the text is stored so
-            warnings.simplefilter("ignore", zarr.errors.UnstableSpecificationWarning)
-            zarr_sync(write_all())
+        zarr_sync(write_all())
         group = zarr.open_group(root.store, path=name, mode="a", zarr_format=3, use_consolidated=False)
         group.attrs[dm.ATTR_SKELETON] = True  # last: the layout is whole
         consolidate(root, location)
