@@ -83,7 +83,17 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-PYTHON = [b for b in BLOCKS if b[2] in RUN]
+#: Pages whose python blocks are one session on a store of their own, run in order (and their
+#: results checked) by another test: page -> that test's file, which must name the page.
+RUN_ELSEWHERE = {"docs/rules/plain-xarray.md": "tests/store/test_plain_xarray.py"}
+
+PYTHON = [b for b in BLOCKS if b[2] in RUN and b[0] not in RUN_ELSEWHERE]
+
+
+def test_pages_run_elsewhere_are_run_there():
+    for page, test in RUN_ELSEWHERE.items():
+        assert any(p == page and t in RUN for p, _, t, _ in BLOCKS), page
+        assert Path(page).name in (REPO / test).read_text(encoding="utf-8"), (page, test)
 
 
 def _python_params():
