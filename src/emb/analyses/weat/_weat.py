@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import xarray as xr
 
-from emb._text import cut, names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     MAX_BOOTSTRAP,
@@ -30,26 +28,20 @@ from emb.analyses._analysis import (
     small_n_of,
 )
 from emb.analyses._select import (
-    label_mask,
     own_descriptions,
     provenance_attrs,
     public_in_package,
     select_words,
-    settings_present,
 )
 from emb.analyses.stats._work import plan
+from emb.analyses.weat._resolve import MIN_TARGET_WORDS, resolve_tests
 from emb.analyses.weat._summary import _CORRECTIONS, _FAMILIES, summary
 from emb.analyses.weat._tables import tables
 from emb.analyses.weat._tests_file import (
     ROLES,
     TestSpec,
-    custom_test,
-    parse_tests,
-    split_tests,
-    suite_tests,
-    word_set_problems,
 )
-from emb.errors import AnalysisError, EmbWarning
+from emb.errors import AnalysisError
 from emb.options import ALTERNATIVE, CORRECTION, DDOF, MIN_WORDS, N_PERMUTATIONS
 
 if TYPE_CHECKING:
@@ -59,31 +51,6 @@ __all__ = ["ANALYSIS", "MIN_TARGET_WORDS", "weat"]
 
 #: Largest embedding block (bytes, as stored) handed to one kernel call.
 _MAX_BLOCK_BYTES = 128 * 2**20
-
-
-#: Fewest words a target set (X, Y) may have: d measures the distance between the sets' mean
-#: associations in units of the standard deviation of all their words' associations, and with
-#: one word per set that deviation is fixed by the two words' own difference, so |d| = sqrt(2)
-#: (ddof 1; 2 with ddof 0) whatever the vectors, and its bootstrap CI has zero width.
-MIN_TARGET_WORDS = 2
-
-
-def _check_target_sizes(test: TestSpec) -> None:
-    """Refuse a test with fewer than :data:`MIN_TARGET_WORDS` words in X or Y."""
-    small = [r for r in ("X", "Y") if len(test.words[r]) < MIN_TARGET_WORDS]
-    if small:
-        found = " and ".join(f"{r} has {len(test.words[r])} ({names(test.words[r])})" for r in small)
-        raise AnalysisError(
-            f"WEAT test {cut(repr(test.name), 80)}: {found}; a WEAT needs at least "
-            f"{MIN_TARGET_WORDS} words in each target set X and Y: d divides the difference of "
-            "the sets' mean associations by the standard deviation over X ∪ Y, which one word per "
-            "set fixes (|d| = sqrt(2) whatever the vectors, a zero-width CI). Add target words"
-        )
-
-
-def _dropped_text(dropped: Mapping[str, str]) -> str:
-    """``'WEAT10' (no A words in this suite); …`` (plain names, never a numpy repr)."""
-    return "; ".join(f"{name!r} ({why})" for name, why in dropped.items())
 
 
 def _weat_kernel(
@@ -343,67 +310,8 @@ def weat(
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
 
-    custom = custom_test(x, y, a, b, tests)
-    built_in: list[TestSpec] = []  # the store suite's own tests: their overlaps are warned about
-    if custom is not None:
-        test_list = [custom]
-    else:
-        suite_names, definitions = split_tests(tests)
-        test_list = [t for d in definitions for t in parse_tests(d, ds)]
-        if suite_names or not definitions:
-            built_in = suite_tests(ds, suite_names or None, include_excluded)
-            test_list = built_in + test_list
-        seen = [t.name for t in test_list]
-        twice = sorted({n for n in seen if seen.count(n) > 1})
-        if twice:
-            raise AnalysisError(f"test name(s) {names(twice)} are defined twice; give each test its own name")
-    dropped: dict[str, str] = {}
-    for test in built_in:  # a test file's or custom test's sets are the user's: refused below
-        empty = [r for r in ROLES if not test.words[r]]
-        few = [r for r in ("X", "Y") if 0 < len(test.words[r]) < MIN_TARGET_WORDS]
-        if empty:
-            dropped[str(test.name)] = (
-                f"no {', '.join(empty)} words in this suite"
-                + (" after removing the excluded ones" if not include_excluded
-                   and "excluded" in ds.variables else ""))
-        elif few:
-            dropped[str(test.name)] = (
-                " and ".join(f"{len(test.words[r])} {r} word ({cut(', '.join(test.words[r]), 60)})"
-                            for r in few)
-                + f" in this suite, and d needs at least {MIN_TARGET_WORDS} per target set")
-    if dropped:
-        if len(dropped) == len(test_list):
-            raise AnalysisError(
-                f"every WEAT test has an empty (or one-word target) set in this suite "
-                f"({_dropped_text(dropped)}); "
-                "nothing to compute: extract a suite whose store has these words, or give a test "
-                "file (--tests FILE) with words the store has")
-        warnings.warn(f"WEAT tests dropped, the others go on: {_dropped_text(dropped)}",
-                      EmbWarning, stacklevel=2)
-        test_list = [t for t in test_list if str(t.name) not in dropped]
-        built_in = [t for t in built_in if str(t.name) not in dropped]
-    for test in test_list:
-        problems = word_set_problems(test)
-        if not problems:
-            continue
-        text = (f"WEAT test {test.name!r}: {'; '.join(problems)} (a word in both sets of a pair "
-                "cancels out of the statistic, a word listed twice counts twice)")
-        if any(test is t for t in built_in):
-            warnings.warn(f"{text}; the suite defines it so", EmbWarning, stacklevel=2)
-        else:
-            raise AnalysisError(f"{text}; list each word once, in one set of each pair")
-
-    for test in test_list:
-        _check_target_sizes(test)
-
-    present = settings_present(ds)
-    if settings is None:
-        chosen = present
-    else:
-        chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
-        unknown = [s for s in chosen if not label_mask(ds, setting=s).any()]
-        if unknown:
-            raise AnalysisError(unknown_names("setting", unknown, present, "this suite"))
+    test_list, dropped, chosen = resolve_tests(
+        ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings, include_excluded=include_excluded)
 
     perm_method = "reference" if method == "reference" else "exact-or-monte-carlo"
     parts = [
