@@ -37,10 +37,9 @@ from emb.analyses._select import (
     own_descriptions,
     provenance_attrs,
     public_in_package,
-    select_words,
 )
 from emb.analyses.stats import peers as kernels
-from emb.analyses.weat._resolve import resolve_tests
+from emb.analyses.weat._resolve import TEST_OPTIONS, gather_test, resolve_tests
 from emb.analyses.weat._tests_file import ROLES, TestSpec
 from emb.options import MIN_WORDS, SEED_32
 
@@ -60,22 +59,6 @@ _NAMES = {
     "rnsb": ("RNSB (relative negative sentiment bias)",
              "KL divergence from uniform of the targets' normalised P(B); 0 = no bias"),
 }
-
-
-def _gather(ds: xr.Dataset, test: TestSpec, settings: list[str]) -> xr.DataArray:
-    """The test's vectors, items X, Y, A, B in order, per setting (dims setting, layer, pooling,
-    item, feature; lazy)."""
-    per_setting = []
-    for setting in settings:
-        parts = []
-        for role in ROLES:
-            sel = select_words(ds, test.words[role], setting=setting, **test.filters.get(role, {}))
-            parts.append(sel.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore"))
-        per_setting.append(xr.concat(parts, dim="item"))
-    emb = xr.concat(per_setting, dim="setting").assign_coords(setting=settings)
-    if emb.chunks is not None:
-        emb = emb.chunk({"item": -1, "feature": -1})
-    return emb
 
 
 def _defined(test: TestSpec) -> tuple[list[str], list[str]] | None:
@@ -135,7 +118,9 @@ def _run(
     parts = []
     for test in test_list:
         n = {role: len(test.words[role]) for role in ROLES}
-        emb = _gather(ds, test, chosen)
+        emb = gather_test(ds, test, chosen)
+        if emb.chunks is not None:
+            emb = emb.chunk({"item": -1, "feature": -1})
         kwargs: dict[str, Any] = {"n_x": n["X"], "n_y": n["Y"]}
         extra: dict[str, Any] = {}
         if metric == "ripa":
@@ -426,14 +411,7 @@ def _example() -> tuple[xr.Dataset, dict[str, Any]]:
 
 
 _COMMON = (
-    Option(name="tests", multiple=True, aliases=("--tests",), metavar="NAME|FILE",
-           help="a test of the suite (e.g. WEAT1), or a YAML/JSON file defining tests by "
-                "X/Y/A/B word lists or labels (default: every test of the suite)"),
-    Option(name="x", multiple=True, flag="--x", help="your own target words X (with --y --a --b)"),
-    Option(name="y", multiple=True, flag="--y", help="your own target words Y"),
-    Option(name="a", multiple=True, flag="--a", help="your own attribute words A"),
-    Option(name="b", multiple=True, flag="--b", help="your own attribute words B"),
-    Option(name="settings", multiple=True, help="contextual setting (default: every setting)"),
+    *TEST_OPTIONS,
     Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
     MIN_WORDS,
 )

@@ -13,7 +13,8 @@ from typing import Any
 import xarray as xr
 
 from emb._text import cut, names, unknown_names
-from emb.analyses._select import label_mask, settings_present
+from emb.analyses._analysis import Option
+from emb.analyses._select import label_mask, select_words, settings_present
 from emb.analyses.weat._tests_file import (
     ROLES,
     TestSpec,
@@ -25,7 +26,7 @@ from emb.analyses.weat._tests_file import (
 )
 from emb.errors import AnalysisError, EmbWarning
 
-__all__ = ["MIN_TARGET_WORDS", "dropped_text", "resolve_tests"]
+__all__ = ["MIN_TARGET_WORDS", "TEST_OPTIONS", "dropped_text", "gather_test", "resolve_tests"]
 
 
 #: Fewest words a target set (X, Y) may have: d measures the distance between the sets' mean
@@ -134,3 +135,29 @@ def resolve_tests(
         if unknown:
             raise AnalysisError(unknown_names("setting", unknown, present, "this suite"))
     return test_list, dropped, chosen
+
+
+def gather_test(ds: xr.Dataset, test: TestSpec, settings: list[str]) -> xr.DataArray:
+    """The test's vectors, its items X, Y, A, B in that order, per setting: ``embedding``
+    (setting, item, layer, pooling, feature), lazy when ``ds`` is."""
+    per_setting = []
+    for setting in settings:
+        parts = []
+        for role in ROLES:
+            sel = select_words(ds, test.words[role], setting=setting, **test.filters.get(role, {}))
+            parts.append(sel.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore"))
+        per_setting.append(xr.concat(parts, dim="item"))
+    return xr.concat(per_setting, dim="setting").assign_coords(setting=settings)
+
+
+#: The options that pick a WEAT-style run's tests, declared once for every family that reads them.
+TEST_OPTIONS = (
+    Option(name="tests", multiple=True, aliases=("--tests",), metavar="NAME|FILE",
+           help="a test of the suite (e.g. WEAT1), or a YAML/JSON file defining tests by "
+                "X/Y/A/B word lists or labels (default: every test of the suite)"),
+    Option(name="x", multiple=True, flag="--x", help="your own target words X (with --y --a --b)"),
+    Option(name="y", multiple=True, flag="--y", help="your own target words Y"),
+    Option(name="a", multiple=True, flag="--a", help="your own attribute words A"),
+    Option(name="b", multiple=True, flag="--b", help="your own attribute words B"),
+    Option(name="settings", multiple=True, help="contextual setting (default: every setting)"),
+)

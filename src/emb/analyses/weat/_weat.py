@@ -31,10 +31,9 @@ from emb.analyses._select import (
     own_descriptions,
     provenance_attrs,
     public_in_package,
-    select_words,
 )
 from emb.analyses.stats._work import plan
-from emb.analyses.weat._resolve import MIN_TARGET_WORDS, resolve_tests
+from emb.analyses.weat._resolve import MIN_TARGET_WORDS, TEST_OPTIONS, gather_test, resolve_tests
 from emb.analyses.weat._summary import _CORRECTIONS, _FAMILIES, summary
 from emb.analyses.weat._tables import tables
 from emb.analyses.weat._tests_file import (
@@ -114,14 +113,7 @@ def _one_test(
     confidence: float,
     min_words: int,
 ) -> xr.Dataset:
-    per_setting = []
-    for setting in settings:
-        parts = []
-        for role in ROLES:
-            sel = select_words(ds, test.words[role], setting=setting, **test.filters.get(role, {}))
-            parts.append(sel.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore"))
-        per_setting.append(xr.concat(parts, dim="item"))
-    emb = xr.concat(per_setting, dim="setting").assign_coords(setting=settings)
+    emb = gather_test(ds, test, settings)
     if emb.chunks is not None:
         # one kernel call (one set of random splits) per setting and as many layers/poolings as
         # fit in a block: the store's chunks are often one layer and pooling each
@@ -408,20 +400,13 @@ ANALYSIS = Analysis(
     suite="weat",
     description="WEAT effect sizes and permutation p-values per test, setting, layer, pooling",
     options=(
-        Option(name="tests", multiple=True, aliases=("--tests",), metavar="NAME|FILE",
-               help="a test of the suite (e.g. WEAT1), or a YAML/JSON file defining tests by "
-                    "X/Y/A/B word lists or labels (default: every test of the suite)"),
-        Option(name="x", multiple=True, flag="--x", help="your own target words X (with --y --a --b)"),
-        Option(name="y", multiple=True, flag="--y", help="your own target words Y"),
-        Option(name="a", multiple=True, flag="--a", help="your own attribute words A"),
-        Option(name="b", multiple=True, flag="--b", help="your own attribute words B"),
-        Option(name="settings", multiple=True, help="contextual setting (default: every setting)"),
+        *TEST_OPTIONS,
+        Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
         DDOF,
         ALTERNATIVE,
         N_PERMUTATIONS,
         Option(name="exact_limit", type="int", high=MAX_PERMUTATIONS,
                help="enumerate every split up to this many"),
-        Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
         CORRECTION,
         Option(name="correction_over", choices=("test", "layer", "test+layer"), help="the correction's family"),
         Option(name="n_bootstrap", type="int", high=MAX_BOOTSTRAP,
