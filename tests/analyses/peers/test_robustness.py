@@ -107,3 +107,69 @@ def test_the_analysis_table_words_and_cli(tmp_path: Path) -> None:
     assert pd.read_csv(out / "seed_sensitivity.csv")["subset_low"].notna().all()
     assert (out / "seed_sensitivity_words.parquet").is_file()
     assert (out / "seed_sensitivity_influence.png").is_file()
+
+
+# -- the empirical null ----------------------------------------------------------------------------
+def test_random_attribute_sets_are_matched_and_distinct() -> None:
+    from emb.analyses.robustness._null import draw_matched
+
+    want = np.array([3, 3, 5, 7, 7, 4])
+    have = np.array([3, 3, 3, 3, 5, 5, 5, 7, 7, 7, 7, 4, 4, 4, 9])
+    draws = draw_matched(want, have, 300, seed=2)
+    assert all(len(set(row)) == want.size for row in draws)
+    assert (have[draws] == want).all()  # every band has at least 3 candidates: exact matches
+    assert len({tuple(r) for r in draws}) > 100
+    # a band with too few words widens to its neighbours
+    wide = draw_matched(np.array([9, 9]), have, 50, seed=0)
+    assert (np.abs(have[wide] - 9) <= 2).all()
+
+
+def test_null_effect_sizes_equal_d_of_the_drawn_sets() -> None:
+    rng = np.random.default_rng(5)
+    targets = rng.normal(size=(9, 8)) + 1
+    pool = rng.normal(size=(20, 8)) + 1
+    draws_a = np.array([[0, 1, 2], [5, 6, 7]])
+    draws_b = np.array([[3, 4, 8], [9, 10, 11]])
+    null = rb.null_effect_sizes(targets, pool, 5, 4, draws_a, draws_b)
+    for r in range(2):
+        want = _weat_d(targets[:5], targets[5:], pool[draws_a[r]], pool[draws_b[r]])
+        assert float(null[r]) == pytest.approx(want, abs=1e-12)
+
+
+def test_random_attribute_sets_give_a_null_centred_on_zero_and_the_planted_d_outside_it() -> None:
+    from emb.analyses.robustness import empirical_null
+    from tests.analyses._synthetic import weat_dataset as synthetic
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = synthetic(n_layers=2, effect=3.0)
+        res = empirical_null(ds, tests=["WEAT1"], n_null=400, n_permutations=2000).compute()
+    cell = res.sel(test="WEAT1", layer=1)
+    # the pool is WEAT2's words: random with respect to flowers and insects
+    assert np.all(np.abs(cell.null_mean.values) < 0.35)
+    assert np.all(cell.effect_size.values > cell.null_high.values)
+    assert np.all(cell.empirical_p.values <= 1 / 401 + 1e-12)
+
+
+def test_frequency_matching_needs_a_frequency_label() -> None:
+    from emb.analyses.robustness import empirical_null
+    from emb.errors import AnalysisError
+
+    ds, _ = ANALYSES["empirical-null"].example()
+    with pytest.raises(AnalysisError, match="frequency label"):
+        empirical_null(ds, match="frequency")
+
+
+def test_empirical_null_through_the_cli(tmp_path: Path) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(tmp_path / "s.zarr", {"weat": weat_dataset(n_layers=2)})
+    out = tmp_path / "out"
+    result = CliRunner().invoke(main, ["analyze", "empirical-null", "--store", str(store), "--out",
+                                       str(out), "--n-null", "100", "--n-permutations", "200"])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "empirical_null.csv")
+    for column in ("effect_size", "null_low", "null_high", "empirical_p", "permutation_p",
+                   "pool_size", "n_permutations", "n_x", "small_n"):
+        assert column in table
+    assert "1/101" in result.output or table["empirical_p"].min() > 1 / 101
