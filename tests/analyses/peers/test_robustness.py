@@ -173,3 +173,60 @@ def test_empirical_null_through_the_cli(tmp_path: Path) -> None:
                    "pool_size", "n_permutations", "n_x", "small_n"):
         assert column in table
     assert "1/101" in result.output or table["empirical_p"].min() > 1 / 101
+
+
+# -- reliability -----------------------------------------------------------------------------------
+def test_split_half_equals_a_loop_over_the_same_halves() -> None:
+    rng = np.random.default_rng(8)
+    sets = [rng.normal(size=(n, 6)) + rng.normal(size=6) for n in (5, 5, 6, 7)]
+    r_half, sb = rb.split_half(np.concatenate(sets), 5, 5, 6, n_splits=30, seed=4)
+    rng2 = np.random.default_rng(4)
+    ha, hb = rb._masks(rng2, 6, 3, 30).astype(bool), rb._masks(rng2, 7, 3, 30).astype(bool)
+    targets = np.concatenate(sets[:2])
+
+    def scores(a, b):
+        return [_weat_s(t, a, b) for t in targets]
+
+    rs = [np.corrcoef(scores(sets[2][ha[k]], sets[3][hb[k]]),
+                      scores(sets[2][~ha[k]], sets[3][~hb[k]]))[0, 1] for k in range(30)]
+    assert float(r_half) == pytest.approx(np.mean(rs), abs=1e-12)
+    assert float(sb) == pytest.approx(2 * np.mean(rs) / (1 + np.mean(rs)), abs=1e-12)
+
+
+def _weat_s(t, a, b) -> float:
+    def cos(u, v):
+        return u @ v / np.linalg.norm(u) / np.linalg.norm(v)
+
+    return np.mean([cos(t, x) for x in a]) - np.mean([cos(t, x) for x in b])
+
+
+def test_reliability_is_high_for_a_real_attribute_and_near_zero_for_noise() -> None:
+    rng = np.random.default_rng(0)
+    d, n = 40, 20
+    e0 = np.eye(d)[0]
+    targets = rng.normal(size=(2 * n, d))
+    targets[:, 0] *= 4  # the targets differ a lot along e0
+    real = [rng.normal(size=(n, d)) + 3 * e0, rng.normal(size=(n, d)) - 3 * e0]
+    noise = [rng.normal(size=(n, d)), rng.normal(size=(n, d))]
+    high = rb.split_half(np.concatenate([targets, *real]), n, n, n, n_splits=100)[1]
+    low = rb.split_half(np.concatenate([targets, *noise]), n, n, n, n_splits=100)[1]
+    assert float(high) > 0.95 and abs(float(low)) < 0.3
+
+
+def test_agreement_is_spearman_over_the_tests_of_the_table() -> None:
+    from scipy.stats import spearmanr
+
+    from emb.analyses.robustness import reliability
+
+    ds, opts = ANALYSES["reliability"].example()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = reliability(ds, **opts).compute()
+    tables = ANALYSES["reliability"].tables(res)
+    main_ = tables["reliability"]
+    cell = main_[(main_.setting == "alone") & (main_.pooling == "mean") & (main_.layer == 2)]
+    agree = tables["metric_agreement"]
+    row = agree[(agree.setting == "alone") & (agree.pooling == "mean") & (agree.layer == 2)
+                & (agree.pair == "abs_d~ect_bias")].iloc[0]
+    assert len(cell) == 4 and int(row["n_tests"]) == 4
+    assert row["agreement"] == pytest.approx(spearmanr(cell["abs_d"], cell["ect_bias"]).statistic, abs=1e-12)

@@ -13,7 +13,8 @@ from matplotlib.patches import Patch
 
 from emb.analyses import _figure as fg
 
-__all__ = ["influence_bars", "null_positions", "subset_bands"]
+__all__ = ["agreement_by_layer", "influence_bars", "null_positions", "reliability_by_layer",
+           "subset_bands"]
 
 #: Colour of each role's bars.
 _ROLE_COLORS = {"X": fg.PALETTE[0], "Y": fg.PALETTE[1], "A": fg.PALETTE[2], "B": fg.PALETTE[3]}
@@ -163,3 +164,66 @@ def null_positions(result: xr.Dataset, *, setting: str | None = None, pooling: s
     fig.suptitle(f"d against random attribute sets ({matched}-matched) — setting {setting}, "
                  f"{pooling} pooling{tag}")
     return fig
+
+
+def _layer_panels(result: xr.Dataset, variable: str, ylabel: str, title: str, *,
+                  group: str, setting: str | None, pooling: str | None, relative_depth: bool,
+                  reference: float | None = None, ylim: tuple[float, float] | None = None) -> Figure:
+    """One panel per model, one line per value of ``group`` (tests, or pairs of metrics)."""
+    result, tag = fg.one_model(result)
+    setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
+    pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    models = fg.labels(result, "model")
+    fig, axes, _ = fg.grid(len(models), max_cols=2, panel_height=2.3, extra_height=1.0,
+                           width=fg.PAGE_WIDTH if len(models) > 1 else fg.PAGE_WIDTH * 0.7)
+    layers = np.asarray(result["layer"].values)
+    members = fg.labels(result, group)
+    colors = dict(zip(members, fg.ordered_colors(len(members)) if len(members) > len(fg.PALETTE)
+                      else fg.PALETTE, strict=False))
+    xlabel = "layer"
+    for ax, model in zip(axes, models, strict=True):
+        for k, member in enumerate(members):
+            y = fg.values(fg.sel(result[variable], model=model, setting=setting, pooling=pooling,
+                                 **{group: member}))
+            x, xlabel = fg.depth_axis(layers, np.isfinite(y), relative_depth)
+            if layers.size == 1:
+                x = x + (k - (len(members) - 1) / 2) * 0.04
+            fg.line(ax, x, y, color=colors[member], ls=fg.LINESTYLES[k % len(fg.LINESTYLES)],
+                    marker=fg.MARKERS[k % len(fg.MARKERS)], ms=3, label=str(member))
+        if reference is not None:
+            ax.axhline(reference, color="0.55", lw=0.6)
+        if ylim:
+            ax.set_ylim(*ylim)
+        ax.set_title(str(model) if model is not None else "", fontsize=6.8)
+        fg.finish_axes(ax, xlabel=None if layers.size == 1 else xlabel,
+                       integer_x=not relative_depth and layers.size > 1, zero=reference is None)
+        if layers.size == 1:
+            ax.set_xticks([float(layers[0])], [f"layer {int(layers[0])}"])
+    axes[0].set_ylabel(ylabel)
+    handles, labels_ = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels_, loc="outside lower center", frameon=False, ncols=min(len(labels_), 3))
+    fig.suptitle(fg.wrap(f"{title} — setting {setting}, {pooling} pooling{tag}", 60))
+    return fig
+
+
+@fg.styled
+def reliability_by_layer(result: xr.Dataset, *, setting: str | None = None,
+                         pooling: str | None = None, relative_depth: bool = False) -> Figure:
+    """Each test's split-half reliability (Spearman–Brown) by layer."""
+    fg.require(result, ["reliability"], "a reliability figure")
+    return _layer_panels(result, "reliability", "split-half reliability (Spearman-Brown)",
+                         "Reliability of the target words' scores over attribute halves",
+                         group="test", setting=setting, pooling=pooling,
+                         relative_depth=relative_depth, reference=0.0, ylim=(-1.05, 1.05))
+
+
+@fg.styled
+def agreement_by_layer(result: xr.Dataset, *, setting: str | None = None,
+                       pooling: str | None = None, relative_depth: bool = False) -> Figure:
+    """Spearman's r over the tests between every two metrics (|d|, |RIPA|, 1 − ECT, MAC), by layer."""
+    fg.require(result, ["agreement"], "an agreement figure")
+    n = int(np.nanmax(fg.values(result["n_tests"]))) if "n_tests" in result else 0
+    return _layer_panels(result, "agreement", f"Spearman r over {n} tests",
+                         "Agreement of the metrics across tests", group="pair", setting=setting,
+                         pooling=pooling, relative_depth=relative_depth, reference=0.0,
+                         ylim=(-1.05, 1.05))
