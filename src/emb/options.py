@@ -48,6 +48,7 @@ __all__ = [
     "N_PERMUTATIONS",
     "SEED",
     "SEED_32",
+    "WORD_SET",
     "Option",
     "check_values",
 ]
@@ -348,3 +349,10 @@ CV_FOLDS = Option(name="cv_folds", type="int", high=25,
 MIN_WORDS = Option(name="min_words", type="int", low=1, high=1_000_000,
                    help="fewest words per set before a row is flagged small_n (8: the smallest "
                         "sets of Caliskan et al. 2017, WEAT6-10)")
+#: Which words cells compared side by side (settings, and stores of one run) are computed on:
+#: ``common`` (the default): the words, and polar words, present in every cell, so that a
+#: difference between two cells is not a difference between their word lists; ``per-setting``:
+#: each cell on all of its own words (emb before issue 24). See docs/rules/same-words.md.
+WORD_SET = Option(name="word_set", choices=("common", "per-setting"),
+                  help="words compared across settings (and stores): 'common', those present in "
+                       "all of them; 'per-setting', each on all of its own")

@@ -135,7 +135,7 @@ def test_valnorm_matches_loops_and_scipy():
     res = valnorm(ds).compute()
     assert res.r.dims == ("lexicon", "setting", "layer", "pooling")
     assert set(res.data_vars) == {"r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p",
-                                  "sc_weat", "rating", "n_subtokens", "residual"}
+                                  "n_poles", "sc_weat", "rating", "n_subtokens", "residual"}
     for setting in ("bleached", "aligned"):
         for layer in LAYERS:
             for pooling in POOLINGS:
@@ -300,7 +300,7 @@ def test_missing_polar_word_raises_naming_it():
     ds = ds.isel(item=np.flatnonzero(keep))
     ds.encoding["source"] = "gpt2.zarr"
     with pytest.raises(MissingStimuliError) as err:
-        valnorm(ds)
+        valnorm(ds, word_set="per-setting")
     msg = str(err.value)
     assert "1 of 25 words are missing" in msg and "'bad7'" in msg and "'aligned'" in msg
     assert "suite 'vast' in store gpt2.zarr" in msg and "emb extract" in msg

@@ -182,9 +182,19 @@ def test_missing_suite(stores: dict[str, Path], tmp_path: Path) -> None:
 
 
 def test_missing_stimuli_message(stores: dict[str, Path], tmp_path: Path) -> None:
-    code, out = _run("vast", "--store", stores["gappy"], "--out", tmp_path, "--no-plots")
+    # per setting, the random setting lacks a polar word: the error names it
+    code, out = _run("vast", "--store", stores["gappy"], "--out", tmp_path, "--no-plots",
+                     "--word-set", "per-setting")
     assert code == 1
     assert "MissingStimuliError" in out and "agony" in out and "random" in out
+    # on the common words (the default) 'agony' is left out of every setting, and the summary says so
+    code, out = _run("vast", "--store", stores["gappy"], "--out", tmp_path / "common",
+                     "--no-plots", "--no-nullification", "--no-tokenization")
+    assert code == 0, out
+    assert "24 unpleasant polar words present in every setting (1 dropped: 1 absent from " \
+           "'random', e.g. agony)" in out and "np.str_" not in out
+    with xr.open_dataset(tmp_path / "common" / "vast.nc") as nc:
+        assert json.loads(nc.attrs["parameters"])["word_set"] == "common"
     code, out = _run("vast", "--store", stores["gappy"], "--out", tmp_path, "--no-plots",
                      "--setting", "bleached", "--no-nullification", "--no-tokenization")
     assert code == 0, out

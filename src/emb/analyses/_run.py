@@ -16,7 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from emb.analyses._analysis import Analysis
-from emb.analyses._select import plain_strings, vectors_coverage
+from emb.analyses._select import common_words, item_values, plain_strings, vectors_coverage
 from emb.analyses.registry import get_analysis
 from emb.errors import AnalysisError, EmbWarning
 
@@ -31,6 +31,40 @@ def _jsonable_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
         else:
             out[key] = json.dumps(value, default=str, sort_keys=True)
     return out
+
+
+#: Item labels that name one stimulus across stores: a word in a setting (and stimulus set).
+_STIMULUS_KEYS = ("setting", "stimulus_set", "word")
+
+
+def _stimulus_keys(ds: xr.Dataset) -> np.ndarray:
+    """One text key per item: its setting, stimulus set and word (those the suite labels)."""
+    cols = [item_values(ds, k).astype(str) for k in _STIMULUS_KEYS if k in ds.variables]
+    keys = cols[0].astype(object)
+    for col in cols[1:]:
+        keys = keys + "/" + col.astype(object)
+    return np.asarray(keys, dtype=object)
+
+
+def common_stimuli(datasets: Mapping[str, xr.Dataset]) -> tuple[dict[str, xr.Dataset], str | None]:
+    """Each store's Dataset with only the stimuli (word in a setting and stimulus set) that every
+    store has: the ``word_set="common"`` rule across the models of one run, so that two models
+    are compared on the same words. Returns the Datasets and the summary's note (None when no
+    store lacks anything)."""
+    if len(datasets) < 2 or any("word" not in ds.variables for ds in datasets.values()):
+        return dict(datasets), None
+    keys = {str(m): _stimulus_keys(ds) for m, ds in datasets.items()}
+    common = common_words(keys)
+    if not common.n_dropped:
+        return dict(datasets), None
+    shared = np.asarray(common.words, dtype=object)
+    out = {}
+    for model, ds in datasets.items():
+        mask = np.isin(keys[str(model)], shared)
+        out[model] = ds if mask.all() else ds.isel(item=np.flatnonzero(mask))
+    note = (common.note("stimuli (setting/stimulus set/word)", "store")
+            .replace("absent from", "absent from store"))
+    return out, note
 
 
 def run_analysis(
@@ -52,6 +86,13 @@ def run_analysis(
     per_model : mapping, optional
         Model name → extra keyword arguments for that model only (e.g. its ``similarity``
         suite for ``vast``).
+
+    Notes
+    -----
+    An analysis that takes ``word_set`` compares the stores on the same words by default
+    (``word_set="common"``): each store keeps only the stimuli (a word in a setting and
+    stimulus set) that every store has, and the result's ``notes`` say how many were dropped
+    and from which store; ``word_set="per-setting"`` keeps each store's own.
     **options
         Keyword arguments of the analysis function, the same for every model (``analysis`` and
         ``datasets`` are positional-only, so an option may be called ``datasets``).
@@ -81,6 +122,12 @@ def run_analysis(
             f"analysis {analysis.name!r} does not take the option(s) {unknown}; "
             f"it takes {sorted(params)}"
         )
+    store_note = None
+    if "word_set" in params and len(datasets) > 1:
+        word_set = options.get("word_set", params["word_set"].default)
+        if word_set == "common":
+            datasets, store_note = common_stimuli(
+                {m: plain_strings(ds) for m, ds in datasets.items()})
     results = []
     for model, ds in datasets.items():
         if note := vectors_coverage(ds):  # a static store without some of its suite's words
@@ -110,4 +157,19 @@ def run_analysis(
         if source:
             out[name].attrs = dict(source)
     out.attrs = _jsonable_attrs({**shared, "models": provenance})
+    if "word_set" in params and len(results) > 1:
+        out.attrs["notes"] = json.dumps(_model_notes(results, list(datasets), store_note))
     return out
+
+
+def _model_notes(results: list[xr.Dataset], models: list[str], store_note: str | None) -> list[str]:
+    """The notes of the models' results (each once; a model's own prefixed with its name), and
+    the note of the stimuli some store lacked."""
+    per = [json.loads(r.attrs.get("notes", "[]")) for r in results]
+    everywhere = [n for n in per[0] if all(n in p for p in per[1:])]
+    notes = list(everywhere)
+    for model, own in zip(models, per, strict=True):
+        notes += [f"{model}: {n}" for n in own if n not in everywhere]
+    if store_note:
+        notes.insert(0, store_note)
+    return notes

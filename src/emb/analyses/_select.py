@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
@@ -18,9 +19,15 @@ import xarray as xr
 
 from emb._text import did_you_mean, names, plain, unknown_names
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.options import WORD_SET
 from emb.schemas.datamodel import ITEM
 
 __all__ = [
+    "CommonWords",
+    "ComparedWords",
+    "common_words",
+    "compared_words",
+    "polar_setting",
     "plain_strings",
     "describe_source",
     "item_values",
@@ -472,3 +479,131 @@ def public_in_package(func: F) -> F:
     the public path (the function is the package's attribute of that name)."""
     func.__module__ = func.__module__.rpartition(".")[0]
     return func
+
+
+# -- the same words in every cell compared side by side ---------------------------------------------
+@dataclass(frozen=True)
+class CommonWords:
+    """The words present in every cell of a comparison (settings, stores), and what each cell lost.
+
+    Attributes
+    ----------
+    words : tuple of str
+        The words present in every cell, in the order of the first cell that lists them.
+    dropped : dict of str to tuple of str
+        Per cell, its words that some other cell lacks (so left out of it).
+    absent : dict of str to tuple of str
+        Per cell, the words other cells have and it lacks (why the others were dropped).
+    """
+
+    words: tuple[str, ...]
+    dropped: dict[str, tuple[str, ...]]
+    absent: dict[str, tuple[str, ...]]
+
+    @property
+    def n_dropped(self) -> int:
+        """Distinct words left out of some cell."""
+        return len({w for ws in self.dropped.values() for w in ws})
+
+    def note(self, what: str = "words", cell: str = "setting") -> str:
+        """One line for a summary: ``compared on the 11,794 words present in every setting
+        (2,071 dropped: absent from 'random')``."""
+        head = f"compared on the {len(self.words):,} {what} present in every {cell}"
+        if not self.n_dropped:
+            return f"{head} (none dropped)"
+        why = "; ".join(f"{len(ws):,} absent from {c!r}" for c, ws in self.absent.items() if ws)
+        some = sorted({w for ws in self.absent.values() for w in ws})
+        more = ", …" if len(some) > 5 else ""
+        return f"{head} ({self.n_dropped:,} dropped: {why}, e.g. {', '.join(some[:5])}{more})"
+
+
+def common_words(cells: Mapping[str, Iterable[str]]) -> CommonWords:
+    """The words every cell of ``cells`` (cell name → its words) has: the one selection rule of
+    every comparison of settings, poolings, layers or stores side by side (``word_set="common"``).
+
+    Examples
+    --------
+    >>> c = common_words({"bleached": ["a", "b", "c"], "random": ["c", "a"]})
+    >>> c.words, c.dropped
+    (('a', 'c'), {'bleached': ('b',), 'random': ()})
+    >>> print(c.note())
+    compared on the 2 words present in every setting (1 dropped: 1 absent from 'random', e.g. b)
+    """
+    lists = {str(k): list(dict.fromkeys(str(w) for w in v)) for k, v in cells.items()}
+    if not lists:
+        return CommonWords(words=(), dropped={}, absent={})
+    sets = {k: set(v) for k, v in lists.items()}
+    shared = set.intersection(*sets.values())
+    union = set.union(*sets.values())
+    first = next(iter(lists.values()))
+    order = [w for w in first if w in shared]
+    return CommonWords(
+        words=tuple(order),
+        dropped={k: tuple(w for w in v if w not in shared) for k, v in lists.items()},
+        absent={k: tuple(sorted(union - sets[k])) for k in lists},
+    )
+
+
+def polar_setting(ds: xr.Dataset, setting: str) -> str:
+    """The setting whose polar items a setting uses: its own, but ``aligned`` for ``misaligned``
+    when the store holds no misaligned polar items (the polar words keep aligned contexts)."""
+    if setting == "misaligned" and not label_mask(
+        ds, setting="misaligned", stimulus_set=["pleasant", "unpleasant"]
+    ).any():
+        return "aligned"
+    return setting
+
+
+@dataclass(frozen=True)
+class ComparedWords:
+    """The words a ``vast`` suite's settings are compared on, for one lexicon (``word_set``).
+
+    ``lexicon`` and ``poles`` are None under ``per-setting`` (each setting its own words); under
+    ``common`` they hold the lexicon words and the pleasant/unpleasant words present in every
+    compared setting, and ``notes`` the summary lines saying what was dropped and why.
+    """
+
+    lexicon: frozenset[str] | None
+    poles: dict[str, list[str]] | None
+    notes: tuple[str, ...]
+    n_dropped: int = 0
+
+
+def compared_words(
+    ds: xr.Dataset, lexicon: str, settings: Sequence[str], word_set: str
+) -> ComparedWords:
+    """The one same-words rule of the ``vast`` family (:func:`valnorm`, ``vast``, ``sc-weat``):
+    with ``word_set="common"`` every setting is scored on the lexicon words and polar words
+    present in all of ``settings`` (see :func:`emb.analyses._select.common_words`)."""
+    WORD_SET.check(word_set, owner="the vast suite's analyses")
+    lexicon, settings = str(lexicon), [str(s) for s in settings]  # plain text in the notes
+    settings = [s for s in settings if label_mask(
+        ds, setting=s, stimulus_set="lexicon", lexicon=lexicon).any()]
+    if len(settings) < 2:
+        return ComparedWords(lexicon=None, poles=None, notes=())
+    words_col = item_values(ds, "word").astype(str)
+    lex = common_words({s: words_col[label_mask(ds, setting=s, stimulus_set="lexicon",
+                                                lexicon=lexicon)] for s in settings})
+    if word_set == "per-setting":
+        sizes = {s: len(lex.words) + len(lex.dropped[s]) for s in settings}
+        notes = () if not lex.n_dropped else (
+            f"lexicon {lexicon!r}: each setting on its own words (--word-set per-setting), "
+            f"{', '.join(f'{s} {n:,}' for s, n in sizes.items())} lexicon words: a difference "
+            "between settings mixes their contexts with their word lists",)
+        return ComparedWords(lexicon=None, poles=None, notes=notes)
+    poles: dict[str, list[str]] = {}
+    notes = [f"lexicon {lexicon!r}: {lex.note('lexicon words')}"]
+    for pole in ("pleasant", "unpleasant"):
+        per: dict[str, np.ndarray] = {}
+        for s in settings:
+            ps = polar_setting(ds, s)
+            mask = label_mask(ds, setting=ps, stimulus_set=pole, lexicon=lexicon)
+            if not mask.any():
+                mask = label_mask(ds, setting=ps, stimulus_set=pole)
+            per[s] = words_col[mask]
+        common = common_words(per)
+        poles[pole] = list(common.words)
+        if common.n_dropped:
+            notes.append(f"lexicon {lexicon!r}: {common.note(f'{pole} polar words')}")
+    return ComparedWords(lexicon=frozenset(lex.words), poles=poles, notes=tuple(notes),
+                         n_dropped=lex.n_dropped)

@@ -32,9 +32,13 @@ from emb.analyses._analysis import (
     front,
     integer_columns,
     mc_floor,
+    small_n_notes,
+    small_n_of,
     tidy_frame,
+    with_set_sizes,
 )
 from emb.analyses._select import (
+    compared_words,
     item_values,
     label_mask,
     own_descriptions,
@@ -51,7 +55,7 @@ from emb.analyses.stats.association import (
     sc_weat_effect_sizes,
 )
 from emb.errors import AnalysisError
-from emb.options import ALTERNATIVE, DDOF, N_PERMUTATIONS
+from emb.options import ALTERNATIVE, DDOF, MIN_WORDS, N_PERMUTATIONS, WORD_SET
 from emb.schemas.datamodel import FEATURE, ITEM
 
 if TYPE_CHECKING:
@@ -259,6 +263,8 @@ def sc_weat_lexicon(
     seed: int = 0,
     alternative: Literal["greater", "less", "two-sided"] = "greater",
     rating: str = "valence",
+    min_words: int = 8,
+    word_set: Literal["common", "per-setting"] = "common",
 ) -> xr.Dataset:
     """SC-WEAT of a lexicon's words (default: all) against its polar words, per setting.
 
@@ -272,13 +278,22 @@ def sc_weat_lexicon(
     rating (per setting, layer and pooling): the words the model places furthest from where their
     rating predicts.
 
+    The settings are compared on the same words (``word_set="common"``, the default): without
+    ``words`` / ``attribute_a`` / ``attribute_b`` every setting scores the lexicon words and the
+    pleasant / unpleasant words present in all chosen settings (the summary notes how many were
+    dropped and why); ``word_set="per-setting"`` scores each setting's own. Given words are the
+    same in every setting (a missing one is an error). An attribute set with fewer than
+    ``min_words`` words flags its setting ``small_n`` (the rule of ``weat``).
+
     Returns
     -------
     xr.Dataset
         ``effect_size(setting, word, layer, pooling)``, ``residual`` (same dims),
         ``rating(setting, word)``, ``n_subtokens(setting, word)`` (and ``p``, with ``p_mc_se``
-        when Monte Carlo, when ``n_permutations > 0``).
+        when Monte Carlo, when ``n_permutations > 0``); ``n_words``, ``n_a``, ``n_b``
+        (targets and attribute words per setting) and ``small_n (setting)``.
     """
+    check_options(ANALYSIS, min_words=min_words, word_set=word_set)
     if "lexicon" not in ds.variables:
         raise AnalysisError("sc-weat reads a 'vast' suite (labels lexicon, stimulus_set)")
     stim = item_values(ds, "stimulus_set").astype(str)
@@ -293,14 +308,18 @@ def sc_weat_lexicon(
                  if v.dims == (ITEM,) and v.dtype.kind == "f" and k not in ("valence_raw",)]
         raise AnalysisError(unknown_names("rating", [rating], rated, "this suite's labels"))
     words_col = item_values(ds, "word").astype(str)
+    compared = compared_words(ds, lex, chosen, word_set)
+    kept = compared.poles or {}
     parts = []
     for setting in chosen:
-        target_words = list(words) if words is not None else unique_in_order(
-            words_col[label_mask(ds, setting=setting, stimulus_set="lexicon", lexicon=lex)]
-        )
+        target_words = list(words) if words is not None else [
+            w for w in unique_in_order(
+                words_col[label_mask(ds, setting=setting, stimulus_set="lexicon", lexicon=lex)])
+            if compared.lexicon is None or w in compared.lexicon
+        ]
         polar = {}
         for pole, given in (("pleasant", attribute_a), ("unpleasant", attribute_b)):
-            polar[pole] = list(given) if given is not None else unique_in_order(
+            polar[pole] = list(given) if given is not None else kept.get(pole) or unique_in_order(
                 words_col[label_mask(ds, setting=setting, stimulus_set=pole, lexicon=lex)]
             )
         res = sc_weat(
@@ -313,13 +332,21 @@ def sc_weat_lexicon(
         items = select_words(ds, target_words, setting=setting, stimulus_set="lexicon", lexicon=lex)
         res["rating"] = ("word", np.asarray(items[rating].values, dtype=np.float64))
         res["n_subtokens"] = ("word", _subtokens(items))
+        sizes = {"a": len(polar["pleasant"]), "b": len(polar["unpleasant"])}
+        res = res.assign(n_words=len(target_words), n_a=sizes["a"], n_b=sizes["b"],
+                         small_n=small_n_of(sizes, min_words))
         parts.append(res.expand_dims(setting=[setting]))
     out = xr.concat(parts, dim="setting", join="outer", combine_attrs="drop_conflicts")
     out["residual"] = rating_residuals(out["effect_size"], out["rating"], dim="word")
     out["rating"].attrs["long_name"] = f"human {rating} rating"
     out["n_subtokens"].attrs["long_name"] = "subtokens of the word in its context"
+    out["n_words"].attrs["long_name"] = "target words scored in the setting"
+    out["n_a"].attrs["long_name"] = "attribute words of set A (pleasant)"
+    out["n_b"].attrs["long_name"] = "attribute words of set B (unpleasant)"
+    out["small_n"].attrs["long_name"] = f"an attribute set has fewer than {int(min_words)} words"
     out.attrs.update({"analysis": "sc-weat", "lexicon": lex, "settings": json.dumps(chosen),
-                      "rating": rating})
+                      "rating": rating, "min_words": int(min_words), "word_set": word_set,
+                      "notes": json.dumps(list(compared.notes))})
     return out.transpose("setting", "word", ...)
 
 
@@ -364,7 +391,8 @@ def declared_cell(frame: pd.DataFrame) -> pd.DataFrame:
 def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     """``sc_weat``: one row per (model, setting, word, pooling, layer) with the word's rating,
     subtoken count and residual from the least-squares line of SC-WEAT on the rating."""
-    return {"sc_weat": word_table(result)}
+    return {"sc_weat": with_set_sizes(word_table(result), result, unit="setting",
+                                      variables=("n_words", "n_a", "n_b", "small_n"))}
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
@@ -416,7 +444,9 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         table=pd.DataFrame(rows),
         notes=[f"Every word's effect size at every layer is in the table file, with its {rating} "
                "rating, subtoken count and residual from the least-squares line of SC-WEAT on the "
-               "rating (per setting, layer and pooling)."],
+               "rating (per setting, layer and pooling).",
+               *small_n_notes(result, unit="setting", roles=("a", "b")),
+               *json.loads(str(result.attrs.get("notes", "[]")))],
     )
 
 
@@ -443,6 +473,8 @@ ANALYSIS = Analysis(
                help="random re-splits of A and B for p (0: no p)"),
         ALTERNATIVE,
         Option(name="rating", help="the rating label each word's SC-WEAT is shown against"),
+        MIN_WORDS,
+        WORD_SET,
     ),
     tables=_tables,
     figures=_figures,
@@ -453,6 +485,7 @@ ANALYSIS = Analysis(
         "residual": ("setting", "word", "layer", "pooling"),
         "rating": ("setting", "word"),
         "n_subtokens": ("setting", "word"),
+        **{name: ("setting",) for name in ("n_words", "n_a", "n_b", "small_n")},
     },
     example=_example,
 )

@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -40,6 +40,7 @@ from emb.analyses._select import _attr, describe_source, own_descriptions, prove
 from emb.analyses.stats import correlation_ci, spearman
 from emb.analyses.stats.nullify import MAX_K, nullified_pair_cosines
 from emb.errors import AnalysisError, MissingStimuliError
+from emb.options import WORD_SET
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -227,6 +228,7 @@ def word_similarity(
     k_max: int = 12,
     subtract_mean: bool = True,
     allow_missing: bool = False,
+    word_set: Literal["common", "per-setting"] = "common",
 ) -> xr.Dataset:
     """Spearman's ρ of embedding cosines vs human similarity ratings, per layer and ``k``.
 
@@ -251,6 +253,13 @@ def word_similarity(
         Subtract the words' mean vector before nullification (default ``True``).
     allow_missing : bool
         Drop the pairs with a word the store lacks (counted in ``n_missing``) instead of raising.
+    word_set : {"common", "per-setting"}, default "common"
+        The same pairs in every cell compared side by side. Within a store this holds by
+        construction: every layer, pooling and ``k`` scores the same pairs of a benchmark (``n``
+        per benchmark). Across the stores of one run (:func:`emb.analyses.run_analysis`)
+        ``common`` keeps the words every store has, so with ``allow_missing`` two models' ρ
+        rest on the same pairs; ``per-setting`` keeps each store's own. See
+        ``docs/rules/same-words.md``.
 
     Returns
     -------
@@ -288,7 +297,7 @@ def word_similarity(
         pairs = _checked_frame(pairs)
         if datasets is not None:
             pairs = pairs[pairs["dataset"].isin(list(datasets))]
-    check_options(ANALYSIS, k_max=k_max)
+    check_options(ANALYSIS, k_max=k_max, word_set=word_set)
     if "setting" not in ds.coords and "setting" not in ds:
         raise AnalysisError("the Dataset has no 'setting' coordinate; is it an emb suite group?")
     settings_present = sorted(set(np.asarray(ds["setting"].values).astype(str)))
@@ -402,6 +411,7 @@ def word_similarity(
                     "subtract_mean": subtract_mean,
                     "allow_missing": allow_missing,
                     "datasets": names,
+                    "word_set": word_set,
                 }
             ),
         }
@@ -466,7 +476,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                    notes=["CI: 95%, Fisher's z with the Bonett-Wright standard error for "
                           "Spearman's rho. p: two-sided, t approximation (the exact permutation p "
                           "over at most 9 pairs). No correction.",
-                          "best layer (exploratory): chosen after looking; report the declared cell."])
+                          "best layer (exploratory): chosen after looking; report the declared cell.",
+                          *json.loads(str(result.attrs.get("notes", "[]")))])
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:
@@ -490,6 +501,7 @@ ANALYSIS = Analysis(
         Option(name="poolings", multiple=True, help="subword pooling (default: all in the store)"),
         Option(name="k_max", type="int", high=MAX_K, help="nullify k = 0..K principal components"),
         Option(name="allow_missing", type="bool", help="drop (and count) pairs with a missing word"),
+        WORD_SET,
     ),
     tables=_tables,
     figures=_figures,

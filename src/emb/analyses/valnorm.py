@@ -40,6 +40,7 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import (
+    compared_words,
     item_values,
     label_mask,
     own_descriptions,
@@ -52,7 +53,7 @@ from emb.analyses._select import (
 from emb.analyses.sc_weat import declared_cell, word_table
 from emb.analyses.stats.association import rating_residuals, sc_weat_effect_sizes
 from emb.errors import AnalysisError, MissingStimuliError
-from emb.options import DDOF
+from emb.options import DDOF, WORD_SET
 from emb.schemas.datamodel import ITEM
 
 if TYPE_CHECKING:
@@ -76,16 +77,19 @@ def _positions(mask: np.ndarray) -> slice | np.ndarray:
 
 
 def polar_selection(
-    ds: xr.Dataset, pole: str, setting: str, lexicon: str, has_lexicon_label: bool
+    ds: xr.Dataset, pole: str, setting: str, lexicon: str, has_lexicon_label: bool,
+    words: Sequence[str] | None = None,
 ) -> xr.Dataset:
     """The ``pole`` (pleasant/unpleasant) items of one setting, per lexicon when labelled so.
 
     Shared by :func:`valnorm` and :func:`emb.analyses.vast.vast`, so both pick the same polar
-    words (raises :class:`~emb.errors.MissingStimuliError` when the suite has none).
+    words (raises :class:`~emb.errors.MissingStimuliError` when the suite has none): all the
+    suite's ``pole`` words, or ``words`` (those present in every compared setting).
     """
-    words = unique_in_order(
-        np.asarray(item_values(ds, "word"))[label_mask(ds, stimulus_set=pole)].astype(str)
-    )
+    if words is None:
+        words = unique_in_order(
+            np.asarray(item_values(ds, "word"))[label_mask(ds, stimulus_set=pole)].astype(str)
+        )
     if not words:
         raise MissingStimuliError(
             f"this Dataset has no {pole!r} polar words (stimulus_set={pole!r}); "
@@ -165,6 +169,7 @@ def valnorm(
     ddof: int = 1,
     method: Literal["default", "reference"] = "default",
     per_word: bool = True,
+    word_set: Literal["common", "per-setting"] = "common",
 ) -> xr.Dataset:
     """ValNorm / VAST: Pearson's r of SC-WEAT effect sizes with human ratings, lazily.
 
@@ -191,13 +196,20 @@ def valnorm(
     per_word : bool, default True
         Also return each word's SC-WEAT, rating, subtoken count and residual (from the
         least-squares line of SC-WEAT on the rating), over a ``word`` dimension.
+    word_set : {"common", "per-setting"}, default "common"
+        The words the settings are compared on. ``common``: per lexicon, every setting is scored
+        on the lexicon words and polar words present in *all* chosen settings (the ``random``
+        setting lacks the words without a corpus sentence), so the settings' r differ only by
+        their contexts; the summary says how many words were dropped and why. ``per-setting``:
+        each setting on all of its own words. See ``docs/rules/same-words.md``.
 
     Returns
     -------
     xarray.Dataset
         Dims ``(lexicon, setting, layer, pooling)``; variables ``r`` (Pearson), ``p``
         (two-sided), ``n`` (lexicon words correlated), ``ci_low``/``ci_high`` (Fisher-z 95 %),
-        ``spearman_r``, ``spearman_p``.  A (lexicon, setting) pair without items has n = 0 and
+        ``spearman_r``, ``spearman_p``; ``n_poles`` (lexicon, setting): polar words of both
+        poles together.  A (lexicon, setting) pair without items has n = 0 and
         NaN statistics.  With ``per_word``: ``sc_weat`` and ``residual`` (lexicon, setting,
         word, layer, pooling), ``rating`` and ``n_subtokens`` (lexicon, setting, word); NaN where
         a word is not a target of that lexicon and setting.  Attributes: options, polar words,
@@ -240,7 +252,7 @@ def valnorm(
     """
     if method not in ("default", "reference"):
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")
-    check_options(ANALYSIS, ddof=ddof)
+    check_options(ANALYSIS, ddof=ddof, word_set=word_set)
     for label in ("stimulus_set", "lexicon"):
         if label not in ds.variables:
             raise AnalysisError(
@@ -265,12 +277,18 @@ def valnorm(
     polar_words: dict[str, list[str]] = {}
     polar_settings: dict[str, str] = {}
     results = []
+    notes: list[str] = []
     for lex in lexicons:
         per_setting = []
+        compared = compared_words(ds, lex, chosen, word_set)
+        notes += compared.notes
+        kept = compared.poles or {}
         for setting in chosen:
             mask = is_lexicon & (lex_col == lex) & (setting_col == setting)
             if not mask.any():
                 continue
+            if compared.lexicon is not None:
+                mask &= np.isin(words_col, list(compared.lexicon))
             if ratings == "valence":
                 polar_setting = setting
                 if setting == "misaligned" and not label_mask(
@@ -278,8 +296,9 @@ def valnorm(
                 ).any():
                     polar_setting = "aligned"
                 polar_settings[setting] = polar_setting
-                a = polar_selection(ds, "pleasant", polar_setting, lex, True)
-                b = polar_selection(ds, "unpleasant", polar_setting, lex, True)
+                a = polar_selection(ds, "pleasant", polar_setting, lex, True, kept.get("pleasant"))
+                b = polar_selection(ds, "unpleasant", polar_setting, lex, True,
+                                    kept.get("unpleasant"))
                 polar_words["pleasant"] = [str(w) for w in a["word"].values]
                 polar_words["unpleasant"] = [str(w) for w in b["word"].values]
                 if method == "default":
@@ -302,7 +321,8 @@ def valnorm(
             rating = xr.DataArray(rating_col[mask].astype(np.float64), dims=ITEM)
             pear = stats.correlation(es, rating, dim=ITEM, method="pearson")
             spear = stats.correlation(es, rating, dim=ITEM, method="spearman")
-            part = pear.assign(spearman_r=spear["r"], spearman_p=spear["p"])
+            part = pear.assign(spearman_r=spear["r"], spearman_p=spear["p"],
+                               n_poles=len(a_emb[ITEM]) + len(b_emb[ITEM]))
             if per_word:
                 targets = _word_labels(words_col[mask])
                 part["sc_weat"] = es.rename({ITEM: "word"}).assign_coords(word=targets)
@@ -321,6 +341,8 @@ def valnorm(
     out = xr.concat(results, dim="lexicon", join="outer", fill_value=np.nan)
     out = out.reindex(setting=chosen)
     out["n"] = out["n"].fillna(0).astype(np.int64)
+    out["n_poles"] = out["n_poles"].fillna(0).astype(np.int64)
+    out["n_poles"].attrs["long_name"] = "polar words (both poles together)"
     if per_word:
         out["residual"] = rating_residuals(out["sc_weat"], out["rating"], dim="word")
         out["sc_weat"].attrs["long_name"] = "SC-WEAT effect size of the word"
@@ -340,6 +362,8 @@ def valnorm(
         "polar_words_removed": str(method == "default" or ratings != "valence").lower(),
         "polar_words": json.dumps(polar_words, ensure_ascii=False),
         "polar_settings": json.dumps(polar_settings),
+        "word_set": word_set,
+        "notes": json.dumps(notes),
         **provenance_attrs(ds),
     }
     return out
@@ -373,8 +397,11 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     row per word and cell (its SC-WEAT, rating, subtoken count, residual);
     ``valnorm_best_layers``: the top layer's r beside the best layer (exploratory), per model."""
     frame = integer_columns(tidy_frame(result, list(STAT_NAMES)), ("layer", "n"))
+    if "n_poles" in result:
+        poles = result[["n_poles"]].reset_coords(drop=True).to_dataframe().reset_index()
+        frame = integer_columns(frame.merge(poles, how="left"), ("n_poles",))
     frame = correlation_table(front(frame, ("model", "lexicon", "setting", "pooling", "layer", "n",
-                                            "r", "p")))
+                                            "n_poles", "r", "p")))
     tables = {"valnorm": frame}
     if "sc_weat" in result:
         tables["valnorm_words"] = word_table(result, value="sc_weat")
@@ -463,9 +490,11 @@ def correlation_summary(
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     rating = result.attrs.get("ratings", "valence")
-    return correlation_summary(
+    summary = correlation_summary(
         tables["valnorm"], title=f"ValNorm: Pearson's r of SC-WEAT with human {rating} ratings"
     )
+    return Summary(title=summary.title, headline=summary.headline, table=summary.table,
+                   notes=[*summary.notes, *json.loads(result.attrs.get("notes", "[]"))])
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:
@@ -486,6 +515,7 @@ ANALYSIS = Analysis(
         Option(name="ratings", flag="--rating", help="rating to correlate with: valence, arousal or dominance"),
         DDOF.but(help="delta degrees of freedom of the SC-WEAT standard deviation"),
         Option(name="per_word", type="bool", help="each word's SC-WEAT, rating and residual (table valnorm_words)"),
+        WORD_SET,
     ),
     tables=_tables,
     figures=_figures,
@@ -494,6 +524,7 @@ ANALYSIS = Analysis(
     outputs={
         **{name: ("lexicon", "setting", "layer", "pooling")
            for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        "n_poles": ("lexicon", "setting"),
         "sc_weat": ("lexicon", "setting", "word", "layer", "pooling"),
         "residual": ("lexicon", "setting", "word", "layer", "pooling"),
         "rating": ("lexicon", "setting", "word"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -316,13 +318,17 @@ def test_vast_errors(toy: xr.Dataset) -> None:
         vast(toy, k_max=-1)
     with pytest.raises(AnalysisError, match="method"):
         vast(toy, method="authors")  # type: ignore[arg-type]
-    # a polar word without a 'random' context (no corpus sentence): that setting cannot be scored
+    # a polar word without a 'random' context (no corpus sentence): per setting, that setting
+    # cannot be scored; on the common words (the default) 'love' is left out of every setting
     ds = vast_dataset(n_words=60)
     words = np.asarray(ds["word"].values).astype(str)
     setting = np.asarray(ds["setting"].values).astype(str)
     missing = ds.isel(item=np.flatnonzero(~((words == "love") & (setting == "random"))))
     with pytest.raises(MissingStimuliError, match="love"):
-        vast(missing, tokenization=False, nullification=False)
+        vast(missing, tokenization=False, nullification=False, word_set="per-setting")
+    common = vast(missing, tokenization=False, nullification=False)
+    assert (common.n_poles.sel(rating="valence").values == len(PLEASANT) + len(UNPLEASANT) - 1).all()
+    assert any("1 absent from 'random', e.g. love" in n for n in json.loads(common.attrs["notes"]))
     res = vast(missing, settings=["bleached"], tokenization=False, nullification=False)
     assert int(res.n.sel(rating="valence", layer=0, pooling="last", setting="bleached", lexicon="toy")) == 60
 

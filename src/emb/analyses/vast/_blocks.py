@@ -16,6 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from emb.analyses._select import (
+    ComparedWords,
     item_values,
     label_mask,
     settings_present,
@@ -110,9 +111,15 @@ _ROW = "_vast_row"
 _REST = "_vast_rest"
 
 
-def _block(ds: xr.Dataset, lexicon: str, setting: str, ratings: Sequence[str]) -> _Block:
-    """Select the rows of one (lexicon, setting) as :func:`~emb.analyses.valnorm.valnorm` does."""
+def _block(
+    ds: xr.Dataset, lexicon: str, setting: str, ratings: Sequence[str],
+    words: ComparedWords | None = None,
+) -> _Block:
+    """Select the rows of one (lexicon, setting) as :func:`~emb.analyses.valnorm.valnorm` does:
+    all of the setting's words, or only ``words`` (those every compared setting has)."""
     lex_mask = label_mask(ds, setting=setting, stimulus_set="lexicon", lexicon=lexicon)
+    if words is not None and words.lexicon is not None:
+        lex_mask &= np.isin(item_values(ds, "word").astype(str), list(words.lexicon))
     lex_pos = np.flatnonzero(lex_mask)
     if lex_pos.size == 0:
         raise MissingStimuliError(
@@ -125,8 +132,11 @@ def _block(ds: xr.Dataset, lexicon: str, setting: str, ratings: Sequence[str]) -
     ).any():
         polar_setting = "aligned"  # the polar words keep their aligned contexts
     indexed = ds.drop_vars("embedding").assign_coords({_ROW: ("item", np.arange(ds.sizes["item"]))})
-    pos_a = np.asarray(polar_selection(indexed, "pleasant", polar_setting, lexicon, True)[_ROW])
-    pos_b = np.asarray(polar_selection(indexed, "unpleasant", polar_setting, lexicon, True)[_ROW])
+    kept = words.poles if words is not None and words.poles is not None else {}
+    pos_a = np.asarray(polar_selection(indexed, "pleasant", polar_setting, lexicon, True,
+                                       kept.get("pleasant"))[_ROW])
+    pos_b = np.asarray(polar_selection(indexed, "unpleasant", polar_setting, lexicon, True,
+                                       kept.get("unpleasant"))[_ROW])
     rows = np.concatenate([lex_pos, pos_a, pos_b])
     words = np.asarray(item_values(ds, "word"))[rows].astype(str)
     values: dict[str, np.ndarray] = {}

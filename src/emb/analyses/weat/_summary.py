@@ -3,6 +3,8 @@ their correction, the largest |d| anywhere as an exploratory note."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import xarray as xr
 
@@ -93,6 +95,7 @@ def summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         + (f", {best['model']}" if "model" in best else "") + "."
     )
     notes += small_n_notes(result)
+    notes += json.loads(str(result.attrs.get("notes", "[]")))  # the stores' common words
     return Summary(
         title=f"WEAT effect sizes (Cohen's d, ddof {result.attrs.get('ddof', 1)})",
         headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],

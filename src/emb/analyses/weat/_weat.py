@@ -41,7 +41,7 @@ from emb.analyses.weat._tests_file import (
     TestSpec,
 )
 from emb.errors import AnalysisError
-from emb.options import ALTERNATIVE, CORRECTION, DDOF, MIN_WORDS, N_PERMUTATIONS
+from emb.options import ALTERNATIVE, CORRECTION, DDOF, MIN_WORDS, N_PERMUTATIONS, WORD_SET
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -193,6 +193,7 @@ def weat(
     n_bootstrap: int = 1000,
     confidence: float = 0.95,
     min_words: int = 8,
+    word_set: Literal["common", "per-setting"] = "common",
 ) -> xr.Dataset:
     """Word Embedding Association Test effect sizes and permutation p-values, lazily.
 
@@ -245,6 +246,14 @@ def weat(
         vocabulary), or with a single word in X or Y (where d is fixed at ±sqrt(2)), is dropped
         with an :class:`~emb.errors.EmbWarning` and the others go on; only when every test is
         dropped is it an error.
+    word_set : {"common", "per-setting"}, default "common"
+        The same words in every cell compared side by side. Within a store this holds by
+        construction: every setting scores a test's words (a word missing from a setting is an
+        error naming it, never a silently smaller set) and layers and poolings share the items.
+        Across the stores of one run (:func:`emb.analyses.run_analysis`, ``--store a=…
+        --store b=…``) ``common`` keeps the words every store has, so two models' d rest on
+        the same X, Y, A, B (``n_x`` … per model say so); ``per-setting`` keeps each store's
+        own. See ``docs/rules/same-words.md``.
 
     Returns
     -------
@@ -298,7 +307,7 @@ def weat(
     check_options(ANALYSIS, alternative=alternative, method=method, correction=correction,
                   correction_over=correction_over, ddof=ddof, n_permutations=n_permutations,
                   exact_limit=exact_limit, seed=seed, n_bootstrap=n_bootstrap,
-                  confidence=confidence, min_words=min_words)
+                  confidence=confidence, min_words=min_words, word_set=word_set)
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
 
@@ -364,6 +373,7 @@ def weat(
         "n_bootstrap": int(n_bootstrap),
         "confidence": float(confidence),
         "min_words": int(min_words),
+        "word_set": word_set,
         "dropped": json.dumps(dropped, ensure_ascii=False),
         "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
         "filters": json.dumps({t.name: t.filters for t in test_list}, ensure_ascii=False),
@@ -415,6 +425,7 @@ ANALYSIS = Analysis(
         Option(name="confidence", type="float", low=0, high=1, low_open=True, high_open=True,
                help="coverage of the bootstrap CI"),
         MIN_WORDS,
+        WORD_SET,
     ),
     tables=tables,
     figures=_figures,
