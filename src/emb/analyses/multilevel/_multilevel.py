@@ -34,7 +34,7 @@ from emb.analyses._select import own_descriptions, provenance_attrs, public_in_p
 from emb.analyses.stats import multilevel as ml
 from emb.analyses.weat._resolve import TEST_OPTIONS, gather_test, resolve_tests
 from emb.analyses.weat._tests_file import ROLES
-from emb.options import ALTERNATIVE, DDOF, MIN_WORDS, N_PERMUTATIONS
+from emb.options import ALTERNATIVE, DDOF, MIN_WORDS, N_PERMUTATIONS, WORD_SET
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -61,6 +61,7 @@ def ml_eat(
     exact_limit: int = 1_000_000,
     seed: int = 0,
     min_words: int = 8,
+    word_set: Literal["common", "per-setting"] = "common",
 ) -> xr.Dataset:
     """The multilevel embedding association test (Wolfe, Hiniker & Howe 2024) of each WEAT-style
     test, lazily.
@@ -82,6 +83,9 @@ def ml_eat(
         The permutation tests: exact when ``C(n, k) ≤ exact_limit``, else seeded Monte Carlo.
     min_words : int, default 8
         A test with a set of fewer words is flagged ``small_n``.
+    word_set : {"common", "per-setting"}, default "common"
+        Across the stores of one run, the words every store has, or each store's own (within a
+        store every cell uses the test's words); see ``docs/rules/same-words.md``.
 
     Returns
     -------
@@ -114,7 +118,7 @@ def ml_eat(
     """
     check_options(ANALYSIS, ddof=ddof, alternative=alternative, alpha=alpha,
                   n_permutations=n_permutations, exact_limit=exact_limit, seed=seed,
-                  min_words=min_words)
+                  min_words=min_words, word_set=word_set)
     test_list, dropped, chosen = resolve_tests(ds, tests=tests, x=x, y=y, a=a, b=b,
                                                settings=settings, include_excluded=include_excluded)
     parts = []
@@ -161,6 +165,7 @@ def ml_eat(
         "analysis": "ml-eat", "ddof": int(ddof), "alternative": alternative, "alpha": float(alpha),
         "n_permutations": int(n_permutations), "exact_limit": int(exact_limit), "seed": int(seed),
         "include_excluded": str(bool(include_excluded)).lower(), "min_words": int(min_words),
+        "word_set": word_set,
         "dropped": json.dumps(dropped, ensure_ascii=False),
         "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
         **provenance_attrs(ds),
@@ -272,6 +277,7 @@ ANALYSIS = Analysis(
         Option(name="exact_limit", type="int", high=MAX_PERMUTATIONS,
                help="enumerate every split up to this many"),
         MIN_WORDS,
+        WORD_SET,
     ),
     tables=_tables,
     figures=_figures,

@@ -41,7 +41,7 @@ from emb.analyses._select import (
 from emb.analyses.stats import peers as kernels
 from emb.analyses.weat._resolve import TEST_OPTIONS, gather_test, resolve_tests
 from emb.analyses.weat._tests_file import ROLES, TestSpec
-from emb.options import MIN_WORDS, SEED_32
+from emb.options import MIN_WORDS, SEED_32, WORD_SET
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -106,6 +106,7 @@ def _run(
     min_words: int,
     method: str = "default",
     seed: int = 0,
+    word_set: str = "common",
 ) -> xr.Dataset:
     """One metric over every resolved test: ``metric(test, setting, layer, pooling)`` with the
     per-test set sizes and flags."""
@@ -156,6 +157,7 @@ def _run(
         "method": method,
         "include_excluded": str(bool(include_excluded)).lower(),
         "min_words": int(min_words),
+        "word_set": word_set,
         "dropped": json.dumps(dropped, ensure_ascii=False),
         "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
         **({"seed": int(seed)} if metric == "rnsb" else {}),
@@ -176,7 +178,10 @@ _TESTS_DOC = """    ds : xarray.Dataset
     include_excluded : bool, default False
         Keep the target names Caliskan et al. dropped (WEAT3–5).
     min_words : int, default 8
-        A test with fewer words than this in a set is flagged ``small_n``."""
+        A test with fewer words than this in a set is flagged ``small_n``.
+    word_set : {"common", "per-setting"}, default "common"
+        Across the stores of one run, the words every store has, or each store's own (within a
+        store every cell uses the test's words); see ``docs/rules/same-words.md``."""
 
 
 @public_in_package
@@ -184,7 +189,8 @@ _TESTS_DOC = """    ds : xarray.Dataset
 def mac(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
         y: Sequence[str] | None = None, a: Sequence[str] | None = None,
         b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
-        include_excluded: bool = False, min_words: int = 8) -> xr.Dataset:
+        include_excluded: bool = False, min_words: int = 8,
+        word_set: Literal["common", "per-setting"] = "common") -> xr.Dataset:
     """Mean average cosine distance (Manzini et al. 2019) of each WEAT-style test, lazily.
 
     Parameters
@@ -211,9 +217,9 @@ def mac(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
     ...                                   layer=0)) > 0
     True
     """
-    check_options(MAC, min_words=min_words)
+    check_options(MAC, min_words=min_words, word_set=word_set)
     return _run("mac", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
-                include_excluded=include_excluded, min_words=min_words)
+                include_excluded=include_excluded, min_words=min_words, word_set=word_set)
 
 
 @public_in_package
@@ -221,7 +227,8 @@ def mac(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
 def ect(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
         y: Sequence[str] | None = None, a: Sequence[str] | None = None,
         b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
-        include_excluded: bool = False, min_words: int = 8) -> xr.Dataset:
+        include_excluded: bool = False, min_words: int = 8,
+        word_set: Literal["common", "per-setting"] = "common") -> xr.Dataset:
     """Embedding coherence test (Dev & Phillips 2019) of each WEAT-style test, lazily.
 
     Parameters
@@ -243,9 +250,9 @@ def ect(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
     >>> bool(res.sel(test="WEAT1") < res.sel(test="WEAT2"))
     True
     """
-    check_options(ECT, min_words=min_words)
+    check_options(ECT, min_words=min_words, word_set=word_set)
     return _run("ect", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
-                include_excluded=include_excluded, min_words=min_words)
+                include_excluded=include_excluded, min_words=min_words, word_set=word_set)
 
 
 @public_in_package
@@ -254,6 +261,7 @@ def ripa(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
          y: Sequence[str] | None = None, a: Sequence[str] | None = None,
          b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
          include_excluded: bool = False, min_words: int = 8,
+         word_set: Literal["common", "per-setting"] = "common",
          method: Literal["default", "reference"] = "default") -> xr.Dataset:
     """Relational inner product association (Ethayarajh et al. 2019) of each WEAT-style test.
 
@@ -285,9 +293,10 @@ def ripa(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
     >>> int(ripa(ds, **options).n_pairs.sel(test="WEAT1"))
     8
     """
-    check_options(RIPA, min_words=min_words, method=method)
+    check_options(RIPA, min_words=min_words, method=method, word_set=word_set)
     return _run("ripa", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
-                include_excluded=include_excluded, min_words=min_words, method=method)
+                include_excluded=include_excluded, min_words=min_words, method=method,
+                word_set=word_set)
 
 
 @public_in_package
@@ -296,6 +305,7 @@ def rnsb(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
          y: Sequence[str] | None = None, a: Sequence[str] | None = None,
          b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
          include_excluded: bool = False, min_words: int = 8,
+         word_set: Literal["common", "per-setting"] = "common",
          method: Literal["default", "reference"] = "default", seed: int = 0) -> xr.Dataset:
     """Relative negative sentiment bias (Sweeney & Najafian 2019) of each WEAT-style test.
 
@@ -331,9 +341,10 @@ def rnsb(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
     ...                                     layer=0)) >= 0
     True
     """
-    check_options(RNSB, min_words=min_words, method=method, seed=seed)
+    check_options(RNSB, min_words=min_words, method=method, seed=seed, word_set=word_set)
     return _run("rnsb", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
-                include_excluded=include_excluded, min_words=min_words, method=method, seed=seed)
+                include_excluded=include_excluded, min_words=min_words, method=method, seed=seed,
+                word_set=word_set)
 
 
 for _f in (mac, ect, ripa, rnsb):
@@ -414,6 +425,7 @@ _COMMON = (
     *TEST_OPTIONS,
     Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
     MIN_WORDS,
+    WORD_SET,
 )
 
 

@@ -21,7 +21,7 @@ from emb.analyses._analysis import (
 from emb.analyses._select import provenance_attrs
 from emb.analyses.weat._resolve import TEST_OPTIONS, gather_test, resolve_tests
 from emb.analyses.weat._tests_file import ROLES, TestSpec
-from emb.options import MIN_WORDS
+from emb.options import MIN_WORDS, WORD_SET
 
 __all__ = ["TEST_CHOICE", "declared_cell", "per_test", "test_attrs", "with_groups"]
 
@@ -30,6 +30,7 @@ TEST_CHOICE = (
     *TEST_OPTIONS,
     Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
     MIN_WORDS,
+    WORD_SET,
 )
 
 

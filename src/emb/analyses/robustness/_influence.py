@@ -4,7 +4,7 @@ when the word sets are sampled differently; per test, setting, layer and pooling
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -70,6 +70,7 @@ def seed_sensitivity(
     n_subsets: int = 1000,
     seed: int = 0,
     min_words: int = 8,
+    word_set: Literal["common", "per-setting"] = "common",
 ) -> xr.Dataset:
     """How much each WEAT effect size rests on its words (Antoniak & Mimno 2021), lazily.
 
@@ -88,6 +89,9 @@ def seed_sensitivity(
     seed : int, default 0
     min_words : int, default 8
         A test with a set of fewer words is flagged ``small_n``.
+    word_set : {"common", "per-setting"}, default "common"
+        Across the stores of one run, the words every store has, or each store's own (within a
+        store every cell uses the test's words); see ``docs/rules/same-words.md``.
 
     Returns
     -------
@@ -115,7 +119,7 @@ def seed_sensitivity(
     True
     """
     check_options(ANALYSIS, ddof=ddof, fraction=fraction, n_subsets=n_subsets, seed=seed,
-                  min_words=min_words)
+                  min_words=min_words, word_set=word_set)
 
     def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
         emb = vectors(data, test, chosen)
@@ -163,7 +167,7 @@ def seed_sensitivity(
         res[name].attrs["long_name"] = text
     res.attrs = test_attrs("seed-sensitivity", test_list, dropped, ds, ddof=int(ddof),
                            fraction=float(fraction), n_subsets=int(n_subsets), seed=int(seed),
-                           include_excluded=bool(include_excluded), min_words=int(min_words))
+                           include_excluded=bool(include_excluded), word_set=word_set, min_words=int(min_words))
     return res
 
 

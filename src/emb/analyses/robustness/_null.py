@@ -167,6 +167,7 @@ def empirical_null(
     ddof: int = 1,
     seed: int = 0,
     min_words: int = 8,
+    word_set: Literal["common", "per-setting"] = "common",
 ) -> xr.Dataset:
     """WEAT's d against random attribute sets (Dobrzeniecka & Urbaniak 2024), lazily.
 
@@ -190,6 +191,9 @@ def empirical_null(
         WEAT's permutation test (Monte Carlo, seeded).
     ddof, seed, min_words
         As for :func:`emb.analyses.weat`.
+    word_set : {"common", "per-setting"}, default "common"
+        Across the stores of one run, the words every store has, or each store's own (within a
+        store every cell uses the test's words); see ``docs/rules/same-words.md``.
 
     Returns
     -------
@@ -216,7 +220,7 @@ def empirical_null(
     16
     """
     check_options(ANALYSIS, match=match, n_null=n_null, alternative=alternative,
-                  n_permutations=n_permutations, ddof=ddof, seed=seed, min_words=min_words)
+                  n_permutations=n_permutations, ddof=ddof, seed=seed, min_words=min_words, word_set=word_set)
 
     def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
         pool_words, positions = _pool(data, test, chosen)
@@ -259,7 +263,7 @@ def empirical_null(
         res[name].attrs["long_name"] = text
     res.attrs = test_attrs("empirical-null", test_list, dropped, ds, match=match, n_null=int(n_null),
                            alternative=alternative, n_permutations=int(n_permutations),
-                           ddof=int(ddof), seed=int(seed), include_excluded=bool(include_excluded),
+                           ddof=int(ddof), seed=int(seed), include_excluded=bool(include_excluded), word_set=word_set,
                            min_words=int(min_words))
     return res
 

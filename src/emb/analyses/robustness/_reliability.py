@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -92,6 +92,7 @@ def reliability(
     ddof: int = 1,
     seed: int = 0,
     min_words: int = 8,
+    word_set: Literal["common", "per-setting"] = "common",
 ) -> xr.Dataset:
     """Split-half reliability of each WEAT-style test, and the agreement of WEAT's d, RIPA, MAC
     and ECT across the tests, lazily.
@@ -106,6 +107,9 @@ def reliability(
         Random halvings of the attribute sets (the same, seeded, in every cell).
     ddof, seed, min_words
         As for :func:`emb.analyses.weat`.
+    word_set : {"common", "per-setting"}, default "common"
+        Across the stores of one run, the words every store has, or each store's own (within a
+        store every cell uses the test's words); see ``docs/rules/same-words.md``.
 
     Returns
     -------
@@ -132,7 +136,7 @@ def reliability(
     >>> float(res.reliability.sel(test="WEAT1", setting="bleached", pooling="last", layer=3)) > 0.5
     True
     """
-    check_options(ANALYSIS, n_splits=n_splits, ddof=ddof, seed=seed, min_words=min_words)
+    check_options(ANALYSIS, n_splits=n_splits, ddof=ddof, seed=seed, min_words=min_words, word_set=word_set)
 
     def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
         out = xr.apply_ufunc(
@@ -167,7 +171,7 @@ def reliability(
     }.items():
         res[name].attrs["long_name"] = text
     res.attrs = test_attrs("reliability", test_list, dropped, ds, n_splits=int(n_splits),
-                           ddof=int(ddof), seed=int(seed), include_excluded=bool(include_excluded),
+                           ddof=int(ddof), seed=int(seed), include_excluded=bool(include_excluded), word_set=word_set,
                            min_words=int(min_words))
     return res
 
