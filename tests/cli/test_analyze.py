@@ -275,3 +275,32 @@ def test_the_analyses_own_warnings_are_emb_warnings() -> None:
         calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)
                  and ast.unparse(n.func) == "warnings.warn"]
         assert calls and all(ast.unparse(c.args[1]) == "EmbWarning" for c in calls), module
+
+
+def test_ceat_headline_end_to_end(tmp_path: Path) -> None:
+    """emb analyze ceat on a store with 2 contexts per stimulus (4,096 distinct samples) and
+    N = 5,000: the bootstrap CI leads, the RE CI and p are labelled, both warnings are printed;
+    with --n-bootstrap 0 nothing printed speaks of a bootstrap; the table file has test_name and
+    an empty p where it is below the float range (issue 24)."""
+    from tests.analyses._synthetic import ceat_dataset
+
+    ds = ceat_dataset(n_stim=(3, 3, 3, 3), contexts=2, second_test=False, n_layers=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(tmp_path / "c.zarr", {"ceat": ds})
+    common = ["ceat", "--store", str(store), "--no-plots", "--samples", "5000",
+              "--n-permutations", "0", "--min-words", "3"]
+    result = CliRunner().invoke(analyze, [*common, "--out", str(tmp_path / "a"),
+                                          "--n-bootstrap", "20", "--bootstrap-samples", "30"])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert out.index("boot_ci") < out.index("re_ci") and "not independent studies" in out
+    assert "exceed the distinct combinations" in out and "T1: 4,096" in out
+    assert "tau2 = 0 in all" in out
+    table = pd.read_csv(tmp_path / "a" / "ceat.csv")
+    assert set(table["test_name"]) == {"x vs y × a/b"} and set(table["test"]) == {"T1"}
+    assert table["p"].isna().all() and (table["log10_p"] < -308).all()
+    result = CliRunner().invoke(analyze, [*common, "--out", str(tmp_path / "b"),
+                                          "--n-bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+    assert "bootstrap" not in result.output.lower() and "re_ci" in result.output

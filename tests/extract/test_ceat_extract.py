@@ -89,7 +89,9 @@ def test_missing_stimuli_fail_unless_allowed(tmp_path: Path, tiny_bert_dir: Path
 def test_analysis_on_the_extracted_store(tmp_path: Path, tiny_bert_dir: Path) -> None:
     corpus = _corpus(tmp_path)
     tests = tmp_path / "tests.json"
-    tests.write_text(json.dumps(TESTS))
+    named = {"tests": {"T1": {"name": "Flowers vs insects × pleasant/unpleasant",
+                              **TESTS["tests"]["T1"]}}}
+    tests.write_text(json.dumps(named))
     runner = CliRunner()
     out = runner.invoke(main, ["extract", "--model", str(tiny_bert_dir), "--suite", "ceat",
                                "--corpus", str(corpus), "--tests", str(tests), "--contexts", "6",
@@ -106,3 +108,5 @@ def test_analysis_on_the_extracted_store(tmp_path: Path, tiny_bert_dir: Path) ->
                 "tau2", "q", "i2", "n_samples"):
         assert col in table, col
     assert (tmp_path / "res" / "ceat.nc").exists() and (tmp_path / "res" / "ceat_contexts.csv").exists()
+    # the test's readable name travels from the tests file through the store into the table
+    assert table["test_name"].unique().tolist() == ["Flowers vs insects × pleasant/unpleasant"]

@@ -50,6 +50,8 @@ __all__ = [
     "Summary",
     "add_log10_p",
     "format_p",
+    "format_p_column",
+    "p_below_range",
     "format_adjusted",
     "mc_floor",
     "tidy_frame",
@@ -159,12 +161,16 @@ def format_p(
     'p ≤ 1/100,001 (1e-05)'
     >>> format_p(2.2250738585072014e-308, log10_p=-2036.3029)
     'p ≈ 10^-2036.3'
+    >>> format_p(float("nan"), log10_p=-641.8)  # a table's p left empty below float range
+    'p ≈ 10^-641.8'
     >>> format_p(0.0123, mc_se=0.00035)
     'p = 0.0123 ± 0.00035'
     """
     from emb.analyses.stats import P_FLOOR
 
-    if not np.isfinite(p):
+    if not np.isfinite(p):  # a table's p left empty below float range: its order is log10_p
+        if log10_p is not None and np.isfinite(log10_p) and log10_p < np.log10(P_FLOOR):
+            return f"p ≈ 10^{log10_p:.1f}"
         return "p = —"
     if floor and n_permutations:
         return f"p ≤ 1/{n_permutations + 1:,} ({1 / (n_permutations + 1):.2g})"
@@ -230,6 +236,51 @@ def add_log10_p(
     column = name or ("log10_p" if p == "p" else f"{p.removesuffix('_p')}_log10_p")
     out.insert(int(out.columns.get_loc(p)) + 1, column, np.asarray(values, dtype=np.float64))
     return out
+
+
+def p_below_range(frame: pd.DataFrame, *, p: str = "p", log10_p: str = "log10_p") -> pd.DataFrame:
+    """``frame`` with ``p`` left empty (NaN) where the true p is below the float range: there the
+    computed p sits at the floor :data:`emb.analyses.stats.P_FLOOR` (≈ 2.2e-308) and its value
+    is ``log10_p`` (e.g. -641.8), never a clipped float that reads as a number. The column's
+    description (``frame.attrs["descriptions"]``) says so. Filter such tables on ``log10_p``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = p_below_range(pd.DataFrame({"p": [0.03, 2.2250738585072014e-308],
+    ...                                 "log10_p": [-1.52, -641.8]}))
+    >>> t["p"].tolist()[0], bool(t["p"].isna().tolist()[1])
+    (0.03, True)
+    """
+    from emb.analyses.stats import P_FLOOR
+
+    if p not in frame or log10_p not in frame:
+        return frame
+    out = frame.copy()
+    pv = pd.to_numeric(out[p], errors="coerce").to_numpy(float)
+    lp = pd.to_numeric(out[log10_p], errors="coerce").to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        under = (pv <= P_FLOOR * (1 + 1e-9)) & np.isfinite(lp) & (lp < np.log10(P_FLOOR))
+    out[p] = np.where(under, np.nan, pv)
+    out.attrs = {**frame.attrs, "descriptions": {
+        **frame.attrs.get("descriptions", {}),
+        p: f"the p-value; empty where it is below the float range (< 2.2e-308): its exact order "
+           f"is then {log10_p} (the log10 of p)",
+        log10_p: f"log10 of {p}, exact far below the float range (-641.8 is p = 10^-641.8)"}}
+    return out
+
+
+def format_p_column(table: pd.DataFrame, *, p: str = "p", log10_p: str = "log10_p") -> pd.DataFrame:
+    """A summary table's ``p`` as text (``0.0123``, ``≈ 10^-641.8`` below float range, from
+    ``log10_p``), and ``log10_p`` dropped: a p is never printed as a clipped 2.2e-308."""
+    if p not in table:
+        return table
+    out = table.copy()
+    logs = out[log10_p] if log10_p in out else pd.Series([None] * len(out), index=out.index)
+    out[p] = [format_p(float(v), log10_p=None if lv is None or pd.isna(lv) else float(lv))
+              .removeprefix("p ").removeprefix("= ")
+              for v, lv in zip(out[p], logs, strict=True)]
+    return out.drop(columns=[c for c in (log10_p,) if c in out])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -449,11 +500,19 @@ def layer_table(
         for col in extra:
             if col in group:
                 row[col] = top[col]
-        row["best_layer (exploratory)"] = int(best_row["layer"])
+        row["best_layer"] = int(best_row["layer"])
         row[f"best_{value}"] = best_row[value]
         row["best_depth"] = round(int(best_row["layer"]) / int(top["layer"]), 3) if int(top["layer"]) else np.nan
         rows.append(row)
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    out.attrs["descriptions"] = {
+        "top_layer": "the declared cell: the highest layer with a value",
+        "best_layer": f"exploratory: the layer of the {'largest |' + value + '|' if best == 'absmax' else 'highest ' + value}, "
+                      "chosen after looking at every layer (report top_layer)",
+        f"best_{value}": f"{value} at best_layer (exploratory)",
+        "best_depth": "best_layer / top_layer (exploratory), to compare models of different depth",
+    }
+    return out
 
 
 # -- small word sets -------------------------------------------------------------------------------

@@ -423,26 +423,39 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
     rows = []
     keys = [k for k in ("model", "setting") if k in frame]
+    poles = {str(w) for key in ("attribute_a", "attribute_b")
+             for w in json.loads(str(result.attrs.get(key, "[]")) or "[]")}
+    polar_in = set()
     for key, group in frame[frame["pooling"] == pooling].groupby(keys, sort=False):
         top = group[group["layer"] == group["layer"].max()].sort_values("effect_size")
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        polar_in |= set(top["word"].astype(str)) & poles
         row.update({
             "layer": int(top["layer"].iloc[0]),
-            "words": len(top),
-            "mean d": float(top["effect_size"].mean()),
-            "most A (pleasant)": ", ".join(top["word"].iloc[::-1].head(5).astype(str)),
-            "most B (unpleasant)": ", ".join(top["word"].head(5).astype(str)),
+            "n_words": len(top),
+            "n_polar": len(set(top["word"].astype(str)) & poles),
+            "mean_d": float(top["effect_size"].mean()),
+            "most_pleasant": ", ".join(top["word"].iloc[::-1].head(5).astype(str)),
+            "most_unpleasant": ", ".join(top["word"].head(5).astype(str)),
         })
         if "rating" in top and top["rating"].notna().sum() >= 3:
             rated = top.dropna(subset=["rating"])
-            row["r with rating"] = float(np.corrcoef(rated["rating"], rated["effect_size"])[0, 1])
+            row["n_rated"] = len(rated)
+            row["r_rating"] = float(np.corrcoef(rated["rating"], rated["effect_size"])[0, 1])
         rows.append(row)
     rating = result.attrs.get("rating", "valence")
+    words = (f"Words: every {result.attrs.get('lexicon', '')} lexicon word (n_words), the polar "
+             f"(pleasant/unpleasant) words among them kept as targets (n_polar); r_rating: "
+             f"Pearson's r of SC-WEAT with the {rating} rating over the n_rated words with one.")
+    if polar_in:
+        words += (" ValNorm ('emb analyze valnorm') leaves the polar words out of its targets, so "
+                  "its n is smaller by n_polar and its r is not the same number as r_rating.")
     return Summary(
         title=f"SC-WEAT effect sizes of the {result.attrs.get('lexicon', '')} words",
         headline=[f"declared cell: top layer, pooling {pooling!r}"],
         table=pd.DataFrame(rows),
-        notes=[f"Every word's effect size at every layer is in the table file, with its {rating} "
+        notes=[words,
+               f"Every word's effect size at every layer is in the table file, with its {rating} "
                "rating, subtoken count and residual from the least-squares line of SC-WEAT on the "
                "rating (per setting, layer and pooling).",
                *small_n_notes(result, unit="setting", roles=("a", "b")),

@@ -30,9 +30,11 @@ from emb.analyses._analysis import (
     check_options,
     default_of,
     format_p,
+    format_p_column,
     front,
     integer_columns,
     layer_table,
+    p_below_range,
     slug,
     tidy_frame,
 )
@@ -439,6 +441,7 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     frame = front(frame, ("model", "dataset", "pooling", "layer", "k", "n", "n_missing", "rho",
                           "ci_low", "ci_high", "p"))
     frame = add_log10_p(frame, r="rho", n="n", p="p", method="spearman")
+    frame = p_below_range(frame)  # a p below float range only as its log10, never 2.2e-308
     best = layer_table(frame[frame["k"] == 0].dropna(subset=["rho"]), "rho",
                        ("model", "dataset", "pooling"), extra=("ci_low", "ci_high", "n"))
     return {"similarity": frame, "similarity_best_layers": best}
@@ -472,10 +475,12 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         for _, r in head.iterrows()
     ]
     return Summary(title="Word similarity: Spearman's rho of pair cosines vs human scores",
-                   headline=headline, table=table.drop(columns=["log10_p"], errors="ignore"),
+                   headline=headline, table=format_p_column(table),
                    notes=["CI: 95%, Fisher's z with the Bonett-Wright standard error for "
                           "Spearman's rho. p: two-sided, t approximation (the exact permutation p "
-                          "over at most 9 pairs). No correction.",
+                          "over at most 9 pairs). No correction. A p below the float range (2.2e-308) "
+                          "is shown by its order (≈ 10^x), left empty in the table file's p and "
+                          "given exactly in its log10_p.",
                           "best layer (exploratory): chosen after looking; report the declared cell.",
                           *json.loads(str(result.attrs.get("notes", "[]")))])
 

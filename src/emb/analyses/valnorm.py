@@ -33,9 +33,11 @@ from emb.analyses._analysis import (
     coord_values,
     default_of,
     format_p,
+    format_p_column,
     front,
     integer_columns,
     layer_table,
+    p_below_range,
     slug,
     tidy_frame,
 )
@@ -351,7 +353,8 @@ def valnorm(
     out = out.transpose("lexicon", "setting", ..., "layer", "pooling")
     out["r"].attrs["long_name"] = f"Pearson's r of SC-WEAT effect sizes with {ratings}"
     out["p"].attrs["long_name"] = "two-sided p-value of r"
-    out["n"].attrs["long_name"] = "lexicon words correlated"
+    out["n"].attrs["long_name"] = ("lexicon words correlated (rated, with a vector; the polar "
+                                   "words left out unless method='reference')")
     out["spearman_r"].attrs["long_name"] = f"Spearman's rho of SC-WEAT effect sizes with {ratings}"
     out["spearman_p"].attrs["long_name"] = "two-sided p-value of rho"
     out.attrs = {
@@ -389,7 +392,9 @@ def correlation_table(frame: pd.DataFrame) -> pd.DataFrame:
     each p, which is floored at the smallest normal double (see
     :data:`emb.analyses.stats.P_FLOOR`). Shared by ``valnorm`` and ``vast``."""
     frame = add_log10_p(frame, r="r", n="n", p="p", method="pearson")
-    return add_log10_p(frame, r="spearman_r", n="n", p="spearman_p", method="spearman")
+    frame = add_log10_p(frame, r="spearman_r", n="n", p="spearman_p", method="spearman")
+    frame = p_below_range(frame)  # a p below float range only as its log10, never 2.2e-308
+    return p_below_range(frame, p="spearman_p", log10_p="spearman_log10_p")
 
 
 def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
@@ -468,33 +473,36 @@ def correlation_summary(
             f"{label}: r = {row['r']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
             f"(n = {int(row['n'])}), {p_text} at layer {row['top_layer']}"
         )
-    if "p" in table:  # a p below float range as its order (≈ 10^-680.4), never as 2.2e-308
-        table["p"] = [
-            format_p(float(p), log10_p=None if lp is None or pd.isna(lp) else float(lp))
-            .removeprefix("p ").removeprefix("= ")
-            for p, lp in zip(table["p"], table.get("log10_p", [None] * len(table)), strict=True)
-        ]
+    table = format_p_column(table)  # a p below float range as its order (≈ 10^-680.4)
     notes = ["CI: 95% from Fisher's z. p: two-sided, the exact permutation p over at most 9 "
              "words, else exact for Pearson's r under normality; a p "
-             "below 2.2e-308 is shown by its order (≈ 10^x) here and written as 2.2e-308 in the "
-             "table files, its exact order in log10_p.",
+             "below the float range (2.2e-308) is shown by its order (≈ 10^x) here and left "
+             "empty in the table files' p, its exact order in log10_p.",
              "best layer (exploratory): the layer of the highest r in that row, chosen after "
              "looking; report the declared cell."]
     if adjusted:
         notes.insert(1, f"p_adjusted: {method} correction over {family or 'the layers'}.")
     else:
         notes.insert(1, "No multiple-comparison correction.")
-    table = table.drop(columns=[c for c in ("log10_p",) if c in table])
     return Summary(title=title, headline=headline, table=table, notes=notes)
 
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     rating = result.attrs.get("ratings", "valence")
-    summary = correlation_summary(
+    out = correlation_summary(
         tables["valnorm"], title=f"ValNorm: Pearson's r of SC-WEAT with human {rating} ratings"
     )
-    return Summary(title=summary.title, headline=summary.headline, table=summary.table,
-                   notes=[*summary.notes, *json.loads(result.attrs.get("notes", "[]"))])
+    polar = json.loads(str(result.attrs.get("polar_words", "{}")) or "{}")
+    k = len({str(w) for ws in polar.values() for w in ws}) if isinstance(polar, dict) else 0
+    removed = result.attrs.get("polar_words_removed") == "true"
+    words = (f"n: the lexicon words with a {rating} rating and a vector, "
+             + (f"the polar (pleasant/unpleasant) words ({k}) left out of the targets where the "
+                "lexicon has them" if removed
+                else "the polar words kept among the targets (method 'reference')")
+             + "; 'emb analyze sc-weat' keeps every lexicon word, the polar ones included, so "
+             "its n and r differ" + ("" if removed else " only in the words without a rating") + ".")
+    return Summary(title=out.title, headline=out.headline, table=out.table,
+                   notes=[*out.notes, words, *json.loads(result.attrs.get("notes", "[]"))])
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:

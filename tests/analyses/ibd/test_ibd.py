@@ -342,8 +342,11 @@ def test_ceat_export_has_the_layout_of_ceat_weat_groups(data_dir: Path) -> None:
     assert set(doc["tests"]) == {f"{g}_{m}" for g in ("african_female", "mexican_female")
                                  for m in ("ibd", "eibd")}
     for name, test in doc["tests"].items():
-        assert list(test) == list(reference["tests"]["I1"]), name
+        # the layout, with the optional readable name first (emb's ceat_tests.json has one)
+        assert list(test) == ["name", *reference["tests"]["I1"]], name
         group, method = name.rsplit("_", 1)
+        assert test["name"] == (f"{json.loads(res.attrs['titles'])[group]} vs European-American "
+                                f"males names × the words {method.upper()} detected for each")
         assert test["X_name"] == group and test["Y_name"] == "european_male"
         assert test["X"] == json.loads(res.attrs["names"])[group]
         assert not set(test["A"]) & set(test["B"])

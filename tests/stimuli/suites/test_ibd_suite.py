@@ -14,8 +14,17 @@ from emb.stimuli.suites.ibd import IBD_DATA, parse_ibd_data
 
 
 def test_the_packaged_file_is_the_shared_one(data_dir: Path) -> None:
-    shipped = data.path("ibd_eibd_names_and_attributes.json").read_bytes()
-    assert shipped == (data_dir / "weat" / "ibd_eibd_names_and_attributes.json").read_bytes()
+    """The shared file's every key verbatim and in order; emb adds only ``_names`` (the readable
+    names of the groups, races and genders) and says so at the end of ``_note``."""
+    import json
+
+    shipped = json.loads(data.path("ibd_eibd_names_and_attributes.json").read_text("utf-8"))
+    shared = json.loads((data_dir / "weat" / "ibd_eibd_names_and_attributes.json").read_text("utf-8"))
+    names = shipped.pop("_names")
+    assert shipped["_note"].startswith(shared["_note"]) and "_names" in shipped["_note"]
+    shipped["_note"] = shared["_note"]
+    assert list(shipped.items()) == list(shared.items())
+    assert set(names) == {*IBD_DATA.groups, *IBD_DATA.races, *IBD_DATA.genders}
 
 
 def test_builtin_suite_items_labels_and_parameters() -> None:

@@ -84,6 +84,28 @@ class _Test:
     name: str
     stimuli: dict[str, list[str]]  # role -> stimuli
     groups: dict[str, str]
+    title: str = ""  # the readable name ("Flowers vs insects × pleasant/unpleasant")
+
+
+def readable_name(name: str, definition: dict[str, Any] | None, groups: dict[str, str]) -> str:
+    """A test's readable name, from one source: the test definition's ``name`` (package data
+    ``ceat_tests.json``, carried into the store's suite parameters); for a store extracted before
+    the definitions had names, the built-in test of that id when its word-set names match; else
+    the word-set names, "X vs Y × A/B".
+
+    Examples
+    --------
+    >>> readable_name("T9", None, {"X": "old_names", "Y": "young_names", "A": "good", "B": "bad"})
+    'old names vs young names × good/bad'
+    """
+    if isinstance(definition, dict) and str(definition.get("name") or "").strip():
+        return str(definition["name"]).strip()
+    builtin = (data.read_json("ceat_tests.json").get("tests") or {}).get(name) or {}
+    if builtin.get("name") and all(str(builtin.get(f"{r}_name")) == str(groups.get(r))
+                                   for r in ROLES):
+        return str(builtin["name"])
+    g = {r: str(groups.get(r) or r).replace("_", " ") for r in ROLES}
+    return f"{g['X']} vs {g['Y']} × {g['A']}/{g['B']}"
 
 
 def _memory_limit() -> int:
@@ -173,7 +195,8 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None,
         for t, r, g in zip(tests_col[i].split("|"), roles_col[i].split("|"), names, strict=False):
             defs.setdefault(t, {role: [] for role in ROLES})[r].append(str(s))
             groups.setdefault(t, {})[r] = g or r
-    order = list((suite_parameters(ds)[None].get("tests") or {}).keys())
+    definitions = suite_parameters(ds)[None].get("tests") or {}
+    order = list(definitions.keys())
     present = sorted(defs, key=lambda t: (order.index(t) if t in order else len(order), natural_key(t)))
     if wanted is None:
         names = present
@@ -192,7 +215,8 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None,
                     f"test {name!r} has no {', '.join(empty)} stimuli in this suite")
             dropped[str(name)] = f"no {', '.join(empty)} stimuli in this suite"
             continue
-        out.append(_Test(name, roles, {r: groups[name].get(r, r) for r in ROLES}))
+        named = {r: groups[name].get(r, r) for r in ROLES}
+        out.append(_Test(name, roles, named, readable_name(name, definitions.get(name), named)))
     return out
 
 
@@ -283,6 +307,7 @@ def _one_test(
     for role in ROLES:
         out[f"n_{role.lower()}"] = ("test", [sizes[role]])
     out["small_n"] = ("test", [small_n_of(sizes, min_words)])
+    out = out.assign_coords(test_name=("test", [test.title]))
     return out.assign_coords({f"{r.lower()}_group": ("test", [test.groups[r]]) for r in ROLES})
 
 

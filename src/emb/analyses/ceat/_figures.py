@@ -5,6 +5,8 @@
 - :func:`ces_by_layer`: CES with its 95 % CI (and the bootstrap CI) by layer, one panel per test;
 - :func:`heat_table`: CES of tests × models at the declared cell (the paper's Table 1);
 - :func:`convergence`: how the meta-analytic CI and p shrink with N while the bootstrap CI stays.
+
+Tests are labelled by their readable name (``test_name``, from the test definitions).
 """
 
 from __future__ import annotations
@@ -40,13 +42,22 @@ def _title(model: Any, text: str) -> str:
 
 
 def label_of(result: xr.Dataset, test: Any, *, width: int = 24) -> str:
-    """``C1: flowers/insects vs pleasant/unpleasant`` (the word sets' names, when recorded),
-    broken after a slash or a space into lines of about ``width`` characters."""
-    names = [str(result[g].sel(test=test).values) for g in ("x_group", "y_group", "a_group", "b_group")
-             if g in result.coords]
-    if len(names) != 4:
-        return str(test)
-    pieces = [f"{test}:", f"{names[0]}/", names[1], "vs", f"{names[2]}/", names[3]]
+    """``C1: Flowers vs insects × pleasant/unpleasant`` (the test's readable name, ``test_name``;
+    else its word sets' names), broken after a slash or a space into lines of about ``width``
+    characters."""
+    # one name per test; the stores of a run that name a test differently: each name, "; "
+    named = [str(v).strip() for v in np.asarray(result["test_name"].sel(test=test).values,
+                                                 dtype=object).ravel()] \
+        if "test_name" in result.coords else []
+    title = "; ".join(dict.fromkeys(v for v in named if v))
+    if title:
+        pieces = [f"{test}:"] + [w for piece in title.split() for w in _slashed(piece)]
+    else:
+        names = [str(result[g].sel(test=test).values)
+                 for g in ("x_group", "y_group", "a_group", "b_group") if g in result.coords]
+        if len(names) != 4:
+            return str(test)
+        pieces = [f"{test}:", f"{names[0]}/", names[1], "vs", f"{names[2]}/", names[3]]
     lines = [pieces[0]]
     for piece in pieces[1:]:
         glue = "" if lines[-1].endswith("/") else " "
@@ -55,6 +66,12 @@ def label_of(result: xr.Dataset, test: Any, *, width: int = 24) -> str:
         else:
             lines.append(piece)
     return "\n".join(lines)
+
+
+def _slashed(word: str) -> list[str]:
+    """``pleasant/unpleasant`` → ``["pleasant/", "unpleasant"]``: a line may break after a slash."""
+    parts = word.split("/")
+    return [f"{p}/" for p in parts[:-1]] + [parts[-1]]
 
 
 def _test_styles(tests: list[Any]) -> dict[Any, dict[str, Any]]:
@@ -133,7 +150,8 @@ def ces_by_layer(result: xr.Dataset, *, model: Any = None) -> Figure:
             ax.set_ylabel("CES (d)")
     fg.outer_xlabels(axes)
     n = int(result.attrs.get("n_samples", 0))
-    extra = [fg.band_handle(f"meta-analytic 95% CI (N = {n:,}: often thinner than the line)")]
+    extra = [fg.band_handle(f"random-effects 95% CI over N = {n:,} resamples (shrinks with N; "
+                            "often thinner than the line)")]
     if has_boot:
         extra.append((Line2D([], [], color="0.4", lw=0.8), "bootstrap 95% CI (stimuli resampled)"))
     fg.legend(fig, axes, extra, ncols=3, title="pooling")
@@ -154,11 +172,12 @@ def heat_table(result: xr.Dataset) -> Figure:
             d = float(cell["ces"].sel(test=test))
             p = float(cell["p"].sel(test=test))
             values[i, j] = d
-            texts[i][j] = f"{d:.2f}\n{'p<1e-30' if p < 1e-30 else f'p={p:.1e}'}"
-            if "boot_ci_low" in cell:
+            texts[i][j] = f"{d:.2f}"
+            if "boot_ci_low" in cell:  # the uncertainty that does not shrink with N first
                 lo = float(cell["boot_ci_low"].sel(test=test))
                 hi = float(cell["boot_ci_high"].sel(test=test))
                 texts[i][j] += f"\nboot [{lo:.2f}, {hi:.2f}]"
+            texts[i][j] += f"\nRE {'p<1e-30' if p < 1e-30 else f'p={p:.1e}'}"
     fig = Figure(figsize=(min(fg.PAGE_WIDTH, 3.4 + 1.2 * len(models)), 1.0 + 0.5 * len(tests)),
                  layout="constrained")
     ax = fig.subplots()
@@ -174,8 +193,11 @@ def heat_table(result: xr.Dataset) -> Figure:
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
     bar.set_label("CES (|d| 0.2 small, 0.5 medium, 0.8 large)")
     ax.set_title(f"CEAT CES at the top layer, {result.attrs.get('declared_pooling')} pooling\n"
-                 f"N = {int(result.attrs.get('n_samples', 0)):,}; p {result.attrs.get('alternative')}; "
-                 "boot: bootstrap 95% CI")
+                 + ("boot: bootstrap 95% CI (stimuli, contexts)\n" if "boot_ci_low" in result
+                    else "")
+                 + f"RE p: random-effects {result.attrs.get('alternative')} p over\n"
+                 f"N = {int(result.attrs.get('n_samples', 0)):,} resamples of one pool of contexts\n"
+                 "(not independent studies: shrinks with N)", fontsize=6.5)
     return fig
 
 
@@ -196,7 +218,7 @@ def convergence(result: xr.Dataset, *, model: Any = None) -> Figure:
         style = styles[test]
         half = (np.asarray(cur["conv_ci_high"].values) - np.asarray(cur["conv_ci_low"].values)) / 2
         left.plot(grid, half, color=style["color"], lw=1.1, marker=style["marker"], ms=2.5,
-                  label=str(test))
+                  label=label_of(result, test, width=30))
         if "conv_boot_ci_low" in cur:
             bgrid = np.asarray(cell["n_boot_grid"].values, dtype=float)
             bhalf = (np.asarray(cur["conv_boot_ci_high"].values)
@@ -210,9 +232,11 @@ def convergence(result: xr.Dataset, *, model: Any = None) -> Figure:
                    marker=style["marker"], ms=2.5)
     left.set_xscale("log")
     left.set_yscale("log")
-    left.set_xlabel("N (samples; dashed: samples per bootstrap replicate)")
+    boot = "conv_boot_ci_low" in cell
+    left.set_xlabel("N (samples" + ("; dashed: samples per bootstrap replicate)" if boot else ")"))
     left.set_ylabel("half-width of the 95% CI of the CES")
-    left.set_title("meta-analytic CI (solid) shrinks like 1/sqrt(N);\nbootstrap CI (dashed) does not")
+    left.set_title("meta-analytic CI (solid) shrinks like 1/sqrt(N)"
+                   + (";\nbootstrap CI (dashed) does not" if boot else ""))
     right.set_xscale("log")
     right.set_yscale("log")
     right.axhline(-math.log10(0.05), color="0.5", lw=0.8, ls=":")
@@ -226,6 +250,7 @@ def convergence(result: xr.Dataset, *, model: Any = None) -> Figure:
     labels.append("p = 0.05")
     fig.legend(handles, labels, loc="outside right center", frameon=False, title="test")
     fig.suptitle(_title(model, f"CEAT at layer {int(cell['layer'])}, "
-                               f"{str(cell['pooling'].values)} pooling: uncertainty as N grows "
-                               f"({int(result.attrs.get('n_bootstrap', 0))} bootstrap replicates)"))
+                               f"{str(cell['pooling'].values)} pooling: uncertainty as N grows"
+                               + (f" ({int(result.attrs.get('n_bootstrap', 0))} bootstrap "
+                                  "replicates)" if boot else "")))
     return fig

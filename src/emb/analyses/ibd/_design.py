@@ -18,11 +18,12 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from emb import data
 from emb._text import names as name_list
 from emb.analyses._select import item_values, settings_present, unique_in_order
 from emb.errors import AnalysisError, EmbWarning
 
-__all__ = ["DEFAULT_GROUPS", "Design", "METHODS", "design"]
+__all__ = ["DEFAULT_GROUPS", "Design", "METHODS", "design", "readable_names", "title_of"]
 
 METHODS = ("ibd", "eibd")
 #: The paper's targets (the validation data covers every group; these are the ones it reports).
@@ -59,6 +60,35 @@ def _parameters(ds: xr.Dataset) -> dict[str, Any]:
             suite = {}
     params = suite.get("parameters", {}) if isinstance(suite, Mapping) else {}
     return dict(params) if isinstance(params, Mapping) else {}
+
+
+def readable_names(ds: xr.Dataset) -> dict[str, str]:
+    """Each group's, race's and gender's readable name ("African-American females"), from one
+    source: the suite's definition (``_names`` of the groups file, carried in the store's suite
+    parameters as ``titles``); for a store extracted before the definitions had names, the
+    built-in file's when the suite used it (or says nothing of its file)."""
+    params = _parameters(ds)
+    own = params.get("titles")
+    if isinstance(own, Mapping) and own:
+        return {str(k): str(v) for k, v in own.items()}
+    source = params.get("groups_file")
+    if isinstance(source, Mapping) and source.get("source") not in (None, "builtin"):
+        return {}
+    builtin = data.read_json("ibd_eibd_names_and_attributes.json").get("_names") or {}
+    return {str(k): str(v) for k, v in builtin.items()}
+
+
+def title_of(titles: Mapping[str, str], key: str) -> str:
+    """``key``'s readable name, else the key with spaces (``latina_female`` → "latina female").
+
+    Examples
+    --------
+    >>> title_of({"african_female": "African-American females"}, "african_female")
+    'African-American females'
+    >>> title_of({}, "latina_female")
+    'latina female'
+    """
+    return str(titles.get(key) or str(key).replace("_", " "))
 
 
 def design(

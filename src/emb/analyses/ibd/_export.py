@@ -53,13 +53,20 @@ def ceat_tests(result: xr.Dataset) -> dict[str, Any]:
     layout): per target group and method, X = the group's names, Y = the contrast's names (the
     suite's full lists), A = the words detected for the group, B = the words detected for the
     contrast by the same method; words detected for both are left out of both (as the paper's
-    I1 did with *assertive*). Tests with an empty A or B are left out (listed in ``_note``).
+    I1 did with *assertive*). Tests with an empty A or B are left out (listed in ``_note``). Each
+    test's ``name`` is its readable name ("African-American females vs European-American males
+    names × the words IBD detected for each").
     """
     from emb._version import __version__
 
     cell = declared_cell(result)
     contrast = str(result.attrs.get("contrast", ""))
     names = json.loads(result.attrs.get("names", "{}"))
+    titles = json.loads(result.attrs.get("titles", "{}"))
+
+    def title(key: str) -> str:
+        return str(titles.get(key) or key.replace("_", " "))
+
     roles = dict(zip(result["group"].values.tolist(), result["group_role"].values.tolist(),
                      strict=True))
     tests: dict[str, Any] = {}
@@ -86,6 +93,8 @@ def ceat_tests(result: xr.Dataset) -> dict[str, Any]:
                     skipped.append(f"{name} (A {len(a)} words, B {len(b)})")
                     continue
                 tests[name] = {
+                    "name": f"{title(group)} vs {title(contrast)} names × the words "
+                            f"{method.upper()} detected for each",
                     "X_name": group, "Y_name": contrast,
                     "A_name": f"{group}_{method}", "B_name": f"{contrast}_{method}_for_{group}",
                     "X": names.get(group, []), "Y": names.get(contrast, []), "A": a, "B": b,

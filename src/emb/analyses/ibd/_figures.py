@@ -1,5 +1,6 @@
 """Figures of the ``ibd`` analysis: ROC curves with the chosen point (the paper's Figure 2) and
-detection accuracy by layer. matplotlib Figures, no pyplot."""
+detection accuracy by layer. matplotlib Figures, no pyplot. Groups are shown by their readable
+names (``group_name``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,13 @@ __all__ = ["accuracy_by_layer", "roc_curves"]
 
 _METHOD = {"ibd": "IBD", "eibd": "EIBD (emergent)"}
 _COLOR = {"ibd": "#1b6ca8", "eibd": "#d1495b"}
+
+
+def _name(res: xr.Dataset, group: str) -> str:
+    """The group's readable name (``group_name``, "African-American females"), else its id."""
+    if "group_name" in res.coords:
+        return str(res["group_name"].sel(group=group).values)
+    return group
 
 
 def _f(da: xr.DataArray) -> np.ndarray:
@@ -70,7 +78,7 @@ def roc_curves(res: xr.Dataset, *, setting: str, pooling: str, layer: int, model
             ax.set_xlim(-0.02, 1.02)
             ax.set_ylim(-0.02, 1.02)
             ax.set_aspect("equal")
-            ax.set_title(f"{group} · {_METHOD.get(method, method)}\n(P = {p}, N = {n} words)",
+            ax.set_title(f"{_name(res, group)} · {_METHOD.get(method, method)}\n(P = {p}, N = {n} words)",
                          fontsize=9)
             ax.set_xlabel("false positive rate", fontsize=8.5)
             ax.set_ylabel("true positive rate", fontsize=8.5)
@@ -112,7 +120,7 @@ def accuracy_by_layer(res: xr.Dataset, *, setting: str, pooling: str, model: Any
             ax.axhline(base, ls=":", color=color, lw=1.0,
                        label=f"{_METHOD.get(method, method)}: majority baseline")
         ax.axhline(0.5, color="#999999", lw=0.6, label="chance balanced accuracy (0.5)")
-        ax.set_title(group, fontsize=9)
+        ax.set_title(_name(res, group), fontsize=9)
         ax.set_xlabel("layer", fontsize=8.5)
         ax.tick_params(labelsize=7.5)
     axes[0].set_ylabel("detection accuracy", fontsize=8.5)

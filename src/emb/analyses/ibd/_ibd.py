@@ -42,7 +42,7 @@ from emb.analyses._select import (
     public_in_package,
     select_words,
 )
-from emb.analyses.ibd._design import METHODS, design
+from emb.analyses.ibd._design import METHODS, design, readable_names, title_of
 from emb.analyses.ibd._export import (
     DETECTOR,
     declared_cell,
@@ -237,7 +237,8 @@ def ibd(
           ``n_attributes``, ``n_attributes_total``.
 
         ``detector`` is ``ibd`` | ``eibd`` (the tables' column ``method``); ``group`` has the
-        coordinate ``group_role`` (target | contrast). Attributes: options,
+        coordinates ``group_role`` (target | contrast) and ``group_name`` (the readable name,
+        "African-American females", from the groups file's ``_names``). Attributes: options,
         comparisons, coverage (missing names and attributes), store provenance.
 
     Raises
@@ -379,7 +380,9 @@ def ibd(
             "roc_fpr": roc_fp / n_neg.where(n_neg > 0),
         }
     )
-    out = out.assign_coords(group_role=("group", d.roles), candidate=np.arange(out.sizes["candidate"]))
+    titles = readable_names(ds)
+    out = out.assign_coords(group_role=("group", d.roles), candidate=np.arange(out.sizes["candidate"]),
+                            group_name=("group", [title_of(titles, g) for g in d.targets]))
     name_sets = list(d.total)
     out["n_names"] = ("name_set", [len(d.groups[g]) for g in name_sets])
     out["n_names_total"] = ("name_set", [len(d.total[g]) for g in name_sets])
@@ -413,6 +416,8 @@ def ibd(
             {g: [f"{d.pairs[i][0]} vs {d.pairs[i][1]}" for i in d.constituent_pairs[g]]
              for g in d.targets}),
         "names": json.dumps(d.total, ensure_ascii=False),
+        "titles": json.dumps({x: title_of(titles, x) for x in [*d.total, *d.sets]},
+                             ensure_ascii=False),
         "missing_names": json.dumps({g: v for g, v in missing_names.items() if v}, ensure_ascii=False),
         "missing_attributes": json.dumps([w for w in d.attributes_total if w not in d.attributes],
                                          ensure_ascii=False),

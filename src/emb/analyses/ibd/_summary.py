@@ -54,7 +54,8 @@ def summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
         for r in at.itertuples():
             row = {"model": model} if model is not None else {}
             row.update({
-                "group": r.group, "method": r.method, "t": float(r.threshold),
+                "group": r.group, **({"group_name": r.group_name} if "group_name" in at else {}),
+                "method": r.method, "t": float(r.threshold),
                 "TP/P": f"{r.tp}/{r.n_positive}", "FP/N": f"{r.fp}/{r.n_negative}",
                 "accuracy": float(r.accuracy), "balanced": float(r.balanced_accuracy),
                 "majority": float(r.majority_baseline), "chance": float(r.chance_rate),

@@ -3,6 +3,7 @@ attribute word's scores and detection, and the ROC candidates with the chosen po
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -29,6 +30,7 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     roles = pd.DataFrame({"group": [str(g) for g in result["group"].values.tolist()],
                           "group_role": [str(r) for r in result["group_role"].values.tolist()]})
     frame = frame.merge(roles, how="left")
+    frame = _named(frame, result)
     if "small_n_compared" in result:  # the group's own names and whether a compared set is small
         sizes = result[["n_names"]].reset_coords(drop=True).to_dataframe().reset_index()
         sizes = sizes.rename(columns={"name_set": "group"})
@@ -37,7 +39,7 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
         frame = frame.merge(sizes, how="left").merge(flags, how="left")
     frame = integer_columns(frame, ("layer", "tp", "fp", "tn", "fn", "n_positive", "n_negative",
                                     "n_names"))
-    main = front(frame, ("model", "group", "group_role", "method", "setting", "layer", "pooling",
+    main = front(frame, ("model", "group", "group_name", "group_role", "method", "setting", "layer", "pooling",
                          *_METRICS[:-3], "chance_rate", "majority_baseline", "precision",
                          "recall", "f1", "n_positive", "n_negative"))
 
@@ -53,7 +55,7 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     wf["label"] = wf["label"].astype(bool)
     wf["detected"] = wf["detected"].astype(bool)
     wf = integer_columns(wf, ("layer",))
-    words_frame = front(wf, ("model", "group", "method", "setting", "layer", "pooling", "word",
+    words_frame = front(_named(wf, result), ("model", "group", "group_name", "method", "setting", "layer", "pooling", "word",
                              "score", "constituent_score", "label", "detected")).reset_index(drop=True)
 
     roc = xr.Dataset({"threshold": result["roc_threshold"], "tp": result["roc_tp"],
@@ -71,7 +73,9 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     rf["chosen"] = False
     rf.loc[last.index, "chosen"] = (rf.loc[last.index, "threshold"] == last).to_numpy()
     rf = integer_columns(rf.drop(columns="chosen_t"), ("layer", "tp", "fp"))
-    roc_frame = front(rf, (*keys, "threshold", "tp", "fp", "tpr", "fpr", "eligible", "chosen"))
+    rf = _named(rf, result)
+    at = keys.index("group") + 1
+    roc_frame = front(rf, (*keys[:at], "group_name", *keys[at:], "threshold", "tp", "fp", "tpr", "fpr", "eligible", "chosen"))
     roc_frame = roc_frame.reset_index(drop=True)
     # its columns hold the roc_* variables, not the chosen cell's variables of the same name
     roc_frame.attrs["descriptions"] = {
@@ -86,6 +90,24 @@ def tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
                                           "long_name", ""))}
     return {"ibd": main, "ibd_words": _sized(words_frame, result),
             "ibd_roc": _sized(roc_frame, result)}
+
+
+def _named(frame: pd.DataFrame, result: xr.Dataset) -> pd.DataFrame:
+    """``frame`` with each group's readable name (``group_name``) beside its id."""
+    if "group_name" not in result.coords or "group" not in frame:
+        return frame
+    coord = result["group_name"]  # over (model, group) where the stores of a run name it differently
+    names = xr.DataArray(np.asarray(coord.values, dtype=object).astype(str), dims=coord.dims,
+                         coords={d: result[d].values for d in coord.dims})
+    names = names.to_dataframe(name="group_name").reset_index()
+    if "model" in names and "model" not in frame:
+        names = names.drop(columns="model").drop_duplicates("group")
+    out = frame.merge(names, how="left", on=[c for c in names.columns if c != "group_name"])
+    out.index = frame.index
+    out.attrs = {**frame.attrs, "descriptions": {
+        **frame.attrs.get("descriptions", {}),
+        "group_name": "the group's readable name (the groups file's _names)"}}
+    return out
 
 
 def _sized(frame: pd.DataFrame, result: xr.Dataset) -> pd.DataFrame:

@@ -73,8 +73,10 @@ _HINT = "run 'emb extract --model MODEL --suite intersectional --store STORE'"
 
 
 def _suite_design(ds: xr.Dataset) -> tuple[dict[str, tuple[str, str]], tuple[str, ...]]:
-    """(category -> (A, B) in table order, experiment-3 categories): from the suite's recorded
-    parameters, else the package data the suite generator reads."""
+    """(category -> (A, B) in the paper's Table 2 order, experiment-3 categories): from the
+    suite's recorded parameters, else the package data the suite generator reads. Table 2 lists
+    the pairs in their slot order in the phrases (young/old, thin/fat, … male/female: the
+    suite's ``slot_order``), not in the order of the authors' table script's dict."""
     suite = ds.attrs.get("suite")
     if isinstance(suite, str):
         try:
@@ -86,7 +88,22 @@ def _suite_design(ds: xr.Dataset) -> tuple[dict[str, tuple[str, str]], tuple[str
     if not pairs:
         pairs = data.read_json("attribute_pairs_and_svc_words.json")["attribute_pairs_table_order"]
     exp3 = params.get("experiment3_categories") or _EXPERIMENT3
-    return {c: (str(v[0]), str(v[1])) for c, v in pairs.items()}, tuple(exp3)
+    order = [str(c) for c in params.get("slot_order") or _slot_order(pairs) if c in pairs]
+    order += [str(c) for c in pairs if c not in order]
+    return {c: (str(pairs[c][0]), str(pairs[c][1])) for c in order}, tuple(exp3)
+
+
+def _slot_order(pairs: Mapping[str, Sequence[str]]) -> list[str]:
+    """The categories in the phrases' slot order (the paper's Table 2 order), from the package
+    data's ``experiment2_phrase_slot_order`` ("age(young/old)" …), matched by their values."""
+    by_values = {tuple(str(x) for x in v): str(c) for c, v in pairs.items()}
+    order = []
+    for slot in data.read_json("attribute_pairs_and_svc_words.json").get(
+            "experiment2_phrase_slot_order", []):
+        values = tuple(slot[slot.index("(") + 1: slot.rindex(")")].split("/")) if "(" in slot else ()
+        if values in by_values:
+            order.append(by_values[values])
+    return order
 
 
 def _phrase_positions(ds: xr.Dataset, stimulus_set: str) -> np.ndarray:

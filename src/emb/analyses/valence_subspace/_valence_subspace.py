@@ -27,10 +27,12 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
+    add_log10_p,
     check_options,
     default_of,
     front,
     integer_columns,
+    p_below_range,
     tidy_frame,
 )
 from emb.analyses._select import (
@@ -353,6 +355,9 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     if "n_train" in result and "n_train" not in frame:
         frame["n_train"] = int(result["n_train"].max())
     frame = integer_columns(frame, ("layer", "n", "n_train"))
+    for kind in ("projection", "cosine"):  # a p below float range only as its log10
+        frame = add_log10_p(frame, r=f"r_{kind}", n="n", p=f"p_{kind}", name=f"log10_p_{kind}")
+        frame = p_below_range(frame, p=f"p_{kind}", log10_p=f"log10_p_{kind}")
     return {"valence_subspace": front(frame, _COLUMNS)}
 
 

@@ -34,21 +34,26 @@ REFERENCE_CAP = 1000
 
 
 class CeatTest:
-    """One CEAT test: four named word sets."""
+    """One CEAT test: four named word sets and the test's human-readable ``title`` (the file's
+    ``name``, e.g. "Flowers vs insects × pleasant/unpleasant"; "" when the file gives none)."""
 
-    def __init__(self, id: str, names: Mapping[str, str], words: Mapping[str, tuple[str, ...]]):
+    def __init__(self, id: str, names: Mapping[str, str], words: Mapping[str, tuple[str, ...]],
+                 title: str = ""):
         self.id = id
         self.names = dict(names)
         self.words = {r: tuple(words[r]) for r in ROLES}
+        self.title = title
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {f"{r}_name": self.names[r] for r in ROLES}
+        out: dict[str, Any] = {"name": self.title} if self.title else {}
+        out.update({f"{r}_name": self.names[r] for r in ROLES})
         out.update({r: list(self.words[r]) for r in ROLES})
         return out
 
 
 def parse_ceat_tests(doc: Any, where: str) -> dict[str, CeatTest]:
-    """Tests in the ``ceat_weat_groups.json`` layout: ``{"tests": {id: {X_name, X, …}}}``.
+    """Tests in the ``ceat_weat_groups.json`` layout: ``{"tests": {id: {X_name, X, …}}}``, each
+    with an optional ``name`` (its readable name in tables and figures).
 
     Raises
     ------
@@ -75,7 +80,10 @@ def parse_ceat_tests(doc: Any, where: str) -> dict[str, CeatTest]:
                 raise SuiteError(f"{path}.{role} must be a non-empty list of words")
             words[role] = tuple(dict.fromkeys(w.strip() for w in value))
             names[role] = str(test.get(f"{role}_name") or role)
-        out[str(test_id)] = CeatTest(str(test_id), names, words)
+        title = test.get("name")
+        if title is not None and not (isinstance(title, str) and title.strip()):
+            raise SuiteError(f"{path}.name must be a non-empty string (the test's readable name)")
+        out[str(test_id)] = CeatTest(str(test_id), names, words, (title or "").strip())
     return out
 
 
@@ -237,7 +245,7 @@ def _suite(
         if any(not words[r] for r in ROLES):
             dropped.append(test_id)
             continue
-        used[test_id] = CeatTest(test_id, test.names, words)
+        used[test_id] = CeatTest(test_id, test.names, words, test.title)
     if not used:
         raise CorpusError(
             f"no CEAT test keeps a stimulus in every word set after dropping the missing ones "

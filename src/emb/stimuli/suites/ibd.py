@@ -18,7 +18,7 @@ The layout (a JSON object):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,8 @@ __all__ = ["IBD_DATA", "IbdData", "IbdGenerator", "parse_ibd_data"]
 
 _GROUP = re.compile(r"^([A-Za-z]+)_([A-Za-z]+)$")
 ATTRIBUTES_KEY = "paper_lst_union"
+#: Readable names of the groups, races and genders (optional).
+NAMES_KEY = "_names"
 IBD_SUFFIX = "_bias"
 EIBD_SUFFIX = "_intersectional_bias"
 SETTINGS = (("alone", ""), ("bleached", BLEACHED))
@@ -55,6 +57,9 @@ class IbdData:
         Group → its IBD positives (``<group>_bias``), for the groups that have a list.
     eibd : dict of str to tuple of str
         Group → its EIBD positives (``<group>_intersectional_bias``).
+    titles : dict of str to str
+        Group, race or gender → its readable name (``_names``: "African-American females"), for
+        tables and figures; those without one are shown by their key.
     """
 
     groups: dict[str, tuple[str, ...]]
@@ -63,6 +68,7 @@ class IbdData:
     attributes: tuple[str, ...]
     ibd: dict[str, tuple[str, ...]]
     eibd: dict[str, tuple[str, ...]]
+    titles: dict[str, str] = field(default_factory=dict)
 
     def race_gender(self, group: str) -> tuple[str, str]:
         """``(race, gender)`` of an intersectional group."""
@@ -139,9 +145,16 @@ def parse_ibd_data(doc: Any, path: str | Path) -> IbdData:
                     "validation word must be one of the attribute words"
                 )
             labels[method][group] = tuple(dict.fromkeys(words))
+    titles = doc.get(NAMES_KEY, {})
+    if not isinstance(titles, dict) or not all(
+        isinstance(v, str) and v.strip() for v in titles.values()
+    ):
+        raise SuiteError(f"{path}: $.{NAMES_KEY} must map groups, races and genders to readable "
+                         "names (non-empty strings)")
     return IbdData(
         groups=groups, races=races, genders=genders, attributes=tuple(attributes),
         ibd=labels["ibd"], eibd=labels["eibd"],
+        titles={str(k): v.strip() for k, v in titles.items()},
     )
 
 
@@ -216,6 +229,7 @@ class IbdGenerator(SuiteGenerator):
             "groups": {g: list(n) for g, n in spec.groups.items()},
             "races": list(spec.races),
             "genders": list(spec.genders),
+            "titles": dict(spec.titles),
             "attributes": list(spec.attributes),
             "validation": {"ibd": {g: list(w) for g, w in spec.ibd.items()},
                            "eibd": {g: list(w) for g, w in spec.eibd.items()}},

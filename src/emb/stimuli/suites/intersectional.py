@@ -57,7 +57,9 @@ __all__ = [
 DATA_FILE = "attribute_pairs_and_svc_words.json"
 _DATA = data.read_json(DATA_FILE)
 
-#: category -> (first value A, second value B), in the paper's Table 1 / Table 2 order.
+#: category -> (first value A, second value B), in the order of the authors' table script's dict
+#: (the data file's ``attribute_pairs_table_order``); the paper's Table 2 lists them in their slot
+#: order (:data:`SLOT_ORDER`), as the intersectional analysis does.
 PAIRS: dict[str, tuple[str, str]] = {
     category: (values[0], values[1])
     for category, values in _DATA["attribute_pairs_table_order"].items()
