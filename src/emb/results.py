@@ -414,8 +414,8 @@ def write_results(
     when = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
     versions = package_versions()
     command_text = shlex.join(command) if command else ""
-    tables = analysis.tables(result)
-    summary = analysis.summary(result, tables)
+    tables = analysis.report_tables(result)
+    summary = analysis.report_summary(result, tables)
     bare, exports = _extra_files(analysis, result)
     with _claimed(plan.directory, analysis) as held:
         _recover(held, plan.directory)

@@ -20,6 +20,7 @@ import click
 from emb.cli._errors import EmbCommand, EmbGroup
 from emb.cli._options import Choice, DeclaredValue, click_option, range_help, show_default
 from emb.errors import OptionError
+from emb.options import STANDARDIZE
 
 __all__ = ["analyze"]
 
@@ -115,6 +116,8 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
                      help="Tables as CSV or Parquet; auto: CSV, and Parquet for the per-word tables."),
         click.option("--figure-format", "figure_formats", type=Choice(["png", "pdf", "svg"]),
                      multiple=True, help="Figure file format; repeat for several  [default: png]"),
+        click.option("--standardize", type=Choice(STANDARDIZE.choices, STANDARDIZE, owner),
+                     default="none", help=STANDARDIZE.help + "  [default: none]"),
         click.option("--relative-depth", is_flag=True,
                      help="Figures: x = layer / last layer (compares models of different depth)."),
         click.option("--no-plots", is_flag=True, help="Do not draw figures."),
@@ -146,7 +149,7 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
         analysis, stores, options, suite=params["suite"], out=params["out_dir"],
         table_format=params["table_format"], figure_formats=params["figure_formats"],
         relative_depth=params["relative_depth"], figures=not params["no_plots"],
-        overwrite=params["overwrite"])
+        overwrite=params["overwrite"], standardize=params["standardize"])
     try:
         written = run(
             analysis.name, stores, out=params["out_dir"] or True, suite=params["suite"],
@@ -154,6 +157,7 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
             figures=not params["no_plots"], dpi=params["dpi"], table_format=params["table_format"],
             figure_formats=tuple(params["figure_formats"]) or ("png",),
             relative_depth=bool(params["relative_depth"]), command=command,
+            standardize=params["standardize"],
             progress=lambda work: progress_display(work, quiet=quiet, scheduler=params["scheduler"]),
             on_note=lambda line: click.echo(line, err=True), **options)
     except OptionError as err:  # two stores given one label
