@@ -75,6 +75,10 @@ GUIDES = {
     "weat": "analyses/weat.md", "ceat": "analyses/ceat.md", "ibd": "analyses/ibd.md",
     "intersectional": "analyses/intersectional.md",
     "valence-subspace": "analyses/intersectional.md", "stereotype": "analyses/stereotype.md",
+    "mac": "analyses/peers.md", "ect": "analyses/peers.md", "ripa": "analyses/peers.md",
+    "rnsb": "analyses/peers.md", "ml-eat": "analyses/ml-eat.md",
+    "seed-sensitivity": "analyses/robustness.md", "empirical-null": "analyses/robustness.md",
+    "reliability": "analyses/robustness.md",
 }
 
 

@@ -211,7 +211,7 @@ def default_out(names: Sequence[str], analysis: Analysis) -> Path:
 def command_line(analysis: Analysis, stores: Sequence[str], options: Mapping[str, Any], *,
                  suite: SuiteSpec, out: str | None, table_format: str | Sequence[str],
                  figure_formats: Sequence[str], relative_depth: bool, figures: bool,
-                 overwrite: bool) -> list[str]:
+                 overwrite: bool, standardize: str = "none") -> list[str]:
     """The command as typed when run from a shell, else the ``emb analyze`` command that gives
     the same run (the results' sidecar records it)."""
     if sys.argv and Path(sys.argv[0]).name == "emb":
@@ -246,6 +246,8 @@ def command_line(analysis: Analysis, stores: Sequence[str], options: Mapping[str
             args += ["--format", str(fmt)]
     for fmt in figure_formats or ():
         args += ["--figure-format", str(fmt)]
+    if standardize != "none":
+        args += ["--standardize", str(standardize)]
     for flag, given in (("relative-depth", relative_depth), ("no-plots", not figures),
                         ("overwrite", overwrite)):
         if given:
@@ -280,7 +282,7 @@ class Analyzed:
     @functools.cached_property
     def tables(self) -> dict[str, Any]:
         """The tidy tables by name (the first is the main one), as the CLI writes them."""
-        return self.analysis.tables(self.dataset)
+        return self.analysis.report_tables(self.dataset)
 
     @functools.cached_property
     def figures(self) -> dict[str, Figure]:
@@ -341,6 +343,7 @@ def analyze(
     table_format: str | Sequence[str] = "auto",
     dpi: int = 200,
     relative_depth: bool = False,
+    standardize: str = "none",
     progress: Callable[[Any], AbstractContextManager[Any] | None] | None = None,
     on_note: Callable[[str], object] | None = None,
     command: Sequence[str] | None = None,
@@ -368,6 +371,11 @@ def analyze(
     overwrite, scheduler, figures, figure_formats, table_format, dpi, relative_depth
         As ``--overwrite``, ``--scheduler``, ``--no-plots``, ``--figure-format``, ``--format``,
         ``--dpi``, ``--relative-depth``.
+    standardize
+        As ``--standardize``: ``center`` subtracts each layer's mean vector over the suite's items
+        before any cosine, ``zscore`` also scales every dimension to unit variance; ``none``
+        (default) reads the vectors as stored. Every run reports each layer's anisotropy (the
+        mean cosine of random word pairs) in its ``anisotropy`` table.
     progress
         ``progress(work)`` → a context manager shown while computing (``work``: the planned
         permutation work, :func:`emb.analyses.stats._work.planning`), or None: nothing shown.
@@ -404,7 +412,8 @@ def analyze(
     # check everything cheap before computing and before creating anything: the options (the
     # lazy result), then the output directory
     with planning() as work:  # the permutation tests' work, declared while the graph is built
-        lazy = run_analysis(analysis, datasets, per_model=per_model, **options)
+        lazy = run_analysis(analysis, datasets, per_model=per_model, standardize=standardize,
+                            **options)
     figure_options = {"relative_depth": bool(relative_depth)}
     if out is None or out is False:
         shown = progress(work) if progress is not None else None
@@ -434,7 +443,8 @@ def analyze(
             command=list(command) if command is not None else command_line(
                 analysis, specs, options, suite=suite, out=given_out, table_format=table_format,
                 figure_formats=() if tuple(figure_formats) == ("png",) else figure_formats,
-                relative_depth=relative_depth, figures=figures, overwrite=overwrite),
+                relative_depth=relative_depth, figures=figures, overwrite=overwrite,
+                standardize=standardize),
             figures=figures,
             dpi=dpi,
             table_format=table_format,

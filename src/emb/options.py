@@ -369,3 +369,10 @@ MIN_WORDS = Option(name="min_words", type="int", low=1, high=1_000_000,
 WORD_SET = Option(name="word_set", choices=("common", "per-setting"),
                   help="words compared across settings (and stores): 'common', those present in "
                        "all of them; 'per-setting', each on all of its own")
+#: Standardise each layer before any cosine (every analysis): ``center`` subtracts the layer's mean
+#: vector over the suite's items (the common direction that makes any two words look similar,
+#: Ethayarajh 2019), ``zscore`` also scales every dimension to unit variance (the rogue dimensions
+#: of Timkey & van Schijndel 2021).
+STANDARDIZE = Option(name="standardize", choices=("none", "center", "zscore"),
+                     help="standardise each layer before any cosine: subtract its mean vector "
+                          "(center), and scale every dimension to unit variance (zscore)")

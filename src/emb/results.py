@@ -432,7 +432,7 @@ def write_results(
     when = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
     versions = package_versions()
     command_text = shlex.join(command) if command else ""
-    tables = analysis.tables(result)
+    tables = analysis.report_tables(result)
     from emb.analyses._provenance import summarize
 
     summary = summarize(analysis, result, tables)

@@ -114,8 +114,9 @@ def _unknown_lines(extraction: Mapping[str, Any], who: str, what: str, suite: An
 
 
 def summarize(analysis: Any, result: xr.Dataset, tables: Mapping[str, Any]) -> Any:
-    """``analysis.summary(result, tables)`` with :func:`extraction_notes` appended to its notes:
-    the summary every front door (the CLI, :func:`emb.analyze`, the written results) shows."""
-    summary = analysis.summary(result, tables)
+    """``analysis.report_summary(result, tables)`` (its summary and the layers' anisotropy) with
+    :func:`extraction_notes` appended to its notes: the summary every front door (the CLI,
+    :func:`emb.analyze`, the written results) shows."""
+    summary = analysis.report_summary(result, tables)
     notes = [n for n in extraction_notes(result) if n not in summary.notes]
     return dataclasses.replace(summary, notes=[*summary.notes, *notes]) if notes else summary

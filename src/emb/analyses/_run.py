@@ -19,6 +19,7 @@ from emb.analyses._analysis import Analysis
 from emb.analyses._select import common_words, item_values, plain_strings, vectors_coverage
 from emb.analyses.registry import get_analysis
 from emb.errors import AnalysisError, EmbWarning
+from emb.options import STANDARDIZE, check_values
 
 __all__ = ["run_analysis"]
 
@@ -73,6 +74,7 @@ def run_analysis(
     /,
     *,
     per_model: Mapping[str, Mapping[str, Any]] | None = None,
+    standardize: str = "none",
     **options: Any,
 ) -> xr.Dataset:
     """Run an analysis on each store's Dataset and stack the results along ``model``.
@@ -86,6 +88,11 @@ def run_analysis(
     per_model : mapping, optional
         Model name → extra keyword arguments for that model only (e.g. its ``similarity``
         suite for ``vast``).
+    standardize : {"none", "center", "zscore"}, default "none"
+        Standardise every layer of every suite the analysis reads before any cosine
+        (:func:`emb.analyses.stats.anisotropy.standardize`): ``center`` subtracts the layer's
+        mean vector over the suite's items, ``zscore`` also scales each dimension to unit
+        variance. Recorded in the result's ``standardize`` attribute.
 
     Notes
     -----
@@ -128,14 +135,17 @@ def run_analysis(
         if word_set == "common":
             datasets, store_note = common_stimuli(
                 {m: plain_strings(ds) for m, ds in datasets.items()})
-    results = []
+    check_values((STANDARDIZE,), {"standardize": standardize}, owner=f"analysis {analysis.name!r}")
+    results, baselines = [], []
     for model, ds in datasets.items():
         if note := vectors_coverage(ds):  # a static store without some of its suite's words
             warnings.warn(f"{model}: {note}", EmbWarning, stacklevel=2)
         kwargs = {**options, **dict((per_model or {}).get(model, {}))}
-        kwargs = {k: plain_strings(v) if isinstance(v, xr.Dataset) else v
+        kwargs = {k: _standardized(plain_strings(v), standardize) if isinstance(v, xr.Dataset) else v
                   for k, v in kwargs.items()}
-        results.append(analysis.function(plain_strings(ds), **kwargs))
+        plain = plain_strings(ds)
+        baselines.append(_baselines(plain, standardize))
+        results.append(analysis.function(_standardized(plain, standardize), **kwargs))
     shared = dict(results[0].attrs)
     for res in results[1:]:
         shared = {k: v for k, v in shared.items() if k in res.attrs and res.attrs[k] == v}
@@ -159,6 +169,50 @@ def run_analysis(
     out.attrs = _jsonable_attrs({**shared, "models": provenance})
     if "word_set" in params and len(results) > 1:
         out.attrs["notes"] = json.dumps(_model_notes(results, list(datasets), store_note))
+    return _with_baselines(out, baselines, index, standardize)
+
+
+def _standardized(ds: xr.Dataset, how: str) -> xr.Dataset:
+    """``ds`` with its embedding standardised per layer (``none``: ``ds`` itself)."""
+    if how == "none" or "embedding" not in ds.variables:
+        return ds
+    from emb.analyses.stats.anisotropy import standardize
+
+    return ds.assign(embedding=standardize(ds["embedding"], how))  # type: ignore[arg-type]
+
+
+def _baselines(ds: xr.Dataset, how: str) -> dict[str, xr.DataArray]:
+    """The suite's anisotropy (mean cosine of random word pairs per layer and pooling), of the
+    stored vectors and, when standardised, of the vectors the analysis reads."""
+    if "embedding" not in ds.variables or "word" not in ds.variables:
+        return {}
+    from emb.analyses.stats.anisotropy import pair_baseline
+
+    words = np.asarray(ds["word"].values).astype(str)
+    out = {"anisotropy": pair_baseline(ds["embedding"], words)}
+    if how != "none":
+        out["anisotropy_standardized"] = pair_baseline(_standardized(ds, how)["embedding"], words)
+    return out
+
+
+def _with_baselines(out: xr.Dataset, baselines: list[dict[str, xr.DataArray]], index: pd.Index,
+                    how: str) -> xr.Dataset:
+    """``out`` with each model's anisotropy baselines (dims model, layer, pooling), on the layers
+    and poolings the result has."""
+    if not baselines or not all(baselines):
+        return out
+    for name in baselines[0]:
+        da = xr.concat([b[name] for b in baselines], dim=index, join="outer")
+        for dim in ("layer", "pooling"):
+            if dim in out.dims and dim in da.dims:
+                da = da.reindex({dim: out[dim].values})
+            elif dim in da.dims and dim in out.coords and out[dim].ndim == 0:
+                da = da.sel({dim: out[dim].values}, drop=True)
+        da.attrs = dict(baselines[0][name].attrs)
+        if name == "anisotropy_standardized":
+            da.attrs["long_name"] += f" after --standardize {how}"
+        out[name] = da
+    out.attrs["standardize"] = how
     return out
 
 

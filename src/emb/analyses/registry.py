@@ -11,6 +11,9 @@ from emb.analyses._analysis import Analysis
 from emb.analyses.ceat import ANALYSIS as CEAT
 from emb.analyses.ibd import ANALYSIS as IBD
 from emb.analyses.intersectional import ANALYSIS as INTERSECTIONAL
+from emb.analyses.multilevel import ANALYSIS as ML_EAT
+from emb.analyses.peers import ECT, MAC, RIPA, RNSB
+from emb.analyses.robustness import EMPIRICAL_NULL, RELIABILITY, SEED_SENSITIVITY
 from emb.analyses.sc_weat import ANALYSIS as SC_WEAT
 from emb.analyses.similarity import ANALYSIS as SIMILARITY
 from emb.analyses.stereotype import ANALYSIS as STEREOTYPE
@@ -26,7 +29,8 @@ __all__ = ["ANALYSES", "get_analysis"]
 ANALYSES: dict[str, Analysis] = {
     a.name: a
     for a in (WEAT, SC_WEAT, VALNORM, VAST, SIMILARITY, STEREOTYPE, IBD, VALENCE_SUBSPACE,
-              INTERSECTIONAL, CEAT)
+              INTERSECTIONAL, CEAT, MAC, ECT, RIPA, RNSB, ML_EAT,
+              SEED_SENSITIVITY, EMPIRICAL_NULL, RELIABILITY)
 }
 
 

@@ -27,7 +27,7 @@ from emb.cli._options import (
     show_default,
 )
 from emb.errors import OptionError
-from emb.options import TABLE_FORMAT
+from emb.options import STANDARDIZE, TABLE_FORMAT
 
 __all__ = ["analyze"]
 
@@ -123,6 +123,8 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
         click_option(TABLE_FORMAT, TABLE_FORMAT.default[0], owner="emb analyze"),
         click.option("--figure-format", "figure_formats", type=Choice(["png", "pdf", "svg"]),
                      multiple=True, help="Figure file format; repeat for several  [default: png]"),
+        click.option("--standardize", type=Choice(STANDARDIZE.choices, STANDARDIZE, owner),
+                     default="none", help=STANDARDIZE.help + "  [default: none]"),
         click.option("--relative-depth", is_flag=True,
                      help="Figures: x = layer / last layer (compares models of different depth)."),
         click.option("--no-plots", is_flag=True, help="Do not draw figures."),
@@ -156,7 +158,7 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
         analysis, stores, options, suite=params["suite"], out=params["out_dir"],
         table_format=params["table_format"], figure_formats=params["figure_formats"],
         relative_depth=params["relative_depth"], figures=not params["no_plots"],
-        overwrite=params["overwrite"])
+        overwrite=params["overwrite"], standardize=params["standardize"])
     try:
         written = run(
             analysis.name, stores, out=params["out_dir"] or True, suite=params["suite"],
@@ -164,6 +166,7 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
             figures=not params["no_plots"], dpi=params["dpi"], table_format=params["table_format"],
             figure_formats=tuple(params["figure_formats"]) or ("png",),
             relative_depth=bool(params["relative_depth"]), command=command,
+            standardize=params["standardize"],
             progress=lambda work: progress_display(work, quiet=quiet, scheduler=params["scheduler"]),
             on_note=lambda line: click.echo(line, err=True), **options)
     except OptionError as err:  # two stores given one label

@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import xarray as xr
 
-from emb._text import cut, names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     MAX_BOOTSTRAP,
@@ -30,26 +28,19 @@ from emb.analyses._analysis import (
     small_n_of,
 )
 from emb.analyses._select import (
-    label_mask,
     own_descriptions,
     provenance_attrs,
     public_in_package,
-    select_words,
-    settings_present,
 )
 from emb.analyses.stats._work import plan
+from emb.analyses.weat._resolve import MIN_TARGET_WORDS, TEST_OPTIONS, gather_test, resolve_tests
 from emb.analyses.weat._summary import _CORRECTIONS, _FAMILIES, summary
 from emb.analyses.weat._tables import tables
 from emb.analyses.weat._tests_file import (
     ROLES,
     TestSpec,
-    custom_test,
-    parse_tests,
-    split_tests,
-    suite_tests,
-    word_set_problems,
 )
-from emb.errors import AnalysisError, EmbWarning
+from emb.errors import AnalysisError
 from emb.options import ALTERNATIVE, CORRECTION, DDOF, MIN_WORDS, N_PERMUTATIONS, WORD_SET
 
 if TYPE_CHECKING:
@@ -59,31 +50,6 @@ __all__ = ["ANALYSIS", "MIN_TARGET_WORDS", "weat"]
 
 #: Largest embedding block (bytes, as stored) handed to one kernel call.
 _MAX_BLOCK_BYTES = 128 * 2**20
-
-
-#: Fewest words a target set (X, Y) may have: d measures the distance between the sets' mean
-#: associations in units of the standard deviation of all their words' associations, and with
-#: one word per set that deviation is fixed by the two words' own difference, so |d| = sqrt(2)
-#: (ddof 1; 2 with ddof 0) whatever the vectors, and its bootstrap CI has zero width.
-MIN_TARGET_WORDS = 2
-
-
-def _check_target_sizes(test: TestSpec) -> None:
-    """Refuse a test with fewer than :data:`MIN_TARGET_WORDS` words in X or Y."""
-    small = [r for r in ("X", "Y") if len(test.words[r]) < MIN_TARGET_WORDS]
-    if small:
-        found = " and ".join(f"{r} has {len(test.words[r])} ({names(test.words[r])})" for r in small)
-        raise AnalysisError(
-            f"WEAT test {cut(repr(test.name), 80)}: {found}; a WEAT needs at least "
-            f"{MIN_TARGET_WORDS} words in each target set X and Y: d divides the difference of "
-            "the sets' mean associations by the standard deviation over X ∪ Y, which one word per "
-            "set fixes (|d| = sqrt(2) whatever the vectors, a zero-width CI). Add target words"
-        )
-
-
-def _dropped_text(dropped: Mapping[str, str]) -> str:
-    """``'WEAT10' (no A words in this suite); …`` (plain names, never a numpy repr)."""
-    return "; ".join(f"{name!r} ({why})" for name, why in dropped.items())
 
 
 def _weat_kernel(
@@ -147,14 +113,7 @@ def _one_test(
     confidence: float,
     min_words: int,
 ) -> xr.Dataset:
-    per_setting = []
-    for setting in settings:
-        parts = []
-        for role in ROLES:
-            sel = select_words(ds, test.words[role], setting=setting, **test.filters.get(role, {}))
-            parts.append(sel.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore"))
-        per_setting.append(xr.concat(parts, dim="item"))
-    emb = xr.concat(per_setting, dim="setting").assign_coords(setting=settings)
+    emb = gather_test(ds, test, settings)
     if emb.chunks is not None:
         # one kernel call (one set of random splits) per setting and as many layers/poolings as
         # fit in a block: the store's chunks are often one layer and pooling each
@@ -353,67 +312,8 @@ def weat(
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
 
-    custom = custom_test(x, y, a, b, tests)
-    built_in: list[TestSpec] = []  # the store suite's own tests: their overlaps are warned about
-    if custom is not None:
-        test_list = [custom]
-    else:
-        suite_names, definitions = split_tests(tests)
-        test_list = [t for d in definitions for t in parse_tests(d, ds)]
-        if suite_names or not definitions:
-            built_in = suite_tests(ds, suite_names or None, include_excluded)
-            test_list = built_in + test_list
-        seen = [t.name for t in test_list]
-        twice = sorted({n for n in seen if seen.count(n) > 1})
-        if twice:
-            raise AnalysisError(f"test name(s) {names(twice)} are defined twice; give each test its own name")
-    dropped: dict[str, str] = {}
-    for test in built_in:  # a test file's or custom test's sets are the user's: refused below
-        empty = [r for r in ROLES if not test.words[r]]
-        few = [r for r in ("X", "Y") if 0 < len(test.words[r]) < MIN_TARGET_WORDS]
-        if empty:
-            dropped[str(test.name)] = (
-                f"no {', '.join(empty)} words in this suite"
-                + (" after removing the excluded ones" if not include_excluded
-                   and "excluded" in ds.variables else ""))
-        elif few:
-            dropped[str(test.name)] = (
-                " and ".join(f"{len(test.words[r])} {r} word ({cut(', '.join(test.words[r]), 60)})"
-                            for r in few)
-                + f" in this suite, and d needs at least {MIN_TARGET_WORDS} per target set")
-    if dropped:
-        if len(dropped) == len(test_list):
-            raise AnalysisError(
-                f"every WEAT test has an empty (or one-word target) set in this suite "
-                f"({_dropped_text(dropped)}); "
-                "nothing to compute: extract a suite whose store has these words, or give a test "
-                "file (--test FILE) with words the store has")
-        warnings.warn(f"WEAT tests dropped, the others go on: {_dropped_text(dropped)}",
-                      EmbWarning, stacklevel=2)
-        test_list = [t for t in test_list if str(t.name) not in dropped]
-        built_in = [t for t in built_in if str(t.name) not in dropped]
-    for test in test_list:
-        problems = word_set_problems(test)
-        if not problems:
-            continue
-        text = (f"WEAT test {test.name!r}: {'; '.join(problems)} (a word in both sets of a pair "
-                "cancels out of the statistic, a word listed twice counts twice)")
-        if any(test is t for t in built_in):
-            warnings.warn(f"{text}; the suite defines it so", EmbWarning, stacklevel=2)
-        else:
-            raise AnalysisError(f"{text}; list each word once, in one set of each pair")
-
-    for test in test_list:
-        _check_target_sizes(test)
-
-    present = settings_present(ds)
-    if settings is None:
-        chosen = present
-    else:
-        chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
-        unknown = [s for s in chosen if not label_mask(ds, setting=s).any()]
-        if unknown:
-            raise AnalysisError(unknown_names("setting", unknown, present, "this suite"))
+    test_list, dropped, chosen = resolve_tests(
+        ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings, include_excluded=include_excluded)
 
     perm_method = "reference" if method == "reference" else "exact-or-monte-carlo"
     parts = [
@@ -511,20 +411,13 @@ ANALYSIS = Analysis(
     suite="weat",
     description="WEAT effect sizes and permutation p-values per test, setting, layer, pooling",
     options=(
-        Option(name="tests", multiple=True, deprecated=("--tests",), metavar="NAME|FILE",
-               help="a test of the suite (e.g. WEAT1), or a YAML/JSON file defining tests by "
-                    "X/Y/A/B word lists or labels (default: every test of the suite)"),
-        Option(name="x", multiple=True, flag="--x", help="your own target words X (with --y --a --b)"),
-        Option(name="y", multiple=True, flag="--y", help="your own target words Y"),
-        Option(name="a", multiple=True, flag="--a", help="your own attribute words A"),
-        Option(name="b", multiple=True, flag="--b", help="your own attribute words B"),
-        Option(name="settings", multiple=True, help="contextual setting (default: every setting)"),
+        *TEST_OPTIONS,
+        Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
         DDOF,
         ALTERNATIVE,
         N_PERMUTATIONS,
         Option(name="exact_limit", type="int", high=MAX_PERMUTATIONS,
                help="enumerate every split up to this many"),
-        Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
         CORRECTION,
         Option(name="correction_over", choices=("test", "layer", "test+layer"), help="the correction's family"),
         Option(name="n_bootstrap", type="int", high=MAX_BOOTSTRAP,

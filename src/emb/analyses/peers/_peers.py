@@ -1,0 +1,448 @@
+"""The peer toolkits' metrics over WEAT-style tests: ``mac``, ``ect``, ``ripa`` and ``rnsb``, per
+test, setting, layer and pooling, lazily.
+
+Each applies its statistic (:mod:`emb.analyses.stats.peers`) to the (X, Y, A, B) tests a ``weat``
+run would use (the suite's own tests, test files, or ``--x/--y/--a/--b``), as WEFE applies its
+metric templates to such a query: MAC over targets {X, Y} and attributes {A, B}; ECT with targets X,
+Y and one attribute set A ∪ B; RIPA with the relation vectors of the pairs (X[i], Y[i]) and the
+words of A ∪ B; RNSB with targets X, Y, the classifier trained on A against B (the negative class).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from emb.analyses._analysis import (
+    DEFAULT_POOLINGS,
+    DEFAULT_SETTINGS,
+    Analysis,
+    Option,
+    Summary,
+    check_options,
+    default_of,
+    front,
+    integer_columns,
+    small_n_notes,
+    small_n_of,
+    tidy_frame,
+    with_set_sizes,
+)
+from emb.analyses._select import (
+    own_descriptions,
+    provenance_attrs,
+    public_in_package,
+)
+from emb.analyses.stats import peers as kernels
+from emb.analyses.weat._resolve import TEST_OPTIONS, gather_test, resolve_tests
+from emb.analyses.weat._tests_file import ROLES, TestSpec
+from emb.options import MIN_WORDS, SEED_32, WORD_SET
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["ECT", "MAC", "RIPA", "RNSB", "ect", "mac", "ripa", "rnsb"]
+
+#: Metric → (long name, what its value means) as tables, summaries and figures say them.
+_NAMES = {
+    "mac": ("MAC (mean average cosine distance)",
+            "mean over target words and attribute sets of the mean cosine distance; WEFE's MAC"),
+    "ect": ("ECT (embedding coherence test)",
+            "Spearman r over A ∪ B of the cosines with mean X and mean Y; 1 = no bias"),
+    "ripa": ("RIPA (relational inner product association)",
+             "mean over A ∪ B of <w, b> for the unit relation vectors b of the pairs (X[i], Y[i])"),
+    "rnsb": ("RNSB (relative negative sentiment bias)",
+             "KL divergence from uniform of the targets' normalised P(B); 0 = no bias"),
+}
+
+
+def _defined(test: TestSpec) -> tuple[list[str], list[str]] | None:
+    """X's and Y's word lists as the packaged WEAT test ``test.name`` defines them (their order
+    pairs them), when the test's words are drawn from them; None for other tests."""
+    from emb import data
+
+    for spec in data.read_json("weat_tests.json")["tests"]:
+        if spec.get("id") == test.name:
+            xs, ys = list(spec["target_x"]["words"]), list(spec["target_y"]["words"])
+            if set(test.words["X"]) <= set(xs) and set(test.words["Y"]) <= set(ys):
+                return xs, ys
+    return None
+
+
+def _pairs(test: TestSpec, method: str) -> np.ndarray:
+    """RIPA's pairs (index in X, index in Y). Default: the i-th words of a packaged test's X and
+    Y lists (Caliskan et al.'s order), a pair kept only when both of its words are in the store (a
+    missing word drops its pair, never shifts the others); the lists of other tests (files, your
+    own) are their definitions. ``reference`` (WEFE): the i-th of the words *found*, up to the
+    shorter set."""
+    found_x, found_y = test.words["X"], test.words["Y"]
+    defined = None if method == "reference" else _defined(test)
+    if defined is None:
+        k = min(len(found_x), len(found_y))
+        return np.stack([np.arange(k), np.arange(k)], axis=1).reshape(-1, 2)
+    pos_x = {w: i for i, w in enumerate(found_x)}
+    pos_y = {w: i for i, w in enumerate(found_y)}
+    pairs = [(pos_x[wx], pos_y[wy]) for wx, wy in zip(*defined, strict=False)
+             if wx in pos_x and wy in pos_y]
+    return np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+
+
+def _run(
+    metric: str,
+    ds: xr.Dataset,
+    *,
+    tests: Any,
+    x: Sequence[str] | None,
+    y: Sequence[str] | None,
+    a: Sequence[str] | None,
+    b: Sequence[str] | None,
+    settings: str | Sequence[str] | None,
+    include_excluded: bool,
+    min_words: int,
+    method: str = "default",
+    seed: int = 0,
+    word_set: str = "common",
+) -> xr.Dataset:
+    """One metric over every resolved test: ``metric(test, setting, layer, pooling)`` with the
+    per-test set sizes and flags."""
+    if "embedding" not in ds.variables:
+        from emb.errors import AnalysisError
+
+        raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
+    test_list, dropped, chosen = resolve_tests(ds, tests=tests, x=x, y=y, a=a, b=b,
+                                               settings=settings, include_excluded=include_excluded)
+    parts = []
+    for test in test_list:
+        n = {role: len(test.words[role]) for role in ROLES}
+        emb = gather_test(ds, test, chosen)
+        if emb.chunks is not None:
+            emb = emb.chunk({"item": -1, "feature": -1})
+        kwargs: dict[str, Any] = {"n_x": n["X"], "n_y": n["Y"]}
+        extra: dict[str, Any] = {}
+        if metric == "ripa":
+            pairs = _pairs(test, method)
+            kwargs["pairs"] = pairs
+            extra["n_pairs"] = len(pairs)
+            function: Callable[..., np.ndarray] = kernels.ripa
+        elif metric == "rnsb":
+            kwargs.update(n_a=n["A"], seed=int(seed), holdout=method == "reference")
+            function = kernels.rnsb
+        else:
+            kwargs["n_a"] = n["A"]
+            function = kernels.mac if metric == "mac" else kernels.ect
+        value = xr.apply_ufunc(function, emb, input_core_dims=[["item", "feature"]], kwargs=kwargs,
+                               dask="parallelized", output_dtypes=[np.float64])
+        out = xr.Dataset({metric: value}).expand_dims(test=[test.name])
+        for role in ROLES:
+            out[f"n_{role.lower()}"] = ("test", [n[role]])
+        for key, count in extra.items():
+            out[key] = ("test", [count])
+        out["small_n"] = ("test", [small_n_of(n, min_words)
+                                   or (metric == "ripa" and extra["n_pairs"] < min_words)])
+        parts.append(out.assign_coords(
+            {f"{role.lower()}_group": ("test", [test.groups[role]]) for role in ROLES}))
+    out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override",
+                    join="exact")
+    out = out.transpose("test", "setting", "layer", "pooling", ...)
+    out[metric].attrs["long_name"] = _NAMES[metric][0]
+    out[metric].attrs["description"] = _NAMES[metric][1]
+    out["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
+    out.attrs = {
+        "analysis": metric,
+        "method": method,
+        "include_excluded": str(bool(include_excluded)).lower(),
+        "min_words": int(min_words),
+        "word_set": word_set,
+        "dropped": json.dumps(dropped, ensure_ascii=False),
+        "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
+        **({"seed": int(seed)} if metric == "rnsb" else {}),
+        **provenance_attrs(ds),
+    }
+    return out
+
+
+_TESTS_DOC = """    ds : xarray.Dataset
+        A store suite group with WEAT-style tests (``weat``, ``ceat`` …), or any suite with ``x``
+        … ``b`` or a test file.
+    tests : str, path, mapping or a sequence of them, optional
+        Tests of the suite by name (default: all) and/or test files, as for :func:`emb.analyses.weat`.
+    x, y, a, b : sequence of str, optional
+        Your own target (X, Y) and attribute (A, B) words instead of ``tests``.
+    settings : str or sequence of str, optional
+        Contextual settings (default: every setting present).
+    include_excluded : bool, default False
+        Keep the target names Caliskan et al. dropped (WEAT3–5).
+    min_words : int, default 8
+        A test with fewer words than this in a set is flagged ``small_n``.
+    word_set : {"common", "per-setting"}, default "common"
+        Across the stores of one run, the words every store has, or each store's own (within a
+        store every cell uses the test's words); see ``docs/rules/same-words.md``."""
+
+
+@public_in_package
+@own_descriptions
+def mac(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
+        y: Sequence[str] | None = None, a: Sequence[str] | None = None,
+        b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
+        include_excluded: bool = False, min_words: int = 8,
+        word_set: Literal["common", "per-setting"] = "common") -> xr.Dataset:
+    """Mean average cosine distance (Manzini et al. 2019) of each WEAT-style test, lazily.
+
+    Parameters
+    ----------
+    {tests}
+
+    Returns
+    -------
+    xarray.Dataset
+        ``mac(test, setting, layer, pooling)``: the mean over t ∈ X ∪ Y and S ∈ {{A, B}} of
+        ``mean_{{s ∈ S}} (1 − cos(t, s))`` (WEFE 1.0.1's ``MAC``; 1 − MAC is the mean cosine);
+        per test ``n_x`` … ``n_b`` and ``small_n``.
+
+    Notes
+    -----
+    MAC is not a bias score by itself: it is the mean distance of every target to every attribute
+    set, so read it against the layer's anisotropy baseline, and compare X with Y by WEAT's d.
+
+    Examples
+    --------
+    >>> from emb.analyses import ANALYSES
+    >>> ds, options = ANALYSES["mac"].example()
+    >>> float(mac(ds, **options).mac.sel(test="WEAT1", setting="bleached", pooling="last",
+    ...                                   layer=0)) > 0
+    True
+    """
+    check_options(MAC, min_words=min_words, word_set=word_set)
+    return _run("mac", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
+                include_excluded=include_excluded, min_words=min_words, word_set=word_set)
+
+
+@public_in_package
+@own_descriptions
+def ect(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
+        y: Sequence[str] | None = None, a: Sequence[str] | None = None,
+        b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
+        include_excluded: bool = False, min_words: int = 8,
+        word_set: Literal["common", "per-setting"] = "common") -> xr.Dataset:
+    """Embedding coherence test (Dev & Phillips 2019) of each WEAT-style test, lazily.
+
+    Parameters
+    ----------
+    {tests}
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ect(test, setting, layer, pooling)``: Spearman's r, over the attribute words A ∪ B, of
+        their cosines with the mean vector of X and with that of Y (1: X and Y relate to the
+        attributes alike, no bias; lower: they differ); per test ``n_x`` … ``n_b``, ``small_n``.
+
+    Examples
+    --------
+    >>> from emb.analyses import ANALYSES
+    >>> ds, options = ANALYSES["ect"].example()
+    >>> res = ect(ds, **options).ect.sel(setting="bleached", pooling="last", layer=3)
+    >>> bool(res.sel(test="WEAT1") < res.sel(test="WEAT2"))
+    True
+    """
+    check_options(ECT, min_words=min_words, word_set=word_set)
+    return _run("ect", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
+                include_excluded=include_excluded, min_words=min_words, word_set=word_set)
+
+
+@public_in_package
+@own_descriptions
+def ripa(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
+         y: Sequence[str] | None = None, a: Sequence[str] | None = None,
+         b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
+         include_excluded: bool = False, min_words: int = 8,
+         word_set: Literal["common", "per-setting"] = "common",
+         method: Literal["default", "reference"] = "default") -> xr.Dataset:
+    """Relational inner product association (Ethayarajh et al. 2019) of each WEAT-style test.
+
+    Parameters
+    ----------
+    {tests}
+    method : {{"default", "reference"}}, default "default"
+        How X and Y are paired: by position in the test's definition, a pair dropped when either
+        of its words is not in the store; ``reference`` pairs the words *found* by position, up
+        to the shorter set, as WEFE 1.0.1 does (a missing word shifts every later pair).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``ripa(test, setting, layer, pooling)``: the mean over w ∈ A ∪ B of the mean over the
+        pairs of ``<w, (x_i − y_i) / ‖x_i − y_i‖>`` (positive: the attributes lie towards X);
+        per test ``n_pairs``, ``n_x`` … ``n_b``, ``small_n`` (also when fewer than
+        ``min_words`` pairs).
+
+    Notes
+    -----
+    RIPA uses the raw word vector (not normalised): on a contextual model it scales with the
+    layer's vector norms, so compare RIPA across tests of one layer, not across layers.
+
+    Examples
+    --------
+    >>> from emb.analyses import ANALYSES
+    >>> ds, options = ANALYSES["ripa"].example()
+    >>> int(ripa(ds, **options).n_pairs.sel(test="WEAT1"))
+    8
+    """
+    check_options(RIPA, min_words=min_words, method=method, word_set=word_set)
+    return _run("ripa", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
+                include_excluded=include_excluded, min_words=min_words, method=method,
+                word_set=word_set)
+
+
+@public_in_package
+@own_descriptions
+def rnsb(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
+         y: Sequence[str] | None = None, a: Sequence[str] | None = None,
+         b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
+         include_excluded: bool = False, min_words: int = 8,
+         word_set: Literal["common", "per-setting"] = "common",
+         method: Literal["default", "reference"] = "default", seed: int = 0) -> xr.Dataset:
+    """Relative negative sentiment bias (Sweeney & Najafian 2019) of each WEAT-style test.
+
+    Parameters
+    ----------
+    {tests}
+    method : {{"default", "reference"}}, default "default"
+        The classifier (scikit-learn ``LogisticRegression``, liblinear, as WEFE) is trained on
+        every attribute word; ``reference`` trains it as WEFE 1.0.1 does by default, on a
+        shuffled, stratified 80 % of them (``random_state=seed``), which makes the value depend
+        on which fifth was held out for an accuracy nobody reads.
+    seed : int, default 0
+        The classifier's (and the holdout's) ``random_state``.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``rnsb(test, setting, layer, pooling)``: the Kullback–Leibler divergence of the target
+        words' normalised probabilities of the negative class B from the uniform distribution
+        (0: every target word equally negative); per test ``n_x`` … ``n_b``, ``small_n``.
+
+    Notes
+    -----
+    The negative class is B, the test's second attribute set (unpleasant in WEAT1–8): WEFE's code
+    labels its second attribute set −1 and reads that class's probability (its docstring says
+    the first; the code is what its numbers are).
+
+    Examples
+    --------
+    >>> from emb.analyses import ANALYSES
+    >>> ds, options = ANALYSES["rnsb"].example()
+    >>> float(rnsb(ds, **options).rnsb.sel(test="WEAT1", setting="bleached", pooling="last",
+    ...                                     layer=0)) >= 0
+    True
+    """
+    check_options(RNSB, min_words=min_words, method=method, seed=seed, word_set=word_set)
+    return _run("rnsb", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
+                include_excluded=include_excluded, min_words=min_words, method=method, seed=seed,
+                word_set=word_set)
+
+
+for _f in (mac, ect, ripa, rnsb):
+    _f.__doc__ = (_f.__doc__ or "").replace("{tests}", _TESTS_DOC.strip()).replace(
+        "{{", "{").replace("}}", "}")
+
+
+# -- tables, summary, figures ----------------------------------------------------------------------
+def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
+    """``<metric>``: one row per (model, test, setting, pooling, layer), the word-set sizes and
+    the flag last."""
+    metric = str(result.attrs["analysis"])
+    frame = tidy_frame(result, [metric], drop_all_nan=[metric])
+    groups = [c for c in ("x_group", "y_group", "a_group", "b_group") if c in result.coords]
+    if groups:
+        extra = xr.Dataset({g: (result[g].dims, np.asarray(result[g].values)) for g in groups},
+                           coords={d: result[d] for d in result[groups[0]].dims})
+        frame = frame.merge(extra.to_dataframe().reset_index(), how="left")
+    frame = integer_columns(frame, ("layer",))
+    frame = front(frame, ("model", "test", "x_group", "y_group", "a_group", "b_group", "setting",
+                          "pooling", "layer", metric))
+    sizes = ("n_pairs", "n_x", "n_y", "n_a", "n_b", "small_n")
+    return {metric: with_set_sizes(frame, result, variables=sizes)}
+
+
+def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
+    """Declared cell: the top layer, the ``bleached`` setting (else ``alone`` …), the ``last``
+    pooling (else the first)."""
+    metric = str(result.attrs["analysis"])
+    frame = tables[metric].dropna(subset=[metric])
+    long_name, meaning = _NAMES[metric]
+    if frame.empty:
+        return Summary(title=f"{long_name}: no values (every cell is NaN)")
+    setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
+    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
+    cell = frame[(frame["setting"] == setting) & (frame["pooling"] == pooling)]
+    rows = []
+    keys = [k for k in ("model", "test") if k in cell]
+    for key, group in cell.groupby(keys, sort=False):
+        top = group.loc[group["layer"].idxmax()]
+        row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        if "x_group" in top:
+            row["groups"] = f"{top['x_group']} vs {top['y_group']} / {top['a_group']} vs {top['b_group']}"
+        row["layer"] = int(top["layer"])
+        row[metric] = round(float(top[metric]), 4)
+        row["n (X+Y | A+B)"] = f"{top['n_x']}+{top['n_y']} | {top['n_a']}+{top['n_b']}"
+        if metric == "ripa":
+            row["pairs"] = int(top["n_pairs"])
+        rows.append(row)
+    notes = [f"{metric}: {meaning}."]
+    if result.attrs.get("method") == "reference":
+        notes.append({"ripa": "Pairs as WEFE 1.0.1 makes them (the found words by position).",
+                      "rnsb": "Classifier trained as WEFE 1.0.1's default (80 % holdout).",
+                      }.get(metric, "WEFE 1.0.1's computation (the same as the default)."))
+    if metric == "rnsb":
+        notes.append(f"Seeded (random_state {result.attrs.get('seed')}); B is the negative class.")
+    notes.append("No p-value: these metrics have no test of their own; use weat's permutation p.")
+    notes += small_n_notes(result)
+    return Summary(title=long_name,
+                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],
+                   table=pd.DataFrame(rows), notes=notes)
+
+
+def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
+    from emb.analyses.peers._figures import metric_by_layer
+
+    return {"by_layer": metric_by_layer(result, relative_depth=relative_depth)}
+
+
+def _example() -> tuple[xr.Dataset, dict[str, Any]]:
+    """The ``weat`` example suite (WEAT1 with a planted effect, WEAT2 without)."""
+    from emb.analyses._examples import lazy, weat_dataset
+
+    return lazy(weat_dataset()), {}
+
+
+_COMMON = (
+    *TEST_OPTIONS,
+    Option(name="include_excluded", type="bool", help="keep the names Caliskan et al. dropped (WEAT3-5)"),
+    MIN_WORDS,
+    WORD_SET,
+)
+
+
+def _record(function: Callable[..., xr.Dataset], description: str, *options: Option,
+            **kwargs: Any) -> Analysis:
+    name = function.__name__
+    return Analysis(
+        name=name, function=function, suite="weat", description=description,
+        options=_COMMON + options, tables=_tables, figures=_figures, summary=_summary,
+        outputs={name: ("test", "setting", "layer", "pooling"),
+                 **{v: ("test",) for v in ("n_x", "n_y", "n_a", "n_b", "small_n")},
+                 **({"n_pairs": ("test",)} if name == "ripa" else {})},
+        example=_example, **kwargs)
+
+
+MAC = _record(mac, "MAC: mean average cosine distance of the targets to the attribute sets (WEFE)")
+ECT = _record(ect, "ECT: embedding coherence test, Spearman r of X's and Y's attribute similarities")
+RIPA = _record(ripa, "RIPA: relational inner product association over the pairs (X[i], Y[i])")
+RNSB = _record(rnsb, "RNSB: KL divergence of a sentiment classifier's negative probabilities",
+               seed=SEED_32)

@@ -1,0 +1,229 @@
+"""Figures of the robustness families: each word's influence on d, d over random subsets by layer,
+and d against its empirical null (matplotlib, no pyplot state; the house style of
+:mod:`emb.analyses._figure`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from emb.analyses import _figure as fg
+
+__all__ = ["agreement_by_layer", "influence_bars", "null_positions", "reliability_by_layer",
+           "subset_bands"]
+
+#: Colour of each role's bars.
+_ROLE_COLORS = {"X": fg.PALETTE[0], "Y": fg.PALETTE[1], "A": fg.PALETTE[2], "B": fg.PALETTE[3]}
+
+
+def _title(result: xr.Dataset, model: Any, test: Any, width: int) -> str:
+    groups = [str(result[f"{r}_group"].sel(test=test).values) if f"{r}_group" in result.coords
+              else r.upper() for r in ("x", "y", "a", "b")]
+    return fg.wrap(f"{fg.model_prefix(model)}{test}: {groups[0]} vs {groups[1]} / {groups[2]} vs "
+                   f"{groups[3]}", width)
+
+
+def _top_layer(da: xr.DataArray) -> int:
+    """The highest layer with a finite value (a model's own top)."""
+    other = [d for d in da.dims if d != "layer"]
+    finite = np.isfinite(fg.values(da.transpose("layer", *other))).reshape(da.sizes["layer"], -1).any(1)
+    layers = np.asarray(da["layer"].values)
+    return int(layers[finite][-1]) if finite.any() else int(layers[-1])
+
+
+@fg.styled
+def influence_bars(result: xr.Dataset, *, setting: str | None = None, pooling: str | None = None,
+                   layer: int | None = None, top: int = 12) -> Figure:
+    """The ``top`` words of largest |influence| on d per test (and model), at one cell (default:
+    the top layer, the ``bleached`` setting, the ``last`` pooling): a bar per word, coloured by
+    its set, the jackknife SE of d as a shaded band around 0."""
+    fg.require(result, ["influence", "jackknife_se"], "an influence figure")
+    result, tag = fg.one_model(result)
+    setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
+    pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    panels = [(m, t) for m in fg.labels(result, "model") for t in fg.labels(result, "test")]
+    cols = min(len(panels), 3)
+    fig, axes, _ = fg.grid(len(panels), max_cols=cols, panel_height=0.17 * top + 0.9, sharey=False)
+    layers_used = set()
+    for ax, (model, test) in zip(axes, panels, strict=True):
+        at = {"model": model, "test": test, "setting": setting, "pooling": pooling}
+        here = layer if layer is not None else _top_layer(fg.sel(result["effect_size"], **at))
+        layers_used.add(here)
+        infl = fg.sel(result["influence"], **at).sel(layer=here)
+        values = fg.values(infl)
+        words = np.asarray(fg.sel(result["member_word"], model=model, test=test).values, dtype=str)
+        roles = np.asarray(fg.sel(result["member_role"], model=model, test=test).values, dtype=str)
+        ok = np.flatnonzero(np.isfinite(values) & (words != ""))
+        order = ok[np.argsort(-np.abs(values[ok]), kind="stable")][:top][::-1]
+        ax.barh(np.arange(order.size), values[order], color=[_ROLE_COLORS.get(r, "0.5") for r in roles[order]],
+                height=0.7)
+        ax.set_yticks(np.arange(order.size), [f"{w} ({r})" for w, r in zip(words[order], roles[order], strict=True)],
+                      fontsize=6.2)
+        se = float(fg.values(fg.sel(result["jackknife_se"], **at).sel(layer=here)))
+        ax.axvline(0, color="0.4", lw=0.6)
+        d = float(fg.values(fg.sel(result["effect_size"], **at).sel(layer=here)))
+        ax.set_title(_title(result, model, test, 34 if cols == 3 else 48)
+                     + f"\n(d = {d:.2f}, jackknife SE {se:.2f})", fontsize=6.8)
+        ax.set_xlabel("influence on d")
+        ax.grid(alpha=0.3, axis="x")
+    handles = [Patch(color=c, label=f"{r}") for r, c in _ROLE_COLORS.items()]
+    fig.legend(handles=handles, loc="outside lower center", frameon=False, ncols=4,
+               title="the word's set; influence = d − d without the word", title_fontsize=6.8)
+    where = f"layer {sorted(layers_used)[0]}" if len(layers_used) == 1 else "each test's top layer"
+    fig.suptitle(f"Which words drive d — {where}, setting {setting}, {pooling} pooling{tag}")
+    return fig
+
+
+@fg.styled
+def subset_bands(result: xr.Dataset, *, setting: str | None = None, pooling: str | None = None,
+                 relative_depth: bool = False) -> Figure:
+    """d by layer per test (and model) with the 5–95 % range of d over the random subsets of the
+    word sets as a band."""
+    fg.require(result, ["effect_size", "subset_low", "subset_high"], "a subsets figure")
+    result, tag = fg.one_model(result)
+    setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
+    pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    panels = [(m, t) for m in fg.labels(result, "model") for t in fg.labels(result, "test")]
+    cols = min(len(panels), 3)
+    fig, axes, _ = fg.grid(len(panels), max_cols=cols, panel_height=1.8)
+    layers = np.asarray(result["layer"].values)
+    xlabel = "layer"
+    for ax, (model, test) in zip(axes, panels, strict=True):
+        at = {"model": model, "test": test, "setting": setting, "pooling": pooling}
+        d = fg.values(fg.sel(result["effect_size"], **at))
+        lo = fg.values(fg.sel(result["subset_low"], **at))
+        hi = fg.values(fg.sel(result["subset_high"], **at))
+        x, xlabel = fg.depth_axis(layers, np.isfinite(d), relative_depth)
+        if layers.size == 1:
+            ax.errorbar(x, d, yerr=[d - lo, hi - d], fmt="o", color=fg.PALETTE[0], ms=4, capsize=3)
+            ax.set_xticks(x, [f"layer {int(layers[0])}"])
+        else:
+            fg.band(ax, x, lo, hi, fg.PALETTE[0], alpha=0.2)
+            fg.line(ax, x, d, color=fg.PALETTE[0], marker="o", ms=3)
+        ax.set_title(_title(result, model, test, 34 if cols == 3 else 48), fontsize=6.8)
+        fg.finish_axes(ax, xlabel=None if layers.size == 1 else xlabel,
+                       integer_x=not relative_depth and layers.size > 1)
+    for ax in axes[::cols]:
+        ax.set_ylabel("effect size (d)")
+    fg.outer_xlabels(axes)
+    fraction = float(result.attrs.get("fraction", 0.8))
+    fig.legend(handles=[Patch(color=fg.PALETTE[0], alpha=0.3,
+                              label=f"5–95% of d over random {fraction:.0%} subsets of each word set")],
+               loc="outside lower center", frameon=False)
+    fig.suptitle(f"d and its spread over word subsets — setting {setting}, {pooling} pooling{tag}")
+    return fig
+
+
+@fg.styled
+def null_positions(result: xr.Dataset, *, setting: str | None = None, pooling: str | None = None,
+                   relative_depth: bool = False) -> Figure:
+    """d by layer per test (and model) against its empirical null: the 2.5–97.5 % range of d with
+    random attribute sets as a grey band, the observed d as a line, filled markers where it lies
+    outside (empirical p < 0.05)."""
+    fg.require(result, ["effect_size", "null_low", "null_high", "empirical_p"], "an empirical-null figure")
+    result, tag = fg.one_model(result)
+    setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
+    pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    panels = [(m, t) for m in fg.labels(result, "model") for t in fg.labels(result, "test")]
+    cols = min(len(panels), 3)
+    fig, axes, _ = fg.grid(len(panels), max_cols=cols, panel_height=1.8)
+    layers = np.asarray(result["layer"].values)
+    xlabel = "layer"
+    for ax, (model, test) in zip(axes, panels, strict=True):
+        at = {"model": model, "test": test, "setting": setting, "pooling": pooling}
+        d = fg.values(fg.sel(result["effect_size"], **at))
+        lo = fg.values(fg.sel(result["null_low"], **at))
+        hi = fg.values(fg.sel(result["null_high"], **at))
+        p = fg.values(fg.sel(result["empirical_p"], **at))
+        x, xlabel = fg.depth_axis(layers, np.isfinite(d), relative_depth)
+        if layers.size == 1:
+            ax.errorbar(x, (lo + hi) / 2, yerr=(hi - lo) / 2, fmt="none", color="0.55", capsize=4, lw=4, alpha=0.5)
+            ax.set_xticks(x, [f"layer {int(layers[0])}"])
+        else:
+            fg.band(ax, x, lo, hi, "0.5", alpha=0.25)
+            fg.line(ax, x, d, color=fg.PALETTE[0])
+        sig = np.isfinite(d) & (p < 0.05)
+        ax.plot(x[sig], d[sig], "o", ms=3.6, color=fg.PALETTE[0])
+        ax.plot(x[~sig & np.isfinite(d)], d[~sig & np.isfinite(d)], "o", ms=3.6, mfc="white",
+                mec=fg.PALETTE[0])
+        ax.set_title(_title(result, model, test, 34 if cols == 3 else 48), fontsize=6.8)
+        fg.finish_axes(ax, xlabel=None if layers.size == 1 else xlabel,
+                       integer_x=not relative_depth and layers.size > 1)
+    for ax in axes[::cols]:
+        ax.set_ylabel("effect size (d)")
+    fg.outer_xlabels(axes)
+    handles = [Patch(color="0.5", alpha=0.4, label="2.5–97.5% of d with random attribute sets"),
+               *[h for h, _ in fg.marker_handles("filled: empirical p < 0.05", "open: not")]]
+    labels = [handles[0].get_label(), "filled: empirical p < 0.05", "open: inside the null"]
+    fig.legend(handles, labels, loc="outside lower center", frameon=False, ncols=3)
+    matched = result.attrs.get("match", "length")
+    fig.suptitle(f"d against random attribute sets ({matched}-matched) — setting {setting}, "
+                 f"{pooling} pooling{tag}")
+    return fig
+
+
+def _layer_panels(result: xr.Dataset, variable: str, ylabel: str, title: str, *,
+                  group: str, setting: str | None, pooling: str | None, relative_depth: bool,
+                  reference: float | None = None, ylim: tuple[float, float] | None = None) -> Figure:
+    """One panel per model, one line per value of ``group`` (tests, or pairs of metrics)."""
+    result, tag = fg.one_model(result)
+    setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
+    pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    models = fg.labels(result, "model")
+    fig, axes, _ = fg.grid(len(models), max_cols=2, panel_height=2.3, extra_height=1.0,
+                           width=fg.PAGE_WIDTH if len(models) > 1 else fg.PAGE_WIDTH * 0.7)
+    layers = np.asarray(result["layer"].values)
+    members = fg.labels(result, group)
+    colors = dict(zip(members, fg.ordered_colors(len(members)) if len(members) > len(fg.PALETTE)
+                      else fg.PALETTE, strict=False))
+    xlabel = "layer"
+    for ax, model in zip(axes, models, strict=True):
+        for k, member in enumerate(members):
+            y = fg.values(fg.sel(result[variable], model=model, setting=setting, pooling=pooling,
+                                 **{group: member}))
+            x, xlabel = fg.depth_axis(layers, np.isfinite(y), relative_depth)
+            if layers.size == 1:
+                x = x + (k - (len(members) - 1) / 2) * 0.04
+            fg.line(ax, x, y, color=colors[member], ls=fg.LINESTYLES[k % len(fg.LINESTYLES)],
+                    marker=fg.MARKERS[k % len(fg.MARKERS)], ms=3, label=str(member))
+        if reference is not None:
+            ax.axhline(reference, color="0.55", lw=0.6)
+        if ylim:
+            ax.set_ylim(*ylim)
+        ax.set_title(str(model) if model is not None else "", fontsize=6.8)
+        fg.finish_axes(ax, xlabel=None if layers.size == 1 else xlabel,
+                       integer_x=not relative_depth and layers.size > 1, zero=reference is None)
+        if layers.size == 1:
+            ax.set_xticks([float(layers[0])], [f"layer {int(layers[0])}"])
+    axes[0].set_ylabel(ylabel)
+    handles, labels_ = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels_, loc="outside lower center", frameon=False, ncols=min(len(labels_), 3))
+    fig.suptitle(fg.wrap(f"{title} — setting {setting}, {pooling} pooling{tag}", 60))
+    return fig
+
+
+@fg.styled
+def reliability_by_layer(result: xr.Dataset, *, setting: str | None = None,
+                         pooling: str | None = None, relative_depth: bool = False) -> Figure:
+    """Each test's split-half reliability (Spearman–Brown) by layer."""
+    fg.require(result, ["reliability"], "a reliability figure")
+    return _layer_panels(result, "reliability", "split-half reliability (Spearman-Brown)",
+                         "Reliability of the target words' scores over attribute halves",
+                         group="test", setting=setting, pooling=pooling,
+                         relative_depth=relative_depth, reference=0.0, ylim=(-1.05, 1.05))
+
+
+@fg.styled
+def agreement_by_layer(result: xr.Dataset, *, setting: str | None = None,
+                       pooling: str | None = None, relative_depth: bool = False) -> Figure:
+    """Spearman's r over the tests between every two metrics (|d|, |RIPA|, 1 − ECT, MAC), by layer."""
+    fg.require(result, ["agreement"], "an agreement figure")
+    n = int(np.nanmax(fg.values(result["n_tests"]))) if "n_tests" in result else 0
+    return _layer_panels(result, "agreement", f"Spearman r over {n} tests",
+                         "Agreement of the metrics across tests", group="pair", setting=setting,
+                         pooling=pooling, relative_depth=relative_depth, reference=0.0,
+                         ylim=(-1.05, 1.05))
