@@ -4,15 +4,18 @@ For every configuration (family × planted effect × n), 1,000 independent sampl
 population whose parameter is known (``tests/analyses/stats/_planted.py``) and the share of
 intervals covering it is printed; a correct 95 % interval lands in 93–97 % (± 2.9 binomial
 standard errors). WEAT's bootstrap CI of d is shown with the BCa interval emb reports and with the
-percentile interval it reported before; CEAT's bootstrap CI of the CES is still the percentile
-interval (20 contexts per stimulus, 100 replicates of 100 samples, emb's defaults); the
-correlations' CIs are analytic (Fisher's z).
+percentile interval it reported before. CEAT's bootstrap CI of the CES (percentile; 20 contexts
+per stimulus, 100 replicates of 100 samples, emb's defaults) in a second table: the expected CES
+(the mean CES of the draws, 1,000 samples each) beside the population d and the unweighted mean
+of the samples' ES, and how often the CI covers d and the expected CES. The correlations' CIs
+are analytic (Fisher's z).
 
 Usage::
 
     python benchmarks/coverage.py              # 1,000 draws × 1,000 replicates (≈ 5–8 min, 2 cores)
     python benchmarks/coverage.py --draws 200  # quicker, noisier
     python benchmarks/coverage.py --markdown   # the table as Markdown (docs/rules/intervals.md)
+    python benchmarks/coverage.py --only ceat  # CEAT's rows only (≈ 10 min, 2 cores)
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from tests.analyses.stats._planted import (  # noqa: E402
 )
 
 SIZES = (8, 12, 16, 25)
+CEAT_SIZES = (8, 16, 32)
 RHOS = (0.0, 0.3, 0.6, 0.9)
 PAIRS = (10, 25, 100)
 
@@ -41,40 +45,8 @@ def _flag(c: float) -> str:
     return "" if 0.93 <= c <= 0.97 else " *"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--draws", type=int, default=1000)
-    parser.add_argument("--replicates", type=int, default=1000)
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args(argv)
-    rows: list[tuple[str, ...]] = []
-    start = time.perf_counter()
-    extra = {"near bound": 2.0}
-    for effect, shift in {**SHIFTS, **extra}.items():
-        pop = weat_population(shift, seed=0)
-        for n in SIZES:
-            old = weat_coverage(pop, n, method="percentile", n_draws=args.draws,
-                                n_bootstrap=args.replicates, seed=n)
-            new = weat_coverage(pop, n, method="bca", n_draws=args.draws,
-                                n_bootstrap=args.replicates, seed=n)
-            rows.append(("WEAT d (bootstrap over words)", f"{effect}, d = {pop.d:.2f}", str(n),
-                         f"{old:.3f}{_flag(old)}", f"{new:.3f}{_flag(new)}"))
-    for effect in ("none", "medium", "large"):
-        pop = weat_population(SHIFTS[effect], seed=0)
-        for n in (8, 16):
-            c = ceat_coverage(pop, n, n_draws=args.draws, seed=n)
-            rows.append(("CEAT CES (bootstrap over stimuli and contexts)",
-                         f"{effect}, d = {pop.d:.2f}", str(n), f"{c:.3f}{_flag(c)}",
-                         f"{c:.3f}{_flag(c)}"))
-    for method, family in (("pearson", "ValNorm r (Fisher z)"),
-                           ("spearman", "similarity ρ (Fisher z, Bonett–Wright)")):
-        for rho in RHOS:
-            for n in PAIRS:
-                c = correlation_coverage(rho, n, method=method, n_draws=args.draws,
-                                         seed=int(10 * rho))
-                rows.append((family, f"ρ = {rho:g}", str(n), "–", f"{c:.3f}{_flag(c)}"))
-    head = ("family", "planted effect", "n per set / pairs", "percentile (before)", "emb now")
-    if args.markdown:
+def _print(head: tuple[str, ...], rows: list[tuple[str, ...]], *, markdown: bool) -> None:
+    if markdown:
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
         for r in rows:
@@ -83,7 +55,53 @@ def main(argv: list[str] | None = None) -> int:
         widths = [max(len(str(r[i])) for r in (head, *rows)) for i in range(len(head))]
         for r in (head, *rows):
             print("  ".join(str(v).ljust(w) for v, w in zip(r, widths, strict=True)))
-    print(f"\n{args.draws} draws per row, {args.replicates} bootstrap replicates; * outside "
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--replicates", type=int, default=1000)
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--only", choices=("weat", "ceat", "correlation"), default=None,
+                        help="run one family's rows only")
+    args = parser.parse_args(argv)
+    rows: list[tuple[str, ...]] = []
+    ceat: list[tuple[str, ...]] = []
+    start = time.perf_counter()
+    extra = {"near bound": 2.0}
+    for effect, shift in ({**SHIFTS, **extra} if args.only in (None, "weat") else {}).items():
+        pop = weat_population(shift, seed=0)
+        for n in SIZES:
+            old = weat_coverage(pop, n, method="percentile", n_draws=args.draws,
+                                n_bootstrap=args.replicates, seed=n)
+            new = weat_coverage(pop, n, method="bca", n_draws=args.draws,
+                                n_bootstrap=args.replicates, seed=n)
+            rows.append(("WEAT d (bootstrap over words)", f"{effect}, d = {pop.d:.2f}", str(n),
+                         f"{old:.3f}{_flag(old)}", f"{new:.3f}{_flag(new)}"))
+    for effect in ("none", "medium", "large") if args.only in (None, "ceat") else ():
+        pop = weat_population(SHIFTS[effect], seed=0)
+        for n in CEAT_SIZES:
+            c = ceat_coverage(pop, n, n_draws=args.draws, seed=n)
+            ceat.append((f"{effect}, d = {pop.d:.2f}", str(n), f"{c.expected_ces:.3f}",
+                         f"{c.expected_mean_es:.3f}", f"{c.covers_d:.3f}{_flag(c.covers_d)}",
+                         f"{c.below:.3f}", f"{c.covers_expected:.3f}{_flag(c.covers_expected)}"))
+    for method, family in (("pearson", "ValNorm r (Fisher z)"),
+                           ("spearman", "similarity ρ (Fisher z, Bonett–Wright)")
+                           ) if args.only in (None, "correlation") else ():
+        for rho in RHOS:
+            for n in PAIRS:
+                c = correlation_coverage(rho, n, method=method, n_draws=args.draws,
+                                         seed=int(10 * rho))
+                rows.append((family, f"ρ = {rho:g}", str(n), "–", f"{c:.3f}{_flag(c)}"))
+    head = ("family", "planted effect", "n per set / pairs", "percentile (before)", "emb now")
+    if rows:
+        _print(head, rows, markdown=args.markdown)
+        print()
+    if ceat:
+        _print(("CEAT planted effect", "stimuli per set", "E[CES]", "E[mean ES]", "CI covers d",
+                "CI wholly below d", "CI covers E[CES]"), ceat, markdown=args.markdown)
+    print(f"\n{args.draws} draws per row, {args.replicates} bootstrap replicates (CEAT: 100 of "
+          f"100 samples, emb's defaults); * outside "
           f"93–97 %; {time.perf_counter() - start:.0f} s", file=sys.stderr)
     return 0
 
