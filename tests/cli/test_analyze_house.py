@@ -84,7 +84,7 @@ def test_default_output_directory_follows_the_rule_of_an_explicit_one(
     assert code == 0, out
     out_dir = tmp_path / "emb-results" / "toy" / "weat"
     assert {p.name for p in out_dir.iterdir()} == {"weat.csv", "weat_best_layers.csv", "weat.nc",
-                                                   "weat.json"}
+                                                   "weat.json", "weat_anisotropy.csv"}
     assert "emb-results/toy/weat" in out
     (out_dir / "notes.txt").write_text("mine")  # not emb's: never removed
     before = (out_dir / "weat.json").read_text()
@@ -93,7 +93,7 @@ def test_default_output_directory_follows_the_rule_of_an_explicit_one(
     assert (out_dir / "weat.json").read_text() == before
     code, out = _invoke(*args, "--overwrite")
     assert code == 0, out
-    assert "removed the earlier run's 4 files" in out
+    assert "removed the earlier run's 5 files" in out
     assert (out_dir / "notes.txt").read_text() == "mine"
     assert not [p for p in out_dir.iterdir() if p.name.startswith(".")], "temporary files left"
 

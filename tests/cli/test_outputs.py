@@ -159,7 +159,8 @@ def test_tables_are_byte_identical_across_identical_runs(stores: dict[str, Path]
         assert code == 0, out
         files[run] = {p.name: p.read_bytes() for p in (tmp_path / run).iterdir()
                       if p.suffix in (".csv", ".parquet")}
-    assert set(files["a"]) == {"weat.csv", "weat_best_layers.csv", "sc_weat.parquet"}
+    assert set(files["a"]) == {"weat.csv", "weat_best_layers.csv", "sc_weat.parquet",
+                               "weat_anisotropy.csv", "sc_weat_anisotropy.csv"}
     assert files["a"] == files["b"]
 
 
@@ -186,7 +187,8 @@ def test_tables_byte_identical_on_a_wide_float16_store(tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         runs.append({p.name: p.read_bytes() for p in (tmp_path / str(i)).iterdir()
                      if p.suffix in (".csv", ".parquet")})
-    assert set(runs[0]) == {"valnorm.csv", "valnorm_words.parquet", "valnorm_best_layers.csv"}
+    assert set(runs[0]) == {"valnorm.csv", "valnorm_words.parquet", "valnorm_best_layers.csv",
+                            "valnorm_anisotropy.csv"}
     assert runs[0] == runs[1] == runs[2]
 
 

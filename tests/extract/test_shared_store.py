@@ -79,7 +79,15 @@ OPTIONS = {
     "ibd": [],
     "valence-subspace": ["--cv-folds", "2"],
     "intersectional": ["--n-permutations", "200", "--cv-folds", "2"],
-    "ceat": ["--samples", "50", "--n-permutations", "200", "--n-bootstrap", "100"],
+    "ceat": ["--n-samples", "50", "--n-permutations", "200", "--n-bootstrap", "100"],
+    "mac": [],
+    "ect": [],
+    "ripa": [],
+    "rnsb": [],
+    "ml-eat": ["--n-permutations", "200"],
+    "seed-sensitivity": ["--n-subsets", "100"],
+    "empirical-null": ["--n-null", "100", "--n-permutations", "200"],
+    "reliability": ["--n-splits", "20"],
 }
 
 

@@ -387,11 +387,12 @@ class Analysis:
         return self.parameters()[name].default
 
     def report_tables(self, result: xr.Dataset) -> dict[str, pd.DataFrame]:
-        """The analysis' tables, and ``anisotropy`` (each layer's mean cosine of random word
-        pairs, the baseline every cosine is read against) when the run measured it."""
+        """The analysis' tables, and ``<stem>_anisotropy`` (each layer's mean cosine of random
+        word pairs, the baseline every cosine is read against) when the run measured it (named
+        after the analysis: two analyses may write into one directory)."""
         tables = dict(self.tables(result))
         if "anisotropy" in result.variables:
-            tables["anisotropy"] = anisotropy_table(result)
+            tables[f"{self.stem}_anisotropy"] = anisotropy_table(result)
         return tables
 
     def report_summary(self, result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
@@ -646,4 +647,4 @@ def anisotropy_note(result: xr.Dataset) -> str | None:
     return (f"Anisotropy: two random words have a mean cosine of {'; '.join(parts)}"
             + (f" ({pooling} pooling" if pooling else " (")
             + f"{', ' if pooling else ''}{int(result['anisotropy'].attrs.get('n_pairs', 0))} pairs; "
-            "table anisotropy): read every cosine against it" + after + ".")
+            "table <analysis>_anisotropy): read every cosine against it" + after + ".")

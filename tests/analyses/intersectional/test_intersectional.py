@@ -300,6 +300,7 @@ def test_cli_writes_the_listed_files(ds, tmp_path):
         "intersectional_experiment3_shares.png",
         "valence_subspace.csv", "valence_subspace.nc", "valence_subspace.json",
         "valence_subspace_valnorm_curves.png",
+        "intersectional_anisotropy.csv", "valence_subspace_anisotropy.csv",
     ])
     main = pd.read_csv(out / "intersectional.csv")
     assert list(main.columns[:9]) == ["model", "pair", "layer", "pooling", "effect_size", "p",

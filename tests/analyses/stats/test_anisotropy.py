@@ -69,8 +69,9 @@ def test_every_analysis_reports_the_baseline(name: str) -> None:
     assert result.attrs["standardize"] == "center"
     assert np.isfinite(result["anisotropy"].values).any()
     tables = analysis.report_tables(result)
-    assert list(tables)[-1] == "anisotropy" and list(tables)[0] != "anisotropy"
-    assert {"layer", "anisotropy", "anisotropy_standardized", "n_pairs"} <= set(tables["anisotropy"])
+    name_ = f"{analysis.stem}_anisotropy"
+    assert list(tables)[-1] == name_ and list(tables)[0] != name_
+    assert {"layer", "anisotropy", "anisotropy_standardized", "n_pairs"} <= set(tables[name_])
     summary = analysis.report_summary(result, tables)
     assert any(n.startswith("Anisotropy: two random words have a mean cosine of") for n in summary.notes)
 
@@ -87,7 +88,7 @@ def test_standardize_through_the_cli_is_recorded_and_changes_the_cosines(tmp_pat
         assert result.exit_code == 0, result.output
         assert "Anisotropy: two random words" in result.output
         tables[how] = pd.read_csv(out / "weat.csv")
-        assert (pd.read_csv(out / "anisotropy.csv")["standardize"] == how).all()
+        assert (pd.read_csv(out / "weat_anisotropy.csv")["standardize"] == how).all()
         sidecar = (out / "weat.json").read_text()
         assert ("--standardize" in sidecar) == (how != "none")
     assert not np.allclose(tables["none"]["effect_size"], tables["zscore"]["effect_size"])
