@@ -382,3 +382,19 @@ def test_missing_variable_is_a_clear_error(vast_result: xr.Dataset) -> None:
         plots.nullification_curves(vast_result, pooling="median")
     with pytest.raises(AnalysisError, match="Did you mean 'last'"):
         plots.nullification_curves(vast_result, pooling="lats")
+
+
+def test_similarity_figure_without_nullification() -> None:
+    """--k-max 0 (no component removed): the curves draw, no colour is asked of an empty scale."""
+    import warnings
+
+    from emb.analyses import ANALYSES
+
+    analysis = ANALYSES["similarity"]
+    ds, options = analysis.example()
+    options = {**options, "k_max": 0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = analysis.function(ds, **options).compute()
+    figures = analysis.draw(result)
+    assert figures and all(f.axes for f in figures.values())

@@ -455,7 +455,7 @@ def similarity_curves(
     cells = [(m, p, d) for m in models for p in poolings for d in datasets]
     fig, axes, n_cols = fg.grid(len(cells), max_cols=max(1, min(len(datasets), 4)))
     ordered = [k for k in ks if k != 0]
-    colors: dict[int, Any] = dict(zip(ordered, fg.ordered_colors(len(ordered), start=0.3, stop=0.9),
+    colors: dict[int, Any] = dict(zip(ordered, fg.ordered_colors(len(ordered), start=0.3, stop=0.9)[:len(ordered)],
                                       strict=True))
     if 0 in ks:
         colors[0] = "black"

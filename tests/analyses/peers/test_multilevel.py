@@ -131,3 +131,15 @@ def test_level_1_equals_weat() -> None:
                                          n_permutations=500, exact_limit=1000).compute()
     xr.testing.assert_allclose(res.effect_size, weat.effect_size.transpose(*res.effect_size.dims))
     xr.testing.assert_allclose(res.p, weat.p.transpose(*res.p.dims))
+
+
+def test_the_eat_map_marks_a_monte_carlo_floor() -> None:
+    from emb.analyses.multilevel._figures import eat_map
+
+    ds, opts = ANALYSES["ml-eat"].example()  # 8+8 words, 500 random splits: WEAT1 at its floor
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = ml_eat(ds, **opts).compute()
+    fig = eat_map(res)
+    texts = [t.get_text() for ax in fig.axes for t in ax.texts] + [ax.get_title() for ax in fig.axes]
+    assert any("p ≤ .002" in t for t in texts), texts

@@ -18,7 +18,13 @@ from emb.analyses import _figure as fg
 __all__ = ["eat_map", "levels_by_layer"]
 
 
-def _p_text(p: float) -> str:
+def _p_text(p: float, n_permutations: int = 0) -> str:
+    """``p = .031``, ``p < .001``, or at a Monte-Carlo floor ``p ≤ .002`` (no random split reached
+    the observed statistic: the true p is at most that)."""
+    from emb.analyses._analysis import mc_floor
+
+    if n_permutations and bool(mc_floor(p, n_permutations)):
+        return f"p ≤ {p:.3f}".replace("0.", ".")
     return "p < .001" if p < 0.001 else f"p = {p:.3f}".replace("0.", ".")
 
 
@@ -77,14 +83,16 @@ def eat_map(result: xr.Dataset, *, setting: str | None = None, pooling: str | No
         ax.set_yticks([0, 1], [f"X: {gx}", f"Y: {gy}"], fontsize=6.3)
         d2 = fg.values(fg.sel(result["target_effect_size"], **cell))
         p2 = fg.values(fg.sel(result["target_p"], **cell))
+        n2 = int(fg.values(fg.sel(result["target_n_permutations"], model=model, test=test)))
         for i in range(2):
-            ax.text(2.1, i, f"d = {d2[i]:.2f}\n{_p_text(p2[i])}", ha="center", va="center",
+            ax.text(2.1, i, f"d = {d2[i]:.2f}\n{_p_text(p2[i], n2)}", ha="center", va="center",
                     fontsize=6.3)
         ax.axvline(1.5, color="0.3", lw=0.6)
         d_1 = float(fg.values(fg.sel(result["effect_size"], **cell)))
         p_1 = float(fg.values(fg.sel(result["p"], **cell)))
         code = int(fg.values(fg.sel(result["pattern"], **cell)))
-        ax.set_title(fg.wrap(f"{fg.model_prefix(model)}{test}: d = {d_1:.2f}, {_p_text(p_1)}", 40)
+        n1 = int(fg.values(fg.sel(result["n_permutations"], model=model, test=test)))
+        ax.set_title(fg.wrap(f"{fg.model_prefix(model)}{test}: d = {d_1:.2f}, {_p_text(p_1, n1)}", 40)
                      + "\n" + fg.wrap(names.get(code, "?"), 40), fontsize=6.8)
         ax.set_xlim(-0.5, 2.7)
         ax.set_ylim(1.5, -0.5)
@@ -94,7 +102,8 @@ def eat_map(result: xr.Dataset, *, setting: str | None = None, pooling: str | No
                      location="bottom")
     where = f"layer {sorted(layers_used)[0]}" if len(layers_used) == 1 else "each test's top layer"
     fig.suptitle(f"EAT map — {where}, setting {setting}, {pooling} pooling{tag}\n"
-                 "(cells: level-3 mean cosine ± SD; right: level-2 single-target d, p)")
+                 "(cells: level-3 mean cosine ± SD; right: level-2 single-target d, p; "
+                 "p ≤: a Monte-Carlo floor)")
     return fig
 
 
