@@ -91,7 +91,7 @@ def test_weat_reports_the_bca_interval_and_says_so() -> None:
     notes = ANALYSES["weat"].summary(res, ANALYSES["weat"].tables(res)).notes
     assert any(n.startswith("CI: 95% BCa bootstrap over stimuli") for n in notes)
     sets = json.loads(res.attrs["words"])["WEAT1"]
-    cell = ds.sel(setting="bleached", pooling="last", layer=3)
+    cell = ds.isel(item=np.flatnonzero(ds["setting"].values == "bleached")).sel(pooling="last", layer=3)
     item_words = cell["word"].values.astype(str)
     vec = {r: np.stack([cell.embedding.values[list(item_words).index(w)] for w in sets[r]])
            for r in ("X", "Y", "A", "B")}
