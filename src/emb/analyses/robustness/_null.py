@@ -36,7 +36,12 @@ from emb.analyses.robustness._common import (
     vectors,
     with_groups,
 )
-from emb.analyses.stats import permutation_test, unit
+from emb.analyses.stats import (
+    association,
+    permutation_test,
+    target_attribute_cosines,
+    weat_effect_size,
+)
 from emb.analyses.stats import robustness as rb
 from emb.analyses.weat._tests_file import ROLES, TestSpec
 from emb.errors import AnalysisError
@@ -122,11 +127,9 @@ def _null_kernel(emb: np.ndarray, pool: np.ndarray, *, n_x: int, n_y: int, n_a: 
                  seed: int) -> np.ndarray:
     """(d, null mean, sd, 2.5 %, 97.5 %, percentile, empirical p, permutation p), (..., 8)."""
     n_t = n_x + n_y
-    u = unit(np.asarray(emb, dtype=np.float64))
-    cos = np.matmul(u[..., :n_t, :], np.swapaxes(u[..., n_t:, :], -1, -2))
-    s = cos[..., :n_a].mean(-1) - cos[..., n_a:].mean(-1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        d = (s[..., :n_x].mean(-1) - s[..., n_x:].mean(-1)) / s.std(-1, ddof=ddof)
+    cos = target_attribute_cosines(emb, n_t)
+    s = association(cos[..., :n_a], cos[..., n_a:])
+    d = weat_effect_size(s[..., :n_x], s[..., n_x:], ddof=ddof)
     null = rb.null_effect_sizes(emb[..., :n_t, :], pool, n_x, n_y, draws[:, :n_a], draws[:, n_a:],
                                 ddof=ddof)
     r = null.shape[-1]

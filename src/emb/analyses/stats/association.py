@@ -40,6 +40,7 @@ __all__ = [
     "rating_residuals",
     "sc_weat_effect_size",
     "sc_weat_effect_sizes",
+    "target_attribute_cosines",
     "unit",
     "weat_effect_size",
     "weat_statistic",
@@ -112,6 +113,30 @@ def cosine_matrix(u: Any, v: Any) -> np.ndarray:
     array([[0.7071, 0.    ]])
     """
     return np.matmul(unit(u), np.swapaxes(unit(v), -1, -2))
+
+
+def target_attribute_cosines(emb: Any, n_targets: int) -> np.ndarray:
+    """The cosines of a test's target vectors with its attribute vectors, in float64.
+
+    Parameters
+    ----------
+    emb : array_like, shape (..., n, d)
+        One test's vectors, the ``n_targets`` target words first (X then Y), then the attribute
+        words (A then B); leading axes are a batch (layers, poolings, settings).
+    n_targets : int
+
+    Returns
+    -------
+    numpy.ndarray, shape (..., n_targets, n − n_targets)
+        NaN in a row or column of a zero vector (never an error: a kernel's cell).
+
+    Examples
+    --------
+    >>> target_attribute_cosines([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0]], 1).round(4)
+    array([[0.7071, 0.    ]])
+    """
+    u = unit(np.asarray(emb, dtype=np.float64))
+    return np.matmul(u[..., :n_targets, :], np.swapaxes(u[..., n_targets:, :], -1, -2))
 
 
 def association(cos_a: Any, cos_b: Any) -> np.ndarray:

@@ -30,7 +30,12 @@ from typing import Any
 
 import numpy as np
 
-from emb.analyses.stats.association import unit
+from emb.analyses.stats.association import (
+    association,
+    sc_weat_effect_size,
+    target_attribute_cosines,
+    weat_effect_size,
+)
 from emb.analyses.stats.permutation import permutation_test
 
 __all__ = ["BLOCKS", "PATTERNS", "multilevel", "pattern_code"]
@@ -55,12 +60,11 @@ PATTERNS = {
 
 
 def _level2(cos_a: np.ndarray, cos_b: np.ndarray, *, ddof: int, **test: Any) -> tuple[np.ndarray, ...]:
-    """Single-target EAT of one target set: (d, p) from its cosines with A (..., n_t, n_a) and B."""
-    m = np.concatenate([cos_a.mean(-2), cos_b.mean(-2)], axis=-1)  # each attribute word's mean
-    n_a = cos_a.shape[-1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        d = (m[..., :n_a].mean(-1) - m[..., n_a:].mean(-1)) / m.std(-1, ddof=ddof)
-    res = permutation_test(m, n_a, **test)
+    """Single-target EAT of one target set: (d, p) from its cosines with A (..., n_t, n_a) and B:
+    SC-WEAT's effect size of the attribute words' mean cosines with the set."""
+    m_a, m_b = cos_a.mean(-2), cos_b.mean(-2)  # each attribute word's mean cosine with the set
+    d = sc_weat_effect_size(m_a, m_b, ddof=ddof)
+    res = permutation_test(np.concatenate([m_a, m_b], axis=-1), m_a.shape[-1], **test)
     return d, np.asarray(res.pvalue, dtype=np.float64)
 
 
@@ -97,9 +101,7 @@ def multilevel(
         ``d1, p1`` of shape (...); ``d2, p2`` of shape (..., 2) (X, Y); ``mean3, std3`` of shape
         (..., 4) (:data:`BLOCKS`); ``pattern`` of shape (...) (:data:`PATTERNS`, 0 = NaN).
     """
-    u = unit(np.asarray(emb, dtype=np.float64))
-    n_t = n_x + n_y
-    cos = np.matmul(u[..., :n_t, :], np.swapaxes(u[..., n_t:, :], -1, -2))  # (..., n_t, n_a+n_b)
+    cos = target_attribute_cosines(emb, n_x + n_y)  # (..., n_t, n_a + n_b)
     blocks = [cos[..., :n_x, :n_a], cos[..., :n_x, n_a:], cos[..., n_x:, :n_a], cos[..., n_x:, n_a:]]
     flat = [b.reshape(b.shape[:-2] + (-1,)) for b in blocks]
     mean3 = np.stack([b.mean(-1) for b in flat], axis=-1)
@@ -109,9 +111,8 @@ def multilevel(
             "exact_limit": exact_limit, "seed": seed, "method": method}
     d_x, p_x = _level2(blocks[0], blocks[1], ddof=ddof, **test)
     d_y, p_y = _level2(blocks[2], blocks[3], ddof=ddof, **test)
-    s = cos[..., :n_a].mean(-1) - cos[..., n_a:].mean(-1)  # s(w, A, B) per target word
-    with np.errstate(invalid="ignore", divide="ignore"):
-        d1 = (s[..., :n_x].mean(-1) - s[..., n_x:].mean(-1)) / s.std(-1, ddof=ddof)
+    s = association(cos[..., :n_a], cos[..., n_a:])  # s(w, A, B) per target word
+    d1 = weat_effect_size(s[..., :n_x], s[..., n_x:], ddof=ddof)
     p1 = np.asarray(permutation_test(s, n_x, **test).pvalue, dtype=np.float64)
     return (np.asarray(d1, np.float64), p1, np.stack([d_x, d_y], -1), np.stack([p_x, p_y], -1),
             mean3, std3, pattern_code(d_x, p_x, d_y, p_y, alpha))

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from emb.analyses.stats.association import unit
+from emb.analyses.stats.association import target_attribute_cosines, unit
 
 __all__ = ["mac", "ect", "ripa", "ripa_words", "rnsb", "rnsb_probabilities"]
 
@@ -45,9 +45,7 @@ def _float(emb: Any) -> np.ndarray:
 def mac(emb: Any, n_x: int, n_y: int, n_a: int) -> np.ndarray:
     """Mean average cosine distance of the targets X ∪ Y to A and to B (each set's mean counted
     once per target word), shape ``emb.shape[:-2]``."""
-    u = unit(_float(emb))
-    n_t = n_x + n_y
-    distance = 1.0 - np.matmul(u[..., :n_t, :], np.swapaxes(u[..., n_t:, :], -1, -2))
+    distance = 1.0 - target_attribute_cosines(emb, n_x + n_y)
     per_set = np.stack([distance[..., :n_a].mean(-1), distance[..., n_a:].mean(-1)], axis=-1)
     return per_set.mean(axis=(-2, -1))
 

@@ -21,20 +21,14 @@ from typing import Any
 
 import numpy as np
 
-from emb.analyses.stats.association import unit
+from emb.analyses.stats.association import target_attribute_cosines, unit, weat_effect_size
 
 __all__ = ["leave_one_out", "null_effect_sizes", "split_half", "subset_effect_sizes"]
 
 
-def _cosines(emb: Any, n_t: int) -> np.ndarray:
-    u = unit(np.asarray(emb, dtype=np.float64))
-    return np.matmul(u[..., :n_t, :], np.swapaxes(u[..., n_t:, :], -1, -2))
-
-
 def _d(s: np.ndarray, n_x: int, ddof: int) -> np.ndarray:
     """WEAT's d from scores ``s (..., n_t)``, X first."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return (s[..., :n_x].mean(-1) - s[..., n_x:].mean(-1)) / s.std(-1, ddof=ddof)
+    return weat_effect_size(s[..., :n_x], s[..., n_x:], ddof=ddof)
 
 
 def leave_one_out(emb: Any, n_x: int, n_y: int, n_a: int, *, ddof: int = 1) -> tuple[np.ndarray, np.ndarray]:
@@ -48,7 +42,7 @@ def leave_one_out(emb: Any, n_x: int, n_y: int, n_a: int, *, ddof: int = 1) -> t
         the word out leaves a set too small (a target set of one word, an attribute set of none).
     """
     n_t = n_x + n_y
-    cos = _cosines(emb, n_t)
+    cos = target_attribute_cosines(emb, n_t)
     n_b = cos.shape[-1] - n_a
     sum_a, sum_b = cos[..., :n_a].sum(-1), cos[..., n_a:].sum(-1)
     s = sum_a / n_a - sum_b / n_b
@@ -101,7 +95,7 @@ def subset_effect_sizes(emb: Any, n_x: int, n_y: int, n_a: int, *, fraction: flo
     of X, Y, A, B; at least 2 of a target set, 1 of an attribute set), shape (..., n_subsets).
     The same subsets (seeded) in every cell."""
     n_t = n_x + n_y
-    cos = _cosines(emb, n_t)
+    cos = target_attribute_cosines(emb, n_t)
     n_b = cos.shape[-1] - n_a
     rng = np.random.default_rng(seed)
     size = {name: max(low, min(n, round(fraction * n))) for name, n, low in
@@ -148,7 +142,7 @@ def split_half(emb: Any, n_x: int, n_y: int, n_a: int, *, n_splits: int = 200,
         B, or fewer than 3 target words).
     """
     n_t = n_x + n_y
-    cos = _cosines(emb, n_t)
+    cos = target_attribute_cosines(emb, n_t)
     n_b = cos.shape[-1] - n_a
     if n_a < 2 or n_b < 2 or n_t < 3:
         nan = np.full(cos.shape[:-2], np.nan)

@@ -70,9 +70,7 @@ def _weat_kernel(
     """emb (..., item, feature) with items X, Y, A, B in that order -> (es, S, p, ci_low,
     ci_high) of shape (...); the CI (NaN when ``n_bootstrap`` is 0) resamples the same cosines."""
     with stats.single_threaded_blas():
-        u = stats.unit(emb)
-        n_t = n_x + n_y
-        cos = np.matmul(u[..., :n_t, :], np.swapaxes(u[..., n_t:, :], -1, -2))  # (..., n_t, |A∪B|)
+        cos = stats.target_attribute_cosines(emb, n_x + n_y)  # (..., |X∪Y|, |A∪B|)
         s = stats.association(cos[..., :n_a], cos[..., n_a:])  # (..., n_t): computed once
         es = stats.weat_effect_size(s[..., :n_x], s[..., n_x:], ddof=ddof)
         res = stats.permutation_test(
