@@ -26,14 +26,14 @@ from emb.analyses._analysis import (
     integer_columns,
     mc_floor,
     small_n_notes,
-    small_n_of,
     tidy_frame,
     with_set_sizes,
 )
 from emb.analyses._select import own_descriptions, provenance_attrs, public_in_package
 from emb.analyses.stats import multilevel as ml
-from emb.analyses.weat._resolve import TEST_OPTIONS, gather_test, resolve_tests
-from emb.analyses.weat._tests_file import ROLES
+from emb.analyses.weat._family import per_test, vectors
+from emb.analyses.weat._resolve import TEST_OPTIONS
+from emb.analyses.weat._tests_file import TestSpec
 from emb.options import ALTERNATIVE, DDOF, MIN_WORDS, N_PERMUTATIONS, WORD_SET
 
 if TYPE_CHECKING:
@@ -119,16 +119,10 @@ def ml_eat(
     check_options(ANALYSIS, ddof=ddof, alternative=alternative, alpha=alpha,
                   n_permutations=n_permutations, exact_limit=exact_limit, seed=seed,
                   min_words=min_words, word_set=word_set)
-    test_list, dropped, chosen = resolve_tests(ds, tests=tests, x=x, y=y, a=a, b=b,
-                                               settings=settings, include_excluded=include_excluded)
-    parts = []
-    for test in test_list:
-        n = {role: len(test.words[role]) for role in ROLES}
-        emb = gather_test(ds, test, chosen)
-        if emb.chunks is not None:
-            emb = emb.chunk({"item": -1, "feature": -1})
+
+    def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
         out = xr.apply_ufunc(
-            ml.multilevel, emb, input_core_dims=[["item", "feature"]],
+            ml.multilevel, vectors(data, test, chosen), input_core_dims=[["item", "feature"]],
             output_core_dims=[[], [], ["target"], ["target"], ["block"], ["block"], []],
             kwargs={"n_x": n["X"], "n_y": n["Y"], "n_a": n["A"], "ddof": int(ddof),
                     "alternative": alternative, "n_permutations": int(n_permutations),
@@ -138,17 +132,13 @@ def ml_eat(
         names = ("effect_size", "p", "target_effect_size", "target_p", "mean_cosine",
                  "std_cosine", "pattern")
         part = xr.Dataset(dict(zip(names, out, strict=True)))
-        part = part.assign_coords(target=["X", "Y"], block=list(ml.BLOCKS)).expand_dims(test=[test.name])
-        for role in ROLES:
-            part[f"n_{role.lower()}"] = ("test", [n[role]])
         for name, (total, k) in (("n_permutations", (n["X"] + n["Y"], n["X"])),
                                  ("target_n_permutations", (n["A"] + n["B"], n["A"]))):
-            part[name] = ("test", [0 if math.comb(total, k) <= exact_limit else int(n_permutations)])
-        part["small_n"] = ("test", [small_n_of(n, min_words)])
-        parts.append(part.assign_coords(
-            {f"{role.lower()}_group": ("test", [test.groups[role]]) for role in ROLES}))
-    res = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override",
-                    join="exact")
+            part[name] = 0 if math.comb(total, k) <= exact_limit else int(n_permutations)
+        return part.assign_coords(target=["X", "Y"], block=list(ml.BLOCKS))
+
+    res, test_list, dropped = per_test(ds, build, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
+                                       include_excluded=include_excluded, min_words=min_words)
     res = res.transpose("test", "setting", "layer", "pooling", ...)
     res["effect_size"].attrs["long_name"] = "level 1: WEAT effect size d (X vs Y)"
     res["p"].attrs["long_name"] = f"level 1: permutation p ({alternative}; re-splits of X ∪ Y)"

@@ -29,7 +29,6 @@ from emb.analyses._analysis import (
     front,
     integer_columns,
     small_n_notes,
-    small_n_of,
     tidy_frame,
     with_set_sizes,
 )
@@ -39,8 +38,9 @@ from emb.analyses._select import (
     public_in_package,
 )
 from emb.analyses.stats import peers as kernels
-from emb.analyses.weat._resolve import TEST_OPTIONS, gather_test, resolve_tests
-from emb.analyses.weat._tests_file import ROLES, TestSpec
+from emb.analyses.weat._family import per_test, vectors
+from emb.analyses.weat._resolve import TEST_OPTIONS
+from emb.analyses.weat._tests_file import TestSpec
 from emb.options import MIN_WORDS, SEED_32, WORD_SET
 
 if TYPE_CHECKING:
@@ -114,20 +114,11 @@ def _run(
         from emb.errors import AnalysisError
 
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
-    test_list, dropped, chosen = resolve_tests(ds, tests=tests, x=x, y=y, a=a, b=b,
-                                               settings=settings, include_excluded=include_excluded)
-    parts = []
-    for test in test_list:
-        n = {role: len(test.words[role]) for role in ROLES}
-        emb = gather_test(ds, test, chosen)
-        if emb.chunks is not None:
-            emb = emb.chunk({"item": -1, "feature": -1})
+
+    def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
         kwargs: dict[str, Any] = {"n_x": n["X"], "n_y": n["Y"]}
-        extra: dict[str, Any] = {}
         if metric == "ripa":
-            pairs = _pairs(test, method)
-            kwargs["pairs"] = pairs
-            extra["n_pairs"] = len(pairs)
+            kwargs["pairs"] = _pairs(test, method)
             function: Callable[..., np.ndarray] = kernels.ripa
         elif metric == "rnsb":
             kwargs.update(n_a=n["A"], seed=int(seed), holdout=method == "reference")
@@ -135,23 +126,21 @@ def _run(
         else:
             kwargs["n_a"] = n["A"]
             function = kernels.mac if metric == "mac" else kernels.ect
-        value = xr.apply_ufunc(function, emb, input_core_dims=[["item", "feature"]], kwargs=kwargs,
-                               dask="parallelized", output_dtypes=[np.float64])
-        out = xr.Dataset({metric: value}).expand_dims(test=[test.name])
-        for role in ROLES:
-            out[f"n_{role.lower()}"] = ("test", [n[role]])
-        for key, count in extra.items():
-            out[key] = ("test", [count])
-        out["small_n"] = ("test", [small_n_of(n, min_words)
-                                   or (metric == "ripa" and extra["n_pairs"] < min_words)])
-        parts.append(out.assign_coords(
-            {f"{role.lower()}_group": ("test", [test.groups[role]]) for role in ROLES}))
-    out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override",
-                    join="exact")
+        value = xr.apply_ufunc(function, vectors(data, test, chosen), input_core_dims=[["item", "feature"]],
+                               kwargs=kwargs, dask="parallelized", output_dtypes=[np.float64])
+        out = xr.Dataset({metric: value})
+        if metric == "ripa":
+            out["n_pairs"] = len(kwargs["pairs"])
+        return out
+
+    out, test_list, dropped = per_test(ds, build, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
+                                       include_excluded=include_excluded, min_words=min_words)
+    if "n_pairs" in out:  # RIPA: too few pairs is a small set too
+        out["small_n"] = out["small_n"] | (out["n_pairs"] < min_words)
+        out["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
     out = out.transpose("test", "setting", "layer", "pooling", ...)
     out[metric].attrs["long_name"] = _NAMES[metric][0]
     out[metric].attrs["description"] = _NAMES[metric][1]
-    out["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
     out.attrs = {
         "analysis": metric,
         "method": method,

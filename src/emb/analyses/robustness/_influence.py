@@ -22,7 +22,8 @@ from emb.analyses._analysis import (
     with_set_sizes,
 )
 from emb.analyses._select import own_descriptions, public_in_package
-from emb.analyses.robustness._common import (
+from emb.analyses.stats import robustness as rb
+from emb.analyses.weat._family import (
     TEST_CHOICE,
     declared_cell,
     per_test,
@@ -31,7 +32,6 @@ from emb.analyses.robustness._common import (
     vectors,
     with_groups,
 )
-from emb.analyses.stats import robustness as rb
 from emb.analyses.weat._tests_file import ROLES, TestSpec
 from emb.options import DDOF
 

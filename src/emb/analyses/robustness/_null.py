@@ -27,7 +27,14 @@ from emb.analyses._analysis import (
     with_set_sizes,
 )
 from emb.analyses._select import item_values, own_descriptions, public_in_package
-from emb.analyses.robustness._common import (
+from emb.analyses.stats import (
+    association,
+    permutation_test,
+    target_attribute_cosines,
+    weat_effect_size,
+)
+from emb.analyses.stats import robustness as rb
+from emb.analyses.weat._family import (
     TEST_CHOICE,
     declared_cell,
     per_test,
@@ -36,13 +43,6 @@ from emb.analyses.robustness._common import (
     vectors,
     with_groups,
 )
-from emb.analyses.stats import (
-    association,
-    permutation_test,
-    target_attribute_cosines,
-    weat_effect_size,
-)
-from emb.analyses.stats import robustness as rb
 from emb.analyses.weat._tests_file import ROLES, TestSpec
 from emb.errors import AnalysisError
 from emb.options import DDOF

@@ -25,7 +25,9 @@ from emb.analyses._analysis import (
 )
 from emb.analyses._select import own_descriptions, public_in_package
 from emb.analyses.peers._peers import _pairs
-from emb.analyses.robustness._common import (
+from emb.analyses.stats import peers as pk
+from emb.analyses.stats import robustness as rb
+from emb.analyses.weat._family import (
     TEST_CHOICE,
     declared_cell,
     per_test,
@@ -34,8 +36,6 @@ from emb.analyses.robustness._common import (
     vectors,
     with_groups,
 )
-from emb.analyses.stats import peers as pk
-from emb.analyses.stats import robustness as rb
 from emb.analyses.weat._tests_file import TestSpec
 from emb.options import DDOF
 

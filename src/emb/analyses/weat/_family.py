@@ -1,4 +1,4 @@
-"""What the robustness families share: running a kernel over every resolved WEAT-style test, the
+"""What every family over WEAT-style tests shares (peers, ml-eat, robustness): running a kernel over every resolved test, the
 per-test sizes and flags, and the declared cell of a summary."""
 
 from __future__ import annotations
