@@ -20,7 +20,7 @@ import xarray as xr
 
 from emb.analyses._select import _loaded
 
-__all__ = ["extraction_notes", "summarize"]
+__all__ = ["context_notes", "extraction_notes", "summarize"]
 
 
 def _provenance(result: xr.Dataset) -> dict[str | None, dict[str, Any]]:
@@ -113,10 +113,26 @@ def _unknown_lines(extraction: Mapping[str, Any], who: str, what: str, suite: An
             "words or use a model whose vocabulary covers them"]
 
 
+def context_notes(result: xr.Dataset) -> list[str]:
+    """The summary line of a result computed on a suite of words in many contexts (``ceat``)
+    read as one vector per word (its ``contexts`` attribute,
+    :func:`emb.analyses.weat._contexts.contexts_record`): what each word's vector is and how
+    many contexts lie behind it. Empty for any other result."""
+    record = _loaded(result.attrs.get("contexts"))
+    if not isinstance(record, Mapping):
+        return []
+    low, high = int(record.get("min", 0)), int(record.get("max", 0))
+    spread = (f"{low:,} contexts each" if low == high else
+              f"{low:,}–{high:,} contexts each, median {float(record.get('median', 0)):g}")
+    return [f"Vectors: each word's vector is the mean of its contexts in the suite "
+            f"({int(record.get('stimuli', 0)):,} stimuli, {spread}); CEAT's own test samples one "
+            "context per stimulus many times instead ('emb analyze ceat')"]
+
+
 def summarize(analysis: Any, result: xr.Dataset, tables: Mapping[str, Any]) -> Any:
     """``analysis.report_summary(result, tables)`` (its summary and the layers' anisotropy) with
-    :func:`extraction_notes` appended to its notes: the summary every front door (the CLI,
+    :func:`context_notes` and :func:`extraction_notes` appended to its notes: the summary every front door (the CLI,
     :func:`emb.analyze`, the written results) shows."""
     summary = analysis.report_summary(result, tables)
-    notes = [n for n in extraction_notes(result) if n not in summary.notes]
+    notes = [n for n in (*context_notes(result), *extraction_notes(result)) if n not in summary.notes]
     return dataclasses.replace(summary, notes=[*summary.notes, *notes]) if notes else summary

@@ -151,7 +151,7 @@ def ml_eat(
     res["n_permutations"].attrs["long_name"] = "level 1: random splits (0 = exact enumeration)"
     res["target_n_permutations"].attrs["long_name"] = "level 2: random splits (0 = exact enumeration)"
     res["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
-    res.attrs = {
+    res.attrs = res.attrs | {  # keeps per_test's "contexts"
         "analysis": "ml-eat", "ddof": int(ddof), "alternative": alternative, "alpha": float(alpha),
         "n_permutations": int(n_permutations), "exact_limit": int(exact_limit), "seed": int(seed),
         "include_excluded": str(bool(include_excluded)).lower(), "min_words": int(min_words),

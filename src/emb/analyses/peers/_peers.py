@@ -141,7 +141,7 @@ def _run(
     out = out.transpose("test", "setting", "layer", "pooling", ...)
     out[metric].attrs["long_name"] = _NAMES[metric][0]
     out[metric].attrs["description"] = _NAMES[metric][1]
-    out.attrs = {
+    out.attrs = out.attrs | {  # keeps per_test's "contexts"
         "analysis": metric,
         "method": method,
         "include_excluded": str(bool(include_excluded)).lower(),

@@ -165,7 +165,7 @@ def seed_sensitivity(
         "influence": "d minus d without this word (its contribution to d)",
     }.items():
         res[name].attrs["long_name"] = text
-    res.attrs = test_attrs("seed-sensitivity", test_list, dropped, ds, ddof=int(ddof),
+    res.attrs = res.attrs | test_attrs("seed-sensitivity", test_list, dropped, ds, ddof=int(ddof),
                            fraction=float(fraction), n_subsets=int(n_subsets), seed=int(seed),
                            include_excluded=bool(include_excluded), word_set=word_set, min_words=int(min_words))
     return res

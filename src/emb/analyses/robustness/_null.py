@@ -264,7 +264,7 @@ def empirical_null(
         "n_permutations": "random splits of the permutation p (0 = exact enumeration)",
     }.items():
         res[name].attrs["long_name"] = text
-    res.attrs = test_attrs("empirical-null", test_list, dropped, ds, match=match, n_null=int(n_null),
+    res.attrs = res.attrs | test_attrs("empirical-null", test_list, dropped, ds, match=match, n_null=int(n_null),
                            alternative=alternative, n_permutations=int(n_permutations),
                            ddof=int(ddof), seed=int(seed), include_excluded=bool(include_excluded), word_set=word_set,
                            min_words=int(min_words))

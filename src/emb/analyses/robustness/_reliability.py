@@ -170,7 +170,7 @@ def reliability(
         "n_tests": "tests with a value in this cell",
     }.items():
         res[name].attrs["long_name"] = text
-    res.attrs = test_attrs("reliability", test_list, dropped, ds, n_splits=int(n_splits),
+    res.attrs = res.attrs | test_attrs("reliability", test_list, dropped, ds, n_splits=int(n_splits),
                            ddof=int(ddof), seed=int(seed), include_excluded=bool(include_excluded), word_set=word_set,
                            min_words=int(min_words))
     return res

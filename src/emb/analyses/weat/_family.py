@@ -19,6 +19,7 @@ from emb.analyses._analysis import (
     small_n_of,
 )
 from emb.analyses._select import provenance_attrs
+from emb.analyses.weat._contexts import is_context_suite, per_stimulus
 from emb.analyses.weat._resolve import TEST_OPTIONS, gather_test, resolve_tests
 from emb.analyses.weat._tests_file import ROLES, TestSpec
 from emb.options import MIN_WORDS, WORD_SET
@@ -49,7 +50,13 @@ def per_test(
 ) -> tuple[xr.Dataset, list[TestSpec], dict[str, str]]:
     """``build(ds, test, settings, n)`` for every resolved test (its vectors via
     :func:`gather_test`), concatenated over ``test`` with ``n_x`` … ``n_b``, ``small_n`` and the
-    groups as coordinates."""
+    groups as coordinates.
+
+    A suite of words in many contexts (``ceat``) is read as one vector per word, the mean of its
+    contexts (:func:`~emb.analyses.weat._contexts.per_stimulus`); the result's ``contexts``
+    attribute says so (keep it: :func:`test_attrs` does)."""
+    if is_context_suite(ds):
+        ds = per_stimulus(ds)
     test_list, dropped, chosen = resolve_tests(ds, tests=tests, x=x, y=y, a=a, b=b,
                                                settings=settings, include_excluded=include_excluded)
     parts = []
@@ -64,6 +71,7 @@ def per_test(
     out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override",
                     join="outer")
     out["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
+    out.attrs = {k: ds.attrs[k] for k in ("contexts",) if k in ds.attrs}
     return out, test_list, dropped
 
 
