@@ -1,4 +1,4 @@
-"""The families over WEAT-style tests (peers, ml-eat, robustness) on a ``ceat`` suite (issue 25):
+"""The families over WEAT-style tests (weat, peers, ml-eat, robustness) on a ``ceat`` suite (issue 25):
 each word's vector is the mean of its contexts, checked against a loop over the items, and every
 family's numbers equal its numbers on a ``weat``-style suite of those means built by hand."""
 
@@ -22,7 +22,7 @@ from emb.analyses.weat._contexts import per_stimulus
 from emb.cli.main import main
 from tests.analyses._synthetic import ceat_dataset, write_store
 
-FAMILIES = ("mac", "ect", "ripa", "rnsb", "ml-eat", "seed-sensitivity", "empirical-null",
+FAMILIES = ("weat", "mac", "ect", "ripa", "rnsb", "ml-eat", "seed-sensitivity", "empirical-null",
             "reliability")
 
 

@@ -33,6 +33,7 @@ from emb.analyses._select import (
     public_in_package,
 )
 from emb.analyses.stats._work import plan
+from emb.analyses.weat._contexts import is_context_suite, per_stimulus
 from emb.analyses.weat._resolve import MIN_TARGET_WORDS, TEST_OPTIONS, gather_test, resolve_tests
 from emb.analyses.weat._summary import _CORRECTIONS, _FAMILIES, summary
 from emb.analyses.weat._tables import tables
@@ -309,6 +310,9 @@ def weat(
                   confidence=confidence, min_words=min_words, word_set=word_set)
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
+    source = ds
+    if is_context_suite(ds):  # a ceat suite: each word's vector is the mean of its contexts
+        ds = per_stimulus(ds)
 
     test_list, dropped, chosen = resolve_tests(
         ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings, include_excluded=include_excluded)
@@ -376,7 +380,8 @@ def weat(
         "dropped": json.dumps(dropped, ensure_ascii=False),
         "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
         "filters": json.dumps({t.name: t.filters for t in test_list}, ensure_ascii=False),
-        **provenance_attrs(ds),
+        **{k: ds.attrs[k] for k in ("contexts",) if k in ds.attrs},
+        **provenance_attrs(source),
     }
     return out
 
