@@ -9,6 +9,7 @@ every word one "subtoken" (a whole-word lookup).
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import Collection
+from matplotlib.collections import Collection, PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Patch
@@ -73,9 +74,47 @@ def _data_artists(ax: Any) -> list[Any]:
     return found
 
 
+#: Words that describe a shaded area (a band of a curve).
+_SHADED = re.compile(r"\b(shaded|shading|bands?)\b", re.IGNORECASE)
+
+
+def _texts(fig: Figure) -> list[tuple[str, str]]:
+    """(where, text) of every visible text of a figure: suptitle, figure texts, legends, axes
+    titles, labels and texts."""
+    out = []
+    if fig._suptitle is not None:
+        out.append(("title", fig._suptitle.get_text()))
+    out += [("text", t.get_text()) for t in fig.texts]
+    legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    for leg in legends:
+        out += [("legend", leg.get_title().get_text())]
+        out += [("legend", t.get_text()) for t in leg.get_texts()]
+    for ax in fig.axes:
+        if ax.get_visible():
+            out += [("axes", t) for t in (ax.get_title(), ax.get_xlabel(), ax.get_ylabel())]
+            out += [("axes", t.get_text()) for t in ax.texts]
+    return [(w, " ".join(t.split())) for w, t in out if t.strip()]
+
+
+def words_for_what_is_drawn(fig: Figure) -> list[str]:
+    """A figure that draws no shaded area (a one-layer figure whose bands became error bars)
+    must not speak of one, and a legend entry of an error bar ("bar: …") shows no shaded patch."""
+    problems = []
+    shaded = any(isinstance(c, PolyCollection) and c.get_visible() for ax in fig.axes
+                 if ax.get_visible() for c in ax.collections)
+    if not shaded:
+        problems += [f"{where} {text[:70]!r} speaks of shading, but nothing is shaded"
+                     for where, text in _texts(fig) if _SHADED.search(text)]
+    for leg in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
+        for handle, text in zip(leg.legend_handles, leg.get_texts(), strict=False):
+            if text.get_text().startswith("bar:") and isinstance(handle, Patch) and handle.get_visible():
+                problems.append(f"legend {text.get_text()[:50]!r} shows a shaded patch for a bar")
+    return problems
+
+
 def figure_problems(fig: Figure, *, one_layer: bool = False) -> list[str]:
     """Text outside the saved canvas, visible axes without data and, on a one-layer store
-    (``one_layer``), a continuous layer axis (each one line)."""
+    (``one_layer``), a continuous layer axis and words for a shading not drawn (each one line)."""
     canvas_ = FigureCanvasAgg(fig)
     # measured after the save's (constrained) layout, at a screen resolution: small text is
     # relatively wider at low dpi (glyph advances round up), so what fits here fits in print
@@ -116,6 +155,8 @@ def figure_problems(fig: Figure, *, one_layer: bool = False) -> list[str]:
             if len(numbers) > 1:  # one layer on a number line (a 'mean' column beside it is fine)
                 problems.append(f"axes {ax.get_title()[:60]!r} draws one layer on a continuous "
                                 f"axis ({', '.join(numbers)})")
+    if one_layer:
+        problems += words_for_what_is_drawn(fig)
     return problems
 
 
