@@ -53,7 +53,7 @@ from emb.analyses._select import (
     public_in_package,
     settings_present,
 )
-from emb.analyses.similarity import suite_pairs, word_similarity
+from emb.analyses.similarity import panel_notes, suite_pairs, word_similarity
 from emb.analyses.stats.nullify import MAX_K
 from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
 from emb.analyses.vast._blocks import (
@@ -318,6 +318,7 @@ def vast(
     if similarity is not None:
         sim = word_similarity(similarity, pairs=pairs, poolings=_as_list(poolings), k_max=k_max,
                               allow_missing=allow_missing)
+        notes += [f"word similarity: {n}" for n in json.loads(sim.attrs.get("notes", "[]"))]
         sim = sim.rename({name: f"similarity_{name}" for name in sim.data_vars})
         sim = sim.drop_vars([c for c in sim.coords if c not in sim.dims], errors="ignore")
         result = result.merge(sim, join="outer")
@@ -524,6 +525,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         family="the layers (per rating, lexicon, setting and pooling)")
     notes = list(summary.notes) + _run_notes(result)
     notes += _empty_ratings(result)
+    if "similarity_rho" in result:  # the panels its word-similarity figure leaves out, and why
+        notes += [f"word similarity: {n}" for n in panel_notes(result, variable="similarity_rho")]
     if "tokenization_r" in result and not _has_tokenization(result, None):
         notes.append("tokenization experiment: no figure and no rows, as no lexicon word is split "
                      "into several subtokens in this store (static vectors, for one, look each word up "
