@@ -185,6 +185,15 @@ def figure_problems(fig: Figure, *, one_layer: bool = False) -> list[str]:
 CASES = [(name, kind) for name in ANALYSES for kind in ("layers", "static")]
 
 
+def test_every_family_is_drawn_here() -> None:
+    """The cases are the registry's: the families added later (peers, ML-EAT, robustness) are
+    drawn on both stores like the first ones."""
+    drawn = {name for name, _ in CASES}
+    assert {"mac", "ect", "ripa", "rnsb", "ml-eat", "seed-sensitivity", "empirical-null",
+            "reliability"} <= drawn
+    assert drawn == set(ANALYSES)
+
+
 @pytest.mark.parametrize(("name", "kind"), CASES, ids=[f"{n}-{k}" for n, k in CASES])
 def test_every_figure_fits_its_canvas_and_draws_data(name: str, kind: str) -> None:
     analysis = ANALYSES[name]
