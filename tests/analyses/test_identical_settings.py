@@ -88,7 +88,7 @@ def test_a_figure_that_draws_identical_settings_apart_says_so() -> None:
     fig.suptitle("d by layer")
     caption_identical_settings(fig, identical_settings(res), static=static_models(res))
     assert fig._suptitle.get_text() == (
-        "d by layer\n(settings bleached = alone: identical numbers; static vectors: a word has one "
+        "d by layer\n(w2v: settings bleached = alone: identical numbers; static vectors: a word has one "
         "vector whatever its context)")
     # a figure that already joins them ("bleached = alone") or draws one of them is left alone
     for labels in (["bleached = alone", "random"], ["bleached", "random"]):
@@ -147,3 +147,21 @@ def test_the_cli_summary_names_the_identical_settings(name: str) -> None:
     notes = summarize(analysis, result, analysis.report_tables(result)).notes
     settings = " = ".join(str(s) for s in result["setting"].values)
     assert [n for n in notes if n.startswith(f"settings {settings}: identical numbers")]
+
+
+def test_intersectional_beside_a_contextual_model_draws_the_contextual_one() -> None:
+    """Two stores in one run, one static: the static model's flat cells are named, and the
+    figures draw the contextual model's panels without empty ones beside them."""
+    from tests.analyses.test_figure_canvas import figure_problems, static_store
+
+    analysis = ANALYSES["intersectional"]
+    ds, options = analysis.example()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_analysis(analysis, {"w2v": static_store(ds), "ctx": ds}, **options).compute()
+    notes = analysis.report_summary(result, analysis.report_tables(result)).notes
+    (note,) = [n for n in notes if n.startswith("flat:")]
+    assert "(layer 0, static pooling, w2v)" in note and "no figure panels there" in note
+    figures = analysis.draw(result)
+    assert set(figures) == {"heat_table", "distributions", "experiment3_shares"}
+    assert not {k: p for k, fig in figures.items() if (p := figure_problems(fig))}

@@ -97,8 +97,8 @@ def _groups(result: xr.Dataset) -> list[list[Any]]:
 
 
 def identical_settings(result: xr.Dataset) -> dict[str | None, list[list[Any]]]:
-    """Per model (``None`` for a result without a ``model`` dimension), the groups of two or more
-    settings whose numbers are identical in every cell.
+    """Per model (``None`` for a result of one model), the groups of two or more settings whose
+    numbers are identical in every cell.
 
     Examples
     --------
@@ -109,8 +109,8 @@ def identical_settings(result: xr.Dataset) -> dict[str | None, list[list[Any]]]:
     """
     if "setting" not in result.dims or result.sizes["setting"] < 2:
         return {}
-    if "model" not in result.dims:
-        groups = _groups(result)
+    if "model" not in result.dims or result.sizes["model"] == 1:
+        groups = _groups(result.squeeze("model", drop=True) if "model" in result.dims else result)
         return {None: groups} if groups else {}
     out: dict[str | None, list[list[Any]]] = {}
     for model in result["model"].values:
@@ -142,10 +142,9 @@ def identical_settings_notes(result: xr.Dataset) -> list[str]:
     if not groups:
         return []
     static = static_models(result)
-    several = "model" in result.dims and result.sizes["model"] > 1
     notes = []
     for model, found in groups.items():
-        prefix = f"{model}: " if several and model is not None else ""
+        prefix = f"{model}: " if model is not None else ""
         for group in found:
             notes.append(
                 f"{prefix}settings {' = '.join(map(str, group))}: identical numbers in every cell, "
@@ -186,17 +185,18 @@ def caption_identical_settings(fig: Figure, groups: Mapping[str | None, Sequence
         return fig
     texts = _figure_texts(fig)
     static = static or set()
-    lines = []
+    lines: list[str] = []
+    whys: list[str] = []
     for model, found in groups.items():
         for group in found:
             if _shown_apart(texts, group):
-                why = ("static vectors: a word has one vector whatever its context"
-                       if None in static or model in static else "the words' vectors are the same")
-                prefix = f"{model}: " if model is not None and len(groups) > 1 else ""
+                whys.append("static vectors: a word has one vector whatever its context"
+                            if None in static or model in static else "the words' vectors are the same")
+                prefix = f"{model}: " if model is not None else ""
                 lines.append(f"{prefix}settings {' = '.join(map(str, group))}: identical numbers")
     if not lines:
         return fig
-    caption = f"({'; '.join(dict.fromkeys(lines))}; {why})"
+    caption = f"({'; '.join(dict.fromkeys(lines))}; {'; '.join(dict.fromkeys(whys))})"
     title = fig._suptitle.get_text() if fig._suptitle is not None else ""
     if title:
         fig._suptitle.set_text(f"{title}\n{caption}")

@@ -511,7 +511,8 @@ def _flat_note(result: xr.Dataset, cells: list[str], *, everywhere: bool) -> str
         " …)" if len(cells) > 6 else ")")
     return (f"flat: in {where} every phrase gives 'person' the same projection, as {why}; "
             "so no effect size (d = 0/0, rows left out), no experiment-3 ranking (a tie; shares "
-            "NaN)" + (" and no figures" if everywhere else "") + ". This analysis measures how "
+            "NaN)" + (" and no figures" if everywhere else " and no figure panels there")
+            + ". This analysis measures how "
             "context moves a word: run it on a contextual model.")
 
 
@@ -520,15 +521,22 @@ def _figures(result: xr.Dataset) -> dict[str, Figure]:
     'person' the same projection (the summary says why)."""
     from emb.analyses.intersectional import _figures as figs
 
-    def some(name: str) -> bool:
-        return bool(np.isfinite(np.asarray(result[name].values, dtype=np.float64)).any())
+    def finite(da: xr.DataArray) -> xr.DataArray:
+        return np.isfinite(da).any([d for d in da.dims if d != "model"])
 
     proj = result["projection"]
-    moved = bool((proj.max(PHRASE) > proj.min(PHRASE)).any())
-    drawn = {"heat_table": (some("effect_size"), figs.heat_table),
+    moved = (proj.max(PHRASE) > proj.min(PHRASE)).any(["layer", "pooling"])
+    drawn = {"heat_table": (finite(result["effect_size"]), figs.heat_table),
              "distributions": (moved, figs.distributions),
-             "experiment3_shares": (some("share"), figs.experiment3_shares)}
-    return {name: draw(result) for name, (has, draw) in drawn.items() if has}
+             "experiment3_shares": (finite(result["share"]), figs.experiment3_shares)}
+    out = {}
+    for name, (has, draw) in drawn.items():
+        if not bool(has.any()):
+            continue
+        # a flat model (the summary says why) has no panel beside the others'
+        out[name] = draw(result.sel(model=has) if "model" in has.dims and name != "heat_table"
+                         else result)
+    return out
 
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
