@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
-from matplotlib.figure import Figure
 
 from emb.analyses._select import _loaded
+
+if TYPE_CHECKING:  # a summary needs no matplotlib
+    from matplotlib.figure import Figure
 
 __all__ = ["caption_identical_settings", "identical_settings", "identical_settings_notes",
            "static_models"]
@@ -181,7 +183,7 @@ def caption_identical_settings(fig: Figure, groups: Mapping[str | None, Sequence
                                *, static: set[str | None] | None = None) -> Figure:
     """Add to ``fig``'s title a line naming each group of identical settings that the figure
     draws apart (a line or panel per setting), and why; returns ``fig``."""
-    if not isinstance(fig, Figure) or not groups:
+    if not groups or not hasattr(fig, "legends"):
         return fig
     texts = _figure_texts(fig)
     static = static or set()
