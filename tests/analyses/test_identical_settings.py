@@ -165,3 +165,27 @@ def test_intersectional_beside_a_contextual_model_draws_the_contextual_one() -> 
     figures = analysis.draw(result)
     assert set(figures) == {"heat_table", "distributions", "experiment3_shares"}
     assert not {k: p for k, fig in figures.items() if (p := figure_problems(fig))}
+
+
+@pytest.mark.parametrize("kind", ["static", "layers"])
+def test_ceat_on_static_vectors_says_its_samples_are_one_draw(kind: str) -> None:
+    """Static vectors give every sample of contexts the same d (tau^2 = 0, a random-effects CI
+    from N copies of one number): the summary says so, and only then."""
+    from tests.analyses.test_figure_canvas import static_store
+
+    analysis = ANALYSES["ceat"]
+    ds, options = analysis.example()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_analysis(analysis, {"m": static_store(ds) if kind == "static" else ds},
+                              **options).compute()
+    es = result["es"].values
+    assert (np.ptp(es, axis=-1) == 0).all() == (kind == "static")  # the premise, checked
+    notes = analysis.report_summary(result, analysis.report_tables(result)).notes
+    said = [n for n in notes if "samples gives the same es in every cell" in n]
+    if kind == "static":
+        (note,) = said
+        assert note.startswith(f"every one of the {result.sizes['sample']} samples")
+        assert "static word vectors" in note and "bootstrap CI over the stimuli" in note
+    else:
+        assert not said

@@ -405,13 +405,14 @@ class Analysis:
         return tables
 
     def report_summary(self, result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
-        """The analysis' summary, with a note on the layers' anisotropy when it was measured and
-        one per group of settings with identical numbers (static vectors), saying why."""
-        from emb.analyses._settings import identical_settings_notes
+        """The analysis' summary, with a note on the layers' anisotropy when it was measured, one
+        per group of settings with identical numbers and one on samples of contexts that are all
+        the same (static vectors), saying why."""
+        from emb.analyses._settings import identical_samples_notes, identical_settings_notes
 
         summary = self.summary(result, tables)
-        notes = [n for n in (anisotropy_note(result), *identical_settings_notes(result))
-                 if n and n not in summary.notes]
+        notes = [n for n in (anisotropy_note(result), *identical_settings_notes(result),
+                             *identical_samples_notes(result)) if n and n not in summary.notes]
         return replace(summary, notes=[*summary.notes, *notes]) if notes else summary
 
     @property

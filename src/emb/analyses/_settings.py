@@ -24,8 +24,8 @@ from emb.analyses._select import _loaded
 if TYPE_CHECKING:  # a summary needs no matplotlib
     from matplotlib.figure import Figure
 
-__all__ = ["caption_identical_settings", "identical_settings", "identical_settings_notes",
-           "static_models"]
+__all__ = ["caption_identical_settings", "identical_samples_notes", "identical_settings",
+           "identical_settings_notes", "static_models"]
 
 #: The model type the static-vectors backend records (emb.backends.static.StaticModelInfo).
 STATIC = "static"
@@ -154,6 +154,42 @@ def identical_settings_notes(result: xr.Dataset) -> list[str]:
                 f"{len(group)} agreeing ones (the tables keep a row for each setting)."
             )
     return notes
+
+
+def identical_samples_notes(result: xr.Dataset) -> list[str]:
+    """A summary line when every sample of contexts gives the same numbers in every cell (CEAT
+    on static vectors: each sample draws other contexts of the same words, which static vectors
+    give the same vectors): the samples are copies of one draw, and an interval or p over them
+    is no evidence.
+
+    Examples
+    --------
+    >>> r = xr.Dataset({"es": (("test", "sample"), [[0.9, 0.9, 0.9]])},
+    ...                attrs={"model": '{"model_type": "static"}'})
+    >>> identical_samples_notes(r)[0][:62]
+    'every one of the 3 samples gives the same es in every cell, as'
+    """
+    if "sample" not in result.dims or result.sizes["sample"] < 2:
+        return []
+    names = [v for v in result.data_vars if "sample" in result[v].dims and result[v].chunks is None
+             and result[v].dtype.kind == "f"]
+    for name in names:
+        values = np.moveaxis(np.asarray(result[name].values, dtype=np.float64),
+                             result[name].dims.index("sample"), -1)
+        finite = np.isfinite(values).all(axis=-1)
+        if not finite.any():
+            continue
+        with np.errstate(invalid="ignore"):
+            same = np.ptp(values, axis=-1) == 0
+        if not same[finite].all():
+            return []
+        why = ("the store holds static word vectors: every context of a word gives it one vector"
+               if static_models(result) else "the contexts drawn do not change the words' vectors")
+        return [f"every one of the {result.sizes['sample']:,} samples gives the same {name} in "
+                f"every cell, as {why}; the samples are copies of one draw, so an interval or p "
+                "over them (the random-effects CI and p) is no evidence: report the bootstrap CI "
+                "over the stimuli."]
+    return []
 
 
 def _figure_texts(fig: Figure) -> list[str]:
