@@ -9,6 +9,7 @@ every word one "subtoken" (a whole-word lookup).
 from __future__ import annotations
 
 import io
+import re
 import warnings
 from typing import Any
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import Collection
+from matplotlib.collections import Collection, PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Patch
@@ -53,6 +54,17 @@ def _inputs(name: str, kind: str) -> tuple[xr.Dataset, dict[str, Any]]:
     return ds, options
 
 
+def _colored(artist: Any) -> bool:
+    """A colour-mapped artist (a heat map's cells, an image) draws data only where a value is
+    finite: a map of NaN is an empty panel with a colour bar (intersectional's Table 2 on static
+    vectors); an artist without a mapped array draws what it holds."""
+    array = artist.get_array()
+    if array is None:
+        return True
+    values = np.ma.masked_invalid(np.ma.asarray(array, dtype=float))
+    return bool(values.count())
+
+
 def _data_artists(ax: Any) -> list[Any]:
     """What an axes draws of data: lines and patches in data coordinates (not a reference line
     across the axes), collections with something in them, images."""
@@ -64,18 +76,67 @@ def _data_artists(ax: Any) -> list[Any]:
                 found.append(line)
     for coll in ax.collections:
         if isinstance(coll, Collection) and coll.get_visible() and (
-                len(coll.get_paths()) or len(coll.get_offsets())):
+                len(coll.get_paths()) or len(coll.get_offsets())) and _colored(coll):
             found.append(coll)
     found += [p for p in ax.patches if isinstance(p, Patch) and p.get_visible()
               and p.get_data_transform() is ax.transData]
-    found += [im for im in ax.images if isinstance(im, AxesImage) and im.get_visible()]
+    found += [im for im in ax.images if isinstance(im, AxesImage) and im.get_visible() and _colored(im)]
     found += [t for t in ax.tables if t.get_visible()]
     return found
 
 
+#: Words that describe a shaded area (a band of a curve).
+_SHADED = re.compile(r"\b(shaded|shading|bands?)\b", re.IGNORECASE)
+
+
+def _texts(fig: Figure) -> list[tuple[str, str]]:
+    """(where, text) of every visible text of a figure: suptitle, figure texts, legends, axes
+    titles, labels and texts."""
+    out = []
+    if fig._suptitle is not None:
+        out.append(("title", fig._suptitle.get_text()))
+    out += [("text", t.get_text()) for t in fig.texts]
+    legends = fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    for leg in legends:
+        out += [("legend", leg.get_title().get_text())]
+        out += [("legend", t.get_text()) for t in leg.get_texts()]
+    for ax in fig.axes:
+        if ax.get_visible():
+            out += [("axes", t) for t in (ax.get_title(), ax.get_xlabel(), ax.get_ylabel())]
+            out += [("axes", t.get_text()) for t in ax.texts]
+    return [(w, " ".join(t.split())) for w, t in out if t.strip()]
+
+
+def _settings_apart(fig: Figure, settings: list[str]) -> list[str]:
+    """The settings a figure labels each on its own (a legend entry, a panel title, a tick)."""
+    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    for ax in fig.axes:
+        if ax.get_visible():
+            labels += [ax.get_title(), *(t.get_text() for t in ax.get_xticklabels())]
+    labels = [" ".join(t.split()) for t in labels]
+    return [s for s in settings if any(re.search(rf"(?<![\w-]){re.escape(s)}(?![\w=-])", t)
+                                       and " = " not in t for t in labels)]
+
+
+def words_for_what_is_drawn(fig: Figure) -> list[str]:
+    """A figure that draws no shaded area (a one-layer figure whose bands became error bars)
+    must not speak of one, and a legend entry of an error bar ("bar: …") shows no shaded patch."""
+    problems = []
+    shaded = any(isinstance(c, PolyCollection) and c.get_visible() for ax in fig.axes
+                 if ax.get_visible() for c in ax.collections)
+    if not shaded:
+        problems += [f"{where} {text[:70]!r} speaks of shading, but nothing is shaded"
+                     for where, text in _texts(fig) if _SHADED.search(text)]
+    for leg in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
+        for handle, text in zip(leg.legend_handles, leg.get_texts(), strict=False):
+            if text.get_text().startswith("bar:") and isinstance(handle, Patch) and handle.get_visible():
+                problems.append(f"legend {text.get_text()[:50]!r} shows a shaded patch for a bar")
+    return problems
+
+
 def figure_problems(fig: Figure, *, one_layer: bool = False) -> list[str]:
     """Text outside the saved canvas, visible axes without data and, on a one-layer store
-    (``one_layer``), a continuous layer axis (each one line)."""
+    (``one_layer``), a continuous layer axis and words for a shading not drawn (each one line)."""
     canvas_ = FigureCanvasAgg(fig)
     # measured after the save's (constrained) layout, at a screen resolution: small text is
     # relatively wider at low dpi (glyph advances round up), so what fits here fits in print
@@ -116,10 +177,21 @@ def figure_problems(fig: Figure, *, one_layer: bool = False) -> list[str]:
             if len(numbers) > 1:  # one layer on a number line (a 'mean' column beside it is fine)
                 problems.append(f"axes {ax.get_title()[:60]!r} draws one layer on a continuous "
                                 f"axis ({', '.join(numbers)})")
+    if one_layer:
+        problems += words_for_what_is_drawn(fig)
     return problems
 
 
 CASES = [(name, kind) for name in ANALYSES for kind in ("layers", "static")]
+
+
+def test_every_family_is_drawn_here() -> None:
+    """The cases are the registry's: the families added later (peers, ML-EAT, robustness) are
+    drawn on both stores like the first ones."""
+    drawn = {name for name, _ in CASES}
+    assert {"mac", "ect", "ripa", "rnsb", "ml-eat", "seed-sensitivity", "empirical-null",
+            "reliability"} <= drawn
+    assert drawn == set(ANALYSES)
 
 
 @pytest.mark.parametrize(("name", "kind"), CASES, ids=[f"{n}-{k}" for n, k in CASES])
@@ -130,9 +202,21 @@ def test_every_figure_fits_its_canvas_and_draws_data(name: str, kind: str) -> No
         warnings.simplefilter("ignore")
         result = run_analysis(analysis, {"m": ds}, **options).compute()
     figures = analysis.draw(result)
-    assert figures, f"{name} draws no figure on the {kind} store"
+    notes = analysis.report_summary(result, analysis.report_tables(result)).notes
+    assert figures or any("no figure" in n for n in notes), \
+        f"{name} draws no figure on the {kind} store, and its summary does not say why"
     problems = {key: figure_problems(fig, one_layer=kind == "static") for key, fig in figures.items()}
     assert not any(problems.values()), {k: v for k, v in problems.items() if v}
+    settings = [str(s) for s in result["setting"].values] if "setting" in result.dims else []
+    said = [n for n in notes if "identical numbers" in n]
+    if kind == "static" and len(settings) > 1:  # static vectors: every setting the same numbers
+        assert said and all(s in said[0] for s in settings), (name, notes)
+        for key, fig in figures.items():
+            apart = _settings_apart(fig, settings)
+            assert len(apart) < 2 or "identical" in " ".join(t for _, t in _texts(fig)), \
+                f"{name} {key} draws settings {apart} apart and does not say they are identical"
+    else:
+        assert not said, (name, said)
 
 
 def test_a_static_store_draws_settings_as_categories_and_says_why_they_agree() -> None:
@@ -156,7 +240,7 @@ def test_a_static_store_draws_settings_as_categories_and_says_why_they_agree() -
     np.testing.assert_allclose(bar.lines[0].get_ydata(), [r])  # the point is the aligned r
     texts = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
     assert any("identical numbers" in " ".join(t.split()) for t in texts)
-    notes = analysis.summary(result, analysis.tables(result)).notes
+    notes = analysis.report_summary(result, analysis.tables(result)).notes
     assert any("bleached = aligned = misaligned = random: identical numbers" in n for n in notes)
     assert any(n.startswith("tokenization experiment: no figure") for n in notes)
 

@@ -239,6 +239,24 @@ def test_similarity_with_one_setting(stores: dict[str, Path], tmp_path: Path) ->
     assert code == 2 and "one --setting" in out
 
 
+def test_similarity_names_the_benchmark_it_leaves_out(stores: dict[str, Path], tmp_path: Path) -> None:
+    """A benchmark with 2 pairs of stored words (MEN here) used to abort the run; now it is left
+    out, the summary says why, and the figure draws the others (issue 24)."""
+    pairs = tmp_path / "pairs"
+    pairs.mkdir()
+    for name in ("ws353", "simlex999"):
+        (pairs / f"{name}.csv").write_text((stores["pairs"] / f"{name}.csv").read_text())
+    pd.DataFrame({"word1": ["sim000", "sim001", "absent", "absent"],
+                  "word2": ["sim002", "sim003", "sim004", "sim005"],
+                  "score": [1.0, 2.0, 3.0, 4.0]}).to_csv(pairs / "men.csv", index=False)
+    code, out = _run("similarity", "--store", stores["a"], "--out", tmp_path / "out",
+                     "--pairs", pairs, "--allow-missing", "--k-max", "1")
+    assert code == 0, out
+    assert ("benchmark 'men' left out: only 2 of 4 pairs have both words in the store "
+            "(Spearman's rho needs at least 3).") in " ".join(out.split())
+    assert set(pd.read_csv(tmp_path / "out" / "similarity.csv").dataset) == {"ws353", "simlex999"}
+
+
 def test_warnings_print_as_one_line_without_code() -> None:
     """Every command's warnings are ``warning: …`` lines: emb's own as they are (every time),
     others with their category; never Python's ``file:line: Category`` and the line of code."""

@@ -374,13 +374,22 @@ class Analysis:
     def draw(self, result: xr.Dataset, **options: Any) -> dict[str, Figure]:
         """The figures of a computed result, passing only the figure options (e.g.
         ``relative_depth``) that the analysis' ``figures`` function takes; each fitted to its
-        canvas (:func:`emb.analyses._figure.fit_to_canvas`)."""
+        canvas (:func:`emb.analyses._figure.fit_to_canvas`); a figure that draws settings with
+        identical numbers apart says so in its title
+        (:func:`emb.analyses._settings.caption_identical_settings`)."""
         from emb.analyses._figure import fit_to_canvas
+        from emb.analyses._settings import (
+            caption_identical_settings,
+            identical_settings,
+            static_models,
+        )
 
         accepted = inspect.signature(self.figures).parameters
         if not any(p.kind == inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
             options = {k: v for k, v in options.items() if k in accepted}
-        return {key: fit_to_canvas(fig) for key, fig in self.figures(result, **options).items()}
+        same, static = identical_settings(result), static_models(result)
+        return {key: fit_to_canvas(caption_identical_settings(fig, same, static=static))
+                for key, fig in self.figures(result, **options).items()}
 
     def default(self, name: str) -> Any:
         """The function's default for keyword ``name`` (``inspect.Parameter.empty`` if none)."""
@@ -396,10 +405,15 @@ class Analysis:
         return tables
 
     def report_summary(self, result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
-        """The analysis' summary, with a note on the layers' anisotropy when it was measured."""
+        """The analysis' summary, with a note on the layers' anisotropy when it was measured, one
+        per group of settings with identical numbers and one on samples of contexts that are all
+        the same (static vectors), saying why."""
+        from emb.analyses._settings import identical_samples_notes, identical_settings_notes
+
         summary = self.summary(result, tables)
-        note = anisotropy_note(result)
-        return replace(summary, notes=[*summary.notes, note]) if note else summary
+        notes = [n for n in (anisotropy_note(result), *identical_settings_notes(result),
+                             *identical_samples_notes(result)) if n and n not in summary.notes]
+        return replace(summary, notes=[*summary.notes, *notes]) if notes else summary
 
     @property
     def stem(self) -> str:

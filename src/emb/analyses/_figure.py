@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import textwrap
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
@@ -21,6 +22,7 @@ import xarray as xr
 from matplotlib.collections import PolyCollection, QuadMesh
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.offsetbox import DrawingArea
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
@@ -139,23 +141,24 @@ def _is_layer_label(label: str) -> bool:
     return "layer" in label or "depth" in label
 
 
-def one_layer_axes(ax: Any, *, layered: bool = False) -> None:
+def one_layer_axes(ax: Any, *, layered: bool = False) -> bool:
     """Dress an axes whose x is the layer but that holds one layer (a static store): the layer
     is one category (one tick, no continuous axis from -0.045 to 0.045), the series drawn side by
     side (one slot per colour, in the order drawn), and a band, a zero-width area at one x,
     becomes an error bar of its series. A heat map keeps its one column, with one tick.
     ``layered``: the figure's x is the layer even where a panel's own label was left out (only
-    the lowest panel of a column keeps it)."""
+    the lowest panel of a column keeps it). Returns whether a band became an error bar (the
+    legend's band entries then say so: :func:`bands_as_bars_in_legends`)."""
     label = ax.get_xlabel()
     if not ax.get_visible() or not (_is_layer_label(label) or (layered and not label)):
-        return
+        return False
     x0 = _single_x(ax)
     lo, hi = sorted(ax.get_xlim())
     if x0 is None:
         ticks = [t for t in range(math.ceil(lo), math.floor(hi) + 1)]
         if 0 < len(ticks) <= 1 and hi - lo <= 1.5:  # one column of a map
             ax.set_xticks(ticks)
-        return
+        return False
     order: list[tuple[float, ...]] = []
     for line in _data_lines(ax):  # a series' colour: its markers' edge (the line's by default)
         if _rgb(line.get_markeredgecolor()) not in order:
@@ -187,6 +190,53 @@ def one_layer_axes(ax: Any, *, layered: bool = False) -> None:
     ax.set_xlim(x0 - 0.5 - width / 2, x0 + 0.5 + width / 2)
     if label and "the store has one" not in label:
         ax.set_xlabel(f"{label} (the store has one)")
+    return bool(bands)
+
+
+#: How a legend entry names a shaded band ("shaded: 95% CI", "shaded, thin edges: …", "band: …").
+_BAND_WORDS = re.compile(r"^\s*(?:shaded|band)\b(?:,[^:]*)?:\s*", re.IGNORECASE)
+
+
+def _is_band_entry(handle: Any, text: str) -> bool:
+    """A legend entry that explains a band: its glyph a translucent patch (how
+    :func:`band_handle` and the families draw one), or its text naming a shaded band."""
+    if _BAND_WORDS.match(text):
+        return True
+    alpha = handle.get_alpha() if isinstance(handle, Patch) else None
+    return isinstance(handle, Patch) and alpha is not None and alpha < 1
+
+
+def _handle_box(legend: Any, handle: Any) -> Any:
+    """The legend's drawing area that holds the glyph ``handle``."""
+    stack = list(legend.get_children())
+    while stack:
+        child = stack.pop()
+        if isinstance(child, DrawingArea) and handle in child.get_children():
+            return child
+        if hasattr(child, "get_children"):
+            stack.extend(child.get_children())
+    return None
+
+
+def bands_as_bars_in_legends(fig: Figure) -> None:
+    """Make the legends say what a one-layer figure draws once its bands became error bars
+    (:func:`one_layer_axes`): each band entry's shaded glyph becomes an error bar of its colour,
+    and its text says "bar:" where it said "shaded:" or "band:" (a legend read "shaded: 95% CI"
+    under a figure that draws no shading)."""
+    for legend in fig.legends + [ax.get_legend() for ax in fig.axes if ax.get_legend()]:
+        for handle, text in zip(legend.legend_handles, legend.get_texts(), strict=False):
+            if handle is None or not _is_band_entry(handle, text.get_text()):
+                continue
+            text.set_text(_BAND_WORDS.sub("bar: ", text.get_text()))
+            box = _handle_box(legend, handle)
+            if box is None or not isinstance(handle, Patch):
+                continue
+            x0, y0 = handle.get_x(), handle.get_y()
+            w, h = handle.get_width(), handle.get_height()
+            color = _rgb(handle.get_facecolor())
+            handle.set_visible(False)
+            box.add_artist(Line2D([x0 + w / 2] * 2, [y0 - 0.15 * h, y0 + 1.15 * h], color=color,
+                                  lw=1.0, marker="_", markersize=5, markeredgewidth=1.0))
 
 
 def _fit_axis_labels(fig: Figure) -> None:
@@ -219,13 +269,17 @@ def fit_to_canvas(fig: Figure) -> Figure:
     """Fit a figure to its canvas, as the saved file will show it: a long suptitle is wrapped
     (constrained layout makes room for its height, never for its width: a title wider than a
     one-column figure was cut off at both sides; :func:`fitted_legend` does the same for a
-    legend), and an axes of one layer is drawn as one category (:func:`one_layer_axes`).
+    legend), and an axes of one layer is drawn as one category (:func:`one_layer_axes`), its
+    bands as error bars, which the legend then shows and names (:func:`bands_as_bars_in_legends`).
     Returns ``fig``."""
     if not isinstance(fig, Figure):
         return fig
     layered = any(_is_layer_label(ax.get_xlabel()) for ax in fig.axes if ax.get_visible())
-    for ax in fig.axes:
-        one_layer_axes(ax, layered=layered)
+    converted = [one_layer_axes(ax, layered=layered) for ax in fig.axes]
+    shaded_left = any(isinstance(c, PolyCollection) for ax in fig.axes if ax.get_visible()
+                      for c in ax.collections)
+    if any(converted) and not shaded_left:  # every band is an error bar now: so is the legend's
+        bands_as_bars_in_legends(fig)
     _fit_axis_labels(fig)
     renderer = _renderer(fig)
     room = fig.bbox.width - 2 * _MARGIN * fig.dpi

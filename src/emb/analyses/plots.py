@@ -436,11 +436,16 @@ def similarity_curves(
     prefix = "similarity_" if variable.startswith("similarity_") else ""
     result, tag = fg.one_model(result)
     da = result[variable]
+    from emb.analyses.similarity import figure_panels
+
+    # a pooling the similarity suite was not extracted with, a benchmark without a rho: no panel
+    # (no empty panels; the summary names each one left out, and why: figure_panels)
+    kept_poolings, datasets, _ = figure_panels(result, variable=variable)
     if pooling is not None:
         poolings = [fg.pick(result, "pooling", pooling)]
-    else:  # a pooling the similarity suite was not extracted with has no panel (no empty panels)
-        poolings = [p for p in fg.labels(result, "pooling")
-                    if np.isfinite(fg.values(fg.sel(da, pooling=p))).any()] or fg.labels(result, "pooling")
+    else:
+        poolings = kept_poolings or fg.labels(result, "pooling")
+    datasets = datasets or fg.labels(result, "dataset")
     all_k = [int(k) for k in result["k"].values]
     if ks is None:
         ks = [k for k in (0, 1, 2, 4, 8) if k in all_k]
@@ -450,7 +455,6 @@ def similarity_curves(
     if absent:
         raise AnalysisError(f"k {absent} not in the result; it has k = {all_k}")
     models = fg.labels(result, "model")
-    datasets = fg.labels(result, "dataset")
     layers = np.asarray(result["layer"].values)
     cells = [(m, p, d) for m in models for p in poolings for d in datasets]
     fig, axes, n_cols = fg.grid(len(cells), max_cols=max(1, min(len(datasets), 4)))

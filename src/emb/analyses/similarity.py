@@ -397,8 +397,10 @@ def word_similarity(
         :func:`scipy.stats.spearmanr`; the exact permutation p over at most 9 pairs), ``ci_low``, ``ci_high`` (95 % CI of ρ: Fisher's z with
         the Bonett–Wright standard error ``sqrt((1 + ρ²/2)/(n − 3))``), ``n(dataset)`` pairs
         used, ``n_missing(dataset)`` pairs dropped, ``n_words(dataset)``; lazy when ``ds`` is.
-        Attributes: the store's provenance (:func:`~emb.analyses._select.provenance_attrs`:
-        model, suite, extraction), ``analysis`` and ``parameters`` (JSON).
+        A benchmark with fewer than 3 pairs whose words the store holds has no ρ: it is left
+        out of ``dataset``, and ``notes`` (JSON list) says which and why; the summary repeats
+        it. Attributes: the store's provenance (:func:`~emb.analyses._select.provenance_attrs`:
+        model, suite, extraction), ``analysis``, ``parameters`` and ``notes`` (JSON).
 
     Raises
     ------
@@ -406,7 +408,8 @@ def word_similarity(
         A benchmark word is missing from the store and ``allow_missing`` is false.
     AnalysisError
         A pairs table without the columns dataset, word1, word2, score, or with a score that is
-        not a finite number (a NaN would be left out of the ranks but counted in ``n``).
+        not a finite number (a NaN would be left out of the ranks but counted in ``n``); no
+        benchmark with 3 pairs of stored words (each named with its count).
 
     Notes
     -----
@@ -445,6 +448,7 @@ def word_similarity(
 
     names = list(dict.fromkeys(pairs["dataset"]))
     rhos, ps, counts, missing_counts, n_words = [], [], [], [], []
+    dropped: dict[str, str] = {}
     for name in names:
         sub = pairs[pairs["dataset"] == name]
         pos1 = [_lookup(w, exact, lower) for w in sub["word1"]]
@@ -464,11 +468,10 @@ def word_similarity(
                 "--suite similarity_new'), or drop (and count) those pairs: --allow-missing on "
                 "the command line, allow_missing=True in Python"
             )
-        if keep.sum() < 3:
-            raise AnalysisError(
-                f"only {int(keep.sum())} pairs of {name} have both words in the store; "
-                "Spearman's rho needs at least 3"
-            )
+        if keep.sum() < 3:  # no rho: left out with its reason, the other benchmarks go on
+            dropped[name] = (f"only {int(keep.sum())} of {len(sub)} pairs have both words in "
+                             "the store (Spearman's rho needs at least 3)")
+            continue
         p1 = np.array([p for p, k in zip(pos1, keep, strict=True) if k], dtype=np.intp)
         p2 = np.array([p for p, k in zip(pos2, keep, strict=True) if k], dtype=np.intp)
         items = np.unique(np.concatenate([p1, p2]))
@@ -499,7 +502,14 @@ def word_similarity(
         counts.append(int(keep.sum()))
         missing_counts.append(int((~keep).sum()))
         n_words.append(len(items))
-    dim = pd.Index(names, name="dataset")
+    if dropped and len(dropped) == len(names):
+        raise AnalysisError(
+            "no word-similarity benchmark can be scored on the similarity suite of "
+            f"{_source(ds)}: " + "; ".join(f"{n}: {why}" for n, why in dropped.items())
+            + ". Extract the suite with a model whose vocabulary covers the pairs, or pass "
+            "other pairs with --pairs DIR"
+        )
+    dim = pd.Index([n for n in names if n not in dropped], name="dataset")
     result = xr.Dataset(
         {
             "rho": xr.concat(rhos, dim=dim),
@@ -538,6 +548,7 @@ def word_similarity(
                     "word_set": word_set,
                 }
             ),
+            "notes": json.dumps([f"benchmark {n!r} left out: {why}." for n, why in dropped.items()]),
         }
     )
     return result
@@ -567,6 +578,48 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     best = layer_table(frame[frame["k"] == 0].dropna(subset=["rho"]), "rho",
                        ("model", "dataset", "pooling"), extra=("ci_low", "ci_high", "n"))
     return {"similarity": frame, "similarity_best_layers": best}
+
+
+def figure_panels(result: xr.Dataset, *, variable: str = "rho") -> tuple[list[Any], list[Any], list[str]]:
+    """The poolings and benchmarks the word-similarity figure of a one-model ``result`` draws
+    (:func:`emb.analyses.plots.similarity_curves`: one panel per pooling and benchmark), and a
+    line for each one left out and why: a panel without a single ρ would be an empty axes.
+
+    Examples
+    --------
+    >>> r = xr.Dataset({"rho": (("dataset", "pooling"), [[0.5, np.nan], [np.nan, np.nan]])},
+    ...                coords={"dataset": ["ws353", "rw"], "pooling": ["last", "max"]})
+    >>> figure_panels(r)[:2]
+    (['last'], ['ws353'])
+    """
+    from emb.analyses._figure import labels
+
+    da = result[variable]
+
+    def finite(**at: Any) -> bool:
+        sub = da.sel({k: v for k, v in at.items() if k in da.dims})
+        return bool(np.isfinite(np.asarray(sub.values, dtype=np.float64)).any())
+
+    poolings = labels(result, "pooling")
+    datasets = labels(result, "dataset")
+    kept_poolings = [p for p in poolings if finite(pooling=p)]
+    kept_datasets = [d for d in datasets if finite(dataset=d, pooling=kept_poolings)]
+    notes = [f"pooling {p!r}: no panel, no rho at any layer (the similarity suite holds no vectors "
+             "of this pooling: it was extracted without it)"
+             for p in poolings if p not in kept_poolings and p is not None]
+    notes += [f"benchmark {d!r}: no panel, no rho in any cell (its human scores or its pairs' "
+              "cosines are constant)" for d in datasets if d not in kept_datasets and d is not None]
+    return kept_poolings, kept_datasets, notes
+
+
+def panel_notes(result: xr.Dataset, *, variable: str = "rho") -> list[str]:
+    """:func:`figure_panels`' lines for every model of ``result`` (prefixed by its name when
+    there are several)."""
+    if "model" not in result.dims:
+        return figure_panels(result, variable=variable)[2]
+    several = result.sizes["model"] > 1
+    return [f"{m}: {n}" if several else n for m in result["model"].values
+            for n in figure_panels(result.sel(model=m), variable=variable)[2]]
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
@@ -604,7 +657,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                           "is shown by its order (≈ 10^x), left empty in the table file's p and "
                           "given exactly in its log10_p.",
                           "best layer (exploratory): chosen after looking; report the declared cell.",
-                          *json.loads(str(result.attrs.get("notes", "[]")))])
+                          *json.loads(str(result.attrs.get("notes", "[]"))),
+                          *panel_notes(result)])
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:

@@ -191,13 +191,17 @@ def _share_kernel(
     P: np.ndarray, *, has_value: np.ndarray, at_position: np.ndarray, k: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """P (..., n) → share (..., extreme, value) and position share (..., extreme, value, position)
-    among the ``k`` highest (extreme 0, "top") and ``k`` lowest (1, "bottom") projections."""
+    among the ``k`` highest (extreme 0, "top") and ``k`` lowest (1, "bottom") projections; NaN
+    where every phrase has the same projection (static vectors): a tie has no top or bottom, and
+    the phrases an argsort happened to put first are no finding."""
     P = np.asarray(P, dtype=np.float64)
     batch = P.shape[:-1]
     flat = P.reshape(-1, P.shape[-1])
-    share = np.empty((flat.shape[0], 2, has_value.shape[1]))
-    at = np.empty((flat.shape[0], 2, *at_position.shape[1:]))
+    share = np.full((flat.shape[0], 2, has_value.shape[1]), np.nan)
+    at = np.full((flat.shape[0], 2, *at_position.shape[1:]), np.nan)
     for i, row in enumerate(flat):
+        if not row.size or not np.ptp(row) > 0:
+            continue
         order = np.argsort(row, kind="stable")
         for e, chosen in enumerate((order[-k:], order[:k])):
             share[i, e] = has_value[chosen].mean(axis=0)
@@ -479,21 +483,69 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     return {"intersectional": main, "intersectional_ranks": ranks}
 
 
+def _flat_cells(result: xr.Dataset) -> list[str]:
+    """The cells ("layer 0, static pooling[, model]") where every phrase gives "person" the same
+    projection: the phrases do not move it (static vectors give a word one vector whatever its
+    context), so there is no d (0/0) and no ranking."""
+    proj = result["projection"]
+    other = [d for d in proj.dims if d != PHRASE]
+    values = np.asarray(proj.transpose(PHRASE, *other).values, dtype=np.float64)
+    finite = np.isfinite(values).all(axis=0)
+    with np.errstate(invalid="ignore"):
+        flat = finite & (np.ptp(values, axis=0) == 0) if values.shape[0] else finite
+    cells = []
+    for index in zip(*np.nonzero(flat), strict=True):
+        at = {d: proj[d].values[i] for d, i in zip(other, index, strict=True)}
+        cells.append(f"layer {int(at['layer'])}, {at['pooling']} pooling"
+                     + (f", {at['model']}" if "model" in at else ""))
+    return cells
+
+
+def _flat_note(result: xr.Dataset, cells: list[str], *, everywhere: bool) -> str:
+    from emb.analyses._settings import static_models
+
+    static = static_models(result)
+    why = ("the store holds static word vectors: 'person' has one vector whatever phrase it ends"
+           if static else "the phrases do not move 'person' along the valence direction")
+    where = "every cell" if everywhere else f"{len(cells)} cell(s) ({'; '.join(cells[:6])}" + (
+        " …)" if len(cells) > 6 else ")")
+    return (f"flat: in {where} every phrase gives 'person' the same projection, as {why}; "
+            "so no effect size (d = 0/0, rows left out), no experiment-3 ranking (a tie; shares "
+            "NaN)" + (" and no figures" if everywhere else " and no figure panels there")
+            + ". This analysis measures how "
+            "context moves a word: run it on a contextual model.")
+
+
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
+    """The figures that have something to draw: none of a store where every phrase gives
+    'person' the same projection (the summary says why)."""
     from emb.analyses.intersectional import _figures as figs
 
-    return {
-        "heat_table": figs.heat_table(result),
-        "distributions": figs.distributions(result),
-        "experiment3_shares": figs.experiment3_shares(result),
-    }
+    def finite(da: xr.DataArray) -> xr.DataArray:
+        return np.isfinite(da).any([d for d in da.dims if d != "model"])
+
+    proj = result["projection"]
+    moved = (proj.max(PHRASE) > proj.min(PHRASE)).any(["layer", "pooling"])
+    drawn = {"heat_table": (finite(result["effect_size"]), figs.heat_table),
+             "distributions": (moved, figs.distributions),
+             "experiment3_shares": (finite(result["share"]), figs.experiment3_shares)}
+    out = {}
+    for name, (has, draw) in drawn.items():
+        if not bool(has.any()):
+            continue
+        # a flat model (the summary says why) has no panel beside the others'
+        out[name] = draw(result.sel(model=has) if "model" in has.dims and name != "heat_table"
+                         else result)
+    return out
 
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     """Declared cell: the top layer of each model, the ``last`` pooling (else the first)."""
     frame = tables["intersectional"].dropna(subset=["effect_size"])
+    flat = _flat_cells(result)
     if frame.empty:
-        return Summary(title="Intersectional valence bias: no effect sizes (every cell is NaN)")
+        return Summary(title="Intersectional valence bias: no effect sizes (every cell is NaN)",
+                       notes=[_flat_note(result, flat, everywhere=True)] if flat else [])
     pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
     correction = str(result.attrs.get("correction", "none"))
     rows = []
@@ -533,10 +585,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         if one.sizes["layer"]:
             shown.append(f"{'' if model is None else f'{model} '}{float(one.isel(layer=-1)):.2f}")
     notes.append("valence direction: cross-validated SVC accuracy at the top layer: " + ", ".join(shown))
-    ranks = tables["intersectional_ranks"]
+    if flat:
+        notes.append(_flat_note(result, flat, everywhere=False))
+    ranks = tables["intersectional_ranks"].dropna(subset=["share"])
     ranks = ranks[(ranks["pooling"] == pooling) & (ranks["position"] == "any")]
     for key, part in ranks.groupby(keys, sort=False) if keys else [((), ranks)]:
         part = part[part["layer"] == part["layer"].max()]
+        if part.empty:
+            continue
         label = f"{key[0] if isinstance(key, tuple) else key}, " if keys else ""
         for extreme in ("top", "bottom"):
             most = part[part["extreme"] == extreme].sort_values("share", ascending=False).head(3)

@@ -53,7 +53,7 @@ from emb.analyses._select import (
     public_in_package,
     settings_present,
 )
-from emb.analyses.similarity import suite_pairs, word_similarity
+from emb.analyses.similarity import panel_notes, suite_pairs, word_similarity
 from emb.analyses.stats.nullify import MAX_K
 from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
 from emb.analyses.vast._blocks import (
@@ -318,6 +318,7 @@ def vast(
     if similarity is not None:
         sim = word_similarity(similarity, pairs=pairs, poolings=_as_list(poolings), k_max=k_max,
                               allow_missing=allow_missing)
+        notes += [f"word similarity: {n}" for n in json.loads(sim.attrs.get("notes", "[]"))]
         sim = sim.rename({name: f"similarity_{name}" for name in sim.data_vars})
         sim = sim.drop_vars([c for c in sim.coords if c not in sim.dims], errors="ignore")
         result = result.merge(sim, join="outer")
@@ -455,32 +456,6 @@ def _has_tokenization(result: xr.Dataset, lexicon: Any) -> bool:
     return bool(np.isfinite(np.asarray(da.values, dtype=float)).any())
 
 
-def _identical_settings(result: xr.Dataset) -> list[str]:
-    """A note naming the settings whose r and n are identical everywhere (static vectors: a
-    word has one vector whatever its context, so settings with the same words agree)."""
-    if "r" not in result or "setting" not in result.dims or result.sizes["setting"] < 2:
-        return []
-    settings = coord_values(result, "setting")
-    groups: list[list[Any]] = []
-    for setting in settings:
-        r = np.asarray(result["r"].sel(setting=setting).values, dtype=float)
-        n = np.asarray(result["n"].sel(setting=setting).values, dtype=float) if "n" in result else r
-        for group in groups:
-            first = group[0]
-            if np.array_equal(r, np.asarray(result["r"].sel(setting=first).values, dtype=float),
-                              equal_nan=True) and ("n" not in result or np.array_equal(
-                    n, np.asarray(result["n"].sel(setting=first).values, dtype=float), equal_nan=True)):
-                group.append(setting)
-                break
-        else:
-            groups.append([setting])
-    same = [g for g in groups if len(g) > 1 and np.isfinite(
-        np.asarray(result["r"].sel(setting=g[0]).values, dtype=float)).any()]
-    return [f"settings {' = '.join(map(str, g))}: identical numbers (same words, and each word "
-            "has one vector whatever its context, as static vectors do); the figures draw them "
-            "as one." for g in same]
-
-
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
     from emb.analyses import plots
 
@@ -550,7 +525,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         family="the layers (per rating, lexicon, setting and pooling)")
     notes = list(summary.notes) + _run_notes(result)
     notes += _empty_ratings(result)
-    notes += _identical_settings(result)
+    if "similarity_rho" in result:  # the panels its word-similarity figure leaves out, and why
+        notes += [f"word similarity: {n}" for n in panel_notes(result, variable="similarity_rho")]
     if "tokenization_r" in result and not _has_tokenization(result, None):
         notes.append("tokenization experiment: no figure and no rows, as no lexicon word is split "
                      "into several subtokens in this store (static vectors, for one, look each word up "
