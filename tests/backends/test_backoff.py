@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -238,3 +239,31 @@ def test_a_resumed_run_appends_its_record_to_the_stopped_runs(tiny_gpt2_dir, tmp
     lines = [line for line in shown.output.splitlines() if "out of memory" in line]
     assert len(lines) == 2 and "stopped: one context of" in lines[0]
     assert "stopped" not in lines[1]
+
+
+def test_each_shard_worker_records_its_own_back_offs(tiny_gpt2_dir, tmp_path):
+    import zarr
+
+    from emb.analyses._provenance import extraction_notes
+    from emb.analyses._select import provenance_attrs
+    from emb.store import open_store
+
+    store = tmp_path / "s.zarr"
+    (first,) = _extract(_runner(tiny_gpt2_dir, InjectedOOM(calls={1})), store, shard="1/2")
+    (second,) = _extract(_runner(tiny_gpt2_dir, InjectedOOM(calls={2, 3})), store, shard="2/2")
+    assert first.backoffs and second.backoffs
+    runs = zarr.open_group(str(store), path="oom", mode="r").attrs["oom_backoffs"]
+    assert [r["shard"] for r in runs] == ["shard-1-of-2", "shard-2-of-2"]
+    assert [r["halvings"] for r in runs] == [list(first.backoffs), list(second.backoffs)]
+    assert list(open_store(store).info().suites[0].backoffs) == runs  # each run once
+    clean = tmp_path / "clean.zarr"
+    _extract(_runner(tiny_gpt2_dir), clean)
+    assert _chunks(store) == _chunks(clean)
+    # every analysis of the vectors says so in its notes (the result carries the provenance)
+    result = xr.Dataset(attrs=provenance_attrs(open_store(store).dataset("oom")))
+    n = len(first.backoffs) + len(second.backoffs)
+    (note,) = [line for line in extraction_notes(result) if "out of device memory" in line]
+    assert note.startswith(f"note: 2 run(s) extracting suite 'oom' ran out of device memory and "
+                           f"halved their batches {n} time(s) (batch 8 down to ")
+    plain = xr.Dataset(attrs=provenance_attrs(open_store(clean).dataset("oom")))
+    assert not [line for line in extraction_notes(plain) if "memory" in line]
