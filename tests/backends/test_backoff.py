@@ -263,7 +263,31 @@ def test_each_shard_worker_records_its_own_back_offs(tiny_gpt2_dir, tmp_path):
     result = xr.Dataset(attrs=provenance_attrs(open_store(store).dataset("oom")))
     n = len(first.backoffs) + len(second.backoffs)
     (note,) = [line for line in extraction_notes(result) if "out of device memory" in line]
-    assert note.startswith(f"note: 2 run(s) extracting suite 'oom' ran out of device memory and "
-                           f"halved their batches {n} time(s) (batch 8 down to ")
+    assert note.startswith("note: 2 run(s) extracting suite 'oom' ran out of device memory and "
+                           "cut their batches (batch 8 down to ")
+    assert f", {n} halving(s) in all: those vectors come from smaller batches" in note
+    assert open_store(store).validate().status == "complete"
     plain = xr.Dataset(attrs=provenance_attrs(open_store(clean).dataset("oom")))
     assert not [line for line in extraction_notes(plain) if "memory" in line]
+
+
+def test_a_later_suite_records_the_batch_sizes_an_earlier_one_learnt(tiny_gpt2_dir, tmp_path):
+    import zarr
+
+    from emb.store import open_store
+    from emb.store.store import describe
+
+    store = tmp_path / "s.zarr"
+    second = make_suite([item(LONG.replace("bridge", f"arch{i}"), f"arch{i}", setting="random")
+                         for i in range(12)], name="later")
+    first_report, second_report = extract(
+        _runner(tiny_gpt2_dir, InjectedOOM(calls={1})), [_suite(), second], store, batch_size=8,
+        block_size=8, window_blocks=1, progress=False, bos=True)
+    assert first_report.backoffs and not second_report.backoffs
+    first = zarr.open_group(str(store), path="oom", mode="r").attrs["oom_backoffs"]
+    (later,) = zarr.open_group(str(store), path="later", mode="r").attrs["oom_backoffs"]
+    # no halving of its own, but its long batches ran at the size the first suite learnt
+    assert later["halvings"] == [] and later["batches"] == first[0]["batches"]
+    assert later["batches"][-1]["batch"] == 4
+    assert ("batch 8 cut where an earlier suite of the same run ran out of memory; batches that "
+            "ran: 4 at ≥") in describe(open_store(store).info())

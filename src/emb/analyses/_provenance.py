@@ -129,9 +129,9 @@ def _backoff_lines(runs: Any, who: str, what: str) -> list[str]:
     asked = sorted({int(r["batch_size"]) for r in runs if isinstance(r.get("batch_size"), int)})
     down = f" (batch {'/'.join(map(str, asked))} down to {min(smallest)})" if smallest else ""
     return [f"note: {who}{len(runs)} run(s) extracting {what} ran out of device memory and "
-            f"halved their batches {halvings} time(s){down}: those vectors come from smaller "
-            "batches than asked (on a CPU bitwise the same; on a GPU they may differ in the last "
-            "bits, as kernels depend on the batch's shape); 'emb info' lists the runs"]
+            f"cut their batches{down}, {halvings} halving(s) in all: those vectors come from "
+            "smaller batches than asked (on a CPU bitwise the same; on a GPU they may differ in "
+            "the last bits, as kernels depend on the batch's shape); 'emb info' lists the runs"]
 
 
 def summarize(analysis: Any, result: xr.Dataset, tables: Mapping[str, Any]) -> Any:

@@ -116,8 +116,9 @@ def describe_runs(runs: Sequence[Mapping[str, Any]]) -> list[str]:
             span = (f"{entry.get('tokens_from')}–{upper} tokens" if upper is not None
                     else f"≥{entry.get('tokens_from')} tokens")
             ranges.append(f"{entry.get('batch')} at {span}")
-        text = (f"{who}: out of memory, batch {batch} halved {len(halvings)} time(s); "
-                f"batches that ran: {', '.join(ranges) if ranges else f'{batch} (unchanged)'}")
+        how = (f"out of memory, batch {batch} halved {len(halvings)} time(s)" if halvings else
+               f"batch {batch} cut where an earlier suite of the same run ran out of memory")
+        text = f"{who}: {how}; batches that ran: {', '.join(ranges) if ranges else batch}"
         stopped = record.get("stopped")
         if isinstance(stopped, Mapping):
             text += (f"; stopped: one context of {stopped.get('tokens')} tokens ran out of "
