@@ -478,7 +478,8 @@ def _extract_suite(
                         record = run_record(runner, mark, batch_size=settings.batch_size,
                                             device=settings.device, stopped=str(err))
                         if record is not None and record["stopped"] is not None:
-                            writer.record_backoffs(record)
+                            with contextlib.suppress(StoreError):  # the error says more
+                                writer.record_backoffs(record)
                         raise
                     n_computed += len(compute_keys)
                     # the back-offs so far, kept before this window's blocks are marked done

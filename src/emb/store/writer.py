@@ -7,7 +7,10 @@ Crash safety.  A suite group is written in this order:
 2. for each block of ``block_size`` items: one shard of ``embedding`` (a single object in the store),
    then that block's done-marker (a one-byte chunk of its own);
 3. the manifest (every object of the group with its size and CRC-32, see
-   :mod:`emb.store.manifest`), then the attribute ``complete``.
+   :mod:`emb.store.manifest`), then the attribute ``complete`` (with ``oom_backoffs``, the
+   out-of-memory back-offs of the runs that wrote the suite, where any run backed off: until
+   then each such run's record is ``_progress/backoffs.<run>.json``, see
+   :mod:`emb.store._backoffs`).
 
 A run killed at any moment therefore leaves either a group without ``skeleton_written`` (the next run
 rewrites it) or blocks whose markers say exactly what is finished: a torn or missing shard is never
