@@ -239,6 +239,8 @@ def test_a_resumed_run_appends_its_record_to_the_stopped_runs(tiny_gpt2_dir, tmp
     lines = [line for line in shown.output.splitlines() if "out of memory" in line]
     assert len(lines) == 2 and "stopped: one context of" in lines[0]
     assert "stopped" not in lines[1]
+    as_json = CliRunner().invoke(main, ["info", "--json", str(store)])
+    assert __import__("json").loads(as_json.output)["suites"][0]["backoffs"] == list(runs)
 
 
 def test_each_shard_worker_records_its_own_back_offs(tiny_gpt2_dir, tmp_path):
