@@ -269,7 +269,12 @@ def test_each_shard_worker_records_its_own_back_offs(tiny_gpt2_dir, tmp_path):
                            "cut their batches (batch 8 down to ")
     assert f", {n} halving(s) in all: those vectors come from smaller batches" in note
     assert open_store(store).validate().status == "complete"
+    # and the written results' sidecar (its provenance per store)
+    from emb._render import provenance
+
+    assert provenance(result, {"s": str(store)})["s"]["oom_backoffs"] == runs
     plain = xr.Dataset(attrs=provenance_attrs(open_store(clean).dataset("oom")))
+    assert "oom_backoffs" not in provenance(plain, {"c": str(clean)})["c"]
     assert not [line for line in extraction_notes(plain) if "memory" in line]
 
 
