@@ -47,6 +47,25 @@ def _settings_used(result: xr.Dataset) -> set[str] | None:
     return {str(s) for s in np.atleast_1d(result["setting"].values)}
 
 
+def _backoff_lines(runs: Any, who: str, what: str) -> list[str]:
+    """The line on the out-of-memory back-offs of the runs that wrote the vectors (recorded at
+    extraction as ``oom_backoffs``, see :mod:`emb.store._backoffs`)."""
+    if not isinstance(runs, list):
+        return []
+    runs = [r for r in runs if isinstance(r, Mapping)]
+    halvings = sum(len(r.get("halvings") or []) for r in runs)
+    smallest = [int(b["batch"]) for r in runs for b in r.get("batches") or []
+                if isinstance(b, Mapping) and isinstance(b.get("batch"), int)]
+    if not runs or not (halvings or smallest):
+        return []
+    asked = sorted({int(r["batch_size"]) for r in runs if isinstance(r.get("batch_size"), int)})
+    down = f" (batch {'/'.join(map(str, asked))} down to {min(smallest)})" if smallest else ""
+    return [f"note: {who}{len(runs)} run(s) extracting {what} ran out of device memory and "
+            f"cut their batches{down}, {halvings} halving(s) in all: those vectors come from "
+            "smaller batches than asked (on a CPU bitwise the same; on a GPU they may differ in "
+            "the last bits, as kernels depend on the batch's shape); 'emb info' lists the runs"]
+
+
 def extraction_notes(result: xr.Dataset) -> list[str]:
     """The summary lines that repeat what extraction warned about the vectors behind ``result``:
     targets at position 0 of a causal model, per model, suite and setting, with the counts, the
@@ -113,25 +132,6 @@ def _unknown_lines(extraction: Mapping[str, Any], who: str, what: str, suite: An
     return [f"warning: {who}{int(n):,}{of} targets of {what} tokenize to nothing but the unknown "
             f"token{shown}: each gets that token's vector in context, not the word's; drop these "
             "words or use a model whose vocabulary covers them"]
-
-
-def _backoff_lines(runs: Any, who: str, what: str) -> list[str]:
-    """The line on the out-of-memory back-offs of the runs that wrote the vectors (recorded at
-    extraction as ``oom_backoffs``, see :mod:`emb.store._backoffs`)."""
-    if not isinstance(runs, list):
-        return []
-    runs = [r for r in runs if isinstance(r, Mapping)]
-    halvings = sum(len(r.get("halvings") or []) for r in runs)
-    smallest = [int(b["batch"]) for r in runs for b in r.get("batches") or []
-                if isinstance(b, Mapping) and isinstance(b.get("batch"), int)]
-    if not runs or not (halvings or smallest):
-        return []
-    asked = sorted({int(r["batch_size"]) for r in runs if isinstance(r.get("batch_size"), int)})
-    down = f" (batch {'/'.join(map(str, asked))} down to {min(smallest)})" if smallest else ""
-    return [f"note: {who}{len(runs)} run(s) extracting {what} ran out of device memory and "
-            f"cut their batches{down}, {halvings} halving(s) in all: those vectors come from "
-            "smaller batches than asked (on a CPU bitwise the same; on a GPU they may differ in "
-            "the last bits, as kernels depend on the batch's shape); 'emb info' lists the runs"]
 
 
 def summarize(analysis: Any, result: xr.Dataset, tables: Mapping[str, Any]) -> Any:
