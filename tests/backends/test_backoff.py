@@ -296,5 +296,5 @@ def test_a_later_suite_records_the_batch_sizes_an_earlier_one_learnt(tiny_gpt2_d
     # no halving of its own, but its long batches ran at the size the first suite learnt
     assert later["halvings"] == [] and later["batches"] == first[0]["batches"]
     assert later["batches"][-1]["batch"] == 4
-    assert ("batch 8 cut where an earlier suite of the same run ran out of memory; batches that "
-            "ran: 4 at ≥") in describe(open_store(store).info())
+    assert ("batch 8 cut to the sizes learnt where an earlier suite on the same loaded model ran "
+            "out of memory; batches that ran: 4 at ≥") in describe(open_store(store).info())

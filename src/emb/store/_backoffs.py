@@ -117,7 +117,8 @@ def describe_runs(runs: Sequence[Mapping[str, Any]]) -> list[str]:
                     else f"≥{entry.get('tokens_from')} tokens")
             ranges.append(f"{entry.get('batch')} at {span}")
         how = (f"out of memory, batch {batch} halved {len(halvings)} time(s)" if halvings else
-               f"batch {batch} cut where an earlier suite of the same run ran out of memory")
+               f"batch {batch} cut to the sizes learnt where an earlier suite on the same "
+               "loaded model ran out of memory")
         text = f"{who}: {how}; batches that ran: {', '.join(ranges) if ranges else batch}"
         stopped = record.get("stopped")
         if isinstance(stopped, Mapping):
