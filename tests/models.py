@@ -161,8 +161,8 @@ def tiny_llama(directory: str | Path) -> Path:
 
 
 #: The LLM families of tests/backends/test_families.py: config class, whether the family's
-#: tokenizer puts a BOS token first (Llama 2/3, Mistral, Gemma 2/3 do; Qwen2, Phi-3's current
-#: tokenizer, OLMo and GPT-NeoX/Pythia do not), and extra config keys.
+#: tokenizer puts a BOS token first (Llama 2/3, Mistral, Gemma 2/3 do; Qwen2/3, Phi-3's current
+#: tokenizer, OLMo 1/2 and GPT-NeoX/Pythia do not), and extra config keys.
 FAMILIES: dict[str, tuple[str, bool, dict]] = {
     "llama": ("LlamaConfig", True, {"num_key_value_heads": 2}),
     "mistral": ("MistralConfig", True, {"num_key_value_heads": 2, "sliding_window": 64}),
@@ -172,6 +172,11 @@ FAMILIES: dict[str, tuple[str, bool, dict]] = {
     "phi3": ("Phi3Config", False, {"num_key_value_heads": 4}),
     "olmo": ("OlmoConfig", False, {"num_key_value_heads": 4}),
     "gpt_neox": ("GPTNeoXConfig", False, {}),
+    # the newer families (transformers 4.50+ / 4.51+; older versions do not know them)
+    "qwen3": ("Qwen3Config", False, {"num_key_value_heads": 2, "head_dim": 8}),
+    "gemma3": ("Gemma3TextConfig", True, {"num_key_value_heads": 2, "head_dim": 8,
+                                          "sliding_window": 64}),
+    "olmo2": ("Olmo2Config", False, {"num_key_value_heads": 4}),
 }
 
 

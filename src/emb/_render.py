@@ -181,7 +181,8 @@ def figure_title(fig: Any) -> str:
 
 
 def provenance(result: xr.Dataset, stores: Mapping[str, str]) -> dict[str, Any]:
-    """Per store label: its path and the model, suite and extraction it was made with."""
+    """Per store label: its path and the model, suite and extraction it was made with (and the
+    out-of-memory back-offs of the runs that wrote it, where any backed off)."""
     attrs = {k: maybe_json(v) for k, v in result.attrs.items()}
     per_model = attrs.get("models") if isinstance(attrs.get("models"), Mapping) else {}
     out = {}
@@ -190,7 +191,8 @@ def provenance(result: xr.Dataset, stores: Mapping[str, str]) -> dict[str, Any]:
         entry: dict[str, Any] = {"store": path}
         if "://" not in path:
             entry["store_path"] = str(Path(path).resolve())
-        for key in ("model", "suite", "extraction", "emb_schema_version", "created"):
+        for key in ("model", "suite", "extraction", "emb_schema_version", "created",
+                    "oom_backoffs"):
             value = own.get(key, attrs.get(key))
             if value is not None:
                 entry[key] = value

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import xarray as xr
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -134,3 +135,166 @@ def test_a_context_that_fails_alone_stops_with_a_resumable_store(tiny_gpt2_dir, 
         *(__import__("zarr").open_group(str(s), mode="r")["oom"]["embedding"][:]
           for s in (store, clean))
     )
+
+
+# -- the back-offs recorded in the store's provenance ----------------------------------------------
+def _normalised(store: Path) -> dict[str, object]:
+    """Every file of the store (lock files aside): bytes, or for metadata its parsed JSON without
+    what differs between any two runs (a layout's id and creation time)."""
+    import json
+
+    out: dict[str, object] = {}
+    for path in sorted(store.rglob("*")):
+        rel = str(path.relative_to(store))
+        if not path.is_file() or path.name.startswith(".emb-lock"):
+            continue
+        if path.name == "zarr.json":
+            out[rel] = json.loads(path.read_text(), object_hook=lambda d: {
+                k: v for k, v in d.items() if k not in ("generation", "created")})
+        else:
+            out[rel] = path.read_bytes()
+    return out
+
+
+def _without_backoffs(doc):
+    if isinstance(doc, dict):
+        return {k: _without_backoffs(v) for k, v in doc.items() if k != "oom_backoffs"}
+    return doc
+
+
+def test_the_back_offs_are_recorded_in_the_suites_provenance(tiny_gpt2_dir, tmp_path):
+    import zarr
+
+    from emb.store import open_store
+    from emb.store.store import describe
+
+    clean, faulty = tmp_path / "clean.zarr", tmp_path / "faulty.zarr"
+    _extract(_runner(tiny_gpt2_dir), clean)
+    (report,) = _extract(_runner(tiny_gpt2_dir, InjectedOOM(calls={1, 3, 4, 7})), faulty)
+    attrs = zarr.open_group(str(faulty), path="oom", mode="r").attrs.asdict()
+    (run,) = attrs["oom_backoffs"]
+    assert run["halvings"] == list(report.backoffs) and len(run["halvings"]) >= 3
+    assert run["batch_size"] == 8 and run["device"] == "cpu" and run["shard"] is None
+    assert run["stopped"] is None
+    # the batch size that ran from each length on: the running minimum of the halvings' sizes
+    # over the lengths, worked out here from the halvings alone
+    sizes: dict[int, int] = {}
+    for e in run["halvings"]:
+        sizes[e["tokens"]] = min(e["to"], sizes.get(e["tokens"], 8))
+    steps, current = [], 8
+    for tokens in sorted(sizes):
+        if sizes[tokens] < current:
+            current = sizes[tokens]
+            steps.append((tokens, current))
+    assert [(b["tokens_from"], b["batch"]) for b in run["batches"]] == steps
+    assert [b["tokens_to"] for b in run["batches"]] == [t - 1 for t, _ in steps[1:]] + [None]
+    # the record's own objects were folded into the attribute
+    assert not list((faulty / "oom" / "_progress").glob("backoffs.*.json"))
+    # a run without back-offs records nothing; a run with them differs only by the record
+    assert "oom_backoffs" not in zarr.open_group(str(clean), path="oom", mode="r").attrs
+    got, expected = _normalised(faulty), _normalised(clean)
+    assert got.keys() == expected.keys()
+    for key in expected:
+        assert _without_backoffs(got[key]) == expected[key], key
+    assert got["oom/zarr.json"] != expected["oom/zarr.json"]
+    # read back by the store's readers and by plain xarray
+    (info,) = open_store(faulty).info().suites
+    assert list(info.backoffs) == [run]
+    assert open_store(faulty).dataset("oom").attrs["oom_backoffs"] == [run]
+    assert open_store(clean).info().suites[0].backoffs == ()
+    text = describe(open_store(faulty).info())
+    assert f"out of memory, batch 8 halved {len(run['halvings'])} time(s)" in text
+
+
+def test_a_resumed_run_appends_its_record_to_the_stopped_runs(tiny_gpt2_dir, tmp_path):
+    from click.testing import CliRunner
+
+    from emb.cli.main import main
+    from emb.store import open_store
+
+    runner = _runner(tiny_gpt2_dir)
+    longest = max(e.token_end for e in runner.encode([LONG], [(LONG.index("bridge"),
+                                                               LONG.index("bridge") + 6)]))
+    store = tmp_path / "s.zarr"
+    with pytest.raises(ModelError, match="alone"):
+        _extract(_runner(tiny_gpt2_dir, InjectedOOM(calls={2}, min_tokens=longest - 2)), store)
+    pending = list((store / "oom" / "_progress").glob("backoffs.*.json"))
+    assert len(pending) == 1  # the stopped run's record, kept for the resumed one
+    (first,) = open_store(store).info().suites[0].backoffs
+    assert first["stopped"]["tokens"] >= longest - 2
+    assert "ran out of memory on one context" in first["stopped"]["message"]
+    assert first["halvings"][-1]["to"] == 1  # halved down to one context before it stopped
+    (resumed,) = _extract(_runner(tiny_gpt2_dir, InjectedOOM(calls={1})), store)
+    assert resumed.backoffs and 0 < resumed.blocks_written < resumed.blocks_total
+    runs = open_store(store).info().suites[0].backoffs
+    assert [r["run"] for r in runs][0] == first["run"] and len(runs) == 2
+    assert runs[0] == first and runs[1]["stopped"] is None
+    assert runs[1]["halvings"] == list(resumed.backoffs)
+    assert not list((store / "oom" / "_progress").glob("backoffs.*.json"))
+    clean = tmp_path / "clean.zarr"
+    _extract(_runner(tiny_gpt2_dir), clean)
+    assert _chunks(store) == _chunks(clean)
+    shown = CliRunner().invoke(main, ["info", str(store)])
+    assert shown.exit_code == 0, shown.output
+    lines = [line for line in shown.output.splitlines() if "out of memory" in line]
+    assert len(lines) == 2 and "stopped: one context of" in lines[0]
+    assert "stopped" not in lines[1]
+    as_json = CliRunner().invoke(main, ["info", "--json", str(store)])
+    assert __import__("json").loads(as_json.output)["suites"][0]["backoffs"] == list(runs)
+
+
+def test_each_shard_worker_records_its_own_back_offs(tiny_gpt2_dir, tmp_path):
+    import zarr
+
+    from emb.analyses._provenance import extraction_notes
+    from emb.analyses._select import provenance_attrs
+    from emb.store import open_store
+
+    store = tmp_path / "s.zarr"
+    (first,) = _extract(_runner(tiny_gpt2_dir, InjectedOOM(calls={1})), store, shard="1/2")
+    (second,) = _extract(_runner(tiny_gpt2_dir, InjectedOOM(calls={2, 3})), store, shard="2/2")
+    assert first.backoffs and second.backoffs
+    runs = zarr.open_group(str(store), path="oom", mode="r").attrs["oom_backoffs"]
+    assert [r["shard"] for r in runs] == ["shard-1-of-2", "shard-2-of-2"]
+    assert [r["halvings"] for r in runs] == [list(first.backoffs), list(second.backoffs)]
+    assert list(open_store(store).info().suites[0].backoffs) == runs  # each run once
+    clean = tmp_path / "clean.zarr"
+    _extract(_runner(tiny_gpt2_dir), clean)
+    assert _chunks(store) == _chunks(clean)
+    # every analysis of the vectors says so in its notes (the result carries the provenance)
+    result = xr.Dataset(attrs=provenance_attrs(open_store(store).dataset("oom")))
+    n = len(first.backoffs) + len(second.backoffs)
+    (note,) = [line for line in extraction_notes(result) if "out of device memory" in line]
+    assert note.startswith("note: 2 run(s) extracting suite 'oom' ran out of device memory and "
+                           "cut their batches (batch 8 down to ")
+    assert f", {n} halving(s) in all: those vectors come from smaller batches" in note
+    assert open_store(store).validate().status == "complete"
+    # and the written results' sidecar (its provenance per store)
+    from emb._render import provenance
+
+    assert provenance(result, {"s": str(store)})["s"]["oom_backoffs"] == runs
+    plain = xr.Dataset(attrs=provenance_attrs(open_store(clean).dataset("oom")))
+    assert "oom_backoffs" not in provenance(plain, {"c": str(clean)})["c"]
+    assert not [line for line in extraction_notes(plain) if "memory" in line]
+
+
+def test_a_later_suite_records_the_batch_sizes_an_earlier_one_learnt(tiny_gpt2_dir, tmp_path):
+    import zarr
+
+    from emb.store import open_store
+    from emb.store.store import describe
+
+    store = tmp_path / "s.zarr"
+    second = make_suite([item(LONG.replace("bridge", f"arch{i}"), f"arch{i}", setting="random")
+                         for i in range(12)], name="later")
+    first_report, second_report = extract(
+        _runner(tiny_gpt2_dir, InjectedOOM(calls={1})), [_suite(), second], store, batch_size=8,
+        block_size=8, window_blocks=1, progress=False, bos=True)
+    assert first_report.backoffs and not second_report.backoffs
+    first = zarr.open_group(str(store), path="oom", mode="r").attrs["oom_backoffs"]
+    (later,) = zarr.open_group(str(store), path="later", mode="r").attrs["oom_backoffs"]
+    # no halving of its own, but its long batches ran at the size the first suite learnt
+    assert later["halvings"] == [] and later["batches"] == first[0]["batches"]
+    assert later["batches"][-1]["batch"] == 4
+    assert ("batch 8 cut to the sizes learnt where an earlier suite on the same loaded model ran "
+            "out of memory; batches that ran: 4 at ≥") in describe(open_store(store).info())

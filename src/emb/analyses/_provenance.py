@@ -6,7 +6,8 @@ attributes (``position_0``: the count per setting, the first words, the item ran
 stores written before that record keep only the suite's count ``targets_at_position_0``). A
 collaborator who analyses the store never saw that warning, so each analysis' summary repeats it,
 per model, suite and setting, from the provenance its result carries. A store with neither
-record gets no note.
+record gets no note. The out-of-memory back-offs of the runs that wrote the vectors
+(``oom_backoffs``, see :mod:`emb.store._backoffs`) get a note too.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ __all__ = ["context_notes", "extraction_notes", "summarize"]
 def _provenance(result: xr.Dataset) -> dict[str | None, dict[str, Any]]:
     """Per model (None for a result of one store): its ``extraction``, ``suite`` and ``model``
     attributes, parsed."""
-    keys = ("extraction", "suite", "model")
+    keys = ("extraction", "suite", "model", "oom_backoffs")
     shared = {k: _loaded(result.attrs.get(k)) for k in keys}
     models = _loaded(result.attrs.get("models"))
     if not isinstance(models, Mapping) or not models:
@@ -44,6 +45,25 @@ def _settings_used(result: xr.Dataset) -> set[str] | None:
     if "setting" not in result.coords:
         return None
     return {str(s) for s in np.atleast_1d(result["setting"].values)}
+
+
+def _backoff_lines(runs: Any, who: str, what: str) -> list[str]:
+    """The line on the out-of-memory back-offs of the runs that wrote the vectors (recorded at
+    extraction as ``oom_backoffs``, see :mod:`emb.store._backoffs`)."""
+    if not isinstance(runs, list):
+        return []
+    runs = [r for r in runs if isinstance(r, Mapping)]
+    halvings = sum(len(r.get("halvings") or []) for r in runs)
+    smallest = [int(b["batch"]) for r in runs for b in r.get("batches") or []
+                if isinstance(b, Mapping) and isinstance(b.get("batch"), int)]
+    if not runs or not (halvings or smallest):
+        return []
+    asked = sorted({int(r["batch_size"]) for r in runs if isinstance(r.get("batch_size"), int)})
+    down = f" (batch {'/'.join(map(str, asked))} down to {min(smallest)})" if smallest else ""
+    return [f"note: {who}{len(runs)} run(s) extracting {what} ran out of device memory and "
+            f"cut their batches{down}, {halvings} halving(s) in all: those vectors come from "
+            "smaller batches than asked (on a CPU bitwise the same; on a GPU they may differ in "
+            "the last bits, as kernels depend on the batch's shape); 'emb info' lists the runs"]
 
 
 def extraction_notes(result: xr.Dataset) -> list[str]:
@@ -67,6 +87,7 @@ def extraction_notes(result: xr.Dataset) -> list[str]:
         what = f"suite {suite_name!r}" if suite_name else "the suite"
         of_model = f"causal model {model_id}" if model_id else "a causal model"
         lines += _unknown_lines(extraction, who, what, suite)
+        lines += _backoff_lines(record.get("oom_backoffs"), who, what)
         position_0 = extraction.get("position_0")
         if isinstance(position_0, Mapping):
             fix = position_0.get("fix") or "re-extract with --bos or --bos-token TOKEN"

@@ -49,7 +49,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 _TECHNICAL = frozenset(
     {"char_start", "char_end", "n_subtokens", "token_start", "token_end", "n_tokens"}
 )
-_PROVENANCE_KEYS = ("model", "extraction", "suite", "emb_schema_version", "created")
+_PROVENANCE_KEYS = (
+    "model", "extraction", "suite", "emb_schema_version", "created", "oom_backoffs",
+)
 
 
 def _loaded(value: Any) -> Any:
@@ -392,7 +394,8 @@ def provenance_attrs(ds: xr.Dataset) -> dict[str, str]:
     -------
     dict of str to str
         ``store`` (its location, when known) and ``model``, ``extraction``, ``suite``,
-        ``emb_schema_version``, ``created`` as JSON strings (keys the store lacks are left
+        ``emb_schema_version``, ``created`` and ``oom_backoffs`` (the runs that backed off out
+        of memory, see :mod:`emb.store._backoffs`) as JSON strings (keys the store lacks are left
         out), so that netCDF can hold them.
 
     Examples

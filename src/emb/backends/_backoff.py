@@ -91,11 +91,14 @@ class InjectedOOM:
 
 @dataclass
 class BackOff:
-    """What the back-off has learnt in a run: the batch size that fits from each length on, and
-    every halving (``events``: dicts of ``tokens``, ``batch``, ``to``)."""
+    """What the back-off has learnt in a run: the batch size that fits from each length on,
+    every halving (``events``: dicts of ``tokens``, ``batch``, ``to``) and each context that ran
+    out of memory alone (``failures``: dicts of ``tokens`` and ``asked``, the memory it asked
+    for, or None)."""
 
     limits: dict[int, int] = field(default_factory=dict)
     events: list[dict[str, int]] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
 
     def rows_for(self, tokens: int) -> int | None:
         """The largest batch known to fit at ``tokens`` (that of the nearest shorter failure)."""
@@ -163,6 +166,7 @@ def _attempt(
     _free()  # outside the handler: the traceback no longer holds the failed pass' tensors
     if rows == 1:
         asked = _ASKED.search(message)
+        state.failures.append({"tokens": tokens, "asked": asked.group(1) if asked else None})
         raise ModelError(
             f"{model_id} ran out of memory on one context of {tokens} tokens alone"
             + (f" (it asked for {asked.group(1)} more)" if asked else "")

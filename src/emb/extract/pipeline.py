@@ -38,6 +38,7 @@ from emb import backends
 from emb.backends.devices import check_device
 from emb.errors import EmbError, EmbWarning, StoreError
 from emb.extract import settings as extraction_settings
+from emb.extract._backoff_record import Mark, run_record
 from emb.extract._plan import BlockSources, Plan
 from emb.extract._prepared import Prepared, first_position, position_zero_fix
 from emb.extract.settings import ExtractionSettings, SuiteReport, parse_layers, parse_settings
@@ -454,6 +455,7 @@ def _extract_suite(
                 desc=name if shard is None else f"{name} {shard}",
             )
             n_computed = n_copied = 0
+            mark, recorded = Mark.of(runner), None  # this run's out-of-memory back-offs
             dtype = np.dtype(settings.storage_dtype)
             inflight: list[list[Future[None]]] = []  # per window, oldest first
             for (blocks, start, stop), src in zip(windows, sources, strict=True):
@@ -461,17 +463,31 @@ def _extract_suite(
                 self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
                 vectors = None
                 if compute_keys:  # one embed call: its batches are length-sorted over the window
-                    vectors = runner.embed(
-                        [plan.encodings[k] for k in compute_keys],
-                        poolings=settings.poolings,
-                        batch_size=settings.batch_size,
-                        progress=bar.update if bar is not None else None,
-                        out_dtype=settings.storage_dtype,
-                        truncate=truncate,
-                        # all layers: the runner's default (runners without the keyword work)
-                        **({"layers": prep.layers} if prep.subset else {}),
-                    )
+                    try:
+                        vectors = runner.embed(
+                            [plan.encodings[k] for k in compute_keys],
+                            poolings=settings.poolings,
+                            batch_size=settings.batch_size,
+                            progress=bar.update if bar is not None else None,
+                            out_dtype=settings.storage_dtype,
+                            truncate=truncate,
+                            # all layers: the runner's default (runners without the keyword work)
+                            **({"layers": prep.layers} if prep.subset else {}),
+                        )
+                    except EmbError as err:  # a context that ran out of memory alone: recorded
+                        record = run_record(runner, mark, batch_size=settings.batch_size,
+                                            device=settings.device, stopped=str(err))
+                        if record is not None and record["stopped"] is not None:
+                            with contextlib.suppress(StoreError):  # the error says more
+                                writer.record_backoffs(record)
+                        raise
                     n_computed += len(compute_keys)
+                    # the back-offs so far, kept before this window's blocks are marked done
+                    record = run_record(runner, mark, batch_size=settings.batch_size,
+                                        device=settings.device)
+                    if record is not None and record != recorded:
+                        writer.record_backoffs(record)
+                        recorded = record
                 if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
                     values = vectors  # every row computed here, in order: no copy
                 else:

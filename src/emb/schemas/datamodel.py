@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Final, Literal
 
 __all__ = [
+    "ATTR_BACKOFFS",
     "ATTR_COMPLETE",
     "ATTR_CREATED",
     "ATTR_EXTRACTION",
@@ -98,6 +99,9 @@ ATTR_SKELETON: Final = "skeleton_written"
 #: A random id written with each layout of a suite group (store schema 3): a rewrite
 #: (``--overwrite``) gives the group another one.
 ATTR_GENERATION: Final = "generation"
+#: The out-of-memory back-offs of the runs that wrote a suite (a list of run records, see
+#: :mod:`emb.store._backoffs`); absent from a suite no run of which backed off.
+ATTR_BACKOFFS: Final = "oom_backoffs"
 
 #: Sub-group of a suite group holding one done-marker per block (hidden from xarray); its
 #: attribute ATTR_MANIFEST lists what the complete suite holds (see emb.store.manifest).

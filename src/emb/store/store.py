@@ -39,6 +39,7 @@ from emb.errors import (
     StoreError,
 )
 from emb.schemas import datamodel as dm
+from emb.store._backoffs import backoff_runs, describe_runs
 from emb.store._layout import boolean_label
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
 from emb.store._nodes import (
@@ -97,6 +98,9 @@ class SuiteInfo:
     #: store (None: the backend cannot tell, e.g. HTTP).
     items_written: int = 0
     bytes_written: int | None = None
+    #: The out-of-memory back-offs of the runs that wrote it (run records, oldest first: see
+    #: :mod:`emb.store._backoffs`); empty when no run backed off.
+    backoffs: tuple[dict[str, Any], ...] = ()
 
     @property
     def bytes_per_item(self) -> float | None:
@@ -270,6 +274,9 @@ class Store:
             raise store_error(self.location, name, [f"{type(err).__name__}: {err}"]) from err
         with damage_reported([self.location]):  # a coordinate chunk that does not decode
             ds = ds.assign_coords(_coordinates(group, ds))
+        runs = backoff_runs(zstore, name, group.attrs)
+        if runs:  # with the records of runs not yet folded into the attribute (unfinished)
+            ds.attrs[dm.ATTR_BACKOFFS] = runs
         ds[dm.EMBEDDING] = checked_variable(ds[dm.EMBEDDING].variable, array, reads, block=block)
         # whole shards per dask chunk, at most MAX_ITEM_CHUNKS of them: a paper-scale CEAT group
         # (4 million items, 128 per shard) would otherwise make 406,250 dask chunks per read
@@ -665,6 +672,7 @@ def _suite_info(name: str, group: zarr.Group) -> SuiteInfo:
         shards=() if group.attrs.get(dm.ATTR_COMPLETE) else suite_shards(group.store, name),
         items_written=items_written,
         bytes_written=bytes_written,
+        backoffs=tuple(backoff_runs(group.store, name, group.attrs)),
     )
 
 
@@ -703,6 +711,8 @@ def describe(info: StoreInfo) -> str:
             f"{','.join(s.settings)}; {state}{per_item}"
         )
         for line in describe_shards(s.shards):
+            lines.append(f"          {line}")
+        for line in describe_runs(s.backoffs):
             lines.append(f"          {line}")
     if not info.suites and info.status != "corrupt":
         lines.append("suite     none yet")

@@ -7,7 +7,10 @@ Crash safety.  A suite group is written in this order:
 2. for each block of ``block_size`` items: one shard of ``embedding`` (a single object in the store),
    then that block's done-marker (a one-byte chunk of its own);
 3. the manifest (every object of the group with its size and CRC-32, see
-   :mod:`emb.store.manifest`), then the attribute ``complete``.
+   :mod:`emb.store.manifest`), then the attribute ``complete`` (with ``oom_backoffs``, the
+   out-of-memory back-offs of the runs that wrote the suite, where any run backed off: until
+   then each such run's record is ``_progress/backoffs.<run>.json``, see
+   :mod:`emb.store._backoffs`).
 
 A run killed at any moment therefore leaves either a group without ``skeleton_written`` (the next run
 rewrites it) or blocks whose markers say exactly what is finished: a torn or missing shard is never
@@ -46,6 +49,7 @@ from zarr.core.sync import sync as zarr_sync
 
 from emb.errors import StoreError
 from emb.schemas import datamodel as dm
+from emb.store._backoffs import delete_pending, merged, pending_runs, write_run
 from emb.store._layout import block_size_for, chunk_codecs, coord_layout, read_rows
 from emb.store._location import is_url, local_path
 from emb.store._nodes import digest, list_prefix, read_bytes
@@ -140,6 +144,10 @@ class SuiteWriter:
         self._handles = handles
         self._digests: dict[str, tuple[int, str]] = {}
         self._encoder: ShardEncoder | None | bool = False  # False: not looked up yet
+        now = datetime.now(UTC)
+        #: this run's id and start, for its out-of-memory back-off record
+        self.run = f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+        self.started = now.isoformat(timespec="seconds")
 
     def _resolved(self) -> tuple[zarr.Group, zarr.Array, zarr.Array]:
         """The group and its arrays, once the layout (maybe written in the background) exists."""
@@ -480,6 +488,17 @@ class SuiteWriter:
         """
         return record_shards(self.root.store, self.location, self.name, record)
 
+    # -- provenance ---------------------------------------------------------------------------------
+    def record_backoffs(self, record: Mapping[str, Any]) -> None:
+        """Write (or rewrite) this run's out-of-memory back-off record (its ``halvings``,
+        ``batches``, ``stopped`` …; see :mod:`emb.store._backoffs`) in an object of its own,
+        folded into the group's ``oom_backoffs`` attribute when the suite is completed.  Called
+        before the blocks computed after a halving are marked done, so the worker that
+        completes the suite finds every run's record."""
+        full = {"run": self.run, "started": self.started, "shard": self.shard, **record}
+        with _write_errors(f"the out-of-memory record of suite {self.name!r} into {self.location}"):
+            write_run(self.root.store, self.name, full)
+
     def finish(self) -> None:
         """Write the manifest, mark the suite complete, and release the suite's lock."""
         pending = self.pending_blocks()
@@ -499,7 +518,17 @@ class SuiteWriter:
                 zarr_format=3, use_consolidated=False,
             )
             progress.attrs[dm.ATTR_MANIFEST] = manifest
-            self.group.attrs[dm.ATTR_COMPLETE] = True
+            runs = pending_runs(self.root.store, self.name)
+            if runs:  # the runs' back-off records join the suite's provenance, with the flag
+                stored = self.group.attrs.get(dm.ATTR_BACKOFFS)
+                self.group.update_attributes({
+                    dm.ATTR_BACKOFFS: merged(stored if isinstance(stored, list) else [], runs),
+                    dm.ATTR_COMPLETE: True,
+                })
+                if self.shard is None:  # the only writer: nobody adds one meanwhile
+                    delete_pending(self.root.store, self.name)
+            else:
+                self.group.attrs[dm.ATTR_COMPLETE] = True
             if self.shard is not None:
                 drop_digests(self.root.store, self.name, range(n_blocks))
         self._consolidate_complete()
