@@ -4,18 +4,21 @@ For every configuration (family × planted effect × n), 1,000 independent sampl
 population whose parameter is known (``tests/analyses/stats/_planted.py``) and the share of
 intervals covering it is printed; a correct 95 % interval lands in 93–97 % (± 2.9 binomial
 standard errors). WEAT's bootstrap CI of d is shown with the BCa interval emb reports and with the
-percentile interval it reported before. CEAT's bootstrap CI of the CES (percentile; 20 contexts
-per stimulus, 100 replicates of 100 samples, emb's defaults) in a second table: the expected CES
-(the mean CES of the draws, 1,000 samples each) beside the population d and the unweighted mean
-of the samples' ES, and how often the CI covers d and the expected CES. The correlations' CIs
-are analytic (Fisher's z).
+percentile interval it reported before. CEAT's bootstrap CI of the CES (20 contexts per stimulus,
+100 replicates of 100 samples, emb's defaults) in a second table: the normal interval emb
+reports (CES ± 1.96 SD of the replicates) and the percentile interval of the same replicates it
+reported before, against the population d, beside the expected CES (the mean CES of the draws,
+1,000 samples each). ``--only ceat-candidates`` compares every CEAT interval that was tried
+(``_planted.CEAT_METHODS``: BCa, replicates whose duplicated stimuli share their contexts, the
+stimulus jackknife, ...) on the same draws. The correlations' CIs are analytic (Fisher's z).
 
 Usage::
 
-    python benchmarks/coverage.py              # 1,000 draws × 1,000 replicates (≈ 5–8 min, 2 cores)
+    python benchmarks/coverage.py              # 1,000 draws × 1,000 replicates (≈ 15–20 min, 2 cores)
     python benchmarks/coverage.py --draws 200  # quicker, noisier
     python benchmarks/coverage.py --markdown   # the table as Markdown (docs/rules/intervals.md)
     python benchmarks/coverage.py --only ceat  # CEAT's rows only (≈ 10 min, 2 cores)
+    python benchmarks/coverage.py --only ceat-candidates --sizes 8 16  # the intervals tried (slow)
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.analyses.stats._planted import (  # noqa: E402
+    CEAT_METHODS,
     SHIFTS,
     ceat_coverage,
+    ceat_method_coverage,
     correlation_coverage,
     weat_coverage,
     weat_population,
@@ -62,8 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draws", type=int, default=1000)
     parser.add_argument("--replicates", type=int, default=1000)
     parser.add_argument("--markdown", action="store_true")
-    parser.add_argument("--only", choices=("weat", "ceat", "correlation"), default=None,
-                        help="run one family's rows only")
+    parser.add_argument("--only", choices=("weat", "ceat", "ceat-candidates", "correlation"),
+                        default=None, help="run one family's rows only")
+    parser.add_argument("--sizes", type=int, nargs="+", default=list(CEAT_SIZES),
+                        help="CEAT's stimuli per set")
+    parser.add_argument("--effects", nargs="+", choices=list(SHIFTS), default=list(SHIFTS),
+                        help="CEAT's planted effects")
     args = parser.parse_args(argv)
     rows: list[tuple[str, ...]] = []
     ceat: list[tuple[str, ...]] = []
@@ -78,13 +87,23 @@ def main(argv: list[str] | None = None) -> int:
                                 n_bootstrap=args.replicates, seed=n)
             rows.append(("WEAT d (bootstrap over words)", f"{effect}, d = {pop.d:.2f}", str(n),
                          f"{old:.3f}{_flag(old)}", f"{new:.3f}{_flag(new)}"))
-    for effect in ("none", "medium", "large") if args.only in (None, "ceat") else ():
+    for effect in args.effects if args.only in (None, "ceat") else ():
         pop = weat_population(SHIFTS[effect], seed=0)
-        for n in CEAT_SIZES:
+        for n in args.sizes:
             c = ceat_coverage(pop, n, n_draws=args.draws, seed=n)
             ceat.append((f"{effect}, d = {pop.d:.2f}", str(n), f"{c.expected_ces:.3f}",
-                         f"{c.expected_mean_es:.3f}", f"{c.covers_d:.3f}{_flag(c.covers_d)}",
-                         f"{c.below:.3f}", f"{c.covers_expected:.3f}{_flag(c.covers_expected)}"))
+                         f"{c.covers_d:.3f}{_flag(c.covers_d)}", f"{c.below:.3f}",
+                         f"{c.percentile_covers_d:.3f}{_flag(c.percentile_covers_d)}",
+                         f"{c.percentile_below:.3f}",
+                         f"{c.percentile_covers_expected:.3f}"))
+    candidates: list[tuple[str, ...]] = []
+    for effect in args.effects if args.only == "ceat-candidates" else ():
+        pop = weat_population(SHIFTS[effect], seed=0)
+        for n in args.sizes:
+            got = ceat_method_coverage(pop, n, n_draws=args.draws, seed=n)
+            candidates.append((f"{effect}, d = {pop.d:.2f}", str(n), *(
+                f"{got[m][0]:.3f}{_flag(got[m][0])} ({got[m][1]:.3f})" for m in CEAT_METHODS)))
+            print(*candidates[-1], sep="\t", file=sys.stderr, flush=True)
     for method, family in (("pearson", "ValNorm r (Fisher z)"),
                            ("spearman", "similarity ρ (Fisher z, Bonett–Wright)")
                            ) if args.only in (None, "correlation") else ():
@@ -98,8 +117,15 @@ def main(argv: list[str] | None = None) -> int:
         _print(head, rows, markdown=args.markdown)
         print()
     if ceat:
-        _print(("CEAT planted effect", "stimuli per set", "E[CES]", "E[mean ES]", "CI covers d",
-                "CI wholly below d", "CI covers E[CES]"), ceat, markdown=args.markdown)
+        _print(("CEAT planted effect", "stimuli per set", "E[CES]", "normal CI covers d (now)",
+                "wholly below d", "percentile CI covers d (before)", "wholly below d",
+                "percentile covers E[CES]"), ceat, markdown=args.markdown)
+    if candidates:
+        _print(("CEAT planted effect", "stimuli per set", *CEAT_METHODS), candidates,
+               markdown=args.markdown)
+        print("\ncells: share of intervals covering d (share wholly below d)", file=sys.stderr)
+        for m, text in CEAT_METHODS.items():
+            print(f"{m}: {text}", file=sys.stderr)
     print(f"\n{args.draws} draws per row, {args.replicates} bootstrap replicates (CEAT: 100 of "
           f"100 samples, emb's defaults); * outside "
           f"93–97 %; {time.perf_counter() - start:.0f} s", file=sys.stderr)

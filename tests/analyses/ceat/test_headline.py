@@ -56,8 +56,11 @@ def test_headline_leads_with_the_bootstrap_ci_and_labels_the_random_effects_numb
     assert len(combos) == 1 and f"T1: {2 ** 12:,}" in combos[0] and "N = 5,000" in combos[0]
     tau = [n for n in warnings if "tau2 = 0 in all" in n]
     assert len(tau) == 1 and f"all {res['tau2'].size} cells" in tau[0]
-    target = [n for n in summary.notes if n.startswith("boot_ci covers what the CES estimates")]
-    assert len(target) == 1 and "below the population effect" in target[0]
+    target = [n for n in summary.notes if n.startswith("boot_ci is the normal bootstrap interval")]
+    assert len(target) == 1 and "covers the population d" in target[0]
+    assert "normal bootstrap CI of the CES, CES ± 1.96 SD of 20 replicates" in head
+    # the normal interval is centred on the CES (the percentile interval was not)
+    assert float((top.boot_ci_low + top.boot_ci_high) / 2) == pytest.approx(float(top.ces), abs=1e-12)
     assert "2.2e-308" not in tables["ceat"]["p"].astype(str).str.cat()
     assert tables["ceat"]["p"].isna().all() and (tables["ceat"]["log10_p"] < -308).all()
     table_columns = tables["ceat"].columns.tolist()

@@ -133,36 +133,52 @@ def ceat_ces(emb: np.ndarray, n: int, *, n_contexts: int = 20, n_samples: int = 
     return stats.dersimonian_laird(es, v).ces, es.mean(axis=-1)
 
 
-def ceat_intervals(
+def ceat_replicates(
     emb: np.ndarray, n: int, *, n_contexts: int = 20, n_bootstrap: int = 100,
     bootstrap_samples: int = 100, seed: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """emb's 95 % bootstrap CI of the CES on every draw of :func:`ceat_contexts` (stimuli, then
-    their contexts, resampled; ``n_bootstrap`` replicates of ``bootstrap_samples`` samples; the
-    2.5 and 97.5 % quantiles)."""
+) -> np.ndarray:
+    """emb's bootstrap replicates of the CES on every draw of :func:`ceat_contexts` (stimuli,
+    then their contexts, resampled; ``n_bootstrap`` replicates of ``bootstrap_samples``
+    samples): ``(n_draws, n_bootstrap)``."""
     from emb.analyses.ceat._kernels import ROLES, _boot_kernel, _bootstrap_indices
 
     counts = [n_contexts] * (4 * n)
     offsets = np.arange(4 * n) * n_contexts
     idx = _bootstrap_indices(counts, offsets, dict.fromkeys(ROLES, n), n_rep=n_bootstrap,
                              n_samples=bootstrap_samples, seed=seed, test="planted")
-    boot = _boot_kernel(emb, idx=idx, n_rep=n_bootstrap, n_x=n, n_y=n, n_a=n, ddof=1,
+    return _boot_kernel(emb, idx=idx, n_rep=n_bootstrap, n_x=n, n_y=n, n_a=n, ddof=1,
                         variance="cohens-d", alternative="two-sided")
-    return stats.percentile_interval(boot)
+
+
+def ceat_interval(ces: np.ndarray, replicates: np.ndarray, *,
+                  method: str = "normal") -> tuple[np.ndarray, np.ndarray]:
+    """emb's 95 % bootstrap CI of the CES (``method="normal"``: ``CES ± 1.96 SD`` of the
+    replicates, as :mod:`emb.analyses.ceat` computes it) or the percentile interval it reported
+    before (the 2.5 and 97.5 % quantiles of the replicates)."""
+    from emb.analyses.ceat._kernels import normal_interval
+
+    if method == "percentile":
+        return stats.percentile_interval(replicates)
+    return normal_interval(ces, replicates)
 
 
 @dataclass(frozen=True)
 class CeatCoverage:
     """One CEAT coverage simulation: the population d, the mean CES over the draws (what the
-    CES estimates at this set size, ``expected_ces``) and the mean unweighted ES, and the share
-    of intervals that cover d and that cover ``expected_ces``; ``below``: share wholly below d."""
+    CES estimates at this set size, ``expected_ces``) and the mean unweighted ES; for emb's
+    interval (the normal one) the share of intervals that cover d (``covers_d``), that lie
+    wholly below it (``below``) and that cover ``expected_ces``; the same for the percentile
+    interval of the same replicates (``percentile_*``, what emb reported before)."""
 
     d: float
     expected_ces: float
     expected_mean_es: float
     covers_d: float
-    covers_expected: float
     below: float
+    covers_expected: float
+    percentile_covers_d: float
+    percentile_below: float
+    percentile_covers_expected: float
 
 
 def ceat_coverage(
@@ -170,18 +186,121 @@ def ceat_coverage(
     n_bootstrap: int = 100, bootstrap_samples: int = 100, n_samples: int = 1000, seed: int = 0,
 ) -> CeatCoverage:
     """``n_draws`` CEATs of n stimuli per set (``n_contexts`` contexts each): how often emb's
-    95 % bootstrap CI of the CES covers the population d and the expected CES, the mean over
-    the same draws of their CES (``n_samples`` samples each; its Monte-Carlo error is the CES's
-    spread over √n_draws, ≈ 0.01 for 1,000 draws of 8 stimuli, a tenth of the interval's half
+    95 % bootstrap CI of the CES (and the percentile interval of the same replicates, see
+    :func:`ceat_interval`) covers the population d and the expected CES, the mean over the same
+    draws of their CES (``n_samples`` samples each; its Monte-Carlo error is the CES's spread
+    over √n_draws, ≈ 0.01 for 1,000 draws of 8 stimuli, a tenth of the interval's half
     width)."""
     emb = ceat_contexts(pop, n, n_draws, n_contexts=n_contexts, seed=seed)
-    low, high = ceat_intervals(emb, n, n_contexts=n_contexts, n_bootstrap=n_bootstrap,
-                               bootstrap_samples=bootstrap_samples, seed=seed)
     ces, mean_es = ceat_ces(emb, n, n_contexts=n_contexts, n_samples=n_samples, seed=seed)
+    rep = ceat_replicates(emb, n, n_contexts=n_contexts, n_bootstrap=n_bootstrap,
+                          bootstrap_samples=bootstrap_samples, seed=seed)
     expected = float(ces.mean())
-    return CeatCoverage(
-        d=pop.d, expected_ces=expected, expected_mean_es=float(mean_es.mean()),
-        covers_d=float(np.mean((low <= pop.d) & (pop.d <= high))),
-        covers_expected=float(np.mean((low <= expected) & (expected <= high))),
-        below=float(np.mean(high < pop.d)),
-    )
+    out: dict[str, float] = {}
+    for method, prefix in (("normal", ""), ("percentile", "percentile_")):
+        low, high = ceat_interval(ces, rep, method=method)
+        out[f"{prefix}covers_d"] = float(np.mean((low <= pop.d) & (pop.d <= high)))
+        out[f"{prefix}below"] = float(np.mean(high < pop.d))
+        out[f"{prefix}covers_expected"] = float(np.mean((low <= expected) & (expected <= high)))
+    return CeatCoverage(d=pop.d, expected_ces=expected, expected_mean_es=float(mean_es.mean()),
+                        **out)
+
+
+def ceat_shared_indices(n: int, *, n_contexts: int = 20, n_bootstrap: int = 100,
+                        bootstrap_samples: int = 100, seed: int = 0) -> np.ndarray:
+    """A bootstrap of :func:`ceat_contexts`' stimuli in which a stimulus drawn twice into a
+    replicate shares its context draws: each replicate resamples every set's stimuli, each
+    stimulus' contexts, and then draws one context per *stimulus* per sample, which every slot
+    holding that stimulus uses (a sample of the replicate is then WEAT's word bootstrap of n
+    distinct stimuli's contexts). Rows as :func:`emb.analyses.ceat._kernels._bootstrap_indices`."""
+    rng = np.random.default_rng([seed, n, 6])
+    m = 4 * n
+    offsets = np.arange(m) * n_contexts
+    out = np.empty((n_bootstrap, bootstrap_samples, m), dtype=np.int64)
+    for b in range(n_bootstrap):
+        slots = np.concatenate([r * n + rng.choice(n, size=n, replace=True) for r in range(4)])
+        pools = rng.integers(n_contexts, size=(m, n_contexts))
+        picks = rng.integers(n_contexts, size=(bootstrap_samples, m))
+        draws = offsets + np.take_along_axis(pools.T, picks, axis=0)  # (samples, stimuli)
+        out[b] = draws[:, slots]
+    return out.reshape(n_bootstrap * bootstrap_samples, m)
+
+
+def _ces(emb: np.ndarray, idx: np.ndarray, n_x: int, n_y: int, n_a: int) -> np.ndarray:
+    from emb.analyses.ceat._kernels import ceat_kernel
+
+    es, v, _ = ceat_kernel(emb, idx=idx, n_x=n_x, n_y=n_y, n_a=n_a, ddof=1, variance="cohens-d")
+    return stats.dersimonian_laird(es, v).ces
+
+
+def ceat_jackknife(emb: np.ndarray, idx: np.ndarray, n: int) -> list[np.ndarray]:
+    """For each set (X, Y, A, B), the CES of every draw with each of its n stimuli left out in
+    turn, on the same samples' contexts (``idx (samples, 4n)``): four ``(n_draws, n)`` arrays."""
+    out = []
+    for r in range(4):
+        vals = []
+        for k in range(n):
+            keep = np.delete(np.arange(4 * n), r * n + k)
+            vals.append(_ces(emb, idx[:, keep], n - (r == 0), n - (r == 1), n - (r == 2)))
+        out.append(np.stack(vals, axis=-1))
+    return out
+
+
+#: The CEAT intervals compared by :func:`ceat_method_coverage` (benchmarks/coverage.py).
+CEAT_METHODS = {
+    "normal": "CES ± z · SD of the replicates (emb's interval)",
+    "percentile": "percentile of the replicates (emb's interval before)",
+    "bca": "BCa: z0 from the replicates below the CES, a from the stimulus jackknife",
+    "shared percentile": "percentile, duplicated stimuli share their context draws",
+    "shared bca": "BCa of those replicates",
+    "jackknife": "CES ± z · jackknife SE over stimuli",
+    "jackknife bias-corrected": "CES − jackknife bias ± z · jackknife SE",
+    "percentile at CES − bias": "the replicates' quantiles around their median, moved to CES − jackknife bias",
+}
+
+
+def ceat_method_coverage(
+    pop: WeatPopulation, n: int, *, n_contexts: int = 20, n_draws: int = 1000,
+    n_bootstrap: int = 100, bootstrap_samples: int = 100, n_samples: int = 1000,
+    jackknife_samples: int = 100, seed: int = 0,
+) -> dict[str, tuple[float, float, float]]:
+    """Every interval of :data:`CEAT_METHODS` on the same ``n_draws`` CEATs of n stimuli per set:
+    ``{method: (share covering pop.d, share wholly below it, mean width)}``. The CES is emb's
+    (``n_samples`` samples); the jackknife leaves out one stimulus at a time on the first
+    ``jackknife_samples`` of those samples (its bias ``Σ_sets (n−1)(mean CES₍ᵢ₎ − CES)``, its SE
+    ``√(Σ_sets (n−1)/n Σ_i (CES₍ᵢ₎ − mean)²)``, the CES on the same samples as reference)."""
+    from scipy import special
+
+    from emb.analyses.ceat._kernels import _boot_kernel
+
+    emb = ceat_contexts(pop, n, n_draws, n_contexts=n_contexts, seed=seed)
+    rng = np.random.default_rng([seed, n, 5])
+    idx = np.arange(4 * n) * n_contexts + rng.integers(n_contexts, size=(n_samples, 4 * n))
+    ces = _ces(emb, idx, n, n, n)
+    sub = idx[:jackknife_samples]
+    jack = ceat_jackknife(emb, sub, n)
+    ref = _ces(emb, sub, n, n, n)
+    bias = sum((n - 1) * (j.mean(axis=-1) - ref) for j in jack)
+    se = np.sqrt(sum((n - 1) / n * ((j - j.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
+                     for j in jack))
+    z = special.ndtri(0.975)
+    common = {"n_rep": n_bootstrap, "n_x": n, "n_y": n, "n_a": n, "ddof": 1,
+              "variance": "cohens-d", "alternative": "two-sided"}
+    slot = ceat_replicates(emb, n, n_contexts=n_contexts, n_bootstrap=n_bootstrap,
+                           bootstrap_samples=bootstrap_samples, seed=seed)
+    shared = _boot_kernel(emb, idx=ceat_shared_indices(
+        n, n_contexts=n_contexts, n_bootstrap=n_bootstrap, bootstrap_samples=bootstrap_samples,
+        seed=seed), **common)
+    q = np.quantile(slot, [0.025, 0.975], axis=-1) - np.median(slot, axis=-1)
+    bounds = {
+        "normal": ceat_interval(ces, slot),
+        "percentile": ceat_interval(ces, slot, method="percentile"),
+        "bca": stats.bca_interval(ces, slot, jack),
+        "shared percentile": stats.percentile_interval(shared),
+        "shared bca": stats.bca_interval(ces, shared, jack),
+        "jackknife": (ces - z * se, ces + z * se),
+        "jackknife bias-corrected": (ces - bias - z * se, ces - bias + z * se),
+        "percentile at CES − bias": (ces - bias + q[0], ces - bias + q[1]),
+    }
+    return {m: (float(np.mean((lo <= pop.d) & (pop.d <= hi))), float(np.mean(hi < pop.d)),
+                float(np.mean(hi - lo))) for m, (lo, hi) in bounds.items()}

@@ -9,6 +9,7 @@ time, never in a Python loop over samples. :mod:`emb.analyses.ceat` wraps these 
 
 from __future__ import annotations
 
+import warnings
 import zlib
 from collections.abc import Sequence
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from emb.analyses import stats
 
-__all__ = ["ROLES", "ceat_kernel", "sample_indices"]
+__all__ = ["ROLES", "ceat_kernel", "normal_interval", "sample_indices"]
 
 ROLES = ("X", "Y", "A", "B")
 _BATCH = 256  # samples per gathered block (≈ 256 × stimuli × features floats)
@@ -140,6 +141,31 @@ def _boot_kernel(
     return stats.dersimonian_laird(
         es.reshape(shape), v.reshape(shape), alternative=alternative  # type: ignore[arg-type]
     ).ces
+
+
+#: z of the two-sided 95 % normal interval, Φ⁻¹(0.975).
+Z95 = 1.959963984540054
+
+
+def normal_interval(ces: np.ndarray, replicates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The normal bootstrap interval ``CES ∓ z · SE`` (95 %), SE the standard deviation
+    (ddof 1) of the replicates' CES along the last axis, NaN replicates left out.
+
+    Centred on the CES, not on the replicates: their quantiles (the percentile interval) sit
+    below the CES, which with few stimuli already sits below the population effect size
+    (docs/rules/intervals.md; ``tests/analyses/stats/test_coverage.py`` checks coverage).
+
+    Examples
+    --------
+    >>> low, high = normal_interval(np.array(0.5), np.array([0.3, 0.4, 0.5, 0.6, 0.7]))  # SD √0.025
+    >>> round(float(low), 4), round(float(high), 4)
+    (0.1901, 0.8099)
+    """
+    rep = np.asarray(replicates, dtype=np.float64)
+    with warnings.catch_warnings(action="ignore", category=RuntimeWarning):
+        se = np.nanstd(rep, axis=-1, ddof=1)
+    ces = np.asarray(ces, dtype=np.float64)
+    return ces - Z95 * se, ces + Z95 * se
 
 
 def _bootstrap_indices(
