@@ -35,6 +35,7 @@ __all__ = [
     "own_descriptions",
     "parse_subset",
     "provenance_attrs",
+    "select_positions",
     "select_words",
     "settings_present",
     "suite_parameters",
@@ -313,6 +314,21 @@ def select_words(
     >>> sel["word"].values.tolist(), sel.sizes["item"]
     (['flower0', 'flower1'], 2)
     """
+    return ds.isel({ITEM: select_positions(ds, words, setting=setting, stimulus_set=stimulus_set,
+                                           **labels)})
+
+
+def select_positions(
+    ds: xr.Dataset,
+    words: Iterable[str],
+    *,
+    setting: str,
+    stimulus_set: str | Collection[str] | None = None,
+    **labels: Any,
+) -> np.ndarray:
+    """The item positions :func:`select_words` selects (same arguments, same checks and errors),
+    as an integer array in the order of ``words``: to gather several selections in one indexing
+    of a lazy array."""
     words = [str(w) for w in words]
     if not words:
         raise AnalysisError("no words given to select; pass at least one word")
@@ -361,7 +377,7 @@ def select_words(
             f"{len(missing)} of {len(dict.fromkeys(words))} words are missing{_filters_text(filters)} "
             f"from {_where(ds)}: {names(missing, limit=10)}; {_extract_hint(ds, setting)}"
         )
-    return ds.isel({ITEM: positions[found]})
+    return positions[found]
 
 
 def _without_pair_lists(suite: Any) -> Any:

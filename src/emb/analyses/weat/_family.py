@@ -57,6 +57,7 @@ def per_test(
     attribute says so (keep it: :func:`test_attrs` does)."""
     if is_context_suite(ds):
         ds = per_stimulus(ds)
+    ds = _merged_chunks(ds)
     test_list, dropped, chosen = resolve_tests(ds, tests=tests, x=x, y=y, a=a, b=b,
                                                settings=settings, include_excluded=include_excluded)
     parts = []
@@ -75,10 +76,45 @@ def per_test(
     return out, test_list, dropped
 
 
+#: Largest block (bytes, as stored) of one test's vectors handed to one kernel call, and of the
+#: store's embedding after its layers and poolings are merged into one chunk.
+_MAX_BLOCK_BYTES = 64 * 2**20
+
+
+def _merged_chunks(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with its lazy embedding's layers and poolings in one chunk per block of items
+    (while a block stays under :data:`_MAX_BLOCK_BYTES`): the tests' gathers then read a few
+    blocks, not one task per stored (layer, pooling) chunk. Values unchanged."""
+    emb = ds["embedding"] if "embedding" in ds.variables else None
+    if emb is None or emb.chunks is None or "item" not in emb.dims:
+        return ds
+    block = emb.dtype.itemsize * max(emb.chunksizes["item"])
+    merged = {}
+    for dim in emb.dims:
+        if dim == "item":
+            continue
+        if block * emb.sizes[dim] > _MAX_BLOCK_BYTES:
+            return ds.assign(embedding=emb.chunk(merged)) if merged else ds
+        merged[dim] = -1
+        block *= emb.sizes[dim]
+    return ds.assign(embedding=emb.chunk(merged))
+
+
 def vectors(ds: xr.Dataset, test: TestSpec, settings: list[str]) -> xr.DataArray:
-    """The test's vectors with items and features in one chunk (lazy when ``ds`` is)."""
+    """The test's vectors with items and features in one chunk (lazy when ``ds`` is), and the
+    other dims (setting, layer, pooling) merged into it while the block stays under
+    :data:`_MAX_BLOCK_BYTES`: a test's kernel runs over its cells in a few calls, not one per
+    stored chunk (a kernel is vectorised over the leading cells, its numbers are the same)."""
     emb = gather_test(ds, test, settings)
-    return emb.chunk({"item": -1, "feature": -1}) if emb.chunks is not None else emb
+    if emb.chunks is None:
+        return emb
+    merged: dict[str, int] = {"item": -1, "feature": -1}
+    block = emb.dtype.itemsize * emb.sizes["item"] * emb.sizes["feature"]
+    for dim in ("pooling", "layer", "setting"):
+        if dim in emb.dims and block * emb.sizes[dim] <= _MAX_BLOCK_BYTES:
+            merged[dim] = -1
+            block *= emb.sizes[dim]
+    return emb.chunk(merged)
 
 
 def test_attrs(name: str, test_list: list[TestSpec], dropped: Mapping[str, str], ds: xr.Dataset,
