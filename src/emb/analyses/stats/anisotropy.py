@@ -58,12 +58,18 @@ def random_pairs(words: np.ndarray, n_pairs: int = N_PAIRS, seed: int = 0) -> np
 def _mean_pair_cosine(x: np.ndarray, *, first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """``x (..., item, feature)`` → the mean over the pairs of ``cos(x[first], x[second])``, in
     float64, shape (...)."""
-    v = np.asarray(x, dtype=np.float64)
-    squares = (v**2).sum(-1)  # each item's squared norm, once
-    dot = (v[..., first, :] * v[..., second, :]).sum(-1)
-    norms = np.sqrt(squares[..., first] * squares[..., second])
+    x = np.asarray(x)
+    flat = x.reshape((-1,) + x.shape[-2:])
+    out = np.full(flat.shape[0], np.nan)
+    if not first.size:
+        return out.reshape(x.shape[:-2])
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (dot / norms).mean(-1) if first.size else np.full(x.shape[:-2], np.nan)
+        for i, cell in enumerate(flat):  # one cell at a time: its pairs' vectors stay in cache
+            v = cell.astype(np.float64)
+            squares = np.einsum("if,if->i", v, v)  # each item's squared norm, once
+            dot = np.einsum("pf,pf->p", v[first], v[second])
+            out[i] = (dot / np.sqrt(squares[first] * squares[second])).mean()
+    return out.reshape(x.shape[:-2])
 
 
 #: Largest block (bytes, as stored) of the pairs' vectors handed to one kernel call.

@@ -60,17 +60,19 @@ def per_test(
     ds = _merged_chunks(ds)
     test_list, dropped, chosen = resolve_tests(ds, tests=tests, x=x, y=y, a=a, b=b,
                                                settings=settings, include_excluded=include_excluded)
-    parts = []
+    parts, sizes = [], []
     for test in test_list:
         n = {role: len(test.words[role]) for role in ROLES}
-        part = build(ds, test, chosen, n).expand_dims(test=[test.name])
-        for role in ROLES:
-            part[f"n_{role.lower()}"] = ("test", [n[role]])
-        part["small_n"] = ("test", [small_n_of(n, min_words)])
-        parts.append(part.assign_coords(
-            {f"{role.lower()}_group": ("test", [test.groups[role]]) for role in ROLES}))
+        parts.append(build(ds, test, chosen, n).expand_dims(test=[test.name]))
+        sizes.append(n)
     out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override",
                     join="outer")
+    # the per-test sizes, flag and groups, set once on the concatenated result (not per part)
+    for role in ROLES:
+        out[f"n_{role.lower()}"] = ("test", [n[role] for n in sizes])
+    out["small_n"] = ("test", [small_n_of(n, min_words) for n in sizes])
+    out = out.assign_coords({f"{role.lower()}_group": ("test", [t.groups[role] for t in test_list])
+                             for role in ROLES})
     out["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
     out.attrs = {k: ds.attrs[k] for k in ("contexts",) if k in ds.attrs}
     return out, test_list, dropped
