@@ -41,7 +41,7 @@ Usage::
 
     python benchmarks/families.py                      # extract (cached) and run both stores
     python benchmarks/families.py --weat-store W.zarr --vast-store V.zarr
-    python benchmarks/families.py --families mac,rnsb  # some families only
+    python benchmarks/families.py --only mac,rnsb      # some families only
     python benchmarks/analyze.py --families            # the same, from the main benchmark
 """
 
@@ -179,9 +179,26 @@ def vast_test(v: Vectors, k: int = 25) -> Test:
     words = {"X": lex_words[:k].tolist(), "Y": lex_words[::-1][:k].tolist(),
              "A": list(dict.fromkeys(lab["word"][(stim == "pleasant") & (lab["setting"] == s0)])),
              "B": list(dict.fromkeys(lab["word"][(stim == "unpleasant") & (lab["setting"] == s0)]))}
-    positions = {s: np.asarray([v.first[(w, s)] for r in ROLES for w in words[r]])
-                 for s in v.settings()}
-    return Test("custom", words, None, positions)
+    stim_of = {"X": "lexicon", "Y": "lexicon", "A": "pleasant", "B": "unpleasant"}
+    positions = {}
+    for s in v.settings():
+        here = lab["setting"] == s
+        pos = []
+        for r in ROLES:
+            idx = np.flatnonzero(here & (stim == stim_of[r]))
+            first = {w: i for w, i in reversed(list(zip(lab["word"][idx], idx, strict=True)))}
+            pos += [first[w] for w in words[r]]
+        positions[s] = np.asarray(pos)
+    return Test("valence", words, None, positions)
+
+
+def vast_test_spec(t: Test) -> dict[str, Any]:
+    """The test as emb reads it (a tests mapping): each role's words among the items of its
+    stimulus set (a polar word may also be a lexicon word, with other contexts)."""
+    names = {"X": "high valence", "Y": "low valence", "A": "pleasant", "B": "unpleasant"}
+    stim_of = {"X": "lexicon", "Y": "lexicon", "A": "pleasant", "B": "unpleasant"}
+    return {t.name: {r: {"name": names[r], "words": t.words[r],
+                         "labels": {"stimulus_set": stim_of[r]}} for r in ROLES}}
 
 
 # -- NumPy from the definitions ------------------------------------------------------------------------
@@ -540,7 +557,7 @@ def run_store(label: str, store: Path, suite: str, families: list[str], repeats:
     else:
         test = vast_test(v)
         tests = [test]
-        options = {k.lower(): test.words[k] for k in ROLES}
+        options = {"tests": vast_test_spec(test)}
     print(f"\n{label}: {store} ({v.emb.shape[0]:,} items x {v.emb.shape[1]} layers x "
           f"{v.emb.shape[2]} poolings x {v.emb.shape[3]}, read with zarr in {read_s:.2f} s); "
           f"{len(tests)} test(s) x {len(v.settings())} settings")
@@ -553,15 +570,15 @@ def run_store(label: str, store: Path, suite: str, families: list[str], repeats:
 
         ds = run_emb()  # warm-up (imports, caches)
         emb_s, emb_cpu, ds = timed(run_emb, repeats)
-        if len(tests) > 0 and "words" in ds.attrs:
-            if suite != "weat":
-                import json
-
-                tests[0].name = next(iter(json.loads(ds.attrs["words"])))
-            check_words(ds, tests)
+        check_words(ds, tests)
         def run_numpy(name: str = name) -> dict[str, list[np.ndarray]]:
-            fresh = Vectors.read(store, suite)  # the store's read counts on both sides
-            return numpy_family(name, fresh, tests)
+            from threadpoolctl import threadpool_limits
+
+            # one BLAS thread, as in each of emb's tasks: threaded BLAS on 2 busy cores only
+            # oversubscribes them (NumPy's MAC took 0.5-1.7 s with it, 0.14 s without)
+            with threadpool_limits(limits=1, user_api="blas"):
+                fresh = Vectors.read(store, suite)  # the store's read counts on both sides
+                return numpy_family(name, fresh, tests)
 
         np_s, np_cpu, mine = timed(run_numpy, repeats)
         diff = compare(ds, mine, tests, v.settings())
@@ -582,11 +599,11 @@ def main(argv: list[str] | None = None) -> None:
     size.add_argument("--small", action="store_true", default=True,
                       help="vast of 1,000 Warriner words (default when extracting)")
     size.add_argument("--full", action="store_true", help="vast of the whole Warriner lexicon")
-    parser.add_argument("--families", default=",".join(FAMILIES), help="comma-separated")
+    parser.add_argument("--only", default=",".join(FAMILIES), help="comma-separated families")
     parser.add_argument("--stores", default="weat,vast", help="weat, vast or both")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per side (best kept)")
     args = parser.parse_args(argv)
-    families = [f for f in args.families.split(",") if f]
+    families = [f for f in args.only.split(",") if f]
     unknown = set(families) - set(FAMILIES)
     if unknown:
         raise SystemExit(f"unknown families {sorted(unknown)}; choose from {', '.join(FAMILIES)}")
