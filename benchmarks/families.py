@@ -9,15 +9,17 @@ layers with the embeddings, hidden 384, 4 poolings, float16), extracted with emb
 - ``vast``: one WEAT-style test of your own, since vast has none: X = the 25 lexicon words of
   highest Warriner valence, Y = the 25 of lowest (polar words left out), A/B = the 25 + 25 polar
   (pleasant / unpleasant) words, in the settings ``bleached``, ``aligned`` and ``misaligned``:
-  84 cells; the empirical null draws its random attribute words from every lexicon word.
+  84 cells; the empirical null draws its random attribute words from every lexicon word. emb
+  reads this test as a tests mapping, each role's words among the items of its stimulus set (a
+  polar word such as "caress" is also a Warriner word, with other contexts).
 
 Per family, ``emb.analyze(NAME, store, ...)`` (the API, in-process, nothing written, after one
 warm-up call: it opens the store, resolves the tests, builds the lazy graph and computes, with
 dask's threaded scheduler; its result also holds the per-layer anisotropy baseline every analysis
 reports) is timed against a NumPy computation of the same numbers written here from the
-definitions (docs/analyses/*.md, /work/shared/METHODS.md), not calling emb's kernels, on the same
-vectors read once from the store with zarr (the read is not timed; emb's time includes its
-reads). Random parts use the same draws (NumPy's ``default_rng(seed)`` in the same order as emb
+definitions (docs/analyses/*.md, METHODS.md), not calling emb's kernels, on the same vectors,
+read from the store with zarr in one call (the read is timed on both sides, as in
+``benchmarks/analyze.py``'s eager comparison; it is 0.06–0.3 s of NumPy's time). Random parts use the same draws (NumPy's ``default_rng(seed)`` in the same order as emb
 draws them: the permutation splits, the word subsets, the halvings, the matched null words), so
 every number is compared exactly (max |diff| printed, every variable and cell); RNSB's classifier
 is scikit-learn's ``LogisticRegression`` (liblinear, seeded) on both sides. The word lists are
@@ -26,16 +28,48 @@ built here from the store's labels and checked equal to the ones emb's result re
 The stores are given (``--weat-store``, ``--vast-store``) or extracted into ``--dir`` (default: a
 cache directory kept between runs), timed separately (not part of any ratio). The full Warriner
 vast suite (41,895 items) is estimated by ``emb extract --dry-run`` at 21–57 min on the 2 shared
-cores, so ``--small`` (the default when extracting) takes 1,000 Warriner words (a seeded sample;
-3,150 items in 3 settings) and ``--full`` the whole lexicon.
+cores (1,000 words took 68 s, so about 15 min when the machine is quiet), so ``--small`` (the
+default when extracting) takes 1,000 Warriner words (a seeded sample; 3,150 items in 3 settings)
+and ``--full`` the whole lexicon. The weat suite (1,284 items) took 46 s.
 
-Measured, one run (2 CPU cores shared with four other engineers' work, so timings carry noise;
-MiniLM stores as above, vast with ``--small``), emb / NumPy after the changes of issue 25's
-benchmark (``gather_test`` selects a test's items with one gather, ``vectors`` hands a kernel a
-test's cells in one block):
+Measured, one run each (2 CPU cores shared with four other engineers' tests and builds, load
+average 8-15 during the runs, so every number carries noise of ±50 % or more; best of 3 per side;
+NumPy with one BLAS thread as in each of emb's tasks; MiniLM stores as above, vast ``--small``),
+wall seconds, emb / NumPy, before (``main`` at c280019) and after this benchmark's changes:
 
-    see the table printed by ``python benchmarks/families.py`` (kept in the final report of
-    the branch that added this file)
+    store family            emb s  NumPy s  ratio   ratio before  max |diff|
+    weat  mac               0.69   0.21     3.3     5.7           4e-16
+    weat  ect               0.49   0.15     3.3     12.8          0
+    weat  ripa              0.73   0.25     2.9     8.3           9e-16
+    weat  rnsb              2.20   1.99     1.1     1.0           0
+    weat  ml-eat            1.29   0.73     1.8     7.8           0
+    weat  seed-sensitivity  2.89   2.98     1.0     3.1           2e-15
+    weat  empirical-null    6.44   10.8     0.6     0.9           2e-15
+    weat  reliability       1.57   0.54     2.9     3.7           9e-16
+    vast  mac               0.53   0.35     1.5     2.7           3e-16
+    vast  ect               0.64   0.28     2.3     5.0           0
+    vast  ripa              0.79   0.33     2.4     5.4           4e-16
+    vast  rnsb              0.87   0.93     0.9     2.0           0
+    vast  ml-eat            1.22   0.39     3.2     3.4           0
+    vast  seed-sensitivity  1.26   1.22     1.0     2.0           1e-15
+    vast  empirical-null    3.80   5.27     0.7     0.7           2e-15
+    vast  reliability       1.15   0.51     2.3     3.9           4e-16
+
+8 of 16 within 2 × (4 before). The families that do real work per cell (RNSB's classifiers, the
+1,000 subsets, the 1,000 null draws) are at 0.6–1.1 ×; NumPy's side loops over those draws as the
+definitions read (a NumPy vectorised over draws, as emb's kernels are, would be faster). The cheap
+ones (MAC, ECT, RIPA: 0.15–0.35 s of NumPy for every cell, the store's read included) are at 1.5–3.3
+× because an ``emb.analyze`` run has a cost of its own that NumPy has not: opening and checking
+the store, resolving the tests' words (every role in every setting), building and scheduling the
+dask graph, and the anisotropy baseline every result carries. Measured apart (best of 5, same
+machine): ``emb.analyze("ect", weat store)`` 0.31 s for 560 cells, 0.14 s for one test in one
+setting (28 cells), against NumPy's 0.15 s. What this benchmark changed in ``src/`` (numbers equal
+to within 2e-16, the family's tests unchanged and passing): a test's items are gathered by one
+indexing (:func:`~emb.analyses.weat._resolve.gather_test`, with ``select_positions``), not one
+selection and two concatenations per role and setting; the store's layers and poolings are merged
+into one chunk per item block before the tests are gathered, and a kernel gets a test's cells in
+one block; the anisotropy baseline is one kernel per block (51 dask tasks instead of 635 on the
+weat store) computing one cell at a time; the per-test sizes are set once after the concat.
 
 Usage::
 
