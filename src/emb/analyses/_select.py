@@ -188,13 +188,13 @@ def item_values(ds: xr.Dataset, name: str) -> np.ndarray:
     AnalysisError
         If the Dataset has no such per-item variable.
     """
-    if name not in ds.variables or ds[name].dims != (ITEM,):
+    if name not in ds.variables or ds.variables[name].dims != (ITEM,):
         labels = sorted(str(k) for k, v in ds.variables.items() if v.dims == (ITEM,))
         raise AnalysisError(
             f"{_where(ds)} has no per-item label {name!r}; its labels are {names(labels, limit=40)}."
             f"{did_you_mean(name, labels)} Use a suite that defines it (see 'emb suites')"
         )
-    return np.asarray(ds[name].values)
+    return np.asarray(ds.variables[name].values)  # the variable's values (no DataArray built)
 
 
 def truthy(values: np.ndarray) -> np.ndarray:
@@ -346,8 +346,8 @@ def select_positions(
     item_words = np.asarray(item_values(ds, "word"))[positions].astype(str)
     wanted = np.isin(item_words, words)
     positions, item_words = positions[wanted], item_words[wanted]
-    index = pd.Index(item_words)
-    if not index.is_unique:
+    lookup = dict(zip(item_words.tolist(), range(item_words.size), strict=True))
+    if len(lookup) < item_words.size:
         # identical stimuli (same word, context and span) count once: keep the first
         keys = pd.DataFrame({"word": item_words})
         for name in ("context", "char_start", "char_end"):
@@ -355,8 +355,9 @@ def select_positions(
                 keys[name] = np.asarray(ds[name].values)[positions]
         keep = ~keys.duplicated(keep="first").to_numpy()
         positions, item_words = positions[keep], item_words[keep]
+        lookup = dict(zip(item_words.tolist(), range(item_words.size), strict=True))
+    if len(lookup) < item_words.size:
         index = pd.Index(item_words)
-    if not index.is_unique:
         ambiguous = list(dict.fromkeys(index[index.duplicated()]))
         word = ambiguous[0]
         dup_positions = positions[item_words == word]
@@ -368,8 +369,7 @@ def select_positions(
             "pass that label as a filter to choose one"
             + (f" (words: {names(ambiguous, limit=10)})" if len(ambiguous) > 1 else "")
         )
-    found = index.get_indexer(words)
-    found = np.asarray(found)
+    found = np.array([lookup.get(w, -1) for w in words], dtype=np.intp)  # unique words here
     missing = [w for w, f in zip(words, found, strict=True) if f < 0]
     if missing:
         missing = list(dict.fromkeys(missing))
