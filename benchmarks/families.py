@@ -511,6 +511,27 @@ def np_null(v: Vectors, t: Test) -> dict[str, np.ndarray]:
             "empirical_p": (1 + hits) / (1 + N_NULL), "permutation_p": perm_p(s, nx, "greater")}
 
 
+def np_anisotropy(v: Vectors, n_pairs: int = 1000, seed: int = SEED) -> np.ndarray:
+    """The baseline every emb result carries: the mean cosine of ``n_pairs`` random pairs of
+    different words (each word's first item), drawn as emb draws them, (layer, pooling)."""
+    _, first = np.unique(v.labels["word"], return_index=True)
+    first = np.sort(first)
+    k = first.size
+    rng = np.random.default_rng(seed)
+    if k * (k - 1) // 2 <= n_pairs:
+        i, j = np.triu_indices(k, 1)
+    else:
+        i, j = rng.integers(0, k, size=4 * n_pairs), rng.integers(0, k, size=4 * n_pairs)
+        keep = i != j
+        pairs = np.unique(np.sort(np.stack([i[keep], j[keep]], 1), axis=1), axis=0)
+        pairs = pairs[rng.permutation(len(pairs))[:n_pairs]]
+        i, j = pairs[:, 0], pairs[:, 1]
+    a = v.emb[first[i]].astype(np.float64)  # (pair, layer, pooling, feature)
+    b = v.emb[first[j]].astype(np.float64)
+    cos = (a * b).sum(-1) / np.sqrt((a * a).sum(-1) * (b * b).sum(-1))
+    return cos.mean(0)
+
+
 def numpy_family(name: str, v: Vectors, tests: list[Test]) -> dict[str, list[np.ndarray]]:
     """Every test's values of the family: variable → [per test (setting, layer, pooling, ...)]."""
     out: dict[str, list[np.ndarray]] = {}
@@ -525,6 +546,7 @@ def numpy_family(name: str, v: Vectors, tests: list[Test]) -> dict[str, list[np.
             out.setdefault(k, []).append(val)
     if name == "reliability":
         out["agreement"] = [np_agreement({m: np.stack(out[m]) for m in ("abs_d", "abs_ripa", "ect_bias", "mac")})]
+    out["anisotropy"] = [np_anisotropy(v)]
     return out
 
 
@@ -537,6 +559,8 @@ def compare(ds: Any, mine: dict[str, list[np.ndarray]], tests: list[Test], setti
         da = ds[var].isel(model=0) if "model" in ds[var].dims else ds[var]
         if var == "agreement":
             got = [da.sel(setting=settings).transpose("setting", "layer", "pooling", "pair").values]
+        elif var == "anisotropy":
+            got = [da.transpose("layer", "pooling").values]
         else:
             got = []
             for t in tests:
