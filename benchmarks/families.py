@@ -33,43 +33,44 @@ default when extracting) takes 1,000 Warriner words (a seeded sample; 3,150 item
 and ``--full`` the whole lexicon. The weat suite (1,284 items) took 46 s.
 
 Measured, one run each (2 CPU cores shared with four other engineers' tests and builds, load
-average 8-15 during the runs, so every number carries noise of ±50 % or more; best of 3 per side;
+average 2–4 during these runs, so the numbers carry noise of ±20 % or more; best of 5 per side;
 NumPy with one BLAS thread as in each of emb's tasks; MiniLM stores as above, vast ``--small``),
-wall seconds, emb / NumPy, before (``main`` at c280019) and after this benchmark's changes:
+wall seconds, emb / NumPy, after this benchmark's changes and before them (``main`` at c280019,
+same benchmark, same machine, minutes later):
 
     store family            emb s  NumPy s  ratio   ratio before  max |diff|
-    weat  mac               0.69   0.21     3.3     5.7           4e-16
-    weat  ect               0.49   0.15     3.3     12.8          0
-    weat  ripa              0.73   0.25     2.9     8.3           9e-16
-    weat  rnsb              2.20   1.99     1.1     1.0           0
-    weat  ml-eat            1.29   0.73     1.8     7.8           0
-    weat  seed-sensitivity  2.89   2.98     1.0     3.1           2e-15
-    weat  empirical-null    6.44   10.8     0.6     0.9           2e-15
-    weat  reliability       1.57   0.54     2.9     3.7           9e-16
-    vast  mac               0.53   0.35     1.5     2.7           3e-16
-    vast  ect               0.64   0.28     2.3     5.0           0
-    vast  ripa              0.79   0.33     2.4     5.4           4e-16
-    vast  rnsb              0.87   0.93     0.9     2.0           0
-    vast  ml-eat            1.22   0.39     3.2     3.4           0
-    vast  seed-sensitivity  1.26   1.22     1.0     2.0           1e-15
-    vast  empirical-null    3.80   5.27     0.7     0.7           2e-15
-    vast  reliability       1.15   0.51     2.3     3.9           4e-16
+    weat  mac               0.31   0.23     1.36    4.40          6e-16
+    weat  ect               0.26   0.21     1.23    4.56          6e-16
+    weat  ripa              0.27   0.24     1.14    4.17          9e-16
+    weat  rnsb              1.12   1.11     1.01    1.71          6e-16
+    weat  ml-eat            0.58   0.43     1.35    5.87          6e-16
+    weat  seed-sensitivity  0.87   1.28     0.68    3.70          2e-15
+    weat  empirical-null    2.91   4.36     0.67    0.98          2e-15
+    weat  reliability       0.70   0.58     1.21    3.43          9e-16
+    vast  mac               0.31   0.24     1.28    2.09          4e-16
+    vast  ect               0.31   0.23     1.35    2.20          4e-16
+    vast  ripa              0.28   0.24     1.19    2.13          4e-16
+    vast  rnsb              0.43   0.38     1.13    1.33          4e-16
+    vast  ml-eat            0.32   0.27     1.21    2.98          4e-16
+    vast  seed-sensitivity  0.40   0.55     0.72    1.30          1e-15
+    vast  empirical-null    0.94   2.50     0.38    0.45          2e-15
+    vast  reliability       0.37   0.34     1.08    1.96          4e-16
 
-8 of 16 within 2 × (4 before). The families that do real work per cell (RNSB's classifiers, the
-1,000 subsets, the 1,000 null draws) are at 0.6–1.1 ×; NumPy's side loops over those draws as the
-definitions read (a NumPy vectorised over draws, as emb's kernels are, would be faster). The cheap
-ones (MAC, ECT, RIPA: 0.15–0.35 s of NumPy for every cell, the store's read included) are at 1.5–3.3
-× because an ``emb.analyze`` run has a cost of its own that NumPy has not: opening and checking
-the store, resolving the tests' words (every role in every setting), building and scheduling the
-dask graph, and the anisotropy baseline every result carries. Measured apart (best of 5, same
-machine): ``emb.analyze("ect", weat store)`` 0.31 s for 560 cells, 0.14 s for one test in one
-setting (28 cells), against NumPy's 0.15 s. What this benchmark changed in ``src/`` (numbers equal
-to within 2e-16, the family's tests unchanged and passing): a test's items are gathered by one
-indexing (:func:`~emb.analyses.weat._resolve.gather_test`, with ``select_positions``), not one
+16 of 16 within 2 × (6 of 16 before, up to 5.9 ×). "The same numbers" are every variable of the
+result, the anisotropy baseline included (0.05–0.1 s of NumPy's time); without it NumPy's MAC,
+ECT and RIPA take 0.1–0.2 s and the ratios of those three were 2.3–3.8 in an earlier run, the cost
+of an ``emb.analyze`` run itself (opening and checking the store, resolving the tests' words,
+building and scheduling the dask graph: about 0.15 s here). NumPy's side loops over the random
+draws (1,000 subsets, 1,000 null draws, 200 halvings) as the definitions read; a NumPy vectorised
+over the draws, as emb's kernels are, would be faster than these, so a ratio below 1 says emb is no
+slower than straightforward NumPy, not that it beats the best NumPy. Timings on a busier machine
+(load 8–15) were 1.5–2.5 × these on both sides. What this benchmark changed in ``src/`` (numbers
+equal to within 1e-15, the families' tests unchanged and passing): a test's items are gathered by
+one indexing (``gather_test`` with ``select_positions``, which finds positions by a dict), not one
 selection and two concatenations per role and setting; the store's layers and poolings are merged
 into one chunk per item block before the tests are gathered, and a kernel gets a test's cells in
 one block; the anisotropy baseline is one kernel per block (51 dask tasks instead of 635 on the
-weat store) computing one cell at a time; the per-test sizes are set once after the concat.
+weat store), one cell at a time; the per-test sizes are set once after the concat.
 
 Usage::
 
