@@ -133,7 +133,11 @@ def lexicon_sample(directory: Path, n_words: int) -> Path:
     import os
 
     data = Path(os.environ.get("EMB_TEST_DATA", Path(__file__).resolve().parents[2] / "shared/data"))
-    frame = pd.read_csv(data / "lexica" / "warriner.csv", keep_default_na=False, na_values=[""])
+    source = data / "lexica" / "warriner.csv"
+    if not source.is_file():
+        raise SystemExit(f"no Warriner lexicon at {source}: set EMB_TEST_DATA to the test data "
+                         "directory, or give --vast-store")
+    frame = pd.read_csv(source, keep_default_na=False, na_values=[""])
     path = directory / f"warriner-{n_words}.csv"
     frame.sample(n=n_words, random_state=0).sort_index().to_csv(path, index=False)
     return path
