@@ -57,3 +57,21 @@ def test_select_positions_are_select_words_items():
     assert ds["word"].values[pos].tolist() == words == sel["word"].values.tolist()
     with pytest.raises(MissingStimuliError, match="1 of 2 words are missing"):
         select_positions(ds, [words[0], "nosuchword"], setting="bleached", test=test, role="A")
+
+
+def test_merged_chunks_stay_under_the_cap():
+    """A small model's layers and poolings merge into one chunk per item block; a large one's
+    (33 layers × 4 poolings × 4,096 features × 512 items = 528 MiB) stay as stored."""
+    import dask.array as da
+
+    from emb.analyses.weat._family import _MAX_BLOCK_BYTES, _merged_chunks
+
+    def store(shape, chunks):
+        emb = da.zeros(shape, dtype="float16", chunks=chunks)
+        return xr.Dataset({"embedding": (("item", "layer", "pooling", "feature"), emb)})
+
+    small = _merged_chunks(store((1024, 7, 4, 384), (512, 1, 4, 384)))
+    assert small.embedding.data.chunksize == (512, 7, 4, 384)
+    large = _merged_chunks(store((1024, 33, 4, 4096), (512, 1, 4, 4096)))
+    assert large.embedding.data.chunksize == (512, 1, 4, 4096)
+    assert 512 * 4 * 4096 * 2 <= _MAX_BLOCK_BYTES < 512 * 33 * 4 * 4096 * 2

@@ -4,6 +4,7 @@ per-test sizes and flags, and the declared cell of a summary."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -84,22 +85,23 @@ _MAX_BLOCK_BYTES = 64 * 2**20
 
 
 def _merged_chunks(ds: xr.Dataset) -> xr.Dataset:
-    """``ds`` with its lazy embedding's layers and poolings in one chunk per block of items
-    (while a block stays under :data:`_MAX_BLOCK_BYTES`): the tests' gathers then read a few
-    blocks, not one task per stored (layer, pooling) chunk. Values unchanged."""
+    """``ds`` with its lazy embedding's layers and poolings (and any other non-item dim) in one
+    chunk per block of items, while a block stays under :data:`_MAX_BLOCK_BYTES`: the tests'
+    gathers then read a few blocks, not one task per stored (layer, pooling) chunk. Values
+    unchanged."""
     emb = ds["embedding"] if "embedding" in ds.variables else None
     if emb is None or emb.chunks is None or "item" not in emb.dims:
         return ds
-    block = emb.dtype.itemsize * max(emb.chunksizes["item"])
+    sizes = {dim: max(emb.chunksizes[dim]) for dim in emb.dims}
+    block = emb.dtype.itemsize * math.prod(sizes.values())
     merged = {}
     for dim in emb.dims:
-        if dim == "item":
+        grow = emb.sizes[dim] / sizes[dim]
+        if dim == "item" or grow == 1 or block * grow > _MAX_BLOCK_BYTES:
             continue
-        if block * emb.sizes[dim] > _MAX_BLOCK_BYTES:
-            return ds.assign(embedding=emb.chunk(merged)) if merged else ds
         merged[dim] = -1
-        block *= emb.sizes[dim]
-    return ds.assign(embedding=emb.chunk(merged))
+        block *= grow
+    return ds.assign(embedding=emb.chunk(merged)) if merged else ds
 
 
 def vectors(ds: xr.Dataset, test: TestSpec, settings: list[str]) -> xr.DataArray:
