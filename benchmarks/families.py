@@ -33,28 +33,28 @@ default when extracting) takes 1,000 Warriner words (a seeded sample; 3,150 item
 and ``--full`` the whole lexicon. The weat suite (1,284 items) took 46 s.
 
 Measured, one run each (2 CPU cores shared with four other engineers' tests and builds, load
-average 2–4 during these runs, so the numbers carry noise of ±20 % or more; best of 5 per side;
+average 2.6–3.1 during these runs, so the numbers carry noise of ±20 % or more; best of 5 per side;
 NumPy with one BLAS thread as in each of emb's tasks; MiniLM stores as above, vast ``--small``),
 wall seconds, emb / NumPy, after this benchmark's changes and before them (``main`` at c280019,
-same benchmark, same machine, minutes later):
+same benchmark, same machine, minutes apart):
 
     store family            emb s  NumPy s  ratio   ratio before  max |diff|
-    weat  mac               0.31   0.23     1.36    4.40          6e-16
-    weat  ect               0.26   0.21     1.23    4.56          6e-16
-    weat  ripa              0.27   0.24     1.14    4.17          9e-16
-    weat  rnsb              1.12   1.11     1.01    1.71          6e-16
-    weat  ml-eat            0.58   0.43     1.35    5.87          6e-16
-    weat  seed-sensitivity  0.87   1.28     0.68    3.70          2e-15
-    weat  empirical-null    2.91   4.36     0.67    0.98          2e-15
-    weat  reliability       0.70   0.58     1.21    3.43          9e-16
-    vast  mac               0.31   0.24     1.28    2.09          4e-16
-    vast  ect               0.31   0.23     1.35    2.20          4e-16
-    vast  ripa              0.28   0.24     1.19    2.13          4e-16
-    vast  rnsb              0.43   0.38     1.13    1.33          4e-16
-    vast  ml-eat            0.32   0.27     1.21    2.98          4e-16
-    vast  seed-sensitivity  0.40   0.55     0.72    1.30          1e-15
-    vast  empirical-null    0.94   2.50     0.38    0.45          2e-15
-    vast  reliability       0.37   0.34     1.08    1.96          4e-16
+    weat  mac                0.30   0.22    1.33    4.40          6e-16
+    weat  ect                0.27   0.21    1.27    4.56          6e-16
+    weat  ripa               0.27   0.23    1.20    4.17          9e-16
+    weat  rnsb               1.06   1.01    1.05    1.71          6e-16
+    weat  ml-eat             0.56   0.39    1.43    5.87          6e-16
+    weat  seed-sensitivity   0.98   1.51    0.65    3.70          2e-15
+    weat  empirical-null     2.40   4.40    0.55    0.98          2e-15
+    weat  reliability        0.59   0.56    1.06    3.43          9e-16
+    vast  mac                0.29   0.24    1.20    2.09          4e-16
+    vast  ect                0.28   0.22    1.28    2.20          4e-16
+    vast  ripa               0.34   0.24    1.38    2.13          4e-16
+    vast  rnsb               0.43   0.38    1.12    1.33          4e-16
+    vast  ml-eat             0.33   0.27    1.21    2.98          4e-16
+    vast  seed-sensitivity   0.40   0.56    0.71    1.30          1e-15
+    vast  empirical-null     1.04   2.46    0.42    0.45          2e-15
+    vast  reliability        0.39   0.35    1.12    1.96          4e-16
 
 16 of 16 within 2 × (6 of 16 before, up to 5.9 ×). "The same numbers" are every variable of the
 result, the anisotropy baseline included (0.05–0.1 s of NumPy's time); without it NumPy's MAC,
