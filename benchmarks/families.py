@@ -57,10 +57,12 @@ same benchmark, same machine, minutes apart):
     vast  reliability        0.39   0.35    1.12    1.96          4e-16
 
 16 of 16 within 2 × (6 of 16 before, up to 5.9 ×). "The same numbers" are every variable of the
-result, the anisotropy baseline included (0.05–0.1 s of NumPy's time); without it NumPy's MAC,
-ECT and RIPA take 0.1–0.2 s and the ratios of those three were 2.3–3.8 in an earlier run, the cost
-of an ``emb.analyze`` run itself (opening and checking the store, resolving the tests' words,
-building and scheduling the dask graph: about 0.15 s here). NumPy's side loops over the random
+result, the anisotropy baseline included (0.1–0.13 s of NumPy's time). Against a NumPy that
+leaves the baseline out (the final code, best of 5, load 2.8), the cheap families are over 2 ×:
+MAC 3.1 / 2.6 (weat / vast), ECT 3.3 / 2.8, RIPA 2.9 / 2.7, ML-EAT 2.1 / 2.3, NumPy taking
+0.09–0.28 s: what remains is the cost of an ``emb.analyze`` run itself (opening and checking the
+store, resolving the tests' words, building and scheduling the dask graph, its own anisotropy
+baseline: about 0.2 s here). NumPy's side loops over the random
 draws (1,000 subsets, 1,000 null draws, 200 halvings) as the definitions read; a NumPy vectorised
 over the draws, as emb's kernels are, would be faster than these, so a ratio below 1 says emb is no
 slower than straightforward NumPy, not that it beats the best NumPy. Timings on a busier machine
