@@ -19,6 +19,13 @@ Usage::
     python benchmarks/analyze.py            # full size (writes ~4 GB to a temporary directory)
     python benchmarks/analyze.py --small    # 1,000 words: a quick check
     python benchmarks/analyze.py --full-vast  # also time the default vast (tokenization, nullification)
+    python benchmarks/analyze.py --families   # the issue-25 families on MiniLM weat/vast stores
+                                              # against NumPy: benchmarks/families.py (its options
+                                              # follow, e.g. --families --weat-store W.zarr)
+
+The families over WEAT-style tests (mac, ect, ripa, rnsb, ml-eat, seed-sensitivity,
+empirical-null, reliability) are measured side by side with NumPy by ``benchmarks/families.py``;
+its docstring has the measured ratios.
 """
 
 from __future__ import annotations
@@ -260,6 +267,12 @@ def weat_timing(repeats: int = 7) -> tuple[float, float]:
 
 
 def main() -> None:
+    if "--families" in sys.argv[1:]:  # the issue-25 families against NumPy (benchmarks/families.py)
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from families import main as families_main
+
+        families_main([a for a in sys.argv[1:] if a != "--families"])
+        return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="1,000 words instead of 13,915")
     parser.add_argument("--full-vast", action="store_true",

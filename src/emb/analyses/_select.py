@@ -35,6 +35,7 @@ __all__ = [
     "own_descriptions",
     "parse_subset",
     "provenance_attrs",
+    "select_positions",
     "select_words",
     "settings_present",
     "suite_parameters",
@@ -189,13 +190,13 @@ def item_values(ds: xr.Dataset, name: str) -> np.ndarray:
     AnalysisError
         If the Dataset has no such per-item variable.
     """
-    if name not in ds.variables or ds[name].dims != (ITEM,):
+    if name not in ds.variables or ds.variables[name].dims != (ITEM,):
         labels = sorted(str(k) for k, v in ds.variables.items() if v.dims == (ITEM,))
         raise AnalysisError(
             f"{_where(ds)} has no per-item label {name!r}; its labels are {names(labels, limit=40)}."
             f"{did_you_mean(name, labels)} Use a suite that defines it (see 'emb suites')"
         )
-    return np.asarray(ds[name].values)
+    return np.asarray(ds.variables[name].values)  # the variable's values (no DataArray built)
 
 
 def truthy(values: np.ndarray) -> np.ndarray:
@@ -315,6 +316,21 @@ def select_words(
     >>> sel["word"].values.tolist(), sel.sizes["item"]
     (['flower0', 'flower1'], 2)
     """
+    return ds.isel({ITEM: select_positions(ds, words, setting=setting, stimulus_set=stimulus_set,
+                                           **labels)})
+
+
+def select_positions(
+    ds: xr.Dataset,
+    words: Iterable[str],
+    *,
+    setting: str,
+    stimulus_set: str | Collection[str] | None = None,
+    **labels: Any,
+) -> np.ndarray:
+    """The item positions :func:`select_words` selects (same arguments, same checks and errors),
+    as an integer array in the order of ``words``: to gather several selections in one indexing
+    of a lazy array."""
     words = [str(w) for w in words]
     if not words:
         raise AnalysisError("no words given to select; pass at least one word")
@@ -332,8 +348,8 @@ def select_words(
     item_words = np.asarray(item_values(ds, "word"))[positions].astype(str)
     wanted = np.isin(item_words, words)
     positions, item_words = positions[wanted], item_words[wanted]
-    index = pd.Index(item_words)
-    if not index.is_unique:
+    lookup = dict(zip(item_words.tolist(), range(item_words.size), strict=True))
+    if len(lookup) < item_words.size:
         # identical stimuli (same word, context and span) count once: keep the first
         keys = pd.DataFrame({"word": item_words})
         for name in ("context", "char_start", "char_end"):
@@ -341,8 +357,9 @@ def select_words(
                 keys[name] = np.asarray(ds[name].values)[positions]
         keep = ~keys.duplicated(keep="first").to_numpy()
         positions, item_words = positions[keep], item_words[keep]
+        lookup = dict(zip(item_words.tolist(), range(item_words.size), strict=True))
+    if len(lookup) < item_words.size:
         index = pd.Index(item_words)
-    if not index.is_unique:
         ambiguous = list(dict.fromkeys(index[index.duplicated()]))
         word = ambiguous[0]
         dup_positions = positions[item_words == word]
@@ -354,8 +371,7 @@ def select_words(
             "pass that label as a filter to choose one"
             + (f" (words: {names(ambiguous, limit=10)})" if len(ambiguous) > 1 else "")
         )
-    found = index.get_indexer(words)
-    found = np.asarray(found)
+    found = np.array([lookup.get(w, -1) for w in words], dtype=np.intp)  # unique words here
     missing = [w for w, f in zip(words, found, strict=True) if f < 0]
     if missing:
         missing = list(dict.fromkeys(missing))
@@ -363,7 +379,7 @@ def select_words(
             f"{len(missing)} of {len(dict.fromkeys(words))} words are missing{_filters_text(filters)} "
             f"from {_where(ds)}: {names(missing, limit=10)}; {_extract_hint(ds, setting)}"
         )
-    return ds.isel({ITEM: positions[found]})
+    return positions[found]
 
 
 def _without_pair_lists(suite: Any) -> Any:

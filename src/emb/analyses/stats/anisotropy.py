@@ -55,21 +55,51 @@ def random_pairs(words: np.ndarray, n_pairs: int = N_PAIRS, seed: int = 0) -> np
     return np.stack([first[i], first[j]], axis=1).astype(np.intp)
 
 
+def _mean_pair_cosine(x: np.ndarray, *, first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """``x (..., item, feature)`` → the mean over the pairs of ``cos(x[first], x[second])``, in
+    float64, shape (...)."""
+    x = np.asarray(x)
+    flat = x.reshape((-1,) + x.shape[-2:])
+    out = np.full(flat.shape[0], np.nan)
+    if not first.size:
+        return out.reshape(x.shape[:-2])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for i, cell in enumerate(flat):  # one cell at a time: its pairs' vectors stay in cache
+            v = cell.astype(np.float64)
+            squares = np.einsum("if,if->i", v, v)  # each item's squared norm, once
+            dot = np.einsum("pf,pf->p", v[first], v[second])
+            out[i] = (dot / np.sqrt(squares[first] * squares[second])).mean()
+    return out.reshape(x.shape[:-2])
+
+
+#: Largest block (bytes, as stored) of the pairs' vectors handed to one kernel call.
+_MAX_BLOCK_BYTES = 64 * 2**20
+
+
 def pair_baseline(embedding: xr.DataArray, words: np.ndarray, *, n_pairs: int = N_PAIRS,
                   seed: int = 0) -> xr.DataArray:
     """The mean cosine of random pairs of different words, per every dim of ``embedding`` but
-    ``item`` and ``feature`` (layer, pooling), lazily; attribute ``n_pairs``."""
+    ``item`` and ``feature`` (layer, pooling), lazily; attribute ``n_pairs``.
+
+    The items the pairs use are gathered once and the cosines computed by one kernel per block
+    of layers and poolings (a few tasks, not a graph per pair side and operation)."""
     pairs = random_pairs(words, n_pairs, seed)
-
-    def side(k: int) -> xr.DataArray:  # one end of every pair, labelled only by its pair number
-        picked = embedding.isel({ITEM: pairs[:, k]})
-        picked = picked.drop_vars([c for c in picked.coords if ITEM in picked[c].dims])
-        return picked.rename({ITEM: "pair"}).astype("float64")
-
-    first, second = side(0), side(1)
-    dot = (first * second).sum(FEATURE)
-    norms = np.sqrt((first**2).sum(FEATURE) * (second**2).sum(FEATURE))
-    out = (dot / norms).mean("pair")
+    used, inverse = np.unique(pairs.ravel(), return_inverse=True)
+    inverse = inverse.reshape(pairs.shape)
+    picked = embedding.isel({ITEM: used})
+    picked = picked.drop_vars([c for c in picked.coords if ITEM in picked[c].dims])
+    if picked.chunks is not None:
+        merged = {ITEM: -1, FEATURE: -1}
+        block = picked.dtype.itemsize * picked.sizes[ITEM] * picked.sizes[FEATURE]
+        for dim in picked.dims:
+            if dim not in merged and block * picked.sizes[dim] <= _MAX_BLOCK_BYTES:
+                merged[dim] = -1
+                block *= picked.sizes[dim]
+        picked = picked.chunk(merged)
+    out = xr.apply_ufunc(
+        _mean_pair_cosine, picked, input_core_dims=[[ITEM, FEATURE]],
+        kwargs={"first": inverse[:, 0], "second": inverse[:, 1]},
+        dask="parallelized", output_dtypes=[np.float64])
     out.attrs = {"long_name": "mean cosine of random pairs of different words (anisotropy)",
                  "n_pairs": int(len(pairs))}
     return out

@@ -4,6 +4,7 @@ per-test sizes and flags, and the declared cell of a summary."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -57,28 +58,67 @@ def per_test(
     attribute says so (keep it: :func:`test_attrs` does)."""
     if is_context_suite(ds):
         ds = per_stimulus(ds)
+    ds = _merged_chunks(ds)
     test_list, dropped, chosen = resolve_tests(ds, tests=tests, x=x, y=y, a=a, b=b,
                                                settings=settings, include_excluded=include_excluded)
-    parts = []
+    parts, sizes = [], []
     for test in test_list:
         n = {role: len(test.words[role]) for role in ROLES}
-        part = build(ds, test, chosen, n).expand_dims(test=[test.name])
-        for role in ROLES:
-            part[f"n_{role.lower()}"] = ("test", [n[role]])
-        part["small_n"] = ("test", [small_n_of(n, min_words)])
-        parts.append(part.assign_coords(
-            {f"{role.lower()}_group": ("test", [test.groups[role]]) for role in ROLES}))
+        parts.append(build(ds, test, chosen, n).expand_dims(test=[test.name]))
+        sizes.append(n)
     out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override",
                     join="outer")
+    # the per-test sizes, flag and groups, set once on the concatenated result (not per part)
+    for role in ROLES:
+        out[f"n_{role.lower()}"] = ("test", [n[role] for n in sizes])
+    out["small_n"] = ("test", [small_n_of(n, min_words) for n in sizes])
+    out = out.assign_coords({f"{role.lower()}_group": ("test", [t.groups[role] for t in test_list])
+                             for role in ROLES})
     out["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
     out.attrs = {k: ds.attrs[k] for k in ("contexts",) if k in ds.attrs}
     return out, test_list, dropped
 
 
+#: Largest block (bytes, as stored) of one test's vectors handed to one kernel call, and of the
+#: store's embedding after its layers and poolings are merged into one chunk.
+_MAX_BLOCK_BYTES = 64 * 2**20
+
+
+def _merged_chunks(ds: xr.Dataset) -> xr.Dataset:
+    """``ds`` with its lazy embedding's layers and poolings (and any other non-item dim) in one
+    chunk per block of items, while a block stays under :data:`_MAX_BLOCK_BYTES`: the tests'
+    gathers then read a few blocks, not one task per stored (layer, pooling) chunk. Values
+    unchanged."""
+    emb = ds["embedding"] if "embedding" in ds.variables else None
+    if emb is None or emb.chunks is None or "item" not in emb.dims:
+        return ds
+    sizes = {dim: max(emb.chunksizes[dim]) for dim in emb.dims}
+    block = emb.dtype.itemsize * math.prod(sizes.values())
+    merged = {}
+    for dim in emb.dims:
+        grow = emb.sizes[dim] / sizes[dim]
+        if dim == "item" or grow == 1 or block * grow > _MAX_BLOCK_BYTES:
+            continue
+        merged[dim] = -1
+        block *= grow
+    return ds.assign(embedding=emb.chunk(merged)) if merged else ds
+
+
 def vectors(ds: xr.Dataset, test: TestSpec, settings: list[str]) -> xr.DataArray:
-    """The test's vectors with items and features in one chunk (lazy when ``ds`` is)."""
+    """The test's vectors with items and features in one chunk (lazy when ``ds`` is), and the
+    other dims (setting, layer, pooling) merged into it while the block stays under
+    :data:`_MAX_BLOCK_BYTES`: a test's kernel runs over its cells in a few calls, not one per
+    stored chunk (a kernel is vectorised over the leading cells, its numbers are the same)."""
     emb = gather_test(ds, test, settings)
-    return emb.chunk({"item": -1, "feature": -1}) if emb.chunks is not None else emb
+    if emb.chunks is None:
+        return emb
+    merged: dict[str, int] = {"item": -1, "feature": -1}
+    block = emb.dtype.itemsize * emb.sizes["item"] * emb.sizes["feature"]
+    for dim in ("pooling", "layer", "setting"):
+        if dim in emb.dims and block * emb.sizes[dim] <= _MAX_BLOCK_BYTES:
+            merged[dim] = -1
+            block *= emb.sizes[dim]
+    return emb.chunk(merged)
 
 
 def test_attrs(name: str, test_list: list[TestSpec], dropped: Mapping[str, str], ds: xr.Dataset,

@@ -10,11 +10,12 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import xarray as xr
 
 from emb._text import cut, names, unknown_names
 from emb.analyses._analysis import Option
-from emb.analyses._select import label_mask, select_words, settings_present
+from emb.analyses._select import label_mask, select_positions, settings_present
 from emb.analyses.weat._tests_file import (
     ROLES,
     TestSpec,
@@ -139,15 +140,18 @@ def resolve_tests(
 
 def gather_test(ds: xr.Dataset, test: TestSpec, settings: list[str]) -> xr.DataArray:
     """The test's vectors, its items X, Y, A, B in that order, per setting: ``embedding``
-    (setting, item, layer, pooling, feature), lazy when ``ds`` is."""
-    per_setting = []
-    for setting in settings:
-        parts = []
-        for role in ROLES:
-            sel = select_words(ds, test.words[role], setting=setting, **test.filters.get(role, {}))
-            parts.append(sel.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore"))
-        per_setting.append(xr.concat(parts, dim="item"))
-    return xr.concat(per_setting, dim="setting").assign_coords(setting=settings)
+    (setting, item, layer, pooling, feature), lazy when ``ds`` is.
+
+    The items of every role and setting are found first (:func:`select_positions`, with its
+    checks) and gathered by one indexing of the embedding: one small task graph per test, not
+    one selection and two concatenations per role and setting."""
+    positions = np.stack([
+        np.concatenate([select_positions(ds, test.words[role], setting=setting,
+                                         **test.filters.get(role, {})) for role in ROLES])
+        for setting in settings])
+    emb = ds.embedding.reset_coords(drop=True).drop_vars("item", errors="ignore")
+    out = emb.isel(item=xr.DataArray(positions, dims=("setting", "item")))
+    return out.transpose("setting", "item", ...).assign_coords(setting=settings)
 
 
 #: The options that pick a WEAT-style run's tests, declared once for every family that reads them.
