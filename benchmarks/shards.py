@@ -1,0 +1,134 @@
+"""What sharding costs: one ``emb extract`` against the same suite as N shards run in turn.
+
+One process, one loaded model, the same items (default: 20,000 bleached items "This is WORD."
+with a tiny random GPT-2: 3 blocks, 32-d, GPT-2's real BPE, so that what a run costs besides
+the model shows), alternating ``--repeat`` times so that the machine's drift hits both alike:
+
+    python benchmarks/shards.py                              # tiny GPT-2, 20k items, 4 shards
+    python benchmarks/shards.py --model minilm --n 2000 --shards 2
+    python benchmarks/shards.py --profile                    # cProfile of one shard run
+
+Target: the N shards in turn cost <= 1.1 x one run (their sum; a worker per device runs them at
+once), the sharded store bitwise the one-run store.  Also printed: the estimate ``emb extract``
+prints first (a dry run of the same call) against the time of the run, for one run and for
+each shard [target 0.7-1.3].  The times are those of ``extract()`` after the model is loaded
+(tokenising, planning, the store's checks and layout, computing, writing, finishing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from extract import _model, _words  # noqa: E402
+from fingerprint import tiny_gpt2  # noqa: E402
+
+from emb.backends import load_model  # noqa: E402
+from emb.extract.pipeline import extract  # noqa: E402
+from emb.stimuli.suites import Item, Suite  # noqa: E402
+
+
+def _suite(n: int) -> Suite:
+    items = tuple(
+        Item(context=f"This is {w}.", word=w, char_start=8, char_end=8 + len(w),
+             setting="bleached", stimulus_set="lexicon", labels={})
+        for w in _words(n)
+    )
+    return Suite(name="bench", items=items)
+
+
+def _timed(call) -> float:
+    t0 = time.perf_counter()
+    call()
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="tiny-gpt2", help="tiny-gpt2, minilm, gpt2-random, or a model id/path")
+    parser.add_argument("--n", type=int, default=20_000)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of one shard run and stop")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        path = str(tiny_gpt2(tmp_path / "tiny")) if args.model == "tiny-gpt2" else _model(args.model, tmp_path)
+        runner = load_model(path, device="cpu", dtype="float32")
+        suite = _suite(args.n)
+        info = runner.info
+        print(f"model {info.model_id} ({info.n_layers} layers, {info.hidden_size}-d) on {runner.device}, "
+              f"{len(suite.items):,} items, batch {args.batch_size}, {args.shards} shards")
+        options = {"batch_size": args.batch_size, "progress": False}
+        # warm-up: the store libraries' lazy imports, the model's first batches, both paths
+        extract(runner, Suite(name="warm", items=suite.items[:2048]), str(tmp_path / "warm.zarr"), **options)
+        extract(runner, Suite(name="warm", items=suite.items[:8192]), str(tmp_path / "warm-shards.zarr"),
+                shard="1/2", **options)
+
+        if args.profile:
+            store = str(tmp_path / "profiled.zarr")
+            for index in range(1, args.shards):
+                extract(runner, suite, store, shard=f"{index}/{args.shards}", **options)
+            profile = cProfile.Profile()
+            profile.enable()
+            t = _timed(lambda: extract(runner, suite, store, shard=f"{args.shards}/{args.shards}", **options))
+            profile.disable()
+            out = io.StringIO()
+            pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(45)
+            print(out.getvalue())
+            print(f"shard {args.shards}/{args.shards} (the last: it finishes the suite): {t:.2f} s under the profiler")
+            return
+
+        # the estimates printed before each run (dry runs of the same calls: probes, nothing written)
+        estimates: dict[str, float] = {}
+        for label, shard in [("one run", None), *((f"shard {i}/{args.shards}", f"{i}/{args.shards}")
+                                                  for i in range(1, args.shards + 1))]:
+            got: list = []
+            extract(runner, suite, str(tmp_path / "dry.zarr"), dry_run=True, on_estimate=got.append,
+                    shard=shard, **options)
+            estimates[label] = got[0].seconds
+
+        one: list[float] = []
+        sharded: list[list[float]] = []
+        for r in range(args.repeat):
+            one.append(_timed(lambda r=r: extract(runner, suite, str(tmp_path / f"one{r}.zarr"), **options)))
+            sharded.append([
+                _timed(lambda r=r, i=i: extract(runner, suite, str(tmp_path / f"sharded{r}.zarr"),
+                                                shard=f"{i}/{args.shards}", **options))
+                for i in range(1, args.shards + 1)
+            ])
+        import zarr
+
+        a = zarr.open_group(str(tmp_path / "one0.zarr"), mode="r")["bench/embedding"][:]
+        b = zarr.open_group(str(tmp_path / "sharded0.zarr"), mode="r")["bench/embedding"][:]
+        same = a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+
+    sums = [sum(s) for s in sharded]
+    t_one, t_sum = float(np.median(one)), float(np.median(sums))
+    per_shard = np.median(np.array(sharded), axis=0)
+    print(f"one run            {t_one:7.2f} s  (median of {args.repeat}: {', '.join(f'{t:.2f}' for t in one)})")
+    print(f"{args.shards} shards in turn   {t_sum:7.2f} s  (median of {args.repeat}: "
+          f"{', '.join(f'{t:.2f}' for t in sums)}); per shard {', '.join(f'{t:.2f}' for t in per_shard)} s")
+    print(f"ratio {args.shards} shards in turn / one run = {t_sum / t_one:.3f} (medians), "
+          f"{min(sums) / min(one):.3f} (minima)  [target <= 1.1]; slowest shard / one run = "
+          f"{max(per_shard) / t_one:.3f} (the wall time on {args.shards} devices)")
+    print(f"sharded store's embedding bitwise equal to one run's: {same}")
+    for label, seconds in estimates.items():
+        actual = t_one if label == "one run" else float(per_shard[int(label.split()[1].split('/')[0]) - 1])
+        print(f"estimate {label:12s} {seconds:7.2f} s vs {actual:7.2f} s: measured / estimate = "
+              f"{actual / seconds:.2f}  [target 0.7-1.3]")
+
+
+if __name__ == "__main__":
+    main()
