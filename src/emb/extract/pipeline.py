@@ -448,7 +448,6 @@ def _extract_suite(
 ) -> SuiteReport:
     t0 = time.perf_counter()
     name, shape = prep.name, prep.shape
-    unknown = {"n_unknown_targets": len(prep.unknown), "unknown_examples": tuple(sorted(set(prep.unknown))[:10])}
     writer: SuiteWriter | None = None
     try:  # the suite lock is released once the writer thread has ended
         with ThreadPoolExecutor(max_workers=extraction_settings.writer_threads(), thread_name_prefix="emb-writer") as pool:
@@ -469,6 +468,10 @@ def _extract_suite(
                 shard=shard.label if shard is not None else None,
             )
             ranges = writer.block_ranges()
+            # as the group records them (a resumed group: the run that laid it out counted them)
+            recorded = writer.extraction.get("unknown_targets") or {}
+            unknown = {"n_unknown_targets": int(recorded.get("n_items") or 0),
+                       "unknown_examples": tuple(str(w) for w in (recorded.get("words") or ())[:10])}
             # computed window by window (the stored setting: a resumed run cuts the same windows)
             per_window = int(writer.extraction.get("window_blocks", 1))
             all_windows = window_blocks_of(len(ranges), per_window)
