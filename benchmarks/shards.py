@@ -5,7 +5,7 @@ with a tiny random GPT-2: 3 blocks, 32-d, GPT-2's real BPE, so that what a run c
 the model shows), alternating ``--repeat`` times so that the machine's drift hits both alike:
 
     python benchmarks/shards.py                              # tiny GPT-2, 20k items, 4 shards
-    python benchmarks/shards.py --model minilm --n 2000 --shards 2
+    python benchmarks/shards.py --model minilm --n 2000 --shards 0   # the estimate of one run
     python benchmarks/shards.py --profile                    # cProfile of one shard run
 
 Target: the N shards in turn cost <= 1.1 x one run (their sum; a worker per device runs them at
@@ -33,6 +33,7 @@ from extract import _model, _words  # noqa: E402
 from fingerprint import tiny_gpt2  # noqa: E402
 
 from emb.backends import load_model  # noqa: E402
+from emb.errors import EmbError  # noqa: E402
 from emb.extract.pipeline import extract  # noqa: E402
 from emb.stimuli.suites import Item, Suite  # noqa: E402
 
@@ -59,8 +60,14 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch's CPU threads (default: torch's own; 1 is steadier on a busy machine)")
     parser.add_argument("--profile", action="store_true", help="print a cProfile of one shard run and stop")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
@@ -73,8 +80,12 @@ def main() -> None:
         options = {"batch_size": args.batch_size, "progress": False}
         # warm-up: the store libraries' lazy imports, the model's first batches, both paths
         extract(runner, Suite(name="warm", items=suite.items[:2048]), str(tmp_path / "warm.zarr"), **options)
-        extract(runner, Suite(name="warm", items=suite.items[:8192]), str(tmp_path / "warm-shards.zarr"),
-                shard="1/2", **options)
+        if args.shards:
+            try:
+                extract(runner, Suite(name="warm", items=suite.items[:8192]),
+                        str(tmp_path / "warm-shards.zarr"), shard="1/2", **options)
+            except EmbError:  # too few items for two windows: no shard run to warm up
+                pass
 
         if args.profile:
             store = str(tmp_path / "profiled.zarr")
@@ -90,44 +101,54 @@ def main() -> None:
             print(f"shard {args.shards}/{args.shards} (the last: it finishes the suite): {t:.2f} s under the profiler")
             return
 
-        # the estimates printed before each run (dry runs of the same calls: probes, nothing written)
-        estimates: dict[str, float] = {}
-        for label, shard in [("one run", None), *((f"shard {i}/{args.shards}", f"{i}/{args.shards}")
-                                                  for i in range(1, args.shards + 1))]:
-            got: list = []
-            extract(runner, suite, str(tmp_path / "dry.zarr"), dry_run=True, on_estimate=got.append,
-                    shard=shard, **options)
-            estimates[label] = got[0].seconds
+        def run(store: str, shard: str | None, estimates: dict[str, float] | None) -> tuple[float, float]:
+            """(wall, CPU) seconds of one extract() call; with ``estimates``, first the estimate
+            it prints (a dry run of the same call on the same store: probes, nothing written)."""
+            if estimates is not None:
+                got: list = []
+                extract(runner, suite, store, dry_run=True, on_estimate=got.append, shard=shard, **options)
+                estimates[shard or "one run"] = got[0]
+            t0, c0 = time.perf_counter(), time.process_time()
+            extract(runner, suite, store, shard=shard, **options)
+            return time.perf_counter() - t0, time.process_time() - c0
 
-        one: list[float] = []
-        sharded: list[list[float]] = []
-        for r in range(args.repeat):
-            one.append(_timed(lambda r=r: extract(runner, suite, str(tmp_path / f"one{r}.zarr"), **options)))
-            sharded.append([
-                _timed(lambda r=r, i=i: extract(runner, suite, str(tmp_path / f"sharded{r}.zarr"),
-                                                shard=f"{i}/{args.shards}", **options))
-                for i in range(1, args.shards + 1)
-            ])
+        estimates: dict[str, object] = {}
+        one: list[tuple[float, float]] = []
+        sharded: list[list[tuple[float, float]]] = []
+        for r in range(args.repeat):  # alternating: the machine's drift hits both alike
+            first = estimates if r == 0 else None
+            one.append(run(str(tmp_path / f"one{r}.zarr"), None, first))
+            sharded.append([run(str(tmp_path / f"sharded{r}.zarr"), f"{i}/{args.shards}", first)
+                            for i in range(1, args.shards + 1)])
         import zarr
 
         a = zarr.open_group(str(tmp_path / "one0.zarr"), mode="r")["bench/embedding"][:]
-        b = zarr.open_group(str(tmp_path / "sharded0.zarr"), mode="r")["bench/embedding"][:]
-        same = a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
+        same = None
+        if args.shards:
+            b = zarr.open_group(str(tmp_path / "sharded0.zarr"), mode="r")["bench/embedding"][:]
+            same = a.dtype == b.dtype and np.array_equal(a.view(np.uint8), b.view(np.uint8))
 
-    sums = [sum(s) for s in sharded]
-    t_one, t_sum = float(np.median(one)), float(np.median(sums))
-    per_shard = np.median(np.array(sharded), axis=0)
-    print(f"one run            {t_one:7.2f} s  (median of {args.repeat}: {', '.join(f'{t:.2f}' for t in one)})")
-    print(f"{args.shards} shards in turn   {t_sum:7.2f} s  (median of {args.repeat}: "
-          f"{', '.join(f'{t:.2f}' for t in sums)}); per shard {', '.join(f'{t:.2f}' for t in per_shard)} s")
-    print(f"ratio {args.shards} shards in turn / one run = {t_sum / t_one:.3f} (medians), "
-          f"{min(sums) / min(one):.3f} (minima)  [target <= 1.1]; slowest shard / one run = "
-          f"{max(per_shard) / t_one:.3f} (the wall time on {args.shards} devices)")
+    for kind, k in (("wall", 0), ("CPU", 1)) if args.shards else ():
+        ones = [t[k] for t in one]
+        sums = [sum(s[k] for s in shards) for shards in sharded]
+        per_shard = np.median(np.array([[s[k] for s in shards] for shards in sharded]), axis=0)
+        t_one, t_sum = float(np.median(ones)), float(np.median(sums))
+        print(f"{kind:4s} one run            {t_one:7.2f} s  (median of {args.repeat}: "
+              f"{', '.join(f'{t:.2f}' for t in ones)})")
+        print(f"{kind:4s} {args.shards} shards in turn   {t_sum:7.2f} s  (median of {args.repeat}: "
+              f"{', '.join(f'{t:.2f}' for t in sums)}); per shard {', '.join(f'{t:.2f}' for t in per_shard)} s")
+        print(f"{kind:4s} ratio {args.shards} shards in turn / one run = {t_sum / t_one:.3f} (medians), "
+              f"{min(sums) / min(ones):.3f} (minima)  [target <= 1.1]"
+              + (f"; slowest shard / one run = {max(per_shard) / t_one:.3f} (the wall time on "
+                 f"{args.shards} devices)" if k == 0 else ""))
     print(f"sharded store's embedding bitwise equal to one run's: {same}")
-    for label, seconds in estimates.items():
-        actual = t_one if label == "one run" else float(per_shard[int(label.split()[1].split('/')[0]) - 1])
-        print(f"estimate {label:12s} {seconds:7.2f} s vs {actual:7.2f} s: measured / estimate = "
-              f"{actual / seconds:.2f}  [target 0.7-1.3]")
+    actual = {"one run": one[0][0], **{f"{i}/{args.shards}": sharded[0][i - 1][0]
+                                      for i in range(1, args.shards + 1)}}
+    for label, est in estimates.items():
+        print(f"estimate {label:8s} {est.seconds:6.2f} s ({est.seconds_low:.2f}-{est.seconds_high:.2f}; "
+              f"before {est.seconds_before:.2f}, fixed {est.seconds_fixed:.2f}, writing "
+              f"{est.seconds_writing:.2f}) vs {actual[label]:6.2f} s taken (the same run): "
+              f"measured / estimate = {actual[label] / est.seconds:.2f}  [target 0.7-1.3]")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ probes, at least ±20 %: timings on a busy machine vary that much.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -54,6 +54,8 @@ class Estimate:
     seconds_high: float = 0.0
     probed: int = 0
     seconds_writing: float = 0.0
+    seconds_before: float = 0.0  # spent before the estimate (keys, checks, tokenising): measured
+    seconds_fixed: float = 0.0  # what a run costs whatever its size (store setup, finishing)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,8 +114,16 @@ def estimate_extraction(
     storage_dtype: str,
     batch_size: int,
     sample: int = 32,
+    seconds_before: float = 0.0,
+    fixed: Callable[[], float] | None = None,
 ) -> Estimate:
-    """Size and time of extracting the given suites' (tokenised) contexts."""
+    """Size and time of extracting the given suites' (tokenised) contexts.
+
+    ``seconds_before``: what the run spent before the estimate (counted as is); ``fixed``:
+    measures what the run costs whatever its size (a miniature run of the same kind: store
+    setup, locks, finishing), called after the probes; its model work (one small batch, as the
+    fit prices it) is not counted twice.
+    """
     info = runner.info
     causal = bool(getattr(info, "causal", False))
     flat = [e for group in encodings for e in group]
@@ -132,14 +142,16 @@ def estimate_extraction(
     if len(flat) and callable(getattr(runner, "memory_lines", None)):  # refuses what cannot fit
         memory = tuple(runner.memory_lines(
             batch=min(batch_size, len(flat)), length=int(lengths.max()), layers=layers))
-    seconds = spread = writing = 0.0
+    seconds = spread = writing = fixed_seconds = 0.0
     probed = 0
     if len(flat):
         subset = {} if list(layers) == list(range(int(info.n_layers) + 1)) else {"layers": layers}
-        seconds, spread, probed, sample = _time(
+        seconds, spread, probed, sample, one_batch = _time(
             runner, flat, lengths, poolings=poolings, batch_size=batch_size,
             storage_dtype=storage_dtype, subset=subset,
         )
+        if fixed is not None:
+            fixed_seconds = max(0.0, fixed() - one_batch)
         if isinstance(sample, np.ndarray) and sample.ndim == 4 and len(sample):
             from emb.extract.settings import writer_threads
             from emb.store import write_seconds
@@ -148,15 +160,19 @@ def estimate_extraction(
             # the writer threads overlap a GPU's work, and share a CPU's cores with the model
             on_gpu = str(getattr(info, "device", "cpu")).startswith("cuda")
             seconds = max(seconds, writing) if on_gpu else seconds + writing
+    seconds += fixed_seconds
     tokens = int(lengths.sum())
     return Estimate(
         items=items, distinct=len(flat), tokens=tokens, layers=len(layers),
         poolings=len(poolings), hidden=int(info.hidden_size), bytes_raw=int(raw),
-        bytes_disk=disk, seconds=seconds, tokens_per_second=tokens / seconds if seconds else 0.0,
+        bytes_disk=disk, seconds=seconds_before + seconds,
+        tokens_per_second=tokens / seconds if seconds else 0.0,
         contexts_cut=sum(getattr(e, "window", None) is not None for e in flat),
         memory=memory,
-        seconds_low=seconds / (1 + spread), seconds_high=seconds * (1 + spread), probed=probed,
-        seconds_writing=writing,
+        # what was spent before is known; the range is that of what is predicted
+        seconds_low=seconds_before + seconds / (1 + spread),
+        seconds_high=seconds_before + seconds * (1 + spread), probed=probed,
+        seconds_writing=writing, seconds_before=seconds_before, seconds_fixed=fixed_seconds,
     )
 
 
@@ -169,9 +185,9 @@ MIN_SPREAD = 0.2
 def _time(
     runner: Any, flat: Sequence[Any], lengths: np.ndarray, *, poolings: Sequence[str],
     batch_size: int, storage_dtype: str, subset: dict[str, Any],
-) -> tuple[float, float, int, Any]:
-    """(seconds, relative spread, contexts timed, the widest probe's vectors) of embedding every
-    context of ``flat``."""
+) -> tuple[float, float, int, Any, float]:
+    """(seconds, relative spread, contexts timed, the widest probe's vectors, the fitted time of a
+    batch of two of the shortest contexts) of embedding every context of ``flat``."""
     order = np.argsort(lengths, kind="stable")
     n = len(order)
     rows = min(batch_size, n)
@@ -209,4 +225,5 @@ def _time(
     fitted = a + b * x
     error = float(np.max(np.abs(fitted - y) / np.maximum(y, 1e-9)))
     seconds = float(sum(a + b * r * w for r, w in batches))
-    return seconds, max(MIN_SPREAD, error), int(sum(len(p) for p in probes)), sample
+    small = float(a + b * 2 * int(widths[0]))
+    return seconds, max(MIN_SPREAD, error), int(sum(len(p) for p in probes)), sample, small

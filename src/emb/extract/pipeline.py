@@ -226,6 +226,7 @@ def extract(
         bos_token=bos_token,
     )
     chosen = parse_layers(layers, int(runner.info.n_layers))
+    t_start = time.perf_counter()  # the extraction's time, the model loaded (see the estimate)
     with _frozen_gc():
         # Validate every input before touching the store: key each suite's items, lay out its
         # attributes, and check what the store holds (another model, another definition under
@@ -268,12 +269,23 @@ def extract(
         if dry_run or on_estimate is not None:
             from emb.extract.estimate import estimate_extraction
 
+            # the contexts this run computes, tokenised now (the whole run's, or its shard's)
             work = [_work(target, prep, plan, st, shard, block_size, settings.storage_dtype)
                     for prep, plan, st in zip(prepared, plans, stored, strict=True)]
+            encodings = [plan.encoded(keys) for plan, (keys, _) in zip(plans, work, strict=True)]
+
+            def fixed() -> float:  # a miniature run of each suite, of the same kind as this one
+                return sum(
+                    _fixed_seconds(runner, suite, laid_out=st is not None, shard=shard,
+                                   poolings=pools, dtype=dtype, storage_dtype=storage_dtype,
+                                   batch_size=batch_size, bos=b, bos_token=bos_token, layers=layers)
+                    for suite, st, b in zip(suite_list, stored, suite_bos, strict=True)
+                )
+
             estimate = estimate_extraction(
-                runner, [plan.encoded(keys) for plan, (keys, _) in zip(plans, work, strict=True)],
-                [n for _, n in work],
+                runner, encodings, [n for _, n in work],
                 layers=chosen, poolings=pools, storage_dtype=storage_dtype, batch_size=batch_size,
+                seconds_before=time.perf_counter() - t_start, fixed=fixed,
             )
             if on_estimate is not None:
                 on_estimate(estimate)
@@ -301,6 +313,37 @@ def extract(
             if len(_backoffs(runner)) > len(seen):  # the OOM back-off halved batches
                 reports[-1] = replace(reports[-1], backoffs=tuple(_backoffs(runner)[len(seen):]))
     return reports
+
+
+def _fixed_seconds(
+    runner: Runner, suite: Suite, *, laid_out: bool, shard: Shard | None, **options: Any
+) -> float:
+    """What a run of ``suite`` costs whatever its size, measured: the time of a run of its
+    first two items into a temporary store (locks, checks, layout, one block, manifest), as a
+    shard worker (``shard``: the one that lays the suite out, or, ``laid_out``, one that finds
+    it laid out and settles it) or as one process; 0 where such a run cannot be made."""
+    import tempfile
+
+    from emb.stimuli.suites import Suite as SuiteType
+
+    items = tuple(suite.items[:2])
+    kinds = ["1/2"] if shard is not None and len(items) == 2 else [None]
+    if shard is not None and laid_out and len(items) == 2:
+        kinds = ["1/2", "2/2"]  # the second is timed: it resumes what the first laid out
+    seconds = 0.0
+    with tempfile.TemporaryDirectory(prefix="emb-estimate-") as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for kind in kinds:
+            t0 = time.perf_counter()
+            try:
+                extract(runner, SuiteType(name="probe", items=items), os.path.join(tmp, "probe.zarr"),
+                        block_size=1, window_blocks=1, progress=False, shard=kind, **options)
+            except EmbError:  # a suite this miniature run cannot stand for: not counted
+                return 0.0
+            finally:
+                gc.freeze()  # the miniature run's own _frozen_gc unfroze this run's objects
+            seconds = time.perf_counter() - t0
+    return seconds
 
 
 def _backoffs(runner: Runner) -> list[dict[str, int]]:
@@ -583,6 +626,7 @@ def _extract_suite(
         name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=n_computed,
         n_copied=n_copied, blocks_written=len(pending_set), blocks_total=len(ranges),
         already_complete=False, seconds=time.perf_counter() - t0, **unknown,
+        blocks_assigned=sum(len(all_windows[w]) for w in mine),
     )
 
 
