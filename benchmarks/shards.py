@@ -5,7 +5,7 @@ with a tiny random GPT-2: 3 blocks, 32-d, GPT-2's real BPE, so that what a run c
 the model shows), alternating ``--repeat`` times so that the machine's drift hits both alike:
 
     python benchmarks/shards.py                              # tiny GPT-2, 20k items, 4 shards
-    python benchmarks/shards.py --model minilm --n 2000 --shards 0   # the estimate of one run
+    python benchmarks/shards.py --model minilm --n 2000 --window-blocks 1   # 4 windows of 512
     python benchmarks/shards.py --profile                    # cProfile of one shard run
 
 Target: the N shards in turn cost <= 1.1 x one run (their sum; a worker per device runs them at
@@ -59,6 +59,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--window-blocks", type=int, default=None,
+                        help="blocks a compute window (default emb's); 1 lets a small suite have N windows")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None,
                         help="torch's CPU threads (default: torch's own; 1 is steadier on a busy machine)")
@@ -77,7 +79,8 @@ def main() -> None:
         info = runner.info
         print(f"model {info.model_id} ({info.n_layers} layers, {info.hidden_size}-d) on {runner.device}, "
               f"{len(suite.items):,} items, batch {args.batch_size}, {args.shards} shards")
-        options = {"batch_size": args.batch_size, "progress": False}
+        options = {"batch_size": args.batch_size, "progress": False,
+                   **({"window_blocks": args.window_blocks} if args.window_blocks else {})}
         # warm-up: the store libraries' lazy imports, the model's first batches, both paths
         extract(runner, Suite(name="warm", items=suite.items[:2048]), str(tmp_path / "warm.zarr"), **options)
         if args.shards:
@@ -146,7 +149,7 @@ def main() -> None:
                                       for i in range(1, args.shards + 1)}}
     for label, est in estimates.items():
         print(f"estimate {label:8s} {est.seconds:6.2f} s ({est.seconds_low:.2f}-{est.seconds_high:.2f}; "
-              f"before {est.seconds_before:.2f}, fixed {est.seconds_fixed:.2f}, writing "
+              f"before {getattr(est, 'seconds_before', 0.0):.2f}, fixed {getattr(est, 'seconds_fixed', 0.0):.2f}, writing "
               f"{est.seconds_writing:.2f}) vs {actual[label]:6.2f} s taken (the same run): "
               f"measured / estimate = {actual[label] / est.seconds:.2f}  [target 0.7-1.3]")
 

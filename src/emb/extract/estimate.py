@@ -18,8 +18,17 @@ of a token), and summed over the run's batches (its distinct contexts sorted by 
 into batches).  The write path's cost is measured on the widest probe's vectors (encoded as
 shards and written once to a temporary file, :func:`emb.store.write_seconds`) and spread over the
 writer threads: on a GPU it overlaps the model's work (the longer of the two counts), on a CPU it
-shares the cores (the two add up).  The range printed is the fit's worst relative error on the
-probes, at least ±20 %: timings on a busy machine vary that much.
+shares the cores (the two add up).  To these come what a run costs whatever its size, measured
+by a miniature run of the same kind (the suite's first two items into a temporary store: locks,
+checks, layout, a block, the manifest; as a shard worker, the one that lays the suite out or
+one that finds it laid out and settles), and what the run spent before the estimate (keying the
+items, the store's checks, tokenising: counted as measured).  The range printed is the fit's
+worst relative error on the probes, at least ±20 %, around what is still to come: timings on a
+busy machine vary that much.
+
+What it covers: this run's work, from the model loaded to the end (the estimate's own probes
+left out): every context of the suites, or, with ``--shard``, the contexts first used in the
+shard's windows (a resumed run is counted as if none of its blocks were written).
 """
 
 from __future__ import annotations
@@ -115,14 +124,15 @@ def estimate_extraction(
     batch_size: int,
     sample: int = 32,
     seconds_before: float = 0.0,
-    fixed: Callable[[], float] | None = None,
+    fixed: Callable[[], tuple[float, int]] | None = None,
 ) -> Estimate:
     """Size and time of extracting the given suites' (tokenised) contexts.
 
     ``seconds_before``: what the run spent before the estimate (counted as is); ``fixed``:
-    measures what the run costs whatever its size (a miniature run of the same kind: store
-    setup, locks, finishing), called after the probes; its model work (one small batch, as the
-    fit prices it) is not counted twice.
+    measures what the run costs besides its model and write work (a miniature run of the same
+    kind: store setup, locks, markers, finishing), called after the probes, returning its
+    seconds and the one-context batches it computed, whose model time (as the fit prices them)
+    is not counted twice.
     """
     info = runner.info
     causal = bool(getattr(info, "causal", False))
@@ -151,7 +161,8 @@ def estimate_extraction(
             storage_dtype=storage_dtype, subset=subset,
         )
         if fixed is not None:
-            fixed_seconds = max(0.0, fixed() - one_batch)
+            measured, batches = fixed()
+            fixed_seconds = max(0.0, measured - batches * one_batch)
         if isinstance(sample, np.ndarray) and sample.ndim == 4 and len(sample):
             from emb.extract.settings import writer_threads
             from emb.store import write_seconds
@@ -187,7 +198,7 @@ def _time(
     batch_size: int, storage_dtype: str, subset: dict[str, Any],
 ) -> tuple[float, float, int, Any, float]:
     """(seconds, relative spread, contexts timed, the widest probe's vectors, the fitted time of a
-    batch of two of the shortest contexts) of embedding every context of ``flat``."""
+    batch of one of the shortest contexts) of embedding every context of ``flat``."""
     order = np.argsort(lengths, kind="stable")
     n = len(order)
     rows = min(batch_size, n)
@@ -225,5 +236,5 @@ def _time(
     fitted = a + b * x
     error = float(np.max(np.abs(fitted - y) / np.maximum(y, 1e-9)))
     seconds = float(sum(a + b * r * w for r, w in batches))
-    small = float(a + b * 2 * int(widths[0]))
+    small = float(a + b * int(widths[0]))
     return seconds, max(MIN_SPREAD, error), int(sum(len(p) for p in probes)), sample, small

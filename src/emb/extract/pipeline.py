@@ -272,18 +272,20 @@ def extract(
             # the contexts this run computes, tokenised now (the whole run's, or its shard's)
             work = [_work(target, prep, plan, st, shard, block_size, settings.storage_dtype)
                     for prep, plan, st in zip(prepared, plans, stored, strict=True)]
-            encodings = [plan.encoded(keys) for plan, (keys, _) in zip(plans, work, strict=True)]
+            encodings = [plan.encoded(keys) for plan, (keys, _, _) in zip(plans, work, strict=True)]
 
-            def fixed() -> float:  # a miniature run of each suite, of the same kind as this one
-                return sum(
-                    _fixed_seconds(runner, suite, laid_out=st is not None, shard=shard,
-                                   poolings=pools, dtype=dtype, storage_dtype=storage_dtype,
-                                   batch_size=batch_size, bos=b, bos_token=bos_token, layers=layers)
-                    for suite, st, b in zip(suite_list, stored, suite_bos, strict=True)
-                )
+            def fixed() -> tuple[float, int]:  # a miniature run of each suite, of this run's kind
+                measured = [
+                    _fixed_seconds(runner, suite, blocks=blocks, laid_out=st is not None,
+                                   shard=shard, poolings=pools, dtype=dtype,
+                                   storage_dtype=storage_dtype, batch_size=batch_size, bos=b,
+                                   bos_token=bos_token, layers=layers)
+                    for suite, st, b, (_, _, blocks) in zip(suite_list, stored, suite_bos, work, strict=True)
+                ]
+                return sum(t for t, _ in measured), sum(n for _, n in measured)
 
             estimate = estimate_extraction(
-                runner, encodings, [n for _, n in work],
+                runner, encodings, [n for _, n, _ in work],
                 layers=chosen, poolings=pools, storage_dtype=storage_dtype, batch_size=batch_size,
                 seconds_before=time.perf_counter() - t_start, fixed=fixed,
             )
@@ -315,35 +317,50 @@ def extract(
     return reports
 
 
+#: Most blocks of the miniature run that measures an extraction's fixed costs (its time grows
+#: with them: a block's marker, digest and manifest entry).
+FIXED_BLOCKS = 64
+
+
 def _fixed_seconds(
-    runner: Runner, suite: Suite, *, laid_out: bool, shard: Shard | None, **options: Any
-) -> float:
-    """What a run of ``suite`` costs whatever its size, measured: the time of a run of its
-    first two items into a temporary store (locks, checks, layout, one block, manifest), as a
-    shard worker (``shard``: the one that lays the suite out, or, ``laid_out``, one that finds
-    it laid out and settles it) or as one process; 0 where such a run cannot be made."""
+    runner: Runner, suite: Suite, *, blocks: int, laid_out: bool, shard: Shard | None,
+    **options: Any,
+) -> tuple[float, int]:
+    """What a run of ``suite`` costs besides computing and writing its vectors, measured: the
+    time of a miniature run into a temporary store with as many blocks as this run writes (one
+    item each, at most :data:`FIXED_BLOCKS`): locks, checks, layout, each block's marker (and
+    digest), the manifest; as a shard worker (``shard``: the one that lays the suite out, or,
+    ``laid_out``, one that finds it laid out and settles it) or as one process; with the number
+    of one-item batches it computed (the model's part of its time).  (0, 0) where such a run
+    cannot be made."""
     import tempfile
 
     from emb.stimuli.suites import Suite as SuiteType
 
-    items = tuple(suite.items[:2])
-    kinds = ["1/2"] if shard is not None and len(items) == 2 else [None]
-    if shard is not None and laid_out and len(items) == 2:
-        kinds = ["1/2", "2/2"]  # the second is timed: it resumes what the first laid out
-    seconds = 0.0
+    k = max(2, min(blocks, FIXED_BLOCKS))
+    items = tuple(suite.items[i % len(suite.items)] for i in range(k)) if suite.items else ()
+    kinds: list[str | None] = [None]
+    if shard is not None and len(items) >= 2:
+        # the worker that lays out (timed alone), or the one after it (timed: it resumes and
+        # settles what the first laid out; the suite twice as long, so that it writes k blocks)
+        if laid_out:
+            items = tuple(suite.items[i % len(suite.items)] for i in range(2 * k))
+        kinds = ["1/2", "2/2"] if laid_out else ["1/2"]
+    seconds, computed = 0.0, 0
     with tempfile.TemporaryDirectory(prefix="emb-estimate-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for kind in kinds:
             t0 = time.perf_counter()
             try:
-                extract(runner, SuiteType(name="probe", items=items), os.path.join(tmp, "probe.zarr"),
-                        block_size=1, window_blocks=1, progress=False, shard=kind, **options)
+                (report,) = extract(
+                    runner, SuiteType(name="probe", items=items), os.path.join(tmp, "probe.zarr"),
+                    block_size=1, window_blocks=1, progress=False, shard=kind, **options)
             except EmbError:  # a suite this miniature run cannot stand for: not counted
-                return 0.0
+                return 0.0, 0
             finally:
                 gc.freeze()  # the miniature run's own _frozen_gc unfroze this run's objects
-            seconds = time.perf_counter() - t0
-    return seconds
+            seconds, computed = time.perf_counter() - t0, report.n_computed
+    return seconds, computed
 
 
 def _backoffs(runner: Runner) -> list[dict[str, int]]:
@@ -431,10 +448,10 @@ def _work(
     shard: Shard | None,
     block_size: int | None,
     storage_dtype: str,
-) -> tuple[list[int], int]:
+) -> tuple[list[int], int, int]:
     """What this run will compute of a suite, as planned before it starts (for the estimate):
-    the keys first used in its windows (all of them, or its shard's), and their items.  A
-    resumed run is counted as if none of its blocks were written."""
+    the keys first used in its windows (all of them, or its shard's), their items, and their
+    blocks.  A resumed run is counted as if none of its blocks were written."""
     block = block_size or target.default_block_size(prep.shape, storage_dtype)
     window = prep.window_blocks
     if stored is not None:
@@ -456,7 +473,7 @@ def _work(
         start, stop = ranges[windows[w][0]][0], ranges[windows[w][-1]][1]
         keys += BlockSources.of(plan, start, stop, {}).compute_keys
         items += stop - start
-    return keys, items
+    return keys, items, sum(len(windows[w]) for w in mine)
 
 
 @contextlib.contextmanager
