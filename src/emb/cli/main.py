@@ -211,7 +211,9 @@ def extract(
             click.echo(f"{r.name}: {describe_backoffs(list(r.backoffs))}")
     # the estimate covers this run's work (all blocks, or its shard's) from the model loaded to
     # the end, its own probes left out: compared only when this run wrote every block of it
-    if estimates and reports and all(r.blocks_written == r.blocks_assigned for r in reports):
+    if estimates and reports and all(
+        not r.already_complete and r.blocks_written == r.blocks_assigned for r in reports
+    ):
         estimate, stamp = estimates[-1]
         click.echo(f"time: {estimate.versus(estimate.seconds_before + ended - stamp)}")
     click.echo(describe(open_store(store).info()))
