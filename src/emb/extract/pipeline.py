@@ -437,7 +437,7 @@ def _check_shard_count(
                 block = int(stored.get("block_size", block))
                 window = int(stored.get("window_blocks", 1))
         check_count(shard, name=prep.name, n_items=prep.shape[0], block_size=block,
-                    window_blocks=window, recorded=recorded.count if recorded is not None else None)
+                    window_blocks=window, recorded=recorded)
 
 
 def _work(
@@ -463,7 +463,7 @@ def _work(
     windows = window_blocks_of(len(ranges), window)
     mine: Sequence[int] = range(len(windows))
     if shard is not None and windows:
-        ((_, record),) = target.stored_plans([prep.name])
+        record = target.stored_record(prep.name)
         if record is None or record.count != shard.count:  # planned as the first worker will
             record = shard_record(plan, ranges, windows, shard.count, window, ())
         mine = shard_windows(record, shard.index)

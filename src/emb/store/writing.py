@@ -140,14 +140,22 @@ class StoreWriter:
             for name, suite_attrs, extraction in suites
         ]
 
-    def stored_plans(self, names: Sequence[str]) -> list[tuple[Any, ShardRecord | None]]:
+    def stored_plans(self, names: Sequence[str]) -> list[tuple[Any, int | None]]:
         """Per suite, reading only: the extraction attributes it is stored with (None: no
-        group, or one that cannot be read) and its shard record (None: none)."""
+        group, or one that cannot be read) and the shard count of its record (None: none)."""
+        return [(stored, record.count if record is not None else None)
+                for stored, record in self._stored(names)]
+
+    def stored_record(self, name: str) -> ShardRecord | None:
+        """Suite ``name``'s shard record, reading only (None: none, or no store yet)."""
+        return self._stored([name])[0][1]
+
+    def _stored(self, names: Sequence[str]) -> list[tuple[Any, ShardRecord | None]]:
         zstore = None
         if is_url(self.location) or local_path(self.location).is_dir():
             with contextlib.suppress(StoreError):
                 zstore = open_zarr_store(self.location, mode="r", storage_options=self.storage_options)
-        plans: list[tuple[Any, ShardRecord | None]] = []
+        plans: list[tuple[Any, ShardRecord | None]] = []  # stored attributes, record
         for name in names:
             stored, recorded = None, None
             if zstore is not None:
