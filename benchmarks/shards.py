@@ -59,6 +59,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=20_000)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32")
     parser.add_argument("--window-blocks", type=int, default=None,
                         help="blocks a compute window (default emb's); 1 lets a small suite have N windows")
     parser.add_argument("--repeat", type=int, default=3)
@@ -74,7 +76,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         path = str(tiny_gpt2(tmp_path / "tiny")) if args.model == "tiny-gpt2" else _model(args.model, tmp_path)
-        runner = load_model(path, device="cpu", dtype="float32")
+        runner = load_model(path, device=args.device, dtype=args.dtype)
         suite = _suite(args.n)
         info = runner.info
         print(f"model {info.model_id} ({info.n_layers} layers, {info.hidden_size}-d) on {runner.device}, "
