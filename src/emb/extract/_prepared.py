@@ -167,7 +167,7 @@ class Prepared:
         info, layers, unknown = runner.info, self.layers, self.unknown
         n_layers = int(info.n_layers) + 1
         bos_id = (
-            runner.token_id(settings.bos_token) if settings.bos_token is not None
+            runner.token_id(settings.bos_token) if settings.bos_token is not None  # type: ignore[attr-defined]
             else getattr(info, "bos_token_id", None)
         )
         return {
