@@ -131,8 +131,8 @@ def estimate_extraction(
     ``seconds_before``: what the run spent before the estimate (counted as is); ``fixed``:
     measures what the run costs besides its model and write work (a miniature run of the same
     kind: store setup, locks, markers, finishing), called after the probes, returning its
-    seconds and the one-context batches it computed, whose model time (as the fit prices them)
-    is not counted twice.
+    seconds and the contexts it computed in one embed call, whose model time (as the fit prices
+    it, batches of the shortest contexts) is not counted twice.
     """
     info = runner.info
     causal = bool(getattr(info, "causal", False))
@@ -156,13 +156,13 @@ def estimate_extraction(
     probed = 0
     if len(flat):
         subset = {} if list(layers) == list(range(int(info.n_layers) + 1)) else {"layers": layers}
-        seconds, spread, probed, sample, one_batch = _time(
+        seconds, spread, probed, sample, price = _time(
             runner, flat, lengths, poolings=poolings, batch_size=batch_size,
             storage_dtype=storage_dtype, subset=subset,
         )
         if fixed is not None:
-            measured, batches = fixed()
-            fixed_seconds = max(0.0, measured - batches * one_batch)
+            measured, computed = fixed()
+            fixed_seconds = max(0.0, measured - price(computed))
         if isinstance(sample, np.ndarray) and sample.ndim == 4 and len(sample):
             from emb.extract.settings import writer_threads
             from emb.store import write_seconds
@@ -196,9 +196,9 @@ MIN_SPREAD = 0.2
 def _time(
     runner: Any, flat: Sequence[Any], lengths: np.ndarray, *, poolings: Sequence[str],
     batch_size: int, storage_dtype: str, subset: dict[str, Any],
-) -> tuple[float, float, int, Any, float]:
-    """(seconds, relative spread, contexts timed, the widest probe's vectors, the fitted time of a
-    batch of one of the shortest contexts) of embedding every context of ``flat``."""
+) -> tuple[float, float, int, Any, Callable[[int], float]]:
+    """(seconds, relative spread, contexts timed, the widest probe's vectors, the fitted time of
+    embedding n of the shortest contexts) of embedding every context of ``flat``."""
     order = np.argsort(lengths, kind="stable")
     n = len(order)
     rows = min(batch_size, n)
@@ -236,5 +236,8 @@ def _time(
     fitted = a + b * x
     error = float(np.max(np.abs(fitted - y) / np.maximum(y, 1e-9)))
     seconds = float(sum(a + b * r * w for r, w in batches))
-    small = float(a + b * int(widths[0]))
-    return seconds, max(MIN_SPREAD, error), int(sum(len(p) for p in probes)), sample, small
+
+    def price(n: int) -> float:
+        return float(sum(a + b * min(batch_size, n - i) * int(widths[0]) for i in range(0, n, batch_size)))
+
+    return seconds, max(MIN_SPREAD, error), int(sum(len(p) for p in probes)), sample, price

@@ -328,11 +328,11 @@ def _fixed_seconds(
 ) -> tuple[float, int]:
     """What a run of ``suite`` costs besides computing and writing its vectors, measured: the
     time of a miniature run into a temporary store with as many blocks as this run writes (one
-    item each, at most :data:`FIXED_BLOCKS`): locks, checks, layout, each block's marker (and
-    digest), the manifest; as a shard worker (``shard``: the one that lays the suite out, or,
-    ``laid_out``, one that finds it laid out and settles it) or as one process; with the number
-    of one-item batches it computed (the model's part of its time).  (0, 0) where such a run
-    cannot be made."""
+    item each, at most :data:`FIXED_BLOCKS`, one window): locks, checks, layout, each block's
+    marker (and digest), the manifest; as a shard worker (``shard``: the one that lays the suite
+    out, or, ``laid_out``, one that finds it laid out and settles it) or as one process; with
+    the contexts it computed (the model's part of its time, one embed call).  (0, 0) where such
+    a run cannot be made."""
     import tempfile
 
     from emb.stimuli.suites import Suite as SuiteType
@@ -341,10 +341,9 @@ def _fixed_seconds(
     items = tuple(suite.items[i % len(suite.items)] for i in range(k)) if suite.items else ()
     kinds: list[str | None] = [None]
     if shard is not None and len(items) >= 2:
-        # the worker that lays out (timed alone), or the one after it (timed: it resumes and
-        # settles what the first laid out; the suite twice as long, so that it writes k blocks)
-        if laid_out:
-            items = tuple(suite.items[i % len(suite.items)] for i in range(2 * k))
+        # two windows of k blocks: the worker that lays the suite out (timed alone), or the one
+        # after it (timed: it resumes and settles what the first laid out)
+        items = tuple(suite.items[i % len(suite.items)] for i in range(2 * k))
         kinds = ["1/2", "2/2"] if laid_out else ["1/2"]
     seconds, computed = 0.0, 0
     with tempfile.TemporaryDirectory(prefix="emb-estimate-") as tmp, warnings.catch_warnings():
@@ -354,7 +353,7 @@ def _fixed_seconds(
             try:
                 (report,) = extract(
                     runner, SuiteType(name="probe", items=items), os.path.join(tmp, "probe.zarr"),
-                    block_size=1, window_blocks=1, progress=False, shard=kind, **options)
+                    block_size=1, window_blocks=k, progress=False, shard=kind, **options)
             except EmbError:  # a suite this miniature run cannot stand for: not counted
                 return 0.0, 0
             finally:
