@@ -99,6 +99,10 @@ def main() -> None:
           [py, str(HERE / "extract.py"), "--model", "gpt2-random", "--n", gpt2_n, "--batch-size", "256",
            "--device", device, "--dtype", "float16", "--repeat", repeat, "--loop-n", "100",
            "--shards", shards, "--floor"], timeout=200)
+    if not args.tiny:
+        _step("2b. what sharding costs: one run vs 4 shards in turn, and each run's estimate",
+              [py, str(HERE / "shards.py"), "--model", "gpt2-random", "--n", gpt2_n, "--batch-size", "256",
+               "--device", device, "--dtype", "float16", "--repeat", "2"], timeout=200)
     _step("3. Llama shapes, bfloat16, batch 64",
           [py, str(HERE / "extract.py"), "--model", "llama-random", "--n", llama_n, "--batch-size", "64",
            "--device", device, "--dtype", "bfloat16", "--repeat", repeat, "--loop-n", "50", "--floor"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 import click
@@ -169,7 +170,7 @@ def extract(
     estimates: list[Any] = []
 
     def on_estimate(estimate: Any) -> None:  # printed now, set against the time taken at the end
-        estimates.append(estimate)
+        estimates.append((estimate, time.perf_counter()))
         click.echo(estimate.line(), err=not dry_run)
 
     try:
@@ -192,6 +193,7 @@ def extract(
         )
     except OptionError as err:
         raise _usage_error(err) from None
+    ended = time.perf_counter()
     if dry_run:
         return
     for r in reports:
@@ -207,9 +209,13 @@ def extract(
             from emb.backends._backoff import describe as describe_backoffs
 
             click.echo(f"{r.name}: {describe_backoffs(list(r.backoffs))}")
-    # the estimate covers the whole run: compared only when every block was written by this run
-    if estimates and reports and all(r.blocks_written == r.blocks_total for r in reports):
-        click.echo(f"time: {estimates[-1].versus(sum(r.seconds for r in reports))}")
+    # the estimate covers this run's work (all blocks, or its shard's) from the model loaded to
+    # the end, its own probes left out: compared only when this run wrote every block of it
+    if estimates and reports and all(
+        not r.already_complete and r.blocks_written == r.blocks_assigned for r in reports
+    ):
+        estimate, stamp = estimates[-1]
+        click.echo(f"time: {estimate.versus(estimate.seconds_before + ended - stamp)}")
     click.echo(describe(open_store(store).info()))
 
 

@@ -8,8 +8,8 @@ first use in the window); :func:`item_coords` lays out the suite's item coordina
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,17 +28,21 @@ Key = tuple[str, int, int]
 
 @dataclass(frozen=True)
 class Plan:
-    """Tokenised suite: unique keys, their encodings, and each item's key index."""
+    """A suite's unique keys, each item's key index, and the keys' encodings, tokenised when
+    first asked for (:meth:`encoded`): a worker that resumes a suite, or computes one shard of
+    it, tokenises only the contexts it computes."""
 
     keys: list[Key]
-    encodings: list[Any]
     item_key: np.ndarray  # (n_items,) index into keys
     first_item: np.ndarray  # (n_keys,) first item that uses each key
+    tokenize: Callable[[Sequence[Key]], list[Any]] = field(repr=False, compare=False)
+    _cache: dict[int | str, Any] = field(default_factory=dict, repr=False, compare=False)  # "all": every key
 
     @classmethod
     def build(
         cls, runner: Runner, suite: Suite, *, bos: bool | None, bos_token_id: int | None = None
     ) -> Plan:
+        """The suite's keys; nothing is tokenised yet (see :attr:`encodings`, :meth:`encoded`)."""
         index: dict[Key, int] = {}
         keys: list[Key] = []
         item_key = np.empty(len(suite.items), dtype=np.int64)
@@ -49,13 +53,45 @@ class Plan:
                 k = index[key] = len(keys)
                 keys.append(key)
             item_key[i] = k
-        encodings = runner.encode(
-            [k[0] for k in keys], [(k[1], k[2]) for k in keys], bos=bos, bos_token_id=bos_token_id
-        )
-        first_item = np.full(len(keys), -1, dtype=np.int64)
-        for i in range(len(item_key) - 1, -1, -1):
-            first_item[item_key[i]] = i
-        return cls(keys, encodings, item_key, first_item)
+        # keys are numbered in order of first use: the first item of key k is where it first occurs
+        first_item = np.unique(item_key, return_index=True)[1].astype(np.int64)
+
+        def tokenize(chosen: Sequence[Key]) -> list[Any]:
+            return runner.encode(
+                [k[0] for k in chosen], [(k[1], k[2]) for k in chosen], bos=bos,
+                bos_token_id=bos_token_id,
+            )
+
+        return cls(keys, item_key, first_item, tokenize)
+
+    @property
+    def encodings(self) -> list[Any]:
+        """Every key's encoding (the whole suite tokenised, once)."""
+        whole = self._cache.get("all")
+        if whole is None:
+            whole = self._cache["all"] = self.encoded(range(len(self.keys)))
+        return whole
+
+    def encoded(self, chosen: Sequence[int]) -> list[Any]:
+        """The encodings of keys ``chosen``, tokenising (in one call) those not tokenised yet.
+
+        Raises
+        ------
+        TargetNotFoundError
+            (from the runner) A target that overlaps no token of its context.
+        """
+        whole = self._cache.get("all")
+        if whole is not None:
+            return [whole[k] for k in chosen]
+        missing = list(dict.fromkeys(k for k in chosen if k not in self._cache))
+        if missing:
+            self._cache.update(zip(missing, self.tokenize([self.keys[k] for k in missing]), strict=True))
+        return [self._cache[k] for k in chosen]
+
+    @property
+    def tokenized(self) -> int:
+        """Keys tokenised so far."""
+        return len(self.keys) if "all" in self._cache else len(self._cache)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -119,33 +120,57 @@ def _installed_versions() -> tuple[tuple[str, str], ...]:
 
 @dataclass(frozen=True, kw_only=True)
 class Prepared:
-    """Everything a suite's group is written from, computed before the store is touched."""
+    """Everything a suite's group is written from.  What needs the whole suite tokenised (the
+    item coordinates, the extraction attributes drawn from the encodings, the targets made of
+    the unknown token) is computed when first asked for: a worker that resumes a group laid out
+    by another (a shard worker, a resumed run) never needs it."""
 
     name: str
     shape: tuple[int, int, int, int]
-    coords: xr.Dataset
     suite_attrs: dict[str, Any]
-    extraction: dict[str, Any]
+    identity: dict[str, Any]  # the extraction settings a stored group must match (no tokenising)
     window_blocks: int
     layers: list[int]  # the stored layers, 0..L
     subset: bool  # fewer than all: the forward pass stops after the highest
-    unknown: tuple[str, ...]  # words of targets made of nothing but the unknown token
+    source: tuple[Any, Any, Any, Any] = field(repr=False, compare=False)  # runner, suite, plan, settings
 
     @classmethod
     def of(
         cls, runner: Runner, suite: Suite, plan: Plan, settings: ExtractionSettings, *,
         name: str, window_blocks: int, layers: list[int],
     ) -> Prepared:
-        info = runner.info
-        n_layers = int(info.n_layers) + 1
+        n_layers = int(runner.info.n_layers) + 1
         subset = layers != list(range(n_layers))
-        shape = (len(suite.items), len(layers), len(settings.poolings), int(info.hidden_size))
-        unknown = unknown_targets(suite, plan, getattr(info, "unk_token_id", None))
+        shape = (len(suite.items), len(layers), len(settings.poolings), int(runner.info.hidden_size))
+        identity = {**settings.to_dict(), **({"layers": list(layers)} if subset else {})}
+        return cls(
+            name=name, shape=shape, suite_attrs=suite_attrs(suite), identity=identity,
+            window_blocks=window_blocks, layers=list(layers), subset=subset,
+            source=(runner, suite, plan, settings),
+        )
+
+    @functools.cached_property
+    def coords(self) -> xr.Dataset:
+        _, suite, plan, settings = self.source
+        return item_coords(suite, plan, self.layers, settings.poolings)
+
+    @functools.cached_property
+    def unknown(self) -> tuple[str, ...]:
+        """Words of targets made of nothing but the unknown token."""
+        runner, suite, plan, _ = self.source
+        return unknown_targets(suite, plan, getattr(runner.info, "unk_token_id", None))
+
+    @functools.cached_property
+    def extraction(self) -> dict[str, Any]:
+        """The extraction attributes a new group is written with."""
+        runner, suite, plan, settings = self.source
+        info, layers, unknown = runner.info, self.layers, self.unknown
+        n_layers = int(info.n_layers) + 1
         bos_id = (
             runner.token_id(settings.bos_token) if settings.bos_token is not None  # type: ignore[attr-defined]
             else getattr(info, "bos_token_id", None)
         )
-        extraction = {
+        return {
             **settings.to_dict(),
             "bos_token_added": bos_added(plan, bos_id),
             "layer_semantics": getattr(info, "layer_semantics", None) or (
@@ -153,9 +178,9 @@ class Prepared:
                 f"hidden states as the model returns them; the last is {info.last_layer}"
             ),
             "precision_note": FLOAT16_NOTE if settings.storage_dtype == "float16" else "float32 storage",
-            "window_blocks": window_blocks,
+            "window_blocks": self.window_blocks,
             # only a subset is recorded (an identity setting); the layer coordinate lists them always
-            **({"layers": list(layers), "forward_stops_after_block": max(layers)} if subset else {}),
+            **({"layers": list(layers), "forward_stops_after_block": max(layers)} if self.subset else {}),
             "contexts_cut": sum(getattr(e, "window", None) is not None for e in plan.encodings),
             # a causal model's contexts are fed up to the target's last subtoken (see Runner.embed)
             "truncate_after_target": bool(getattr(info, "causal", False)),
@@ -167,19 +192,25 @@ class Prepared:
             "unknown_targets": {"n_items": len(unknown), "words": sorted(set(unknown))[:50]},
             "versions": dict(_installed_versions()),
         }
-        return cls(
-            name=name, shape=shape, coords=item_coords(suite, plan, layers, settings.poolings),
-            suite_attrs=suite_attrs(suite), extraction=extraction, window_blocks=window_blocks,
-            layers=list(layers), subset=subset, unknown=unknown,
-        )
 
-    def unknown_message(self, runner: Runner) -> str:
-        words = sorted(set(self.unknown))
+    def unknown_message(self, runner: Runner, stored: Mapping[str, Any] | None = None) -> str | None:
+        """The warning about targets made of the unknown token (None: there are none), from the
+        suite's encodings or, for a group laid out before (``stored``: its extraction
+        attributes), from what the group records."""
+        if stored is None:
+            n, words = len(self.unknown), sorted(set(self.unknown))
+            distinct = f"{len(words)} distinct"
+        else:
+            record = stored.get("unknown_targets") or {}
+            n, words = int(record.get("n_items") or 0), [str(w) for w in record.get("words") or ()]
+            distinct = f"{len(words)}{'+' if len(words) >= 50 else ''} distinct"
+        if not n:
+            return None
         shown = ", ".join(repr(w if len(w) <= 30 else w[:29] + "…") for w in words[:10])
         return (
-            f"suite {self.name!r}: {len(self.unknown)} of {self.shape[0]} targets tokenize to "
+            f"suite {self.name!r}: {n} of {self.shape[0]} targets tokenize to "
             f"nothing but the unknown token with {getattr(runner.info, 'tokenizer', 'the tokenizer')} "
-            f"({len(words)} distinct "
+            f"({distinct} "
             f"words: {shown}{', …' if len(words) > 10 else ''}); they all get the vector of that "
             "token in context, not of the word. Recorded in the suite's extraction attributes "
             "(unknown_targets); drop these words or use a model whose vocabulary covers them"
@@ -190,10 +221,12 @@ def unknown_targets(suite: Suite, plan: Plan, unk_id: int | None) -> tuple[str, 
     """The words of items whose target subtokens are all the unknown token."""
     if unk_id is None:
         return ()
-    unknown_keys = {
-        k for k, enc in enumerate(plan.encodings)
-        if len(enc.subtoken_ids) and bool(np.all(np.asarray(enc.subtoken_ids) == unk_id))
-    }
+    unknown_keys = set()
+    for k, enc in enumerate(plan.encodings):
+        ids = np.asarray(enc.subtoken_ids)
+        # the first subtoken decides for nearly every target (one comparison, not an array's)
+        if len(ids) and int(ids[0]) == unk_id and bool(np.all(ids == unk_id)):
+            unknown_keys.add(k)
     if not unknown_keys:
         return ()
     return tuple(

@@ -18,14 +18,23 @@ of a token), and summed over the run's batches (its distinct contexts sorted by 
 into batches).  The write path's cost is measured on the widest probe's vectors (encoded as
 shards and written once to a temporary file, :func:`emb.store.write_seconds`) and spread over the
 writer threads: on a GPU it overlaps the model's work (the longer of the two counts), on a CPU it
-shares the cores (the two add up).  The range printed is the fit's worst relative error on the
-probes, at least ±20 %: timings on a busy machine vary that much.
+shares the cores (the two add up).  To these come what a run costs whatever its size, measured
+by a miniature run of the same kind (the suite's first two items into a temporary store: locks,
+checks, layout, a block, the manifest; as a shard worker, the one that lays the suite out or
+one that finds it laid out and settles), and what the run spent before the estimate (keying the
+items, the store's checks, tokenising: counted as measured).  The range printed is the fit's
+worst relative error on the probes, at least ±20 %, around what is still to come: timings on a
+busy machine vary that much.
+
+What it covers: this run's work, from the model loaded to the end (the estimate's own probes
+left out): every context of the suites, or, with ``--shard``, the contexts first used in the
+shard's windows (a resumed run is counted as if none of its blocks were written).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -54,6 +63,8 @@ class Estimate:
     seconds_high: float = 0.0
     probed: int = 0
     seconds_writing: float = 0.0
+    seconds_before: float = 0.0  # spent before the estimate (keys, checks, tokenising): measured
+    seconds_fixed: float = 0.0  # what a run costs whatever its size (store setup, finishing)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -112,8 +123,17 @@ def estimate_extraction(
     storage_dtype: str,
     batch_size: int,
     sample: int = 32,
+    seconds_before: float = 0.0,
+    fixed: Callable[[], tuple[float, int]] | None = None,
 ) -> Estimate:
-    """Size and time of extracting the given suites' (tokenised) contexts."""
+    """Size and time of extracting the given suites' (tokenised) contexts.
+
+    ``seconds_before``: what the run spent before the estimate (counted as is); ``fixed``:
+    measures what the run costs besides its model and write work (a miniature run of the same
+    kind: store setup, locks, markers, finishing), called after the probes, returning its
+    seconds and the contexts it computed in one embed call, whose model time (as the fit prices
+    it, batches of the shortest contexts) is not counted twice.
+    """
     info = runner.info
     causal = bool(getattr(info, "causal", False))
     flat = [e for group in encodings for e in group]
@@ -132,14 +152,17 @@ def estimate_extraction(
     if len(flat) and callable(getattr(runner, "memory_lines", None)):  # refuses what cannot fit
         memory = tuple(runner.memory_lines(
             batch=min(batch_size, len(flat)), length=int(lengths.max()), layers=layers))
-    seconds = spread = writing = 0.0
+    seconds = spread = writing = fixed_seconds = 0.0
     probed = 0
     if len(flat):
         subset = {} if list(layers) == list(range(int(info.n_layers) + 1)) else {"layers": layers}
-        seconds, spread, probed, sample = _time(
+        seconds, spread, probed, sample, price = _time(
             runner, flat, lengths, poolings=poolings, batch_size=batch_size,
             storage_dtype=storage_dtype, subset=subset,
         )
+        if fixed is not None:
+            measured, computed = fixed()
+            fixed_seconds = max(0.0, measured - price(computed))
         if isinstance(sample, np.ndarray) and sample.ndim == 4 and len(sample):
             from emb.extract.settings import writer_threads
             from emb.store import write_seconds
@@ -148,15 +171,19 @@ def estimate_extraction(
             # the writer threads overlap a GPU's work, and share a CPU's cores with the model
             on_gpu = str(getattr(info, "device", "cpu")).startswith("cuda")
             seconds = max(seconds, writing) if on_gpu else seconds + writing
+    seconds += fixed_seconds
     tokens = int(lengths.sum())
     return Estimate(
         items=items, distinct=len(flat), tokens=tokens, layers=len(layers),
         poolings=len(poolings), hidden=int(info.hidden_size), bytes_raw=int(raw),
-        bytes_disk=disk, seconds=seconds, tokens_per_second=tokens / seconds if seconds else 0.0,
+        bytes_disk=disk, seconds=seconds_before + seconds,
+        tokens_per_second=tokens / seconds if seconds else 0.0,
         contexts_cut=sum(getattr(e, "window", None) is not None for e in flat),
         memory=memory,
-        seconds_low=seconds / (1 + spread), seconds_high=seconds * (1 + spread), probed=probed,
-        seconds_writing=writing,
+        # what was spent before is known; the range is that of what is predicted
+        seconds_low=seconds_before + seconds / (1 + spread),
+        seconds_high=seconds_before + seconds * (1 + spread), probed=probed,
+        seconds_writing=writing, seconds_before=seconds_before, seconds_fixed=fixed_seconds,
     )
 
 
@@ -169,9 +196,9 @@ MIN_SPREAD = 0.2
 def _time(
     runner: Any, flat: Sequence[Any], lengths: np.ndarray, *, poolings: Sequence[str],
     batch_size: int, storage_dtype: str, subset: dict[str, Any],
-) -> tuple[float, float, int, Any]:
-    """(seconds, relative spread, contexts timed, the widest probe's vectors) of embedding every
-    context of ``flat``."""
+) -> tuple[float, float, int, Any, Callable[[int], float]]:
+    """(seconds, relative spread, contexts timed, the widest probe's vectors, the fitted time of
+    embedding n of the shortest contexts) of embedding every context of ``flat``."""
     order = np.argsort(lengths, kind="stable")
     n = len(order)
     rows = min(batch_size, n)
@@ -209,4 +236,8 @@ def _time(
     fitted = a + b * x
     error = float(np.max(np.abs(fitted - y) / np.maximum(y, 1e-9)))
     seconds = float(sum(a + b * r * w for r, w in batches))
-    return seconds, max(MIN_SPREAD, error), int(sum(len(p) for p in probes)), sample
+
+    def price(n: int) -> float:
+        return float(sum(a + b * min(batch_size, n - i) * int(widths[0]) for i in range(0, n, batch_size)))
+
+    return seconds, max(MIN_SPREAD, error), int(sum(len(p) for p in probes)), sample, price

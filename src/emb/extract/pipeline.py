@@ -227,38 +227,68 @@ def extract(
         bos_token=bos_token,
     )
     chosen = parse_layers(layers, int(runner.info.n_layers))
+    t_start = time.perf_counter()  # the extraction's time, the model loaded (see the estimate)
     with _frozen_gc():
-        # Validate every input before touching the store: tokenise every suite (a target that
-        # cannot be found fails here), hash it, lay out its coordinates, and check what the
-        # store holds (another model, another definition under the same name) by reading only.
+        # Validate every input before touching the store: key each suite's items, lay out its
+        # attributes, and check what the store holds (another model, another definition under
+        # the same name) by reading only.  A suite the store does not hold yet is tokenised whole
+        # here (a target that cannot be found fails now) and its coordinates made; a suite laid
+        # out before (a resumed run, another shard's worker) was tokenised whole by the run that
+        # laid it out with the same model, so this run tokenises only the contexts it computes.
         suite_bos = [_suite_bos(suite, bos, runner) for suite in suite_list]
         plans = [
             Plan.build(runner, suite, bos=b, bos_token_id=bos_id)
             for suite, b in zip(suite_list, suite_bos, strict=True)
         ]
-        for suite, plan, b in zip(suite_list, plans, suite_bos, strict=True):
-            _warn_position_zero(runner, suite, plan, b)
         prepared = [
             Prepared.of(runner, suite, plan, replace(settings, bos=b), name=name,
                          window_blocks=window_blocks, layers=chosen)
             for suite, plan, name, b in zip(suite_list, plans, group_names, suite_bos, strict=True)
         ]
         target.check(model=info)
-        target.check_suites(
-            [(prep.name, prep.suite_attrs, prep.extraction) for prep in prepared],
+        states = target.check_suites(
+            [(prep.name, prep.suite_attrs, prep.identity) for prep in prepared],
             overwrite=overwrite, shard=shard.label if shard is not None else None,
         )
+        stored: list[dict[str, Any] | None] = []  # per suite: the attributes it was laid out with
+        for suite, plan, prep, b, (action, attrs) in zip(
+            suite_list, plans, prepared, suite_bos, states, strict=True
+        ):
+            laid_out = action == "resume" and attrs is not None and dm.ATTR_EXTRACTION in attrs
+            extraction = dict(attrs[dm.ATTR_EXTRACTION]) if laid_out else None  # type: ignore[index]
+            stored.append(extraction)
+            if extraction is None:
+                _ = plan.encodings, prep.extraction, prep.coords  # the whole suite, checked now
+                at_zero = first_position(plan)
+            else:
+                at_zero = int(extraction.get("targets_at_position_0") or 0)
+            _warn_position_zero(runner, suite, at_zero, b)
+            if (message := prep.unknown_message(runner, extraction)) is not None:
+                warnings.warn(message, EmbWarning, stacklevel=2)
         if shard is not None:
             _check_shard_count(target, prepared, shard, block_size, settings.storage_dtype)
-        for prep in prepared:
-            if prep.unknown:
-                warnings.warn(prep.unknown_message(runner), EmbWarning, stacklevel=2)
         if dry_run or on_estimate is not None:
             from emb.extract.estimate import estimate_extraction
 
+            # the contexts this run computes, tokenised now (the whole run's, or its shard's)
+            work = [_work(target, prep, plan, st, shard, block_size, settings.storage_dtype)
+                    for prep, plan, st in zip(prepared, plans, stored, strict=True)]
+            encodings = [plan.encoded(keys) for plan, (keys, _, _) in zip(plans, work, strict=True)]
+
+            def fixed() -> tuple[float, int]:  # a miniature run of each suite, of this run's kind
+                measured = [
+                    _fixed_seconds(runner, suite, blocks=blocks, laid_out=st is not None,
+                                   shard=shard, poolings=pools, dtype=dtype,
+                                   storage_dtype=storage_dtype, batch_size=batch_size, bos=b,
+                                   bos_token=bos_token, layers=layers)
+                    for suite, st, b, (_, _, blocks) in zip(suite_list, stored, suite_bos, work, strict=True)
+                ]
+                return sum(t for t, _ in measured), sum(n for _, n in measured)
+
             estimate = estimate_extraction(
-                runner, [p.encodings for p in plans], [len(p.item_key) for p in plans],
+                runner, encodings, [n for _, n, _ in work],
                 layers=chosen, poolings=pools, storage_dtype=storage_dtype, batch_size=batch_size,
+                seconds_before=time.perf_counter() - t_start, fixed=fixed,
             )
             if on_estimate is not None:
                 on_estimate(estimate)
@@ -286,6 +316,51 @@ def extract(
             if len(_backoffs(runner)) > len(seen):  # the OOM back-off halved batches
                 reports[-1] = replace(reports[-1], backoffs=tuple(_backoffs(runner)[len(seen):]))
     return reports
+
+
+#: Most blocks of the miniature run that measures an extraction's fixed costs (its time grows
+#: with them: a block's marker, digest and manifest entry).
+FIXED_BLOCKS = 64
+
+
+def _fixed_seconds(
+    runner: Runner, suite: Suite, *, blocks: int, laid_out: bool, shard: Shard | None,
+    **options: Any,
+) -> tuple[float, int]:
+    """What a run of ``suite`` costs besides computing and writing its vectors, measured: the
+    time of a miniature run into a temporary store with as many blocks as this run writes (one
+    item each, at most :data:`FIXED_BLOCKS`, one window): locks, checks, layout, each block's
+    marker (and digest), the manifest; as a shard worker (``shard``: the one that lays the suite
+    out, or, ``laid_out``, one that finds it laid out and settles it) or as one process; with
+    the contexts it computed (the model's part of its time, one embed call).  (0, 0) where such
+    a run cannot be made."""
+    import tempfile
+
+    from emb.stimuli.suites import Suite as SuiteType
+
+    k = max(2, min(blocks, FIXED_BLOCKS))
+    items = tuple(suite.items[i % len(suite.items)] for i in range(k)) if suite.items else ()
+    kinds: list[str | None] = [None]
+    if shard is not None and len(items) >= 2:
+        # two windows of k blocks: the worker that lays the suite out (timed alone), or the one
+        # after it (timed: it resumes and settles what the first laid out)
+        items = tuple(suite.items[i % len(suite.items)] for i in range(2 * k))
+        kinds = ["1/2", "2/2"] if laid_out else ["1/2"]
+    seconds, computed = 0.0, 0
+    with tempfile.TemporaryDirectory(prefix="emb-estimate-") as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for kind in kinds:
+            t0 = time.perf_counter()
+            try:
+                (report,) = extract(
+                    runner, SuiteType(name="probe", items=items), os.path.join(tmp, "probe.zarr"),
+                    block_size=1, window_blocks=k, progress=False, shard=kind, **options)
+            except EmbError:  # a suite this miniature run cannot stand for: not counted
+                return 0.0, 0
+            finally:
+                gc.freeze()  # the miniature run's own _frozen_gc unfroze this run's objects
+            seconds, computed = time.perf_counter() - t0, report.n_computed
+    return seconds, computed
 
 
 def _backoffs(runner: Runner) -> list[dict[str, int]]:
@@ -327,12 +402,11 @@ def _suite_bos(suite: Suite, bos: bool | None, runner: Runner) -> bool | None:
     return None
 
 
-def _warn_position_zero(runner: Runner, suite: Suite, plan: Plan, bos: bool | None) -> None:
-    """Warn when targets sit at position 0 of a causal model: their states see nothing but the
-    target itself (and act as the attention sink), so e.g. WEAT on words alone measures noise."""
+def _warn_position_zero(runner: Runner, suite: Suite, n: int, bos: bool | None) -> None:
+    """Warn when ``n`` targets sit at position 0 of a causal model: their states see nothing but
+    the target itself (and act as the attention sink), so e.g. WEAT on words alone measures noise."""
     if not getattr(runner.info, "causal", False):
         return
-    n = first_position(plan)
     if not n:
         return
     fix = position_zero_fix(runner.info)
@@ -364,6 +438,42 @@ def _check_shard_count(
                 window = int(stored.get("window_blocks", 1))
         check_count(shard, name=prep.name, n_items=prep.shape[0], block_size=block,
                     window_blocks=window, recorded=recorded)
+
+
+def _work(
+    target: StoreWriter,
+    prep: Prepared,
+    plan: Plan,
+    stored: dict[str, Any] | None,
+    shard: Shard | None,
+    block_size: int | None,
+    storage_dtype: str,
+) -> tuple[list[int], int, int]:
+    """What this run will compute of a suite, as planned before it starts (for the estimate):
+    the keys first used in its windows (all of them, or its shard's), their items, and their
+    blocks.  A resumed run is counted as if none of its blocks were written."""
+    block = block_size or target.default_block_size(prep.shape, storage_dtype)
+    window = prep.window_blocks
+    if stored is not None:
+        with contextlib.suppress(ValueError, TypeError):
+            block = int(stored.get("block_size", block))
+            window = int(stored.get("window_blocks", 1))
+    n = prep.shape[0]
+    ranges = [(start, min(n, start + block)) for start in range(0, n, block)]
+    windows = window_blocks_of(len(ranges), window)
+    mine: Sequence[int] = range(len(windows))
+    if shard is not None and windows:
+        record = target.stored_record(prep.name)
+        if record is None or record.count != shard.count:  # planned as the first worker will
+            record = shard_record(plan, ranges, windows, shard.count, window, ())
+        mine = shard_windows(record, shard.index)
+    keys: list[int] = []
+    items = 0
+    for w in mine:
+        start, stop = ranges[windows[w][0]][0], ranges[windows[w][-1]][1]
+        keys += BlockSources.of(plan, start, stop, {}).compute_keys
+        items += stop - start
+    return keys, items, sum(len(windows[w]) for w in mine)
 
 
 @contextlib.contextmanager
@@ -398,7 +508,6 @@ def _extract_suite(
 ) -> SuiteReport:
     t0 = time.perf_counter()
     name, shape = prep.name, prep.shape
-    unknown = {"n_unknown_targets": len(prep.unknown), "unknown_examples": tuple(sorted(set(prep.unknown))[:10])}
     writer: SuiteWriter | None = None
     try:  # the suite lock is released once the writer thread has ended
         with ThreadPoolExecutor(max_workers=extraction_settings.writer_threads(), thread_name_prefix="emb-writer") as pool:
@@ -406,17 +515,23 @@ def _extract_suite(
             # blocks submitted after it wait for it); a window's blocks encode and write at once
             writer = target.open_suite(
                 name,
-                coords=prep.coords,
+                # made here only for a new layout (a resumed one needs neither)
+                coords=lambda: prep.coords,
                 shape=shape,
                 storage_dtype=settings.storage_dtype,
                 suite_attrs=prep.suite_attrs,
-                extraction_attrs=prep.extraction,
+                extraction_attrs=lambda: prep.extraction,
+                identity=prep.identity,
                 overwrite=overwrite,
                 block_size=block_size,
                 executor=pool,
                 shard=shard.label if shard is not None else None,
             )
             ranges = writer.block_ranges()
+            # as the group records them (a resumed group: the run that laid it out counted them)
+            recorded = writer.extraction.get("unknown_targets") or {}
+            unknown = {"n_unknown_targets": int(recorded.get("n_items") or 0),
+                       "unknown_examples": tuple(str(w) for w in (recorded.get("words") or ())[:10])}
             # computed window by window (the stored setting: a resumed run cuts the same windows)
             per_window = int(writer.extraction.get("window_blocks", 1))
             all_windows = window_blocks_of(len(ranges), per_window)
@@ -435,8 +550,14 @@ def _extract_suite(
             )
             mine: Sequence[int] = range(len(all_windows))
             if shard is not None:
-                record = writer.record_shards(shard_record(
-                    plan, ranges, all_windows, shard.count, per_window, reuse_from))
+                # the plan recorded by the first worker (whose windows are a function of the
+                # suite, the tokenizer and the settings, checked equal above) is not made again:
+                # that would tokenise the whole suite
+                if record is not None and record.count == shard.count and record.window_blocks == per_window:
+                    planned = replace(record, reuse_from=tuple(reuse_from))
+                else:
+                    planned = shard_record(plan, ranges, all_windows, shard.count, per_window, reuse_from)
+                record = writer.record_shards(planned)
                 mine = shard_windows(record, shard.index)
             # a shard writer leaves blocks written with copies pending to the settling step
             pending_set = {
@@ -465,7 +586,7 @@ def _extract_suite(
                 if compute_keys:  # one embed call: its batches are length-sorted over the window
                     try:
                         vectors = runner.embed(
-                            [plan.encodings[k] for k in compute_keys],
+                            plan.encoded(compute_keys),
                             poolings=settings.poolings,
                             batch_size=settings.batch_size,
                             progress=bar.update if bar is not None else None,
@@ -537,6 +658,7 @@ def _extract_suite(
         name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=n_computed,
         n_copied=n_copied, blocks_written=len(pending_set), blocks_total=len(ranges),
         already_complete=False, seconds=time.perf_counter() - t0, **unknown,
+        blocks_assigned=sum(len(all_windows[w]) for w in mine),
     )
 
 

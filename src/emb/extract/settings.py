@@ -56,6 +56,8 @@ class SuiteReport:
     unknown_examples: tuple[str, ...] = ()
     #: out-of-memory halvings of the suite's batches: dicts of tokens, batch, to
     backoffs: tuple[dict[str, int], ...] = ()
+    #: blocks this run was to write: every block, or its shard's (with ``--shard``)
+    blocks_assigned: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

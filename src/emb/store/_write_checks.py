@@ -334,9 +334,10 @@ def check_group(
     extraction: Mapping[str, Any],
     overwrite: bool,
     shard: str | None = None,
-) -> None:
+) -> tuple[str, dict[str, Any] | None]:
     """:func:`plan_group`'s refusals, read before any lock is taken, so that a run refuses before
-    it writes anything.
+    it writes anything; what it found (:func:`plan_group`'s answer, ``("unknown", None)`` where a
+    shard writer leaves the question to its layout claim).
 
     A group that reads as damaged may be a layout another writer is writing at this moment (its
     arrays are there, its ``zarr.json`` not yet).  On a local store it is read again once that
@@ -354,23 +355,23 @@ def check_group(
         (whole-suite writer, local store) Another process holds the suite's lock.
     """
 
-    def plan() -> None:
-        plan_group(
+    def plan() -> tuple[str, dict[str, Any] | None]:
+        return plan_group(
             location, zstore, name=name, suite_attrs=suite_attrs, extraction=extraction,
             overwrite=overwrite,
         )
 
     try:
-        plan()
+        return plan()
     except CorruptStoreError:
         path = lock_path(location, name)
         if path is None:
             if shard is not None:
-                return
+                return "unknown", None
             raise
         if shard is None:
             WriterLock.check_free(path, what=f"suite {name!r} of store {location}")
         else:
             with locked(location, name, purpose=f"check suite {name!r}", wait_s=LAYOUT_WAIT_S):
                 pass
-        plan()
+        return plan()

@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import uuid
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
 from datetime import UTC, datetime
 from pathlib import Path
@@ -184,17 +184,22 @@ class SuiteWriter:
         root: zarr.Group,
         *,
         name: str,
-        coords: xr.Dataset,
+        coords: xr.Dataset | Callable[[], xr.Dataset],
         shape: tuple[int, int, int, int],
         storage_dtype: str,
         suite_attrs: Mapping[str, Any],
-        extraction_attrs: Mapping[str, Any],
+        extraction_attrs: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
         overwrite: bool = False,
         block_size: int | None = None,
         executor: Executor | None = None,
         shard: str | None = None,
+        identity: Mapping[str, Any] | None = None,
     ) -> SuiteWriter:
         """Create the group's layout, or reopen an unfinished group written by the same command.
+
+        ``coords`` and ``extraction_attrs`` may be functions that make them, called only when the
+        layout is written (a resumed group needs neither); ``identity``: the extraction settings
+        a stored group must match (default: ``extraction_attrs``).
 
         Takes the suite's writer lock first (local stores; a shard writer, ``shard`` =
         ``"shard-I-of-N"``, takes its shard's lock and the suite's only while it lays the suite
@@ -220,7 +225,12 @@ class SuiteWriter:
         )
         if block < 1:
             raise StoreError(f"block size must be >= 1; got {block}")
-        extraction = {**extraction_attrs, "block_size": block}
+
+        def extraction() -> dict[str, Any]:
+            made = extraction_attrs() if callable(extraction_attrs) else extraction_attrs
+            return {**made, "block_size": block}
+
+        checked = {**(identity if identity is not None else extraction()), "block_size": block}
         lock = _take_lock(location, name, shard)
         try:
             zstore = root.store
@@ -237,6 +247,8 @@ class SuiteWriter:
                     if shard is None:  # shard writers may be writing beside us: keep their files
                         writer._drop_partial_files()
                     return writer
+                attrs_made = extraction()  # made (maybe tokenising) before anything is deleted
+                coords_made = coords() if callable(coords) else coords
                 if action in ("replace", "rewrite"):
                     with _write_errors(f"(delete) the group {name!r} of {location}"):
                         _delete_group(zstore, name, flags=attrs is not None)
@@ -244,20 +256,20 @@ class SuiteWriter:
                 def layout() -> tuple[zarr.Group, zarr.Array, zarr.Array]:
                     with _write_errors(f"the layout of suite {name!r} into {location}"):
                         cls._write_layout(
-                            location, root, name, coords, shape, storage_dtype, block, suite_attrs,
-                            extraction,
+                            location, root, name, coords_made, shape, storage_dtype, block,
+                            suite_attrs, attrs_made,
                         )
                     return cls._open_handles(root, name)
 
                 return cls(
-                    location, root, name, block_size=block, n_items=n_items, extraction=extraction,
+                    location, root, name, block_size=block, n_items=n_items, extraction=attrs_made,
                     fresh=True, handles=executor.submit(layout) if background and executor else layout(),
                     lock=lock, shard=shard,
                 )
 
             def plan() -> tuple[str, dict[str, Any] | None]:
                 return plan_group(
-                    location, zstore, name=name, suite_attrs=suite_attrs, extraction=extraction,
+                    location, zstore, name=name, suite_attrs=suite_attrs, extraction=checked,
                     overwrite=overwrite,
                 )
 

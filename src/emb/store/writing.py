@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
@@ -46,7 +46,7 @@ from emb.store._write_checks import (
     open_for_writing,
 )
 from emb.store.lock import WriterLock
-from emb.store.shards import read_record, shard_lock_path
+from emb.store.shards import ShardRecord, read_record, shard_lock_path
 from emb.store.store import suite_names
 from emb.store.writer import SuiteWriter
 
@@ -110,42 +110,56 @@ class StoreWriter:
         *,
         overwrite: bool,
         shard: str | None = None,
-    ) -> None:
-        """Refuse, reading only, a group this run could not resume or must not replace.
+    ) -> list[tuple[str, dict[str, Any] | None]]:
+        """Refuse, reading only, a group this run could not resume or must not replace; per
+        group, what writing it will do as seen now (see :func:`emb.store._write_checks.plan_group`:
+        ``"new"``, ``"resume"`` with the group's attributes, ``"rewrite"``, ``"replace"``, or
+        ``"unknown"``), which :meth:`open_suite` decides again under the suite's lock.
 
-        ``suites``: each group's name, suite attributes and extraction attributes; ``shard``:
-        this run writes that shard (``"shard-I-of-N"``) beside other workers.
+        ``suites``: each group's name, suite attributes and extraction attributes (the identity
+        settings are compared); ``shard``: this run writes that shard (``"shard-I-of-N"``) beside
+        other workers.
 
         Raises
         ------
         StoreMismatchError, CorruptStoreError, StoreLockedError
             See :func:`emb.store._write_checks.check_group`.
         """
+        suites = list(suites)
         if not is_url(self.location) and not local_path(self.location).is_dir():
-            return
+            return [("new", None) for _ in suites]
         try:
             zstore = open_zarr_store(self.location, mode="r", storage_options=self.storage_options)
         except StoreError:
-            return  # nothing there yet
-        for name, suite_attrs, extraction in suites:
+            return [("new", None) for _ in suites]  # nothing there yet
+        return [
             check_group(
                 self.location, zstore, name=name, suite_attrs=suite_attrs,
                 extraction=extraction, overwrite=overwrite, shard=shard,
             )
+            for name, suite_attrs, extraction in suites
+        ]
 
     def stored_plans(self, names: Sequence[str]) -> list[tuple[Any, int | None]]:
         """Per suite, reading only: the extraction attributes it is stored with (None: no
         group, or one that cannot be read) and the shard count of its record (None: none)."""
+        return [(stored, record.count if record is not None else None)
+                for stored, record in self._stored(names)]
+
+    def stored_record(self, name: str) -> ShardRecord | None:
+        """Suite ``name``'s shard record, reading only (None: none, or no store yet)."""
+        return self._stored([name])[0][1]
+
+    def _stored(self, names: Sequence[str]) -> list[tuple[Any, ShardRecord | None]]:
         zstore = None
         if is_url(self.location) or local_path(self.location).is_dir():
             with contextlib.suppress(StoreError):
                 zstore = open_zarr_store(self.location, mode="r", storage_options=self.storage_options)
-        plans: list[tuple[Any, int | None]] = []
+        plans: list[tuple[Any, ShardRecord | None]] = []  # stored attributes, record
         for name in names:
             stored, recorded = None, None
             if zstore is not None:
-                record = read_record(zstore, name)
-                recorded = record.count if record is not None else None
+                recorded = read_record(zstore, name)
                 with contextlib.suppress(StoreError, KeyError, ValueError, TypeError, OSError):
                     stored = zarr.open_group(zstore, path=name, mode="r", zarr_format=3,
                                              use_consolidated=False).attrs.get(dm.ATTR_EXTRACTION)
@@ -180,15 +194,16 @@ class StoreWriter:
         self,
         name: str,
         *,
-        coords: xr.Dataset,
+        coords: xr.Dataset | Callable[[], xr.Dataset],
         shape: tuple[int, int, int, int],
         storage_dtype: str,
         suite_attrs: Mapping[str, Any],
-        extraction_attrs: Mapping[str, Any],
+        extraction_attrs: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
         overwrite: bool = False,
         block_size: int | None = None,
         executor: Executor | None = None,
         shard: str | None = None,
+        identity: Mapping[str, Any] | None = None,
     ) -> SuiteWriter:
         """The writer of suite ``name``, holding its lock: its layout written (by ``executor``,
         the writer thread, where given) or the unfinished one resumed; see
@@ -197,6 +212,7 @@ class StoreWriter:
             self.location, self._opened(), name=name, coords=coords, shape=shape,
             storage_dtype=storage_dtype, suite_attrs=suite_attrs, extraction_attrs=extraction_attrs,
             overwrite=overwrite, block_size=block_size, executor=executor, shard=shard,
+            identity=identity,
         )
 
     # -- rows stored by other suites ----------------------------------------------------------------
