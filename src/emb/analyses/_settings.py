@@ -171,6 +171,29 @@ def identical_samples_notes(result: xr.Dataset) -> list[str]:
     """
     if "sample" not in result.dims or result.sizes["sample"] < 2:
         return []
+    static = static_models(result)
+    if "model" in result.dims and result.sizes["model"] > 1:  # each model apart (one static)
+        cells = [(str(m), result.sel(model=m), str(m) in static or None in static)
+                 for m in result["model"].values]
+    else:
+        cells = [(None, result, bool(static))]
+    notes = []
+    for model, one, is_static in cells:
+        name = _same_in_every_sample(one)
+        if name is None:
+            continue
+        why = ("the store holds static word vectors: every context of a word gives it one vector"
+               if is_static else "the contexts drawn do not change the words' vectors")
+        notes.append(f"{'' if model is None else model + ': '}every one of the "
+                     f"{result.sizes['sample']:,} samples gives the same {name} in "
+                     f"every cell, as {why}; the samples are copies of one draw, so an interval or p "
+                     "over them (the random-effects CI and p) is no evidence: report the bootstrap CI "
+                     "over the stimuli.")
+    return notes
+
+
+def _same_in_every_sample(result: xr.Dataset) -> str | None:
+    """The first per-sample variable whose samples agree in every finite cell, or None."""
     names = [v for v in result.data_vars if "sample" in result[v].dims and result[v].chunks is None
              and result[v].dtype.kind == "f"]
     for name in names:
@@ -181,15 +204,8 @@ def identical_samples_notes(result: xr.Dataset) -> list[str]:
             continue
         with np.errstate(invalid="ignore"):
             same = np.ptp(values, axis=-1) == 0
-        if not same[finite].all():
-            return []
-        why = ("the store holds static word vectors: every context of a word gives it one vector"
-               if static_models(result) else "the contexts drawn do not change the words' vectors")
-        return [f"every one of the {result.sizes['sample']:,} samples gives the same {name} in "
-                f"every cell, as {why}; the samples are copies of one draw, so an interval or p "
-                "over them (the random-effects CI and p) is no evidence: report the bootstrap CI "
-                "over the stimuli."]
-    return []
+        return str(name) if same[finite].all() else None
+    return None
 
 
 def _figure_texts(fig: Figure) -> list[str]:
