@@ -239,9 +239,16 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
+    from emb.analyses import _figure as fg
     from emb.analyses.multilevel._figures import eat_map, levels_by_layer
 
-    return {"eat_map": eat_map(result), "levels": levels_by_layer(result, relative_depth=relative_depth)}
+    poolings = fg.own_poolings(result, "effect_size")  # a static store beside: 'static' too
+    figs: dict[str, Figure] = {}
+    for pooling in poolings:
+        tag = f"_{pooling}" if len(poolings) > 1 else ""
+        figs[f"eat_map{tag}"] = eat_map(result, pooling=pooling)
+        figs[f"levels{tag}"] = levels_by_layer(result, pooling=pooling, relative_depth=relative_depth)
+    return figs
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:
