@@ -593,3 +593,15 @@ def own_poolings(result: xr.Dataset, variable: str,
         if own not in out:
             out.append(own)
     return out
+
+
+def per_pooling(result: xr.Dataset, variable: str, draw: Callable[[Any], dict[str, Figure]],
+                preferred: Sequence[Any] = ("last", "mean")) -> dict[str, Figure]:
+    """The figures ``draw(pooling)`` gives at each of :func:`own_poolings` (one store: its
+    declared pooling, keys as ``draw`` names them; a contextual and a static store: each pooling,
+    ``_<pooling>`` after every key)."""
+    poolings = own_poolings(result, variable, preferred)
+    if len(poolings) == 1:
+        return draw(poolings[0])
+    return {f"{key}_{re.sub(r'[^A-Za-z0-9]+', '-', str(p))}": fig
+            for p in poolings for key, fig in draw(p).items()}

@@ -242,13 +242,9 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
     from emb.analyses import _figure as fg
     from emb.analyses.multilevel._figures import eat_map, levels_by_layer
 
-    poolings = fg.own_poolings(result, "effect_size")  # a static store beside: 'static' too
-    figs: dict[str, Figure] = {}
-    for pooling in poolings:
-        tag = f"_{pooling}" if len(poolings) > 1 else ""
-        figs[f"eat_map{tag}"] = eat_map(result, pooling=pooling)
-        figs[f"levels{tag}"] = levels_by_layer(result, pooling=pooling, relative_depth=relative_depth)
-    return figs
+    return fg.per_pooling(result, "effect_size", lambda pooling: {
+        "eat_map": eat_map(result, pooling=pooling),
+        "levels": levels_by_layer(result, pooling=pooling, relative_depth=relative_depth)})
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:

@@ -220,10 +220,12 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
+    from emb.analyses import _figure as fg
     from emb.analyses.robustness._figures import agreement_by_layer, reliability_by_layer
 
-    return {"split_half": reliability_by_layer(result, relative_depth=relative_depth),
-            "agreement": agreement_by_layer(result, relative_depth=relative_depth)}
+    return fg.per_pooling(result, "reliability", lambda pooling: {
+        "split_half": reliability_by_layer(result, pooling=pooling, relative_depth=relative_depth),
+        "agreement": agreement_by_layer(result, pooling=pooling, relative_depth=relative_depth)})
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:
