@@ -605,3 +605,31 @@ def per_pooling(result: xr.Dataset, variable: str, draw: Callable[[Any], dict[st
         return draw(poolings[0])
     return {f"{key}_{re.sub(r'[^A-Za-z0-9]+', '-', str(p))}": fig
             for p in poolings for key, fig in draw(p).items()}
+
+
+def store_groups(result: xr.Dataset, variable: str) -> list[tuple[str, xr.Dataset]]:
+    """``[("", result)]``, or, when the models have different poolings (a contextual store's
+    last/mean beside a static store's ``static``), one ``(key suffix, part)`` per group of
+    models with the same poolings: the part holds those models, their poolings and the layers
+    where they have ``variable`` (so a static store's part is drawn as a one-layer store is),
+    and the suffix names them (``"_ctx"``, ``"_w2v"``)."""
+    da = result[variable]
+    if "model" not in da.dims or result.sizes["model"] < 2 or "pooling" not in da.dims:
+        return [("", result)]
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i in range(result.sizes["model"]):
+        one = da.isel(model=i)
+        has = _finite_along(one, "pooling")
+        groups.setdefault(tuple(p for p, ok in zip(one["pooling"].values.tolist(), has, strict=True)
+                                if ok), []).append(i)
+    if len(groups) == 1:
+        return [("", result)]
+    out = []
+    for poolings, index in groups.items():
+        part = result.isel(model=index)
+        part = part.sel(pooling=list(poolings)) if poolings else part
+        if "layer" in part[variable].dims:
+            part = part.isel(layer=np.flatnonzero(_finite_along(part[variable], "layer")))
+        names = "-".join(re.sub(r"[^A-Za-z0-9]+", "-", str(m)) for m in part["model"].values)
+        out.append((f"_{names}", part))
+    return out

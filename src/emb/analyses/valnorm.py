@@ -417,6 +417,7 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
+    from emb.analyses import _figure as fg
     from emb.analyses import plots
 
     rating = str(result.attrs.get("ratings", "valence"))
@@ -424,9 +425,10 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
     figs: dict[str, Figure] = {}
     words = word_table(result, value="sc_weat") if "sc_weat" in result else None
     for lex in coord_values(result, "lexicon"):
-        figs[f"curves_{slug(lex)}"] = plots.layer_curves(
-            result, lexicon=lex, relative_depth=relative_depth,
-            title=f"ValNorm by layer — {lex}{shown}")
+        for part_key, part in fg.store_groups(result, "r"):  # a static store beside: its own
+            figs[f"curves_{slug(lex)}{part_key}"] = plots.layer_curves(
+                part, lexicon=lex, relative_depth=relative_depth,
+                title=f"ValNorm by layer — {lex}{shown}")
         if words is not None and len(words):
             cell = declared_cell(words[words["lexicon"] == lex] if "lexicon" in words else words)
             if len(cell):
