@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import Collection, PolyCollection
+from matplotlib.collections import Collection, PathCollection, PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Patch
@@ -65,6 +65,16 @@ def _colored(artist: Any) -> bool:
     return bool(values.count())
 
 
+def _holds_data(coll: Collection) -> bool:
+    """A scatter draws its finite offsets (its one path is the marker); other collections draw
+    paths with vertices (an empty ``fill_between`` has none, only a default offset: the empty
+    panel of a static store in valence-subspace's figure counted as data)."""
+    if isinstance(coll, PathCollection):
+        offsets = np.asarray(coll.get_offsets(), dtype=float).reshape(-1, 2)
+        return bool(np.isfinite(offsets).all(axis=1).any())
+    return any(len(path.vertices) for path in coll.get_paths())
+
+
 def _data_artists(ax: Any) -> list[Any]:
     """What an axes draws of data: lines and patches in data coordinates (not a reference line
     across the axes), collections with something in them, images."""
@@ -75,8 +85,8 @@ def _data_artists(ax: Any) -> list[Any]:
             if np.isfinite(x).any() and np.isfinite(y).any():
                 found.append(line)
     for coll in ax.collections:
-        if isinstance(coll, Collection) and coll.get_visible() and (
-                len(coll.get_paths()) or len(coll.get_offsets())) and _colored(coll):
+        if isinstance(coll, Collection) and coll.get_visible() and _holds_data(coll) \
+                and _colored(coll):
             found.append(coll)
     found += [p for p in ax.patches if isinstance(p, Patch) and p.get_visible()
               and p.get_data_transform() is ax.transData]
