@@ -502,12 +502,13 @@ def default_of(values: Sequence[Any], preferred: Sequence[Any]) -> Any:
     return present[0] if present else None
 
 
-def own_pooling_rows(frame: pd.DataFrame, value: str, preferred: Sequence[Any]) -> tuple[pd.DataFrame, str]:
+def own_pooling_rows(frame: pd.DataFrame, value: str | None,
+                     preferred: Sequence[Any]) -> tuple[pd.DataFrame, str]:
     """The rows of ``frame`` at each model's declared pooling, and the headline's words for it.
 
     The declared pooling is the first of ``preferred`` the run has; a model with no ``value`` at
     it (a static store, whose one pooling is ``static``, beside a contextual one) is reported at
-    its own first pooling with a value, and the words say so: ``"'last'"`` or ``"'last' (w2v:
+    its own first pooling with a value (a row, when ``value`` is None), and the words say so: ``"'last'"`` or ``"'last' (w2v:
     'static', the only one it has)"``. Without a ``model`` or ``pooling`` column, the rows at
     the declared pooling."""
     if "pooling" not in frame:
@@ -515,7 +516,7 @@ def own_pooling_rows(frame: pd.DataFrame, value: str, preferred: Sequence[Any]) 
     pooling = default_of(list(frame["pooling"].unique()), preferred)
     if "model" not in frame:
         return frame[frame["pooling"] == pooling], repr(pooling)
-    present = frame.dropna(subset=[value])
+    present = frame.dropna(subset=[value]) if value is not None else frame
     order = [p for p in preferred if p in set(frame["pooling"])]
     order += [p for p in frame["pooling"].unique() if p not in order]
     own: dict[Any, Any] = {}

@@ -25,6 +25,7 @@ from emb.analyses._analysis import (
     front,
     integer_columns,
     mc_floor,
+    own_pooling_rows,
     small_n_notes,
     tidy_frame,
     with_set_sizes,
@@ -205,8 +206,8 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     if frame.empty:
         return Summary(title="ML-EAT: no effect sizes (every cell is NaN)")
     setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
-    cell = frame[(frame["setting"] == setting) & (frame["pooling"] == pooling)]
+    # each model at the declared pooling, or its own without it (a static store: static)
+    cell, pooling = own_pooling_rows(frame[frame["setting"] == setting], "effect_size", DEFAULT_POOLINGS)
     keys = [k for k in ("model", "test") if k in cell]
     rows = []
     for key, group in cell.groupby(keys, sort=False):
@@ -234,7 +235,7 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     ]
     notes += small_n_notes(result)
     return Summary(title="ML-EAT (multilevel embedding association test)",
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],
+                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
                    table=pd.DataFrame(rows), notes=notes)
 
 
