@@ -237,9 +237,17 @@ def test_every_figure_fits_its_canvas_and_draws_data(name: str, kind: str) -> No
     analysis = ANALYSES[name]
     result = _run(name, kind)
     figures = analysis.draw(result)
-    notes = analysis.report_summary(result, analysis.report_tables(result)).notes
+    summary = analysis.report_summary(result, analysis.report_tables(result))
+    notes = summary.notes
     assert figures or any("no figure" in n for n in notes), \
         f"{name} draws no figure on the {kind} store, and its summary does not say why"
+    if kind == "mixed":  # the declared cell reports each store (at its own pooling), or says why not
+        table = summary.table if summary.table is not None else None
+        reported = set(table["model"].astype(str)) if table is not None and "model" in table else set()
+        reported |= {m for m in MIXED if re.search(rf"\b{m}\b", " ".join(summary.headline))}
+        for model in set(MIXED) - reported:
+            assert any(model in n and "no effect size" in n for n in notes), \
+                (name, f"{model} is in no headline or summary table", summary.headline)
     problems = {key: figure_problems(fig, one_layer=kind == "static"
                                      or (kind == "mixed" and _static_only(key)))
                 for key, fig in figures.items()}
