@@ -258,6 +258,11 @@ def test_every_figure_fits_its_canvas_and_draws_data(name: str, kind: str) -> No
         assert all(re.search(rf"\b{m}\b", texts) for m in MIXED), (name, "a store is drawn nowhere")
         said = [n for n in notes if "identical numbers" in n]
         assert all(n.startswith(f"{MIXED[1]}: ") for n in said), (name, said)
+        for key, fig in figures.items():  # a caption of the static store's settings: where drawn
+            full = " ".join(t for _, t in _texts(fig))
+            drawn = re.sub(r"\([^()]*identical numbers[^()]*\)", "", full)
+            assert f"{MIXED[1]}: settings" not in full or re.search(rf"\b{MIXED[1]}\b", drawn), \
+                (name, key, f"captions the settings of {MIXED[1]}, which it does not draw")
         return
     settings = [str(s) for s in result["setting"].values] if "setting" in result.dims else []
     said = [n for n in notes if "identical numbers" in n]

@@ -388,7 +388,9 @@ class Analysis:
         if not any(p.kind == inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
             options = {k: v for k, v in options.items() if k in accepted}
         same, static = identical_settings(result), static_models(result)
-        return {key: fit_to_canvas(caption_identical_settings(fig, same, static=static))
+        models = [str(m) for m in coord_values(result, "model") if m is not None]
+        return {key: fit_to_canvas(caption_identical_settings(fig, same, static=static,
+                                                              models=models))
                 for key, fig in self.figures(result, **options).items()}
 
     def default(self, name: str) -> Any:

@@ -232,16 +232,24 @@ def _shown_apart(texts: Sequence[str], group: Sequence[Any]) -> bool:
 
 
 def caption_identical_settings(fig: Figure, groups: Mapping[str | None, Sequence[Sequence[Any]]],
-                               *, static: set[str | None] | None = None) -> Figure:
+                               *, static: set[str | None] | None = None,
+                               models: Sequence[str] = ()) -> Figure:
     """Add to ``fig``'s title a line naming each group of identical settings that the figure
-    draws apart (a line or panel per setting), and why; returns ``fig``."""
+    draws apart (a line or panel per setting), and why; returns ``fig``. Of the run's
+    ``models``, a figure that names some (a figure of the ``last`` pooling names the contextual
+    store, not the static one beside it) is captioned for those only."""
     if not groups or not hasattr(fig, "legends"):
         return fig
     texts = _figure_texts(fig)
+    title = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    named = [m for m in models if any(re.search(rf"(?<![\w-]){re.escape(str(m))}(?![\w-])", t)
+                                      for t in [*texts, title])]
     static = static or set()
     lines: list[str] = []
     whys: list[str] = []
     for model, found in groups.items():
+        if model is not None and named and model not in named:
+            continue  # this figure does not draw that model
         for group in found:
             if _shown_apart(texts, group):
                 whys.append("static vectors: a word has one vector whatever its context"
@@ -251,7 +259,6 @@ def caption_identical_settings(fig: Figure, groups: Mapping[str | None, Sequence
     if not lines:
         return fig
     caption = f"({'; '.join(dict.fromkeys(lines))}; {'; '.join(dict.fromkeys(whys))})"
-    title = fig._suptitle.get_text() if fig._suptitle is not None else ""
     if title:
         fig._suptitle.set_text(f"{title}\n{caption}")
     else:
