@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import Collection, PolyCollection
+from matplotlib.collections import Collection, PathCollection, PolyCollection
 from matplotlib.figure import Figure
 from matplotlib.image import AxesImage
 from matplotlib.patches import Patch
@@ -54,6 +54,29 @@ def _inputs(name: str, kind: str) -> tuple[xr.Dataset, dict[str, Any]]:
     return ds, options
 
 
+#: The two stores of a "mixed" run: a contextual model and static word vectors side by side.
+MIXED = ("ctx", "w2v")
+
+
+def _run(name: str, kind: str) -> xr.Dataset:
+    """The analysis' example run on the ``kind`` of store: ``layers`` and ``static`` as one model
+    ``m``; ``mixed`` as two, ``ctx`` (the multi-layer store, poolings last/mean…) and ``w2v``
+    (the static store: layer 0, pooling ``static``), each with its own suites where an option
+    is one (``emb analyze NAME --store ctx=a.zarr --store w2v=b.zarr``)."""
+    analysis = ANALYSES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind != "mixed":
+            ds, options = _inputs(name, kind)
+            return run_analysis(analysis, {"m": ds}, **options).compute()
+        (ctx, ctx_options), (w2v, w2v_options) = _inputs(name, "layers"), _inputs(name, "static")
+        shared = {k: v for k, v in ctx_options.items() if not isinstance(v, xr.Dataset)}
+        per_model = {MIXED[0]: {k: v for k, v in ctx_options.items() if k not in shared},
+                     MIXED[1]: {k: v for k, v in w2v_options.items() if k not in shared}}
+        return run_analysis(analysis, dict(zip(MIXED, (ctx, w2v), strict=True)),
+                            per_model=per_model, **shared).compute()
+
+
 def _colored(artist: Any) -> bool:
     """A colour-mapped artist (a heat map's cells, an image) draws data only where a value is
     finite: a map of NaN is an empty panel with a colour bar (intersectional's Table 2 on static
@@ -63,6 +86,16 @@ def _colored(artist: Any) -> bool:
         return True
     values = np.ma.masked_invalid(np.ma.asarray(array, dtype=float))
     return bool(values.count())
+
+
+def _holds_data(coll: Collection) -> bool:
+    """A scatter draws its finite offsets (its one path is the marker); other collections draw
+    paths with vertices (an empty ``fill_between`` has none, only a default offset: the empty
+    panel of a static store in valence-subspace's figure counted as data)."""
+    if isinstance(coll, PathCollection):
+        offsets = np.asarray(coll.get_offsets(), dtype=float).reshape(-1, 2)
+        return bool(np.isfinite(offsets).all(axis=1).any())
+    return any(len(path.vertices) for path in coll.get_paths())
 
 
 def _data_artists(ax: Any) -> list[Any]:
@@ -75,8 +108,8 @@ def _data_artists(ax: Any) -> list[Any]:
             if np.isfinite(x).any() and np.isfinite(y).any():
                 found.append(line)
     for coll in ax.collections:
-        if isinstance(coll, Collection) and coll.get_visible() and (
-                len(coll.get_paths()) or len(coll.get_offsets())) and _colored(coll):
+        if isinstance(coll, Collection) and coll.get_visible() and _holds_data(coll) \
+                and _colored(coll):
             found.append(coll)
     found += [p for p in ax.patches if isinstance(p, Patch) and p.get_visible()
               and p.get_data_transform() is ax.transData]
@@ -182,7 +215,7 @@ def figure_problems(fig: Figure, *, one_layer: bool = False) -> list[str]:
     return problems
 
 
-CASES = [(name, kind) for name in ANALYSES for kind in ("layers", "static")]
+CASES = [(name, kind) for name in ANALYSES for kind in ("layers", "static", "mixed")]
 
 
 def test_every_family_is_drawn_here() -> None:
@@ -194,19 +227,43 @@ def test_every_family_is_drawn_here() -> None:
     assert drawn == set(ANALYSES)
 
 
+def _static_only(key: str) -> bool:
+    """A figure of a mixed run that draws the static store alone (its pooling, or its model)."""
+    return key.endswith(("_static", f"_{MIXED[1]}"))
+
+
 @pytest.mark.parametrize(("name", "kind"), CASES, ids=[f"{n}-{k}" for n, k in CASES])
 def test_every_figure_fits_its_canvas_and_draws_data(name: str, kind: str) -> None:
     analysis = ANALYSES[name]
-    ds, options = _inputs(name, kind)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = run_analysis(analysis, {"m": ds}, **options).compute()
+    result = _run(name, kind)
     figures = analysis.draw(result)
-    notes = analysis.report_summary(result, analysis.report_tables(result)).notes
+    summary = analysis.report_summary(result, analysis.report_tables(result))
+    notes = summary.notes
     assert figures or any("no figure" in n for n in notes), \
         f"{name} draws no figure on the {kind} store, and its summary does not say why"
-    problems = {key: figure_problems(fig, one_layer=kind == "static") for key, fig in figures.items()}
+    if kind == "mixed":  # the declared cell reports each store (at its own pooling), or says why not
+        table = summary.table if summary.table is not None else None
+        reported = set(table["model"].astype(str)) if table is not None and "model" in table else set()
+        reported |= {m for m in MIXED if re.search(rf"\b{m}\b", " ".join(summary.headline))}
+        for model in set(MIXED) - reported:
+            assert any(model in n and "no effect size" in n for n in notes), \
+                (name, f"{model} is in no headline or summary table", summary.headline)
+    problems = {key: figure_problems(fig, one_layer=kind == "static"
+                                     or (kind == "mixed" and _static_only(key)))
+                for key, fig in figures.items()}
     assert not any(problems.values()), {k: v for k, v in problems.items() if v}
+    if kind == "mixed":  # each store drawn somewhere, and only the static one's settings agree
+        texts = " ".join(" ".join([t for _, t in _texts(fig)] + [
+            t.get_text() for ax in fig.axes for t in ax.get_xticklabels()]) for fig in figures.values())
+        assert all(re.search(rf"\b{m}\b", texts) for m in MIXED), (name, "a store is drawn nowhere")
+        said = [n for n in notes if "identical numbers" in n]
+        assert all(n.startswith(f"{MIXED[1]}: ") for n in said), (name, said)
+        for key, fig in figures.items():  # a caption of the static store's settings: where drawn
+            full = " ".join(t for _, t in _texts(fig))
+            drawn = re.sub(r"\([^()]*identical numbers[^()]*\)", "", full)
+            assert f"{MIXED[1]}: settings" not in full or re.search(rf"\b{MIXED[1]}\b", drawn), \
+                (name, key, f"captions the settings of {MIXED[1]}, which it does not draw")
+        return
     settings = [str(s) for s in result["setting"].values] if "setting" in result.dims else []
     said = [n for n in notes if "identical numbers" in n]
     if kind == "static" and len(settings) > 1:  # static vectors: every setting the same numbers

@@ -159,6 +159,29 @@ def test_two_stores_stack_along_model(stores: dict[str, Path], tmp_path: Path) -
     nc.close()
 
 
+def test_a_contextual_and_a_static_store_in_one_run(tmp_path: Path) -> None:
+    """``emb analyze weat --store ctx=… --store w2v=…`` with word2vec-like static vectors beside
+    a contextual model (issue 24): the headline reports each at its own pooling, and each
+    pooling's figures are written (the static store's heat maps were empty panels beside the
+    contextual store's, and its rows missing from the summary)."""
+    from tests.analyses.test_figure_canvas import static_store
+
+    ds = weat_dataset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr's note on fixed-width string dtypes
+        ctx = write_store(tmp_path / "ctx.zarr", {"weat": ds}, model_id="toy-ctx")
+        w2v = write_store(tmp_path / "w2v.zarr", {"weat": static_store(ds)}, model_id="toy-w2v")
+    out = tmp_path / "out"
+    code, text = _run("weat", "--store", f"ctx={ctx}", "--store", f"w2v={w2v}", "--out", out,
+                      "--n-permutations", "100", "--n-bootstrap", "0")
+    assert code == 0, text
+    assert "pooling 'last' (w2v: 'static', the only one it has)" in text
+    table = pd.read_csv(out / "weat.csv")
+    assert set(table.dropna(subset=["effect_size"]).groupby("model").pooling.unique().map(
+        tuple).to_dict().items()) == {("ctx", ("last", "mean")), ("w2v", ("static",))}
+    assert {"weat_heatmap_last.png", "weat_heatmap_static.png"} <= {p.name for p in out.iterdir()}
+
+
 def test_list() -> None:
     code, out = _run("--list")
     assert code == 0

@@ -388,7 +388,9 @@ class Analysis:
         if not any(p.kind == inspect.Parameter.VAR_KEYWORD for p in accepted.values()):
             options = {k: v for k, v in options.items() if k in accepted}
         same, static = identical_settings(result), static_models(result)
-        return {key: fit_to_canvas(caption_identical_settings(fig, same, static=static))
+        models = [str(m) for m in coord_values(result, "model") if m is not None]
+        return {key: fit_to_canvas(caption_identical_settings(fig, same, static=static,
+                                                              models=models))
                 for key, fig in self.figures(result, **options).items()}
 
     def default(self, name: str) -> Any:
@@ -500,6 +502,34 @@ def default_of(values: Sequence[Any], preferred: Sequence[Any]) -> Any:
         if value in present:
             return value
     return present[0] if present else None
+
+
+def own_pooling_rows(frame: pd.DataFrame, value: str | None,
+                     preferred: Sequence[Any]) -> tuple[pd.DataFrame, str]:
+    """The rows of ``frame`` at each model's declared pooling, and the headline's words for it.
+
+    The declared pooling is the first of ``preferred`` the run has; a model with no ``value`` at
+    it (a static store, whose one pooling is ``static``, beside a contextual one) is reported at
+    its own first pooling with a value (a row, when ``value`` is None), and the words say so: ``"'last'"`` or ``"'last' (w2v:
+    'static', the only one it has)"``. Without a ``model`` or ``pooling`` column, the rows at
+    the declared pooling."""
+    if "pooling" not in frame:
+        return frame, ""
+    pooling = default_of(list(frame["pooling"].unique()), preferred)
+    if "model" not in frame:
+        return frame[frame["pooling"] == pooling], repr(pooling)
+    present = frame.dropna(subset=[value]) if value is not None else frame
+    order = [p for p in preferred if p in set(frame["pooling"])]
+    order += [p for p in frame["pooling"].unique() if p not in order]
+    own: dict[Any, Any] = {}
+    for model in frame["model"].unique():
+        has = set(present.loc[present["model"] == model, "pooling"])
+        own[model] = next((p for p in order if p in has), pooling)
+    keep = frame["pooling"] == frame["model"].map(own)
+    others = [f"{m}: {p!r}, " + ("the only one it has" if len(set(
+        present.loc[present["model"] == m, "pooling"])) == 1 else f"it has no {pooling!r}")
+        for m, p in own.items() if p != pooling]
+    return frame[keep], repr(pooling) + (f" ({'; '.join(others)})" if others else "")
 
 
 def layer_table(
@@ -634,25 +664,31 @@ def anisotropy_note(result: xr.Dataset) -> str | None:
     if "anisotropy" not in result.variables:
         return None
     base = result["anisotropy"]
-    if "pooling" in base.dims:
-        pooling = default_of([str(p) for p in base["pooling"].values], DEFAULT_POOLINGS)
-        base = base.sel(pooling=pooling)
-    else:
-        pooling = None
-    parts = []
+    parts, own = [], []
     for model in (base["model"].values.tolist() if "model" in base.dims else [None]):
         one = base.sel(model=model) if model is not None else base
+        pooling = None
+        if "pooling" in one.dims:  # the declared pooling, else this model's own (a static store)
+            has = [str(p) for p in one["pooling"].values
+                   if np.isfinite(np.asarray(one.sel(pooling=p).values, dtype=float)).any()]
+            pooling = default_of(has or [str(p) for p in one["pooling"].values], DEFAULT_POOLINGS)
+            one = one.sel(pooling=pooling)
         values = np.asarray(one.values, dtype=float)
         layers = np.asarray(one["layer"].values) if "layer" in one.dims else np.array([0])
         ok = np.isfinite(values)
         if not ok.any():
             continue
-        lo, hi = int(np.argmin(np.where(ok, values, np.inf))), int(np.argmax(np.where(ok, values, -np.inf)))
+        own.append(pooling)
+        values, layers = values[ok], layers[ok] if layers.size == values.size else layers
+        lo, hi = int(np.argmin(values)), int(np.argmax(values))
         text = (f"{values[lo]:.2f} (layer {layers[lo]}) to {values[hi]:.2f} (layer {layers[hi]})"
                 if values.size > 1 else f"{values[0]:.2f}")
         parts.append(f"{model}: {text}" if model is not None and base.sizes.get("model", 1) > 1 else text)
     if not parts:
         return None
+    pooling = own[0] if len(set(own)) == 1 else None
+    if len(set(own)) > 1:  # a contextual and a static store: each its own pooling
+        parts = [f"{part} ({p} pooling)" for part, p in zip(parts, own, strict=True)]
     how = str(result.attrs.get("standardize", "none"))
     after = ""
     if "anisotropy_standardized" in result.variables:

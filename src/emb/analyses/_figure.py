@@ -549,3 +549,87 @@ def fmt_n(values_: Sequence[Any]) -> str:
     if not ns:
         return "?"
     return f"{ns[0]:,}" if len(ns) == 1 else f"{ns[0]:,}–{ns[-1]:,}"
+
+
+def _finite_along(da: xr.DataArray, dim: str) -> np.ndarray:
+    """Per value of ``dim``: whether ``da`` has any finite value there."""
+    other = [d for d in da.dims if d != dim]
+    return np.isfinite(values(da.transpose(dim, *other))).reshape(da.sizes[dim], -1).any(axis=1)
+
+
+def with_data(result: xr.Dataset, variable: str, **where: Any) -> xr.Dataset:
+    """``result`` without the models, and then the layers, where ``variable`` has no finite value
+    at ``where`` (a figure of the ``last`` pooling in a run of a contextual and a static store:
+    the static store has no ``last``, so it is not drawn there, and a one-model figure's title
+    names the model it shows). Unchanged when every model has a value, or none has."""
+    da = sel(result[variable], **where)
+    if "model" in da.dims and result.sizes["model"] > 1:
+        keep = _finite_along(da, "model")
+        if keep.any() and not keep.all():
+            result = result.isel(model=np.flatnonzero(keep))
+            da = sel(result[variable], **where)
+    if "layer" in da.dims and "model" in result.dims and result.sizes["layer"] > 1:
+        keep = _finite_along(da, "layer")
+        if keep.any() and not keep.all():
+            result = result.isel(layer=np.flatnonzero(keep))
+    return result
+
+
+def own_poolings(result: xr.Dataset, variable: str,
+                 preferred: Sequence[Any] = ("last", "mean")) -> list[Any]:
+    """The poolings to draw a one-pooling figure at: each model's first of ``preferred`` where
+    ``variable`` has a value (else its first pooling with one), each once, in the models'
+    order. One pooling for one store; a contextual and a static store in one run give ``last``
+    and ``static``. ``[None]`` when the result has no ``pooling`` dim."""
+    if "pooling" not in result.dims:
+        return [None]
+    present = labels(result, "pooling")
+    order = [p for p in preferred if p in present] + [p for p in present if p not in preferred]
+    out: list[Any] = []
+    for model in labels(result, "model"):
+        da = sel(result[variable], model=model)
+        finite = dict(zip(da["pooling"].values.tolist(), _finite_along(da, "pooling"), strict=True))
+        own = next((p for p in order if finite.get(p)), order[0])
+        if own not in out:
+            out.append(own)
+    return out
+
+
+def per_pooling(result: xr.Dataset, variable: str, draw: Callable[[Any], dict[str, Figure]],
+                preferred: Sequence[Any] = ("last", "mean")) -> dict[str, Figure]:
+    """The figures ``draw(pooling)`` gives at each of :func:`own_poolings` (one store: its
+    declared pooling, keys as ``draw`` names them; a contextual and a static store: each pooling,
+    ``_<pooling>`` after every key)."""
+    poolings = own_poolings(result, variable, preferred)
+    if len(poolings) == 1:
+        return draw(poolings[0])
+    return {f"{key}_{re.sub(r'[^A-Za-z0-9]+', '-', str(p))}": fig
+            for p in poolings for key, fig in draw(p).items()}
+
+
+def store_groups(result: xr.Dataset, variable: str) -> list[tuple[str, xr.Dataset]]:
+    """``[("", result)]``, or, when the models have different poolings (a contextual store's
+    last/mean beside a static store's ``static``), one ``(key suffix, part)`` per group of
+    models with the same poolings: the part holds those models, their poolings and the layers
+    where they have ``variable`` (so a static store's part is drawn as a one-layer store is),
+    and the suffix names them (``"_ctx"``, ``"_w2v"``)."""
+    da = result[variable]
+    if "model" not in da.dims or result.sizes["model"] < 2 or "pooling" not in da.dims:
+        return [("", result)]
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i in range(result.sizes["model"]):
+        one = da.isel(model=i)
+        has = _finite_along(one, "pooling")
+        groups.setdefault(tuple(p for p, ok in zip(one["pooling"].values.tolist(), has, strict=True)
+                                if ok), []).append(i)
+    if len(groups) == 1:
+        return [("", result)]
+    out = []
+    for poolings, index in groups.items():
+        part = result.isel(model=index)
+        part = part.sel(pooling=list(poolings)) if poolings else part
+        if "layer" in part[variable].dims:
+            part = part.isel(layer=np.flatnonzero(_finite_along(part[variable], "layer")))
+        names = "-".join(re.sub(r"[^A-Za-z0-9]+", "-", str(m)) for m in part["model"].values)
+        out.append((f"_{names}", part))
+    return out

@@ -171,6 +171,29 @@ def identical_samples_notes(result: xr.Dataset) -> list[str]:
     """
     if "sample" not in result.dims or result.sizes["sample"] < 2:
         return []
+    static = static_models(result)
+    if "model" in result.dims and result.sizes["model"] > 1:  # each model apart (one static)
+        cells = [(str(m), result.sel(model=m), str(m) in static or None in static)
+                 for m in result["model"].values]
+    else:
+        cells = [(None, result, bool(static))]
+    notes = []
+    for model, one, is_static in cells:
+        name = _same_in_every_sample(one)
+        if name is None:
+            continue
+        why = ("the store holds static word vectors: every context of a word gives it one vector"
+               if is_static else "the contexts drawn do not change the words' vectors")
+        notes.append(f"{'' if model is None else model + ': '}every one of the "
+                     f"{result.sizes['sample']:,} samples gives the same {name} in "
+                     f"every cell, as {why}; the samples are copies of one draw, so an interval or p "
+                     "over them (the random-effects CI and p) is no evidence: report the bootstrap CI "
+                     "over the stimuli.")
+    return notes
+
+
+def _same_in_every_sample(result: xr.Dataset) -> str | None:
+    """The first per-sample variable whose samples agree in every finite cell, or None."""
     names = [v for v in result.data_vars if "sample" in result[v].dims and result[v].chunks is None
              and result[v].dtype.kind == "f"]
     for name in names:
@@ -181,15 +204,8 @@ def identical_samples_notes(result: xr.Dataset) -> list[str]:
             continue
         with np.errstate(invalid="ignore"):
             same = np.ptp(values, axis=-1) == 0
-        if not same[finite].all():
-            return []
-        why = ("the store holds static word vectors: every context of a word gives it one vector"
-               if static_models(result) else "the contexts drawn do not change the words' vectors")
-        return [f"every one of the {result.sizes['sample']:,} samples gives the same {name} in "
-                f"every cell, as {why}; the samples are copies of one draw, so an interval or p "
-                "over them (the random-effects CI and p) is no evidence: report the bootstrap CI "
-                "over the stimuli."]
-    return []
+        return str(name) if same[finite].all() else None
+    return None
 
 
 def _figure_texts(fig: Figure) -> list[str]:
@@ -216,16 +232,24 @@ def _shown_apart(texts: Sequence[str], group: Sequence[Any]) -> bool:
 
 
 def caption_identical_settings(fig: Figure, groups: Mapping[str | None, Sequence[Sequence[Any]]],
-                               *, static: set[str | None] | None = None) -> Figure:
+                               *, static: set[str | None] | None = None,
+                               models: Sequence[str] = ()) -> Figure:
     """Add to ``fig``'s title a line naming each group of identical settings that the figure
-    draws apart (a line or panel per setting), and why; returns ``fig``."""
+    draws apart (a line or panel per setting), and why; returns ``fig``. Of the run's
+    ``models``, a figure that names some (a figure of the ``last`` pooling names the contextual
+    store, not the static one beside it) is captioned for those only."""
     if not groups or not hasattr(fig, "legends"):
         return fig
     texts = _figure_texts(fig)
+    title = fig._suptitle.get_text() if fig._suptitle is not None else ""
+    named = [m for m in models if any(re.search(rf"(?<![\w-]){re.escape(str(m))}(?![\w-])", t)
+                                      for t in [*texts, title])]
     static = static or set()
     lines: list[str] = []
     whys: list[str] = []
     for model, found in groups.items():
+        if model is not None and named and model not in named:
+            continue  # this figure does not draw that model
         for group in found:
             if _shown_apart(texts, group):
                 whys.append("static vectors: a word has one vector whatever its context"
@@ -235,7 +259,6 @@ def caption_identical_settings(fig: Figure, groups: Mapping[str | None, Sequence
     if not lines:
         return fig
     caption = f"({'; '.join(dict.fromkeys(lines))}; {'; '.join(dict.fromkeys(whys))})"
-    title = fig._suptitle.get_text() if fig._suptitle is not None else ""
     if title:
         fig._suptitle.set_text(f"{title}\n{caption}")
     else:

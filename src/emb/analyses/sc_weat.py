@@ -28,10 +28,10 @@ from emb.analyses._analysis import (
     Option,
     Summary,
     check_options,
-    default_of,
     front,
     integer_columns,
     mc_floor,
+    own_pooling_rows,
     small_n_notes,
     small_n_of,
     tidy_frame,
@@ -376,13 +376,22 @@ def word_table(result: xr.Dataset, *, value: str = "effect_size") -> pd.DataFram
                          "rating", "n_subtokens", "residual", "p", "p_at_floor", "p_mc_se"))
 
 
+def pooling_words(cell: pd.DataFrame) -> str:
+    """The pooling of a declared cell's rows: ``last``, or each model's (``ctx: last, w2v:
+    static``) when a static store sits beside a contextual one."""
+    if cell["pooling"].nunique() == 1 or "model" not in cell:
+        return str(cell["pooling"].iloc[0])
+    own = cell.drop_duplicates("model")
+    return ", ".join(f"{m}: {p}" for m, p in zip(own["model"], own["pooling"], strict=True))
+
+
 def declared_cell(frame: pd.DataFrame) -> pd.DataFrame:
     """The rows of a per-word table at the declared cell: each model's top layer and the
     default pooling (``last``, else the first)."""
     if frame.empty:
         return frame
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
-    cell = frame[frame["pooling"] == pooling]
+    value = next((c for c in ("effect_size", "sc_weat") if c in frame), None)  # valnorm's: sc_weat
+    cell, _ = own_pooling_rows(frame, value, DEFAULT_POOLINGS)  # a static store: static
     keys = [k for k in ("model",) if k in cell]
     top = cell.groupby(keys)["layer"].transform("max") if keys else cell["layer"].max()
     return cell[cell["layer"] == top]
@@ -412,7 +421,7 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
         layer = ", ".join(str(v) for v in frame["layer"].unique())
         figs["scatter"] = plots.word_scatter(
             frame, y="effect_size", xlabel=f"human {result.attrs.get('rating', 'valence')} rating",
-            title=f"SC-WEAT vs rating — top layer ({layer}), {frame['pooling'].iloc[0]} pooling")
+            title=f"SC-WEAT vs rating — top layer ({layer}), {pooling_words(frame)} pooling")
     return figs
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     """Declared cell: the top layer and the ``last`` pooling (else the first), per setting: the
@@ -420,13 +429,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     frame = tables["sc_weat"].dropna(subset=["effect_size"])
     if frame.empty:
         return Summary(title="SC-WEAT: no effect sizes (every cell is NaN)")
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
+    # each model at the declared pooling, or its own without it (a static store: static)
+    cell, pooling = own_pooling_rows(frame, "effect_size", DEFAULT_POOLINGS)
     rows = []
     keys = [k for k in ("model", "setting") if k in frame]
     poles = {str(w) for key in ("attribute_a", "attribute_b")
              for w in json.loads(str(result.attrs.get(key, "[]")) or "[]")}
     polar_in = set()
-    for key, group in frame[frame["pooling"] == pooling].groupby(keys, sort=False):
+    for key, group in cell.groupby(keys, sort=False):
         top = group[group["layer"] == group["layer"].max()].sort_values("effect_size")
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
         polar_in |= set(top["word"].astype(str)) & poles
@@ -452,7 +462,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                   "its n is smaller by n_polar and its r is not the same number as r_rating.")
     return Summary(
         title=f"SC-WEAT effect sizes of the {result.attrs.get('lexicon', '')} words",
-        headline=[f"declared cell: top layer, pooling {pooling!r}"],
+        headline=[f"declared cell: top layer, pooling {pooling}"],
         table=pd.DataFrame(rows),
         notes=[words,
                f"Every word's effect size at every layer is in the table file, with its {rating} "

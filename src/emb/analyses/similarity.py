@@ -28,12 +28,12 @@ from emb.analyses._analysis import (
     Summary,
     add_log10_p,
     check_options,
-    default_of,
     format_p,
     format_p_column,
     front,
     integer_columns,
     layer_table,
+    own_pooling_rows,
     p_below_range,
     slug,
     tidy_frame,
@@ -639,11 +639,11 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     if frame.empty:
         return Summary(title="Word similarity: no correlations (every cell is NaN)")
     frame = frame[frame["k"] == 0] if "k" in frame else frame
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
     table = layer_table(frame, "rho", ("model", "dataset", "pooling"),
                         extra=("ci_low", "ci_high", "n", "p", "log10_p"))
-    head = table[table["pooling"] == pooling]
-    headline = [f"declared cell: k = 0, top layer, pooling {pooling!r}"] + [
+    # each model at the declared pooling, or its own without it (a static store: static)
+    head, pooling = own_pooling_rows(table, "rho", DEFAULT_POOLINGS)
+    headline = [f"declared cell: k = 0, top layer, pooling {pooling}"] + [
         f"{' / '.join(str(r[k]) for k in ('model', 'dataset') if k in r)}: "
         f"rho = {r['rho']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}] (n = {int(r['n'])}), "
         f"{format_p(float(r['p']), log10_p=r.get('log10_p'))} at layer {r['top_layer']}"

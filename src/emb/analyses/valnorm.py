@@ -37,6 +37,7 @@ from emb.analyses._analysis import (
     front,
     integer_columns,
     layer_table,
+    own_pooling_rows,
     p_below_range,
     slug,
     tidy_frame,
@@ -52,7 +53,7 @@ from emb.analyses._select import (
     settings_present,
     unique_in_order,
 )
-from emb.analyses.sc_weat import declared_cell, word_table
+from emb.analyses.sc_weat import declared_cell, pooling_words, word_table
 from emb.analyses.stats.association import rating_residuals, sc_weat_effect_sizes
 from emb.errors import AnalysisError, MissingStimuliError
 from emb.options import DDOF, WORD_SET
@@ -417,6 +418,7 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
+    from emb.analyses import _figure as fg
     from emb.analyses import plots
 
     rating = str(result.attrs.get("ratings", "valence"))
@@ -424,9 +426,10 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
     figs: dict[str, Figure] = {}
     words = word_table(result, value="sc_weat") if "sc_weat" in result else None
     for lex in coord_values(result, "lexicon"):
-        figs[f"curves_{slug(lex)}"] = plots.layer_curves(
-            result, lexicon=lex, relative_depth=relative_depth,
-            title=f"ValNorm by layer — {lex}{shown}")
+        for part_key, part in fg.store_groups(result, "r"):  # a static store beside: its own
+            figs[f"curves_{slug(lex)}{part_key}"] = plots.layer_curves(
+                part, lexicon=lex, relative_depth=relative_depth,
+                title=f"ValNorm by layer — {lex}{shown}")
         if words is not None and len(words):
             cell = declared_cell(words[words["lexicon"] == lex] if "lexicon" in words else words)
             if len(cell):
@@ -434,7 +437,7 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
                 figs[f"scatter_{slug(lex)}"] = plots.word_scatter(
                     cell, y="sc_weat", xlabel=f"human {rating} rating",
                     title=f"SC-WEAT vs {rating} — {lex}, top layer ({layers}), "
-                          f"{cell['pooling'].iloc[0]} pooling")
+                          f"{pooling_words(cell)} pooling")
     return figs
 
 
@@ -458,11 +461,10 @@ def correlation_summary(
     extra = ("ci_low", "ci_high", "n", "p", "log10_p") + (("p_adjusted",) if adjusted else ())
     table = layer_table(frame, "r", keys, extra=extra)
     setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS) if "setting" in frame else None
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
-    head = table[table["pooling"] == pooling]
-    if setting is not None:
-        head = head[head["setting"] == setting]
-    headline = [f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"]
+    head = table[table["setting"] == setting] if setting is not None else table
+    # each model at the declared pooling, or its own without it (a static store: static)
+    head, pooling = own_pooling_rows(head, "r", DEFAULT_POOLINGS)
+    headline = [f"declared cell: top layer, setting {setting!r}, pooling {pooling}"]
     method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(correction, correction)
     for _, row in head.iterrows():
         label = " / ".join(str(row[k]) for k in ("model", "lexicon") if k in row)

@@ -11,6 +11,7 @@ Tests are labelled by their readable name (``test_name``, from the test definiti
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -27,10 +28,24 @@ from emb.analyses import _figure as fg
 __all__ = ["ces_by_layer", "convergence", "es_histograms", "heat_table"]
 
 
+def _pooling(result: xr.Dataset, model: Any = None) -> str:
+    """The declared pooling of ``model``: the run's, else that model's own (a contextual and a
+    static store in one run each declare theirs: ``last`` and ``static``), else its first
+    pooling with a CES."""
+    if result.attrs.get("declared_pooling"):
+        return str(result.attrs["declared_pooling"])
+    own = json.loads(str(result.attrs.get("models", "{}")) or "{}").get(str(model), {})
+    if own.get("declared_pooling"):
+        return str(own["declared_pooling"])
+    sel = result.sel(model=model) if model is not None and "model" in result.dims else result
+    return str(fg.own_poolings(sel.expand_dims("model") if "model" not in sel.dims else sel,
+                               "ces", fg.POOLING_ORDER)[0])
+
+
 def _cell(result: xr.Dataset, model: Any = None) -> xr.Dataset:
     sel = result.sel(model=model) if model is not None and "model" in result.dims else result
     layer = int(result.attrs.get("declared_layer", int(sel["layer"].max())))
-    pooling = result.attrs.get("declared_pooling") or str(sel["pooling"].values[0])
+    pooling = _pooling(result, model)
     if "model" in result.dims:  # each model's own top layer: the last finite one
         finite = sel["ces"].sel(pooling=pooling).notnull().all("test")
         layer = int(sel["layer"].values[np.flatnonzero(finite.values)[-1]])
@@ -127,6 +142,10 @@ def ces_by_layer(result: xr.Dataset, *, model: Any = None) -> Figure:
     sel = result.sel(model=model) if model is not None and "model" in result.dims else result
     tests = list(sel["test"].values)
     fig, axes, cols = fg.grid(len(tests), max_cols=4, sharey=False, panel_height=1.7)
+    # the poolings and layers this model has (a static store beside a contextual one: static, 0)
+    has = sel["ces"].notnull()
+    sel = sel.sel(pooling=has.any([d for d in has.dims if d != "pooling"]),
+                  layer=has.any([d for d in has.dims if d != "layer"]))
     layers = np.asarray(sel["layer"].values, dtype=float)
     poolings = fg.labels(sel, "pooling")
     colors = fg.colors_for(poolings)
@@ -187,12 +206,17 @@ def heat_table(result: xr.Dataset) -> Figure:
         for j in range(len(models)):
             ax.text(j, i, texts[i][j], ha="center", va="center", fontsize=6,
                     color="white" if abs(values[i, j]) > 0.6 * lim else "black")
-    ax.set_xticks(range(len(models)), [str(m) if m is not None else "model" for m in models],
+    poolings = [_pooling(result, m) for m in models]
+    one = len(set(poolings)) == 1  # else each model's own pooling under its name
+    ax.set_xticks(range(len(models)), [(str(m) if m is not None else "model")
+                                       + ("" if one else f"\n({p} pooling)")
+                                       for m, p in zip(models, poolings, strict=True)],
                   rotation=20)
     ax.set_yticks(range(len(tests)), [label_of(result, t, width=40) for t in tests], fontsize=6.5)
     bar = fig.colorbar(image, ax=ax, shrink=0.8)
     bar.set_label("CES (|d| 0.2 small, 0.5 medium, 0.8 large)")
-    ax.set_title(f"CEAT CES at the top layer, {result.attrs.get('declared_pooling')} pooling\n"
+    where = f"{poolings[0]} pooling" if one else "each model's pooling"
+    ax.set_title(f"CEAT CES at the top layer, {where}\n"
                  + ("boot: bootstrap 95% CI (stimuli, contexts)\n" if "boot_ci_low" in result
                     else "")
                  + f"RE p: random-effects {result.attrs.get('alternative')} p over\n"

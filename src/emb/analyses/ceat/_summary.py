@@ -8,7 +8,13 @@ import pandas as pd
 import xarray as xr
 
 from emb._text import natural_key
-from emb.analyses._analysis import DEFAULT_POOLINGS, Summary, default_of, format_p, small_n_notes
+from emb.analyses._analysis import (
+    DEFAULT_POOLINGS,
+    Summary,
+    format_p,
+    own_pooling_rows,
+    small_n_notes,
+)
 from emb.analyses._select import suite_parameters
 from emb.analyses.ceat._kernels import ROLES
 
@@ -101,10 +107,10 @@ def summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     if frame.empty:
         return Summary(title="CEAT: no combined effect sizes (every cell is NaN)")
     boot = "boot_ci_low" in frame and bool(frame["boot_ci_low"].notna().any())
-    pooling = default_of(list(frame["pooling"].unique()), DEFAULT_POOLINGS)
+    cell, pooling = own_pooling_rows(frame, "ces", DEFAULT_POOLINGS)  # a static store: 'static'
     keys = [k for k in ("model", "test") if k in frame]
     rows = []
-    for key, group in frame[frame["pooling"] == pooling].groupby(keys, sort=False):
+    for key, group in cell.groupby(keys, sort=False):
         top = group.loc[group["layer"].idxmax()]
         row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
         if "test_name" in top:
@@ -124,7 +130,7 @@ def summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
             row["n_xyab"] = "/".join(sizes)
         rows.append(row)
     n = int(result.attrs.get("n_samples", 0))
-    headline = [f"declared cell: top layer, pooling {pooling!r}"]
+    headline = [f"declared cell: top layer, pooling {pooling}"]
     if boot:
         headline.append(
             f"boot_ci: 95% normal bootstrap CI of the CES, CES ± 1.96 SD of "

@@ -28,8 +28,12 @@ def declared_cell(result: xr.Dataset) -> dict[str, Any]:
     """The pre-declared cell: the default setting (bleached, else alone) and pooling (last, …,
     static), and per model the top layer with a threshold."""
     setting = default_of([str(s) for s in result["setting"].values], DEFAULT_SETTINGS)
-    pooling = default_of([str(p) for p in result["pooling"].values], DEFAULT_POOLINGS)
-    return {"setting": setting, "pooling": pooling}
+    poolings = [str(p) for p in result["pooling"].values]
+    if "threshold" in result:  # the poolings with a threshold (one model of a static store: static)
+        t = result["threshold"].transpose("pooling", ...)
+        has = np.isfinite(np.asarray(t.values, dtype=np.float64)).reshape(len(poolings), -1).any(1)
+        poolings = [p for p, ok in zip(poolings, has, strict=True) if ok] or poolings
+    return {"setting": setting, "pooling": default_of(poolings, DEFAULT_POOLINGS)}
 
 
 def models(result: xr.Dataset) -> list[Any]:
@@ -59,7 +63,6 @@ def ceat_tests(result: xr.Dataset) -> dict[str, Any]:
     """
     from emb._version import __version__
 
-    cell = declared_cell(result)
     contrast = str(result.attrs.get("contrast", ""))
     names = json.loads(result.attrs.get("names", "{}"))
     titles = json.loads(result.attrs.get("titles", "{}"))
@@ -73,6 +76,7 @@ def ceat_tests(result: xr.Dataset) -> dict[str, Any]:
     skipped, cells = [], []
     for model in models(result):
         res = one_model(result, model)
+        cell = declared_cell(res)  # this model's own pooling (a static store: static)
         layer = top_layer(res, cell["setting"], cell["pooling"])
         if layer is None or roles.get(contrast) is None:
             skipped.append(f"{model or 'the store'}: no contrast group or no threshold")

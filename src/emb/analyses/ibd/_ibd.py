@@ -469,17 +469,18 @@ _METHOD_TITLE = {"ibd": "IBD (intersectional)", "eibd": "EIBD (emergent)"}
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
     from emb.analyses.ibd._figures import accuracy_by_layer, roc_curves
 
-    cell = declared_cell(result)
     figs: dict[str, Figure] = {}
     for model in models(result):
         res = one_model(result, model)
+        cell = declared_cell(res)  # this model's own pooling (a static store: static)
         layer = top_layer(res, cell["setting"], cell["pooling"])
         if layer is None:
             continue
         suffix = "" if len(models(result)) == 1 else f"_{_slug(model)}"
         figs[f"roc{suffix}"] = roc_curves(res, setting=cell["setting"], pooling=cell["pooling"],
                                           layer=layer, model=model)
-        if res.sizes["layer"] > 1:
+        t = res["threshold"].transpose("layer", ...)  # this model's own layers (static: one)
+        if np.isfinite(np.asarray(t.values, dtype=np.float64)).reshape(t.sizes["layer"], -1).any(1).sum() > 1:
             figs[f"accuracy_by_layer{suffix}"] = accuracy_by_layer(
                 res, setting=cell["setting"], pooling=cell["pooling"], model=model)
     return figs

@@ -44,9 +44,11 @@ def summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     (``static`` for static vectors); every target and contrast group × method."""
     cell = declared_cell(result)
     frame = tables["ibd"]
-    rows, best_notes = [], []
+    rows, best_notes, own = [], [], {}
     for model in models(result):
         res = one_model(result, model)
+        cell = declared_cell(res)  # this model's own pooling (a static store: static)
+        own[model] = cell["pooling"]
         layer = top_layer(res, cell["setting"], cell["pooling"])
         sub = frame if model is None else frame[frame["model"] == model]
         at = sub[(sub["setting"] == cell["setting"]) & (sub["pooling"] == cell["pooling"])
@@ -97,10 +99,12 @@ def summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     tests = ceat_tests(result)
     where = result.attrs.get("export_tests") or "ibd_tests.json"
     notes.append(f"{len(tests['tests'])} CEAT tests of the detected words in {where}")
+    first = declared_cell(result)["pooling"]
+    others = "; ".join(f"{m}: {p!r}, it has no {first!r}" for m, p in own.items() if p != first)
     return Summary(
         title="IBD/EIBD: attribute words detected for intersectional groups",
         headline=[f"declared cell: top layer, setting {cell['setting']!r}, pooling "
-                  f"{cell['pooling']!r}"],
+                  f"{first!r}" + (f" ({others})" if others else "")],
         table=table,
         notes=notes,
     )

@@ -44,6 +44,7 @@ from emb.analyses._analysis import (
     format_p,
     front,
     integer_columns,
+    own_pooling_rows,
     tidy_frame,
 )
 from emb.analyses._select import (
@@ -549,7 +550,8 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
     correction = str(result.attrs.get("correction", "none"))
     rows = []
-    cell = frame[frame["pooling"] == pooling]
+    # each model at the declared pooling, or its own without it (a static store: static)
+    cell, pooling_text = own_pooling_rows(frame, "effect_size", DEFAULT_POOLINGS)
     keys = [k for k in ("model",) if k in cell]
     tops = cell.groupby(keys)["layer"].transform("max") if keys else cell["layer"].max()
     for _, row in cell[cell["layer"] == tops].iterrows():
@@ -577,18 +579,24 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         f"grouping: {result.attrs.get('grouping')}; phrases dropped: "
         f"{result.attrs.get('phrases_dropped')}.",
     ]
-    acc = result["svc_accuracy"].sel(pooling=pooling)
+    acc = result["svc_accuracy"]
     models = list(acc["model"].values) if "model" in acc.dims else [None]
     shown = []
-    for model in models:
-        one = (acc.sel(model=model) if model is not None else acc).dropna("layer")
+    for model in models:  # at the declared pooling, or the model's own (a static store: static)
+        one = acc.sel(model=model) if model is not None else acc
+        has = [str(p) for p in one["pooling"].values
+               if np.isfinite(np.asarray(one.sel(pooling=p).values, dtype=float)).any()]
+        own = default_of(has, [pooling, *DEFAULT_POOLINGS]) if has else pooling
+        one = one.sel(pooling=own).dropna("layer")
         if one.sizes["layer"]:
-            shown.append(f"{'' if model is None else f'{model} '}{float(one.isel(layer=-1)):.2f}")
+            shown.append(f"{'' if model is None else f'{model} '}{float(one.isel(layer=-1)):.2f}"
+                         + ("" if own == pooling else f" ({own} pooling)"))
     notes.append("valence direction: cross-validated SVC accuracy at the top layer: " + ", ".join(shown))
     if flat:
         notes.append(_flat_note(result, flat, everywhere=False))
     ranks = tables["intersectional_ranks"].dropna(subset=["share"])
-    ranks = ranks[(ranks["pooling"] == pooling) & (ranks["position"] == "any")]
+    ranks = ranks[ranks["position"] == "any"].merge(
+        cell[[*keys, "pooling"]].drop_duplicates(), how="inner")  # each model's declared pooling
     for key, part in ranks.groupby(keys, sort=False) if keys else [((), ranks)]:
         part = part[part["layer"] == part["layer"].max()]
         if part.empty:
@@ -609,7 +617,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     )
     return Summary(
         title="Intersectional valence bias: d of 'person' projections, A vs B phrases (Table 2)",
-        headline=[f"declared cell: top layer, pooling {pooling!r}"],
+        headline=[f"declared cell: top layer, pooling {pooling_text}"],
         table=pd.DataFrame(rows),
         notes=notes,
     )

@@ -45,9 +45,10 @@ def eat_map(result: xr.Dataset, *, setting: str | None = None, pooling: str | No
     Y–A, Y–B; annotated mean ± SD) on a shared diverging scale, each target set's level-2 effect
     size and p at its row's end, and level 1's d, p and the pattern in the panel's title."""
     fg.require(result, ["mean_cosine", "target_effect_size", "effect_size"], "an EAT map")
-    result, tag = fg.one_model(result)
     setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    # the models with this pooling (a static store has only 'static'), its title names one
+    result, tag = fg.one_model(fg.with_data(result, "effect_size", setting=setting, pooling=pooling))
     at = {"setting": setting, "pooling": pooling}
     names = {int(k): v for k, v in json.loads(result["pattern"].attrs.get("pattern_name", "{}")).items()}
     panels = _panels(result)
@@ -114,9 +115,10 @@ def levels_by_layer(result: xr.Dataset, *, setting: str | None = None, pooling: 
     where the curves of X and Y part, the WEAT effect is opposed associations; where they run
     together, a difference in degree."""
     fg.require(result, ["effect_size", "target_effect_size"], "ML-EAT levels by layer")
-    result, tag = fg.one_model(result)
     setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    # the models with this pooling (a static store has only 'static'), its title names one
+    result, tag = fg.one_model(fg.with_data(result, "effect_size", setting=setting, pooling=pooling))
     panels = _panels(result)
     cols = min(len(panels), 3)
     fig, axes, _ = fg.grid(len(panels), max_cols=cols, panel_height=1.95)

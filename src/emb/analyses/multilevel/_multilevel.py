@@ -25,6 +25,7 @@ from emb.analyses._analysis import (
     front,
     integer_columns,
     mc_floor,
+    own_pooling_rows,
     small_n_notes,
     tidy_frame,
     with_set_sizes,
@@ -205,8 +206,8 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     if frame.empty:
         return Summary(title="ML-EAT: no effect sizes (every cell is NaN)")
     setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
-    cell = frame[(frame["setting"] == setting) & (frame["pooling"] == pooling)]
+    # each model at the declared pooling, or its own without it (a static store: static)
+    cell, pooling = own_pooling_rows(frame[frame["setting"] == setting], "effect_size", DEFAULT_POOLINGS)
     keys = [k for k in ("model", "test") if k in cell]
     rows = []
     for key, group in cell.groupby(keys, sort=False):
@@ -234,14 +235,17 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     ]
     notes += small_n_notes(result)
     return Summary(title="ML-EAT (multilevel embedding association test)",
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],
+                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
                    table=pd.DataFrame(rows), notes=notes)
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
+    from emb.analyses import _figure as fg
     from emb.analyses.multilevel._figures import eat_map, levels_by_layer
 
-    return {"eat_map": eat_map(result), "levels": levels_by_layer(result, relative_depth=relative_depth)}
+    return fg.per_pooling(result, "effect_size", lambda pooling: {
+        "eat_map": eat_map(result, pooling=pooling),
+        "levels": levels_by_layer(result, pooling=pooling, relative_depth=relative_depth)})
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:

@@ -28,6 +28,7 @@ from emb.analyses._analysis import (
     default_of,
     front,
     integer_columns,
+    own_pooling_rows,
     small_n_notes,
     tidy_frame,
     with_set_sizes,
@@ -368,8 +369,8 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     if frame.empty:
         return Summary(title=f"{long_name}: no values (every cell is NaN)")
     setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
-    cell = frame[(frame["setting"] == setting) & (frame["pooling"] == pooling)]
+    # each model at the declared pooling, or its own without it (a static store: static)
+    cell, pooling = own_pooling_rows(frame[frame["setting"] == setting], metric, DEFAULT_POOLINGS)
     rows = []
     keys = [k for k in ("model", "test") if k in cell]
     for key, group in cell.groupby(keys, sort=False):
@@ -393,7 +394,7 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     notes.append("No p-value: these metrics have no test of their own; use weat's permutation p.")
     notes += small_n_notes(result)
     return Summary(title=long_name,
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],
+                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
                    table=pd.DataFrame(rows), notes=notes)
 
 

@@ -42,9 +42,10 @@ def influence_bars(result: xr.Dataset, *, setting: str | None = None, pooling: s
     the top layer, the ``bleached`` setting, the ``last`` pooling): a bar per word, coloured by
     its set, the jackknife SE of d as a shaded band around 0."""
     fg.require(result, ["influence", "jackknife_se"], "an influence figure")
-    result, tag = fg.one_model(result)
     setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    # the models with this pooling (a static store has only 'static'), its title names one
+    result, tag = fg.one_model(fg.with_data(result, "effect_size", setting=setting, pooling=pooling))
     panels = [(m, t) for m in fg.labels(result, "model") for t in fg.labels(result, "test")]
     cols = min(len(panels), 3)
     fig, axes, _ = fg.grid(len(panels), max_cols=cols, panel_height=0.17 * top + 0.9, sharey=False)
@@ -84,9 +85,10 @@ def subset_bands(result: xr.Dataset, *, setting: str | None = None, pooling: str
     """d by layer per test (and model) with the 5–95 % range of d over the random subsets of the
     word sets as a band."""
     fg.require(result, ["effect_size", "subset_low", "subset_high"], "a subsets figure")
-    result, tag = fg.one_model(result)
     setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    # the models with this pooling (a static store has only 'static'), its title names one
+    result, tag = fg.one_model(fg.with_data(result, "effect_size", setting=setting, pooling=pooling))
     panels = [(m, t) for m in fg.labels(result, "model") for t in fg.labels(result, "test")]
     cols = min(len(panels), 3)
     fig, axes, _ = fg.grid(len(panels), max_cols=cols, panel_height=1.8)
@@ -125,9 +127,10 @@ def null_positions(result: xr.Dataset, *, setting: str | None = None, pooling: s
     random attribute sets as a grey band, the observed d as a line, filled markers where it lies
     outside (empirical p < 0.05)."""
     fg.require(result, ["effect_size", "null_low", "null_high", "empirical_p"], "an empirical-null figure")
-    result, tag = fg.one_model(result)
     setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    # the models with this pooling (a static store has only 'static'), its title names one
+    result, tag = fg.one_model(fg.with_data(result, "effect_size", setting=setting, pooling=pooling))
     panels = [(m, t) for m in fg.labels(result, "model") for t in fg.labels(result, "test")]
     cols = min(len(panels), 3)
     fig, axes, _ = fg.grid(len(panels), max_cols=cols, panel_height=1.8)
@@ -170,9 +173,10 @@ def _layer_panels(result: xr.Dataset, variable: str, ylabel: str, title: str, *,
                   group: str, setting: str | None, pooling: str | None, relative_depth: bool,
                   reference: float | None = None, ylim: tuple[float, float] | None = None) -> Figure:
     """One panel per model, one line per value of ``group`` (tests, or pairs of metrics)."""
-    result, tag = fg.one_model(result)
     setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    # the models with this pooling (a static store has only 'static'), its title names one
+    result, tag = fg.one_model(fg.with_data(result, variable, setting=setting, pooling=pooling))
     models = fg.labels(result, "model")
     fig, axes, _ = fg.grid(len(models), max_cols=2, panel_height=2.3, extra_height=1.0,
                            width=fg.PAGE_WIDTH if len(models) > 1 else fg.PAGE_WIDTH * 0.7)

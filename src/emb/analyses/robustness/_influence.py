@@ -221,15 +221,17 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     ]
     notes += small_n_notes(result)
     return Summary(title="Seed sensitivity (leave-one-word-out and random subsets of d)",
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],
+                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
                    table=pd.DataFrame(rows), notes=notes)
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
+    from emb.analyses import _figure as fg
     from emb.analyses.robustness._figures import influence_bars, subset_bands
 
-    return {"influence": influence_bars(result),
-            "subsets": subset_bands(result, relative_depth=relative_depth)}
+    return fg.per_pooling(result, "effect_size", lambda pooling: {
+        "influence": influence_bars(result, pooling=pooling),
+        "subsets": subset_bands(result, pooling=pooling, relative_depth=relative_depth)})
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:

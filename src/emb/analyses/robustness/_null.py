@@ -315,14 +315,16 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     ]
     notes += small_n_notes(result)
     return Summary(title="Empirical null (WEAT's d against random attribute sets)",
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],
+                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
                    table=pd.DataFrame(rows), notes=notes)
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
+    from emb.analyses import _figure as fg
     from emb.analyses.robustness._figures import null_positions
 
-    return {"by_layer": null_positions(result, relative_depth=relative_depth)}
+    return fg.per_pooling(result, "effect_size", lambda pooling: {
+        "by_layer": null_positions(result, pooling=pooling, relative_depth=relative_depth)})
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:

@@ -202,7 +202,8 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
                     "|d|": round(float(top["abs_d"]), 3)})
         rows.append(row)
     agree = tables["metric_agreement"]
-    here = agree[(agree["setting"] == setting) & (agree["pooling"] == pooling)]
+    own = cell[[c for c in ("model", "pooling") if c in cell and c in agree]].drop_duplicates()
+    here = agree[agree["setting"] == setting].merge(own, how="inner")  # each model's pooling
     notes = [f"Split-half: A and B halved at random {result.attrs['n_splits']} times (seeded); "
              "each target word scored on both halves; r over X ∪ Y, stepped up by Spearman-Brown."]
     if not here.empty:
@@ -215,15 +216,17 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
                      f"|d|, |RIPA|, 1 - ECT, MAC): {text or 'needs at least 3 tests'}.")
     notes += small_n_notes(result)
     return Summary(title="Reliability (split-half, Spearman-Brown) and agreement across metrics",
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],
+                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
                    table=pd.DataFrame(rows), notes=notes)
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
+    from emb.analyses import _figure as fg
     from emb.analyses.robustness._figures import agreement_by_layer, reliability_by_layer
 
-    return {"split_half": reliability_by_layer(result, relative_depth=relative_depth),
-            "agreement": agreement_by_layer(result, relative_depth=relative_depth)}
+    return fg.per_pooling(result, "reliability", lambda pooling: {
+        "split_half": reliability_by_layer(result, pooling=pooling, relative_depth=relative_depth),
+        "agreement": agreement_by_layer(result, pooling=pooling, relative_depth=relative_depth)})
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:

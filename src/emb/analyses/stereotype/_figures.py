@@ -94,6 +94,7 @@ def _star(p: xr.DataArray, dimension: str) -> str:
 def profile(result: xr.Dataset, *, comparison: str, pooling: str, layer: Any = "mean") -> Figure:
     """7D stereotype profile: per dimension, each group's mean z with its 95 % CI; ``*`` marks
     dimensions whose difference is significant (each panel its own model's p-values)."""
+    result = fg.with_data(result, "d", comparison=comparison, pooling=pooling)  # the models that have it
     dims = [str(d) for d, b in zip(result["dimension"].values, result["basis"].values, strict=True) if b == "7d"]
     models = _models(result)
     a, b = _groups(result, comparison)
@@ -272,6 +273,7 @@ def scatter_2d(result: xr.Dataset, *, comparison: str, pooling: str, layer: Any 
     """Warmth × competence: every word of both groups (dots), the group means with 95 % CIs
     (diamonds), and the words of small other groups (≤ ``max_labelled`` words), labelled without
     overlaps (see :func:`_place_labels`)."""
+    result = fg.with_data(result, "d", comparison=comparison, pooling=pooling)  # the models that have it
     models = _models(result)
     a, b = _groups(result, comparison)
     pvar, plabel = _p_name(result)
@@ -340,6 +342,7 @@ def layer_heatmap(result: xr.Dataset, *, comparison: str, pooling: str) -> Figur
     """Cohen's d (A − B) per dimension × layer (``mean`` = the layer average); ``•`` marks
     significant cells. One row per model, each on its own layers (0 … its last layer, then
     ``mean``); one colour scale for all."""
+    result = fg.with_data(result, "d", comparison=comparison, pooling=pooling)  # the models that have it
     models = _models(result)
     a, b = _groups(result, comparison)
     pvar, plabel = _p_name(result)

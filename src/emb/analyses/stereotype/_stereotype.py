@@ -26,6 +26,7 @@ from emb.analyses._analysis import (
     check_options,
     default_of,
     front,
+    own_pooling_rows,
     tidy_frame,
 )
 from emb.analyses._select import (
@@ -492,19 +493,23 @@ def declared_pooling(result: xr.Dataset) -> str:
 
 
 def _figures(result: xr.Dataset) -> dict[str, Figure]:
+    from emb.analyses import _figure as fg
     from emb.analyses._analysis import slug
     from emb.analyses.stereotype import _figures as figs
 
-    pooling = declared_pooling(result)
+    # each model at its own declared pooling (a static store beside a contextual one: 'static')
+    poolings = fg.own_poolings(result, "d", POOLINGS)
     out: dict[str, Figure] = {}
     bases = set(str(b) for b in result["basis"].values)
-    for comparison in result["comparison"].values:
-        key = slug(comparison)
-        if "7d" in bases:
-            out[f"profile_7d_{key}"] = figs.profile(result, comparison=comparison, pooling=pooling)
-        if "2d" in bases:
-            out[f"warmth_competence_{key}"] = figs.scatter_2d(result, comparison=comparison, pooling=pooling)
-        out[f"layers_{key}"] = figs.layer_heatmap(result, comparison=comparison, pooling=pooling)
+    for pooling in poolings:
+        for comparison in result["comparison"].values:
+            key = slug(comparison) + (f"_{slug(pooling)}" if len(poolings) > 1 else "")
+            if "7d" in bases:
+                out[f"profile_7d_{key}"] = figs.profile(result, comparison=comparison, pooling=pooling)
+            if "2d" in bases:
+                out[f"warmth_competence_{key}"] = figs.scatter_2d(result, comparison=comparison,
+                                                                  pooling=pooling)
+            out[f"layers_{key}"] = figs.layer_heatmap(result, comparison=comparison, pooling=pooling)
     return out
 
 
@@ -513,10 +518,9 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     last/first/max); the table adds each model's own top layer. The largest |d| over layers is a
     note per model, labelled exploratory; so is the direction accuracy."""
     frame = tables["stereotype"]
-    pooling = declared_pooling(result)
     corrected = str(result.attrs.get("correction", "none")) != "none"
     pcol = "p_adjusted" if corrected else "p"
-    cell = frame[frame["pooling"] == pooling]
+    cell, pooling_words = own_pooling_rows(frame, "d", POOLINGS)  # a static store: 'static'
     keys = [k for k in ("model",) if k in cell]
 
     def per_model(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
@@ -525,7 +529,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
             return [("", table)]
         return [(f"{m}: ", table[table["model"] == m]) for m in dict.fromkeys(table["model"])]
 
-    headline = [f"declared cell: layer mean (all layers averaged), pooling {pooling!r}; "
+    headline = [f"declared cell: layer mean (all layers averaged), pooling {pooling_words}; "
                 f"{result.attrs.get('test', 'student')} t-test, {'p ' + result.attrs['correction'] + '-adjusted' if corrected else 'no correction'}"]
     rows, notes = [], []
     single_layers = {}  # per model label: its rows of single layers with a d
@@ -544,7 +548,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
             headline.append(f"{label}{r['dimension']}: d = {r['d']:+.2f}, {pcol} = {r[pcol]:.3g} "
                             f"({r['group_a']} vs {r['group_b']}; higher: {higher})")
     acc = tables["stereotype_accuracy"]
-    acc = acc[(acc["pooling"] == pooling) & (acc["layer"] == "mean")]
+    acc = acc[acc["layer"] == "mean"].merge(cell[[*keys, "pooling"]].drop_duplicates(), how="inner")
     for label, rows_m in per_model(acc):
         if len(rows_m):
             shown_acc = ", ".join(f"{r['dimension']} {r['accuracy']:.2f}" for _, r in rows_m.iterrows())

@@ -45,10 +45,15 @@ def valnorm_curves(result: xr.Dataset) -> Figure:
     or per model at the declared pooling (several), two columns."""
     models = model_list(result)
     # one model: a panel per pooling; several (the paper's Figure 2): a panel per model at the
-    # declared pooling (every pooling is in the table)
-    poolings = [str(p) for p in result["pooling"].values] if len(models) == 1 else [declared_pooling(result)]
+    # declared pooling (every pooling is in the table), or at its own where it has not that one
+    # (a static store beside a contextual one: static)
+    if len(models) == 1:
+        cells = [(models[0], str(p)) for p in result["pooling"].values]
+    else:
+        declared = declared_pooling(result)
+        cells = [(m, str(fg.own_poolings(result.sel(model=[m]), "svc_accuracy", (declared,))[0]))
+                 for m in models]
     layers = np.asarray(result["layer"].values)
-    cells = [(m, p) for m in models for p in poolings]
     n_cols = min(len(cells), 2)
     n_rows = -(-len(cells) // n_cols)
     fig = Figure(figsize=(3.5 * n_cols, 0.9 + 2.6 * n_rows), layout="constrained")

@@ -29,9 +29,9 @@ from emb.analyses._analysis import (
     Summary,
     add_log10_p,
     check_options,
-    default_of,
     front,
     integer_columns,
+    own_pooling_rows,
     p_below_range,
     tidy_frame,
 )
@@ -370,10 +370,10 @@ def _figures(result: xr.Dataset) -> dict[str, Figure]:
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     """Declared cell: the top layer, the ``last`` pooling (else the first)."""
     frame = tables["valence_subspace"].dropna(subset=["svc_accuracy"])
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
-    cell = frame[frame["pooling"] == pooling]
+    # each model at the declared pooling, or its own without it (a static store: static)
+    cell, pooling = own_pooling_rows(frame, "svc_accuracy", DEFAULT_POOLINGS)
     keys = [k for k in ("model",) if k in cell]
-    headline = [f"declared cell: top layer, pooling {pooling!r}"]
+    headline = [f"declared cell: top layer, pooling {pooling}"]
     rows = []
     for key, group in cell.groupby(keys, sort=False) if keys else [((), cell)]:
         top = group.loc[group["layer"].idxmax()]

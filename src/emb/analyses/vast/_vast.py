@@ -457,6 +457,7 @@ def _has_tokenization(result: xr.Dataset, lexicon: Any) -> bool:
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
+    from emb.analyses import _figure as fg
     from emb.analyses import plots
 
     figs: dict[str, Figure] = {}
@@ -467,9 +468,10 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
                 np.asarray(plots._sel(result["r"], lexicon=lex, rating=rating).values, dtype=float)
             ).any():
                 suffix = "" if rating in (None, "valence") else f"_{slug(rating)}"
-                figs[f"settings_{slug(lex)}{suffix}"] = plots.layer_curves(
-                    result, lexicon=lex, rating=rating, relative_depth=relative_depth
-                )
+                for part_key, part in fg.store_groups(result, "r"):  # a static store: its own
+                    figs[f"settings_{slug(lex)}{suffix}{part_key}"] = plots.layer_curves(
+                        part, lexicon=lex, rating=rating, relative_depth=relative_depth
+                    )
         for tag, one in _per_model(result):
             if "tokenization_r" in one and _has_tokenization(one, lex):
                 figs[f"tokenization_{slug(lex)}{tag}"] = plots.tokenization_curves(

@@ -17,6 +17,7 @@ from emb.analyses._analysis import (
     DEFAULT_SETTINGS,
     Option,
     default_of,
+    own_pooling_rows,
     small_n_of,
 )
 from emb.analyses._select import provenance_attrs
@@ -143,12 +144,13 @@ def with_groups(frame: pd.DataFrame, result: xr.Dataset) -> pd.DataFrame:
     return frame.merge(groups, how="left", on="test")
 
 
-def declared_cell(frame: pd.DataFrame) -> tuple[pd.DataFrame, Any, Any]:
-    """The rows of the declared cell's setting and pooling (``bleached`` …, ``last`` …), and
-    those two."""
+def declared_cell(frame: pd.DataFrame) -> tuple[pd.DataFrame, Any, str]:
+    """The rows of the declared cell's setting and pooling (``bleached`` …, ``last`` …; a model
+    without that pooling at its own, a static store's ``static``), the setting and the words
+    for the pooling (every row counts as a value: the callers dropped their NaN rows; see :func:`emb.analyses._analysis.own_pooling_rows`)."""
     setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
-    return frame[(frame["setting"] == setting) & (frame["pooling"] == pooling)], setting, pooling
+    cell, pooling = own_pooling_rows(frame[frame["setting"] == setting], None, DEFAULT_POOLINGS)
+    return cell, setting, pooling
 
 
 def top_rows(cell: pd.DataFrame) -> list[tuple[dict[str, Any], pd.Series]]:

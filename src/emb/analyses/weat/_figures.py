@@ -65,9 +65,9 @@ def weat_effect_sizes(
     ``p``; the legend says which, and over which family.
     """
     fg.require(result, ["effect_size"], "WEAT effect sizes")
-    result, tag = fg.one_model(result)
-    pvar, plabel = _p_choice(result, pvalue)
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    result, tag = fg.one_model(fg.with_data(result, "effect_size", pooling=pooling))
+    pvar, plabel = _p_choice(result, pvalue)
     es = fg.sel(result["effect_size"], pooling=pooling)
     ps = fg.sel(result[pvar], pooling=pooling) if pvar else None
     has_band = "ci_low" in result and "ci_high" in result
@@ -177,9 +177,9 @@ def weat_heatmap(
     was asked for; the legend says which). Rows are labelled with the test ids; the key below the
     panels gives each test's groups and word counts."""
     fg.require(result, ["effect_size"], "a WEAT heat map")
-    result, tag = fg.one_model(result)
-    pvar, plabel = _p_choice(result, pvalue)
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
+    result, tag = fg.one_model(fg.with_data(result, "effect_size", pooling=pooling))
+    pvar, plabel = _p_choice(result, pvalue)
     es = fg.sel(result["effect_size"], pooling=pooling)
     models = fg.labels(result, "model")
     settings = fg.labels(result, "setting")

@@ -16,6 +16,7 @@ from emb.analyses._analysis import (
     default_of,
     format_adjusted,
     format_p,
+    own_pooling_rows,
     small_n_notes,
 )
 
@@ -46,12 +47,13 @@ def summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     if frame.empty:
         return Summary(title="WEAT: no effect sizes (every cell is NaN)")
     setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
-    pooling = default_of(frame["pooling"].unique(), DEFAULT_POOLINGS)
     correction = str(result.attrs.get("correction", "none"))
     use_adjusted = correction != "none" and "p_adjusted" in frame
     has_ci = "ci_low" in frame and frame["ci_low"].notna().any()
     level = f"{100 * float(result.attrs.get('confidence', 0.95)):g}%"
-    cell = frame[(frame["setting"] == setting) & (frame["pooling"] == pooling)]
+    # each model at the declared pooling, or its own without it (a static store: static)
+    cell, pooling = own_pooling_rows(frame[frame["setting"] == setting], "effect_size",
+                                     DEFAULT_POOLINGS)
     rows = []
     keys = [k for k in ("model", "test") if k in cell]
     names_ = _group_names(result)
@@ -98,7 +100,7 @@ def summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     notes += json.loads(str(result.attrs.get("notes", "[]")))  # the stores' common words
     return Summary(
         title=f"WEAT effect sizes (Cohen's d, ddof {result.attrs.get('ddof', 1)})",
-        headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling!r}"],
+        headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
         table=pd.DataFrame(rows),
         notes=notes,
     )
