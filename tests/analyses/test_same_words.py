@@ -65,3 +65,33 @@ def test_word_set_is_one_declared_option() -> None:
     with pytest.raises(AnalysisError, match=r"--word-set \(word_set= in Python\) of analysis "
                                             r"'weat' must be one of common, per-setting; got 'same'"):
         weat(weat_dataset(), **WEAT, word_set="same")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", ["ceat", "ibd", "stereotype", "intersectional", "valence-subspace"])
+def test_analyses_without_the_option_compare_stores_on_the_stimuli_both_have(name: str) -> None:
+    """Two stores, one without a word: every analysis without ``word_set`` computes each store
+    on the stimuli both have (no choice to offer), equal to running it on those alone, and its
+    summary names what was dropped (before, each store ran on its own words, unsaid)."""
+    import warnings
+
+    from emb.analyses._provenance import summarize
+
+    ds, options = ANALYSES[name].example()
+    words = np.unique(ds["word"].values.astype(str))
+    drop = str(words[-1])
+    fewer = ds.isel(item=np.flatnonzero(ds["word"].values.astype(str) != drop))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        both = run_analysis(name, {"a": ds, "b": fewer}, **options).compute()
+        alone = run_analysis(name, {"a": fewer}, **options).compute()
+    for var, da in alone.data_vars.items():
+        if var not in both or not np.issubdtype(da.dtype, np.number):
+            continue
+        got = both[var].sel(model="a")
+        want = da.sel(model="a")
+        got, want = xr.align(got, want, join="inner")
+        np.testing.assert_allclose(np.asarray(got.values, float), np.asarray(want.values, float),
+                                   rtol=1e-9, atol=1e-12, equal_nan=True, err_msg=var)
+    analysis = ANALYSES[name]
+    notes = summarize(analysis, both, analysis.report_tables(both)).notes
+    assert any("absent from store 'b'" in n and drop in n for n in notes), notes

@@ -150,10 +150,18 @@ def context_notes(result: xr.Dataset) -> list[str]:
             "context per stimulus many times instead ('emb analyze ceat')"]
 
 
+def _run_notes(result: xr.Dataset) -> list[str]:
+    """The run's own notes (``notes``: JSON list), e.g. the stimuli some store of a several-store
+    run lacked, for the analyses whose summary does not show them itself."""
+    notes = _loaded(result.attrs.get("notes"))
+    return [str(n) for n in notes] if isinstance(notes, list) else []
+
+
 def summarize(analysis: Any, result: xr.Dataset, tables: Mapping[str, Any]) -> Any:
     """``analysis.report_summary(result, tables)`` (its summary and the layers' anisotropy) with
-    :func:`context_notes` and :func:`extraction_notes` appended to its notes: the summary every front door (the CLI,
+    the run's notes (the stimuli some store lacked), :func:`context_notes` and :func:`extraction_notes` appended to its notes: the summary every front door (the CLI,
     :func:`emb.analyze`, the written results) shows."""
     summary = analysis.report_summary(result, tables)
-    notes = [n for n in (*context_notes(result), *extraction_notes(result)) if n not in summary.notes]
+    notes = [n for n in (*_run_notes(result), *context_notes(result), *extraction_notes(result))
+             if n not in summary.notes]
     return dataclasses.replace(summary, notes=[*summary.notes, *notes]) if notes else summary

@@ -130,8 +130,11 @@ def run_analysis(
             f"it takes {sorted(params)}"
         )
     store_note = None
-    if "word_set" in params and len(datasets) > 1:
-        word_set = options.get("word_set", params["word_set"].default)
+    if len(datasets) > 1:  # several stores: compared on the stimuli all of them have
+        # (an analysis with ``word_set`` lets "per-setting" keep each store's own; one without
+        # it has no such choice: CEAT, IBD, stereotype, intersectional, valence subspace)
+        word_set = options.get("word_set", params["word_set"].default) if "word_set" in params \
+            else "common"
         if word_set == "common":
             datasets, store_note = common_stimuli(
                 {m: plain_strings(ds) for m, ds in datasets.items()})
@@ -167,7 +170,7 @@ def run_analysis(
         if source:
             out[name].attrs = dict(source)
     out.attrs = _jsonable_attrs({**shared, "models": provenance})
-    if "word_set" in params and len(results) > 1:
+    if len(results) > 1:
         out.attrs["notes"] = json.dumps(_model_notes(results, list(datasets), store_note))
     return _with_baselines(out, baselines, index, standardize)
 
