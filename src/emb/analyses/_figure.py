@@ -241,10 +241,14 @@ def bands_as_bars_in_legends(fig: Figure) -> None:
 
 def _fit_axis_labels(fig: Figure) -> None:
     """Wrap an axis label longer than the canvas leaves it (an x label wider than the figure, a
-    y label or colour-bar label taller than it): constrained layout places labels but never
-    shortens them. Measured once the layout has run."""
+    y label or colour-bar label taller than it, an axes title that reaches past the canvas's
+    edge): constrained layout places labels but never shortens them. Measured once the layout
+    has run."""
     labels = [(ax.xaxis.label, "x", ax) for ax in fig.axes if ax.get_visible() and ax.get_xlabel()]
     labels += [(ax.yaxis.label, "y", ax) for ax in fig.axes if ax.get_visible() and ax.get_ylabel()]
+    # an axes title wider than its panel: centred on it, it can reach past the canvas's edge
+    # (a narrow last column; constrained layout of matplotlib < 3.9 leaves it there)
+    labels += [(ax.title, "title", ax) for ax in fig.axes if ax.get_visible() and ax.get_title()]
     if not labels:
         return
     renderer = _renderer(fig)
@@ -253,7 +257,10 @@ def _fit_axis_labels(fig: Figure) -> None:
     pad = _MARGIN * fig.dpi
     for label, axis, ax in labels:
         box = label.get_window_extent(renderer)
-        if axis == "x" and (box.x0 < canvas.x0 + pad or box.x1 > canvas.x1 - pad):
+        if axis == "title":
+            if box.x0 < canvas.x0 + pad or box.x1 > canvas.x1 - pad:
+                _wrap_to(label, renderer, ax.get_window_extent(renderer).width)
+        elif axis == "x" and (box.x0 < canvas.x0 + pad or box.x1 > canvas.x1 - pad):
             _wrap_to(label, renderer, min(box.width, canvas.width - 2 * pad) * 0.7)
         elif axis == "y" and (box.y0 < canvas.y0 + pad or box.y1 > canvas.y1 - pad
                               or box.height > 1.25 * ax.get_window_extent(renderer).height):
