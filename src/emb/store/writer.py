@@ -147,7 +147,7 @@ class SuiteWriter:
         now = datetime.now(UTC)
         #: this run's id and start, for its out-of-memory back-off record
         self.run = f"{now:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
-        self.started = now.isoformat(timespec="seconds")
+        self.started = now.isoformat(timespec="microseconds")  # orders runs of one second
 
     def _resolved(self) -> tuple[zarr.Group, zarr.Array, zarr.Array]:
         """The group and its arrays, once the layout (maybe written in the background) exists."""
