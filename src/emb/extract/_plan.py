@@ -8,6 +8,8 @@ first use in the window); :func:`item_coords` lays out the suite's item coordina
 
 from __future__ import annotations
 
+import io
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -92,6 +94,75 @@ class Plan:
     def tokenized(self) -> int:
         """Keys tokenised so far."""
         return len(self.keys) if "all" in self._cache else len(self._cache)
+
+    def pack(self, chosen: Sequence[int], tag: str) -> bytes | None:
+        """The encodings of keys ``chosen``, tokenised already, as bytes (an uncompressed
+        ``.npz``: the keys, each key's token ids and target positions concatenated with their
+        lengths, its window, and ``tag``), for :meth:`seed`; None where they are not plain
+        :class:`~emb.backends.base.Encoding` (static vectors: nothing to save)."""
+        from emb.backends.base import Encoding
+
+        encodings = self.encoded(chosen)
+        if any(type(e) is not Encoding for e in encodings):
+            return None
+        out = io.BytesIO()
+        np.savez(
+            out,
+            tag=np.array(tag),
+            keys=np.asarray(chosen, dtype=np.int64),
+            n_ids=np.fromiter((e.input_ids.size for e in encodings), np.int64, len(encodings)),
+            ids=np.concatenate([e.input_ids for e in encodings] or [np.zeros(0, np.int32)]),
+            n_target=np.fromiter((e.target.size for e in encodings), np.int64, len(encodings)),
+            target=np.concatenate([e.target for e in encodings] or [np.zeros(0, np.int64)]),
+            window=np.array([e.window or (-1, -1) for e in encodings], dtype=np.int64).reshape(-1, 2),
+        )
+        return out.getvalue()
+
+    def seed(self, data: bytes, tag: str) -> int:
+        """Take the encodings :meth:`pack` made with the same ``tag`` as tokenised; the number of
+        keys taken, 0 (nothing taken) when ``data`` is another tag's, damaged or inconsistent:
+        those keys are then tokenised when asked for, as without it."""
+        from emb.backends.base import Encoding
+
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                if z["tag"].shape != () or str(z["tag"]) != tag:
+                    return 0
+                keys, n_ids, ids = z["keys"], z["n_ids"], z["ids"]
+                n_target, target, window = z["n_target"], z["target"], z["window"]
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+            return 0
+        n = keys.shape[0]
+        if not (
+            keys.dtype == np.int64 and ids.dtype == np.int32 and target.dtype == np.int64
+            and keys.ndim == n_ids.ndim == n_target.ndim == ids.ndim == target.ndim == 1
+            and n_ids.shape == n_target.shape == (n,) and window.shape == (n, 2)
+            and (n == 0 or (keys.min() >= 0 and keys.max() < len(self.keys)))
+            and (n_ids >= 1).all() and (n_target >= 1).all()
+            and int(n_ids.sum()) == ids.size and int(n_target.sum()) == target.size
+        ):
+            return 0
+        # each target position inside its context, increasing within its key
+        lengths = np.repeat(n_ids, n_target)
+        same_key = np.repeat(np.arange(n), n_target)
+        if target.size and (
+            (target < 0).any() or (target >= lengths).any()
+            or (np.diff(target)[same_key[1:] == same_key[:-1]] <= 0).any()
+        ):
+            return 0
+        ids.setflags(write=False)
+        target.setflags(write=False)
+        id_ends, target_ends = np.cumsum(n_ids).tolist(), np.cumsum(n_target).tolist()
+        taken = {
+            k: Encoding(input_ids=ids[i1 - m1 : i1], target=target[t1 - m2 : t1],
+                        window=None if a < 0 else (a, b))
+            for k, i1, m1, t1, m2, (a, b) in zip(
+                keys.tolist(), id_ends, n_ids.tolist(), target_ends, n_target.tolist(),
+                window.tolist(), strict=True)
+        }
+        if "all" not in self._cache:
+            self._cache.update(taken)
+        return len(taken)
 
 
 @dataclass(frozen=True)

@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from emb.backends import Runner
     from emb.extract.estimate import Estimate
     from emb.stimuli.suites import Suite
-    from emb.store import SuiteWriter
+    from emb.store import ShardRecord, SuiteWriter
 
 __all__ = ["extract"]
 
@@ -262,6 +262,12 @@ def extract(
                 at_zero = first_position(plan)
             else:
                 at_zero = int(extraction.get("targets_at_position_0") or 0)
+            if extraction is not None and shard is not None:
+                # the encodings of this shard's contexts, kept by the worker that laid the suite
+                # out (none: this worker tokenises them)
+                kept = target.recorded_tokens(prep.name, shard.label)
+                if kept is not None:
+                    plan.seed(kept, _tokens_tag(runner, prep, plan, bos_id))
             _warn_position_zero(runner, suite, at_zero, b)
             if (message := prep.unknown_message(runner, extraction)) is not None:
                 warnings.warn(message, EmbWarning, stacklevel=2)
@@ -311,6 +317,7 @@ def extract(
                     progress=progress,
                     block_size=block_size,
                     shard=shard,
+                    tokens_tag=_tokens_tag(runner, prep, plan, bos_id),
                 )
             )
             if len(_backoffs(runner)) > len(seen):  # the OOM back-off halved batches
@@ -361,6 +368,38 @@ def _fixed_seconds(
                 gc.freeze()  # the miniature run's own _frozen_gc unfroze this run's objects
             seconds, computed = time.perf_counter() - t0, report.n_computed
     return seconds, computed
+
+
+def _tokens_tag(runner: Runner, prep: Prepared, plan: Plan, bos_token_id: int | None) -> str:
+    """What kept encodings must have been made for: the suite, its keys, the tokenizer and the
+    settings (see :meth:`Plan.seed`)."""
+    import json
+
+    return json.dumps(
+        {"suite": prep.suite_attrs.get("content_hash"), "keys": len(plan.keys),
+         "tokenizer": str(getattr(runner.info, "tokenizer", "")), "identity": prep.identity,
+         "bos_token_id": bos_token_id},
+        sort_keys=True, default=str,
+    )
+
+
+def _keep_tokens(
+    writer: SuiteWriter, plan: Plan, record: ShardRecord, shard: Shard, windows: Sequence[Sequence[int]],
+    ranges: Sequence[tuple[int, int]], reuse: Any, tag: str,
+) -> None:
+    """Keep, for each other shard's worker, the encodings of the contexts it computes (this
+    worker laid the suite out and tokenised it whole); on a writer thread, after the layout."""
+    for index in range(1, record.count + 1):
+        if index == shard.index:
+            continue
+        keys = [
+            k for w in shard_windows(record, index)
+            for k in BlockSources.of(plan, ranges[windows[w][0]][0], ranges[windows[w][-1]][1], reuse).compute_keys
+        ]
+        data = plan.pack(keys, tag)
+        if data is None:  # encodings with nothing worth keeping (static vectors)
+            return
+        writer.record_tokens(Shard(index, record.count).label, data)
 
 
 def _backoffs(runner: Runner) -> list[dict[str, int]]:
@@ -505,6 +544,7 @@ def _extract_suite(
     progress: bool,
     block_size: int | None,
     shard: Shard | None = None,
+    tokens_tag: str = "",
 ) -> SuiteReport:
     t0 = time.perf_counter()
     name, shape = prep.name, prep.shape
@@ -549,6 +589,7 @@ def _extract_suite(
                 name, writer.extraction, only=record.reuse_from if record else None
             )
             mine: Sequence[int] = range(len(all_windows))
+            kept: Future[None] | None = None  # the encodings kept for the other shards' workers
             if shard is not None:
                 # the plan recorded by the first worker (whose windows are a function of the
                 # suite, the tokenizer and the settings, checked equal above) is not made again:
@@ -559,6 +600,10 @@ def _extract_suite(
                     planned = shard_record(plan, ranges, all_windows, shard.count, per_window, reuse_from)
                 record = writer.record_shards(planned)
                 mine = shard_windows(record, shard.index)
+                if writer.fresh and record.count > 1 and plan.tokenized == len(plan.keys):
+                    # the other workers read their contexts' encodings instead of tokenising
+                    kept = pool.submit(_keep_tokens, writer, plan, record, shard, all_windows,
+                                       ranges, reuse, tokens_tag)
             # a shard writer leaves blocks written with copies pending to the settling step
             pending_set = {
                 b for w in mine for b in all_windows[w]
@@ -645,6 +690,8 @@ def _extract_suite(
                 ])
             for future in (f for window in inflight for f in window):
                 future.result()
+            if kept is not None:
+                kept.result()
         if bar is not None:
             bar.close()
         if shard is None:

@@ -22,6 +22,11 @@ plan).  What they share in the store, and how they stay out of each other's way:
   finishes lists every block in the manifest without reading the others' shards back; the
   records are deleted once the suite is complete (a record that is missing or does not parse:
   that shard is read back and hashed).
+- **Encodings**: the worker that lays the suite out tokenises it whole (for the coordinates); it
+  keeps the encodings of each other shard's contexts in ``<suite>/_progress/tokens.<label>.npz``
+  (:func:`record_tokens`), which that shard's worker reads instead of tokenising again; deleted
+  once the suite is complete.  A worker that finds none (it started before they were written)
+  or cannot read them tokenises its contexts itself: the same encodings.
 - **Finishing**: a worker that finds every block written fills in the pending copies, writes the
   manifest and marks the suite complete.  Every step writes what any other worker would write,
   so two workers finishing at once agree.
@@ -65,10 +70,13 @@ __all__ = [
     "check_no_shard_writers",
     "create_once",
     "describe_shards",
+    "drop_tokens",
     "layout_claim",
     "read_markers",
     "read_record",
     "record_shards",
+    "record_tokens",
+    "recorded_tokens",
     "shard_lock_path",
     "shard_layout_guard",
     "shard_progress",
@@ -286,6 +294,45 @@ def drop_digests(zstore: Any, name: str, blocks: Sequence[int]) -> None:
         await asyncio.gather(*(one(b) for b in blocks))
 
     zarr_sync(every())
+
+
+# -- the encodings the first worker made for the others ---------------------------------------------
+#: ``<suite>/_progress/tokens.<shard label>.npz``: the encodings of a shard's windows.
+TOKENS_PREFIX = "tokens."
+TOKENS_SUFFIX = ".npz"
+
+
+def _tokens_key(name: str, label: str) -> str:
+    return f"{name}/{dm.PROGRESS_GROUP}/{TOKENS_PREFIX}{label}{TOKENS_SUFFIX}"
+
+
+def record_tokens(zstore: Any, name: str, label: str, data: bytes) -> None:
+    """Keep the encodings of shard ``label``'s contexts (``data``, made by the worker that laid
+    the suite out and tokenised it whole) so that worker does not tokenise them again."""
+    zarr_sync(zstore.set(_tokens_key(name, label), _buffer(data)))
+
+
+def recorded_tokens(zstore: Any, name: str, label: str) -> bytes | None:
+    """The bytes :func:`record_tokens` kept for shard ``label``; None when there are none or
+    they cannot be read (the worker then tokenises its contexts itself)."""
+    try:
+        return read_bytes(zstore, _tokens_key(name, label))
+    except (OSError, StoreError, ValueError):
+        return None
+
+
+def drop_tokens(zstore: Any, name: str) -> None:
+    """Delete every shard's kept encodings (once the suite is complete)."""
+    from emb.store._nodes import child_names
+
+    try:
+        names = child_names(zstore, f"{name}/{dm.PROGRESS_GROUP}")
+    except (OSError, NotImplementedError, StoreError, ValueError, KeyError):
+        return  # a backend that cannot list (HTTP) is never written to
+    for entry in names:
+        if entry.startswith(TOKENS_PREFIX) and entry.endswith(TOKENS_SUFFIX):
+            with contextlib.suppress(OSError, FileNotFoundError, KeyError):
+                zarr_sync(zstore.delete(f"{name}/{dm.PROGRESS_GROUP}/{entry}"))
 
 
 # -- the shard record -------------------------------------------------------------------------------

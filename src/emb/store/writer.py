@@ -61,10 +61,12 @@ from emb.store.names import check_group_name
 from emb.store.shards import (
     ShardRecord,
     drop_digests,
+    drop_tokens,
     read_markers,
     read_record,
     record_digest,
     record_shards,
+    record_tokens,
     recorded_digests,
     shard_layout_guard,
 )
@@ -500,6 +502,13 @@ class SuiteWriter:
         """
         return record_shards(self.root.store, self.location, self.name, record)
 
+    def record_tokens(self, label: str, data: bytes) -> None:
+        """Keep the encodings of shard ``label``'s contexts for its worker
+        (:func:`emb.store.shards.record_tokens`); deleted when the suite is complete."""
+        self._resolved()  # after the layout, which a fresh suite's writes begin with
+        with _write_errors(f"the encodings of {label} of suite {self.name!r} into {self.location}"):
+            record_tokens(self.root.store, self.name, label, data)
+
     # -- provenance ---------------------------------------------------------------------------------
     def record_backoffs(self, record: Mapping[str, Any]) -> None:
         """Write (or rewrite) this run's out-of-memory back-off record (its ``halvings``,
@@ -543,6 +552,9 @@ class SuiteWriter:
                 self.group.attrs[dm.ATTR_COMPLETE] = True
             if self.shard is not None:
                 drop_digests(self.root.store, self.name, range(n_blocks))
+            # the shards' encodings (a suite laid out by shard workers, perhaps finished by a
+            # run without --shard)
+            drop_tokens(self.root.store, self.name)
         self._consolidate_complete()
         self.close()
 

@@ -46,7 +46,7 @@ from emb.store._write_checks import (
     open_for_writing,
 )
 from emb.store.lock import WriterLock
-from emb.store.shards import ShardRecord, read_record, shard_lock_path
+from emb.store.shards import ShardRecord, read_record, recorded_tokens, shard_lock_path
 from emb.store.store import suite_names
 from emb.store.writer import SuiteWriter
 
@@ -149,6 +149,15 @@ class StoreWriter:
     def stored_record(self, name: str) -> ShardRecord | None:
         """Suite ``name``'s shard record, reading only (None: none, or no store yet)."""
         return self._stored([name])[0][1]
+
+    def recorded_tokens(self, name: str, label: str) -> bytes | None:
+        """The encodings kept for shard ``label`` of suite ``name`` by the worker that laid it
+        out (:func:`emb.store.shards.record_tokens`), reading only; None: none (yet)."""
+        try:
+            zstore = open_zarr_store(self.location, mode="r", storage_options=self.storage_options)
+        except StoreError:
+            return None
+        return recorded_tokens(zstore, name, label)
 
     def _stored(self, names: Sequence[str]) -> list[tuple[Any, ShardRecord | None]]:
         zstore = None
