@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from typing import Any, Literal
 
 import numpy as np
@@ -29,7 +30,7 @@ import torch
 from emb.backends._backoff import BackOff, forward_with_backoff
 from emb.backends.base import Encoding, ModelInfo, Runner
 from emb.backends.pooling import POOLINGS, parse_poolings, pool
-from emb.backends.tokens import apply_bos, locate_subtokens
+from emb.backends.tokens import apply_bos_batch, locate_batch
 from emb.errors import ModelError, TargetNotFoundError
 
 __all__ = ["DType", "HFRunner", "stop_after"]
@@ -148,28 +149,29 @@ class HFRunner(Runner):
             return_token_type_ids=False,
         )
         name = self.info.tokenizer
-        encodings: list[Encoding] = []
-        failures: list[tuple[int, str, tuple[int, int]]] = []
-        for index, (context, (start, end)) in enumerate(zip(contexts, spans, strict=True)):
-            ids, offsets = batch["input_ids"][index], batch["offset_mapping"][index]
-            if bos is not None:
-                ids, offsets = apply_bos(
-                    ids,
-                    offsets,
-                    batch["special_tokens_mask"][index],
-                    bos=bos,
-                    bos_token_id=self.tokenizer.bos_token_id,
-                    chosen_id=bos_token_id,
-                    tokenizer_name=name,
-                )
-            try:
-                target = locate_subtokens(offsets, start, end, text=context)
-            except TargetNotFoundError:
-                failures.append((index, context, (start, end)))
-                continue
-            encodings.append(
-                Encoding(input_ids=_frozen(np.asarray(ids, dtype=np.int32)), target=_frozen(target))
+        # the whole batch at once: every context's tokens one after another (a flat array and
+        # each context's length), the BOS policy and the target's location vectorised over it
+        id_lists = batch["input_ids"]
+        lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+        total = int(lengths.sum())
+        ids = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=total)
+        offsets = np.fromiter(
+            chain.from_iterable(chain.from_iterable(batch["offset_mapping"])),
+            dtype=np.int64, count=2 * total,
+        ).reshape(total, 2)
+        tokenized, shift = lengths, np.zeros(len(contexts), dtype=np.int64)
+        if bos is not None:
+            mask = np.fromiter(
+                chain.from_iterable(batch["special_tokens_mask"]), dtype=np.int64, count=total
             )
+            ids, lengths, shift = apply_bos_batch(
+                ids, offsets, lengths, mask, bos=bos, bos_token_id=self.tokenizer.bos_token_id,
+                chosen_id=bos_token_id, tokenizer_name=name,
+            )
+        targets, bounds, found = locate_batch(offsets, tokenized, spans, contexts)
+        failures = [
+            (int(index), contexts[index], spans[index]) for index in np.flatnonzero(~found)
+        ]
         if failures:
             listed = "; ".join(
                 f"item {index}: span [{start}, {end}) {context[start:end]!r} in {context!r}"
@@ -182,8 +184,20 @@ class HFRunner(Runner):
             )
             error.failures = tuple(failures)  # type: ignore[attr-defined]
             raise error
+        # one read-only buffer each; every encoding holds views into them
+        ids = _frozen(ids.astype(np.int32))
+        targets = _frozen(targets + np.repeat(shift, np.diff(bounds)))
+        token_base = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=token_base[1:])
+        encodings = [
+            Encoding(input_ids=ids[a:b], target=targets[c:d])
+            for a, b, c, d in zip(
+                token_base[:-1].tolist(), token_base[1:].tolist(),
+                bounds[:-1].tolist(), bounds[1:].tolist(), strict=True,
+            )
+        ]
         limit = _max_positions(self.model.config)
-        too_long = [i for i, enc in enumerate(encodings) if limit and enc.n_tokens > limit]
+        too_long = np.flatnonzero(lengths > limit).tolist() if limit else []
         for i in too_long:  # cut around the target, never dropped
             encodings[i] = self._cut(
                 contexts[i], spans[i], encodings[i], int(limit), bos=bos, bos_token_id=bos_token_id
