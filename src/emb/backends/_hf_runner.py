@@ -49,6 +49,49 @@ def _frozen(array: np.ndarray) -> np.ndarray:
     return array
 
 
+def _backend_encodings(tokenizer: Any, contexts: list[str]) -> list[Any] | None:
+    """The Rust encodings of ``contexts``, made exactly as ``tokenizer(contexts,
+    add_special_tokens=True)`` makes them, or None where that call is not transformers' own.
+
+    transformers 5's call on a fast tokenizer (``TokenizersBackend``) with no padding,
+    truncation or length: switches to input mode, turns off any truncation and padding set on
+    the Rust tokenizer (``set_truncation_and_padding``), sets ``encode_special_tokens`` to
+    ``split_special_tokens``, then calls ``encode_batch(texts, add_special_tokens=True,
+    is_pretokenized=False)`` and reads each encoding's ``ids``, ``offsets`` and
+    ``special_tokens_mask`` (no overflow without truncation).  The same steps are taken here,
+    only when the tokenizer's class overrides none of them (else, and on transformers 4, the
+    call itself is made: None).  tests/backends/test_encode.py checks the equality on every
+    tokenizer family emb's tests have.
+    """
+    try:
+        from transformers.tokenization_utils_base import PreTrainedTokenizerBase, TruncationStrategy
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+        from transformers.utils import PaddingStrategy
+    except ImportError:  # transformers 4: its own call
+        return None
+    kind = type(tokenizer)
+    if not (
+        isinstance(tokenizer, TokenizersBackend)
+        and kind.__call__ is PreTrainedTokenizerBase.__call__
+        and kind._encode_plus is TokenizersBackend._encode_plus
+        and kind._get_padding_truncation_strategies
+        is PreTrainedTokenizerBase._get_padding_truncation_strategies
+        and all(isinstance(context, str) for context in contexts)  # else its own message
+    ):
+        return None
+    if not tokenizer._in_target_context_manager and hasattr(tokenizer, "_switch_to_input_mode"):
+        tokenizer._switch_to_input_mode()
+    tokenizer.set_truncation_and_padding(
+        padding_strategy=PaddingStrategy.DO_NOT_PAD,
+        truncation_strategy=TruncationStrategy.DO_NOT_TRUNCATE,
+        max_length=None, stride=0, pad_to_multiple_of=None, padding_side=None,
+    )
+    backend = tokenizer._tokenizer
+    if backend.encode_special_tokens != tokenizer.split_special_tokens:
+        backend.encode_special_tokens = tokenizer.split_special_tokens
+    return backend.encode_batch(contexts, add_special_tokens=True, is_pretokenized=False)
+
+
 #: The pinned host buffer a CUDA runner copies pooled vectors into (``HFRunner.overlap``) holds at
 #: most this many bytes (or one batch): when full, it is emptied into the result (one host sync).
 #: Pinning is slow (1.6 GB pinned for one 20,000-item call took 3.4 s where the whole call without
@@ -140,30 +183,10 @@ class HFRunner(Runner):
             raise ValueError(f"bos must be None, True or False; got {bos!r}")
         if not contexts:
             return []
-        batch = self.tokenizer(
-            contexts,
-            add_special_tokens=True,
-            return_offsets_mapping=True,
-            return_special_tokens_mask=bos is not None,  # only the BOS policy reads it
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )
         name = self.info.tokenizer
-        # the whole batch at once: every context's tokens one after another (a flat array and
-        # each context's length), the BOS policy and the target's location vectorised over it
-        id_lists = batch["input_ids"]
-        lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
-        total = int(lengths.sum())
-        ids = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=total)
-        offsets = np.fromiter(
-            chain.from_iterable(chain.from_iterable(batch["offset_mapping"])),
-            dtype=np.int64, count=2 * total,
-        ).reshape(total, 2)
+        ids, offsets, lengths, mask = self._tokenize(contexts, special=bos is not None)
         tokenized, shift = lengths, np.zeros(len(contexts), dtype=np.int64)
         if bos is not None:
-            mask = np.fromiter(
-                chain.from_iterable(batch["special_tokens_mask"]), dtype=np.int64, count=total
-            )
             ids, lengths, shift = apply_bos_batch(
                 ids, offsets, lengths, mask, bos=bos, bos_token_id=self.tokenizer.bos_token_id,
                 chosen_id=bos_token_id, tokenizer_name=name,
@@ -203,6 +226,46 @@ class HFRunner(Runner):
                 contexts[i], spans[i], encodings[i], int(limit), bos=bos, bos_token_id=bos_token_id
             )
         return encodings
+
+    def _tokenize(
+        self, contexts: list[str], *, special: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """Every context's tokens one after another: ids (int64), offsets (int64, (n, 2)),
+        tokens per context, and the special-tokens mask when ``special``.
+
+        What ``self.tokenizer(contexts, add_special_tokens=True, return_offsets_mapping=True)``
+        returns, read straight from the Rust encodings where that call is transformers' own
+        (:func:`_backend_encodings`): its per-item lists of tuples cost more than the
+        tokenizer's Rust side on a suite of short contexts (and their garbage collections).
+        """
+        encodings = _backend_encodings(self.tokenizer, contexts)
+        if encodings is not None:
+            lengths = np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings))
+            ids_of: Iterator[Any] = (e.ids for e in encodings)
+            offsets_of: Iterator[Any] = (e.offsets for e in encodings)
+            masks_of: Iterator[Any] = (e.special_tokens_mask for e in encodings)
+        else:
+            batch = self.tokenizer(
+                contexts,
+                add_special_tokens=True,
+                return_offsets_mapping=True,
+                return_special_tokens_mask=special,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )
+            lengths = np.fromiter(map(len, batch["input_ids"]), dtype=np.int64, count=len(contexts))
+            ids_of, offsets_of = iter(batch["input_ids"]), iter(batch["offset_mapping"])
+            masks_of = iter(batch["special_tokens_mask"]) if special else iter(())
+        total = int(lengths.sum())
+        ids = np.fromiter(chain.from_iterable(ids_of), dtype=np.int64, count=total)
+        offsets = np.fromiter(
+            chain.from_iterable(chain.from_iterable(offsets_of)), dtype=np.int64, count=2 * total
+        ).reshape(total, 2)
+        mask = (
+            np.fromiter(chain.from_iterable(masks_of), dtype=np.int64, count=total)
+            if special else None
+        )
+        return ids, offsets, lengths, mask
 
     def _cut(
         self, context: str, span: tuple[int, int], enc: Encoding, limit: int, *,
