@@ -2,7 +2,8 @@
 (tests/backends/_encode_reference.py) on random batches: the same ids (int32), targets (int64),
 windows, read-only arrays, and the same errors with the same messages, for GPT-2's byte-level
 BPE, MiniLM's uncased WordPiece, a SentencePiece-style BPE that puts ``<s>`` first (Llama), a
-tokenizer that appends ``<|endoftext|>`` (T5-like) and an LLM family's tokenizer (Mistral);
+tokenizer that appends ``<|endoftext|>`` (T5-like), an LLM family's tokenizer (Mistral) and
+SmolLM2's tokenizer read from its GGUF file;
 and ``locate_batch``/``apply_bos_batch`` equal ``locate_subtokens``/``apply_bos`` item by item
 on synthetic offsets."""
 
@@ -93,7 +94,27 @@ def mistral_runner(tmp_path_factory):
     return load_model(directory, dtype="float32", device="cpu")
 
 
-RUNNERS = ["gpt2_runner", "minilm_runner", "llama_runner", "t5_runner", "mistral_runner"]
+@pytest.fixture(scope="module")
+def smollm2_tokenizer_runner(smollm2_path):
+    """SmolLM2's own tokenizer (a byte-level BPE read from its GGUF file, as load_model reads
+    it) in a runner whose model only states 128 positions: encode never runs the model."""
+    from types import SimpleNamespace
+
+    import torch
+    from transformers import AutoTokenizer
+
+    from emb.backends._hf_runner import HFRunner
+
+    tokenizer = AutoTokenizer.from_pretrained(str(smollm2_path.parent), gguf_file=smollm2_path.name)
+    model = SimpleNamespace(config=SimpleNamespace(max_position_embeddings=models.POSITIONS))
+    info = SimpleNamespace(tokenizer=f"{type(tokenizer).__name__} ({smollm2_path.name})")
+    return HFRunner(model, tokenizer, torch.device("cpu"), info)  # type: ignore[arg-type]
+
+
+RUNNERS = [
+    "gpt2_runner", "minilm_runner", "llama_runner", "t5_runner", "mistral_runner",
+    "smollm2_tokenizer_runner",
+]
 POLICIES = [(None, None), (True, None), (False, None), (True, 13), (False, 13), (None, 13)]
 
 
