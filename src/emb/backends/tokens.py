@@ -218,15 +218,14 @@ _SPACE_LIMIT = 0x3001
 _IS_SPACE = np.array([chr(code).isspace() for code in range(_SPACE_LIMIT)] + [False], dtype=bool)
 
 
-def _visible(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Where each text starts in their concatenation, and the positions of its visible
-    (not ``str.isspace``) characters, increasing."""
+def _spaces(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Where each text starts in their concatenation, and which of its characters are
+    whitespace (``str.isspace``)."""
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     base = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=base[1:])
     codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    space = _IS_SPACE[np.minimum(codes, _SPACE_LIMIT)]
-    return base, np.flatnonzero(~space)
+    return base, _IS_SPACE[np.minimum(codes, _SPACE_LIMIT)]
 
 
 def _as_bounds(spans: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -274,8 +273,9 @@ def locate_batch(
     -----
     Token ``k`` of context ``i``, offsets ``[s, e)``, is judged by its visible characters: the
     piece ``texts[i][s:e]`` trimmed of whitespace at both ends, ``[s + lead, e - trail)``; a
-    whitespace-only piece never counts.  ``lead`` and ``trail`` come from the positions of the
-    visible characters of all texts concatenated (one ``searchsorted`` each), not from a loop.
+    whitespace-only piece never counts.  ``lead`` and ``trail`` are 0 where the piece starts
+    (ends) with a visible character, else found by one ``searchsorted`` among the positions of
+    the visible characters of all texts concatenated: no loop over tokens.
     """
     n = len(texts)
     lengths = np.asarray(lengths, dtype=np.int64)
@@ -285,16 +285,24 @@ def locate_batch(
     char_start, char_end = bounds_in[:, 0], bounds_in[:, 1]
     item = np.repeat(np.arange(n), lengths)
     start, end = offsets[:, 0], offsets[:, 1]
-    char_base, visible = _visible(texts)
+    char_base, space = _spaces(texts)
     text_length = np.diff(char_base)[item]
     # the piece text[start:end] as Python slices it (clipped to the text), in the concatenation
     lo = char_base[item] + np.minimum(start, text_length)
     hi = char_base[item] + np.minimum(end, text_length)
-    after = np.searchsorted(visible, lo, side="left")  # first visible character at or after lo
-    first_visible = np.append(visible, char_base[-1])[after]
-    before = np.searchsorted(visible, hi, side="left") - 1  # last visible character before hi
-    last_visible = visible[np.maximum(before, 0)] if len(visible) else np.zeros_like(hi)
-    shown = first_visible < hi  # the piece has a visible character of its own
+    piece = lo < hi
+    # its first and last visible characters: the ends themselves, unless they are whitespace
+    first_visible, last_visible = lo.copy(), hi - 1
+    blank_start, blank_end = piece.copy(), piece.copy()
+    blank_start[piece] = space[lo[piece]]
+    blank_end[piece] = space[hi[piece] - 1]
+    if blank_start.any() or blank_end.any():
+        visible = np.flatnonzero(~space)
+        after = np.searchsorted(visible, lo[blank_start], side="left")
+        first_visible[blank_start] = np.append(visible, len(space))[after]
+        before = np.searchsorted(visible, hi[blank_end], side="left")
+        last_visible[blank_end] = np.concatenate([[-1], visible])[before]
+    shown = piece & (first_visible < hi)  # the piece has a visible character of its own
     trimmed_start = start + (first_visible - lo)
     trimmed_end = end - (hi - 1 - last_visible)
     hit = (
