@@ -218,14 +218,18 @@ _SPACE_LIMIT = 0x3001
 _IS_SPACE = np.array([chr(code).isspace() for code in range(_SPACE_LIMIT)] + [False], dtype=bool)
 
 
-def _spaces(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Where each text starts in their concatenation, and which of its characters are
-    whitespace (``str.isspace``)."""
+def _codes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Where each text starts in their concatenation, and the concatenation's code points."""
     lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
     base = np.zeros(len(texts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=base[1:])
     codes = np.frombuffer("".join(texts).encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    return base, _IS_SPACE[np.minimum(codes, _SPACE_LIMIT)]
+    return base, codes
+
+
+def _is_space(codes: np.ndarray) -> np.ndarray:
+    """Which code points ``str.isspace`` counts as whitespace."""
+    return _IS_SPACE[np.minimum(codes, _SPACE_LIMIT)]
 
 
 def _as_bounds(spans: Sequence[tuple[int, int]]) -> np.ndarray:
@@ -285,7 +289,7 @@ def locate_batch(
     char_start, char_end = bounds_in[:, 0], bounds_in[:, 1]
     item = np.repeat(np.arange(n), lengths)
     start, end = offsets[:, 0], offsets[:, 1]
-    char_base, space = _spaces(texts)
+    char_base, codes = _codes(texts)
     text_length = np.diff(char_base)[item]
     # the piece text[start:end] as Python slices it (clipped to the text), in the concatenation
     lo = char_base[item] + np.minimum(start, text_length)
@@ -294,14 +298,19 @@ def locate_batch(
     # its first and last visible characters: the ends themselves, unless they are whitespace
     first_visible, last_visible = lo.copy(), hi - 1
     blank_start, blank_end = piece.copy(), piece.copy()
-    blank_start[piece] = space[lo[piece]]
-    blank_end[piece] = space[hi[piece] - 1]
+    blank_start[piece] = _is_space(codes[lo[piece]])
+    blank_end[piece] = _is_space(codes[hi[piece] - 1])
     if blank_start.any() or blank_end.any():
-        visible = np.flatnonzero(~space)
-        after = np.searchsorted(visible, lo[blank_start], side="left")
-        first_visible[blank_start] = np.append(visible, len(space))[after]
-        before = np.searchsorted(visible, hi[blank_end], side="left")
-        last_visible[blank_end] = np.concatenate([[-1], visible])[before]
+        visible = np.flatnonzero(~_is_space(codes))
+        if len(visible):
+            after = np.searchsorted(visible, lo[blank_start], side="left")
+            first_visible[blank_start] = np.where(
+                after < len(visible), visible[np.minimum(after, len(visible) - 1)], len(codes)
+            )
+            before = np.searchsorted(visible, hi[blank_end], side="left") - 1
+            last_visible[blank_end] = np.where(before >= 0, visible[np.maximum(before, 0)], -1)
+        else:  # whitespace only: no piece is shown
+            first_visible[blank_start] = len(codes)
     shown = piece & (first_visible < hi)  # the piece has a visible character of its own
     trimmed_start = start + (first_visible - lo)
     trimmed_end = end - (hi - 1 - last_visible)
