@@ -118,11 +118,19 @@ RUNNERS = [
 POLICIES = [(None, None), (True, None), (False, None), (True, 13), (False, 13), (None, 13)]
 
 
+@pytest.mark.parametrize("through", ["rust", "transformers"])
 @pytest.mark.parametrize("runner_name", RUNNERS)
-def test_encode_equals_the_per_item_reference(request, runner_name):
-    runner = request.getfixturevalue(runner_name)
+def test_encode_equals_the_per_item_reference(request, monkeypatch, runner_name, through):
+    """Tokens read from the Rust encodings (every tokenizer here) or through the tokenizer's
+    own call (the path of overridden classes and transformers 4)."""
+    from emb.backends import _hf_runner
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    runner = request.getfixturevalue(runner_name)
+    assert _hf_runner._backend_encodings(runner.tokenizer, ["I love you."]) is not None
+    if through == "transformers":
+        monkeypatch.setattr(_hf_runner, "_backend_encodings", lambda tokenizer, contexts: None)
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
     @given(
         batch=st.lists(items(), min_size=1, max_size=12),
         policy=st.sampled_from(POLICIES),
@@ -134,6 +142,42 @@ def test_encode_equals_the_per_item_reference(request, runner_name):
         assert_same(new, old)
 
     check()
+
+
+def test_the_rust_encodings_are_read_only_under_transformers_own_call():
+    """The tokenizer classes of the families emb supports take the direct path; a class that
+    overrides the call (CodeLlama's ``_encode_plus``) or a non-str context takes the call."""
+    import transformers
+
+    from emb.backends._hf_runner import _backend_encodings, _own_call
+
+    families = [
+        "LlamaTokenizer", "GemmaTokenizer", "Qwen2Tokenizer", "GPT2Tokenizer", "GPTNeoXTokenizer",
+        "BertTokenizer", "T5Tokenizer", "PreTrainedTokenizerFast",
+    ]
+    assert all(_own_call(getattr(transformers, name)) for name in families)
+    assert not _own_call(transformers.CodeLlamaTokenizer)
+
+    class Overridden(transformers.GPT2Tokenizer):
+        def _encode_plus(self, *args, **kwargs):
+            return super()._encode_plus(*args, **kwargs)
+
+    assert not _own_call(Overridden)
+    vocab, merges = models.gpt2_bpe()
+    tokenizer = transformers.GPT2Tokenizer(vocab=dict(vocab), merges=list(merges))
+    assert _backend_encodings(tokenizer, ["a", b"b"]) is None  # type: ignore[list-item]
+    # truncation and padding set on the Rust tokenizer are turned off, as the call turns them off
+    texts = ["I love you very much.", "Hi"]
+    tokenizer.backend_tokenizer.enable_truncation(2)
+    tokenizer.backend_tokenizer.enable_padding(length=9)
+    direct = _backend_encodings(tokenizer, texts)
+    tokenizer.backend_tokenizer.enable_truncation(2)
+    tokenizer.backend_tokenizer.enable_padding(length=9)
+    called = tokenizer(texts, return_offsets_mapping=True, return_special_tokens_mask=True)
+    assert [e.ids for e in direct] == called["input_ids"]
+    assert [e.offsets for e in direct] == called["offset_mapping"]
+    assert [e.special_tokens_mask for e in direct] == called["special_tokens_mask"]
+    assert [len(e.ids) for e in direct] == [6, 1]
 
 
 @pytest.mark.parametrize("runner_name", ["gpt2_runner", "llama_runner", "minilm_runner"])

@@ -63,23 +63,16 @@ def _backend_encodings(tokenizer: Any, contexts: list[str]) -> list[Any] | None:
     call itself is made: None).  tests/backends/test_encode.py checks the equality on every
     tokenizer family emb's tests have.
     """
-    try:
-        from transformers.tokenization_utils_base import PreTrainedTokenizerBase, TruncationStrategy
-        from transformers.tokenization_utils_tokenizers import TokenizersBackend
-        from transformers.utils import PaddingStrategy
-    except ImportError:  # transformers 4: its own call
-        return None
-    kind = type(tokenizer)
     if not (
-        isinstance(tokenizer, TokenizersBackend)
-        and kind.__call__ is PreTrainedTokenizerBase.__call__
-        and kind._encode_plus is TokenizersBackend._encode_plus
-        and kind._get_padding_truncation_strategies
-        is PreTrainedTokenizerBase._get_padding_truncation_strategies
+        _own_call(type(tokenizer))
         and all(isinstance(context, str) for context in contexts)  # else its own message
     ):
         return None
-    if not tokenizer._in_target_context_manager and hasattr(tokenizer, "_switch_to_input_mode"):
+    from transformers.tokenization_utils_base import TruncationStrategy
+    from transformers.utils import PaddingStrategy
+
+    in_target = getattr(tokenizer, "_in_target_context_manager", False)
+    if not in_target and hasattr(tokenizer, "_switch_to_input_mode"):
         tokenizer._switch_to_input_mode()
     tokenizer.set_truncation_and_padding(
         padding_strategy=PaddingStrategy.DO_NOT_PAD,
@@ -90,6 +83,25 @@ def _backend_encodings(tokenizer: Any, contexts: list[str]) -> list[Any] | None:
     if backend.encode_special_tokens != tokenizer.split_special_tokens:
         backend.encode_special_tokens = tokenizer.split_special_tokens
     return backend.encode_batch(contexts, add_special_tokens=True, is_pretokenized=False)
+
+
+def _own_call(kind: type) -> bool:
+    """Whether a tokenizer class's call is transformers 5's own ``TokenizersBackend`` call
+    (overriding none of ``__call__``, ``_encode_plus``, ``_get_padding_truncation_strategies``:
+    Llama, Gemma, Qwen2, GPT-2, GPT-NeoX, BERT, T5 ...; CodeLlama, mBART, NLLB ... override
+    ``_encode_plus``); False on transformers 4."""
+    try:
+        from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError:  # transformers 4: its own call
+        return False
+    return (
+        issubclass(kind, TokenizersBackend)
+        and kind.__call__ is PreTrainedTokenizerBase.__call__
+        and kind._encode_plus is TokenizersBackend._encode_plus
+        and kind._get_padding_truncation_strategies
+        is PreTrainedTokenizerBase._get_padding_truncation_strategies
+    )
 
 
 #: The pinned host buffer a CUDA runner copies pooled vectors into (``HFRunner.overlap``) holds at
