@@ -186,6 +186,13 @@ class HFRunner(Runner):
         A context longer than the model's positions is cut to the longest window of whole tokens
         around the target that fits (:attr:`Encoding.window` says which characters); it is never
         dropped.
+
+        The batch is tokenized in one call and handled as flat arrays: the BOS policy
+        (:func:`emb.backends.tokens.apply_bos_batch`) and the targets' location
+        (:func:`emb.backends.tokens.locate_batch`) are vectorised, with the same results and
+        errors as :func:`~emb.backends.tokens.apply_bos` and
+        :func:`~emb.backends.tokens.locate_subtokens` item by item; the encodings' arrays are
+        read-only views of one buffer.
         """
         contexts = list(contexts)
         spans = [(int(start), int(end)) for start, end in spans]
