@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from typing import Any, Literal
 
 import numpy as np
@@ -29,7 +30,7 @@ import torch
 from emb.backends._backoff import BackOff, forward_with_backoff
 from emb.backends.base import Encoding, ModelInfo, Runner
 from emb.backends.pooling import POOLINGS, parse_poolings, pool
-from emb.backends.tokens import apply_bos, locate_subtokens
+from emb.backends.tokens import apply_bos_batch, locate_batch
 from emb.errors import ModelError, TargetNotFoundError
 
 __all__ = ["DType", "HFRunner", "stop_after"]
@@ -46,6 +47,61 @@ FINAL_NORMS = ("ln_f", "norm", "final_layer_norm", "final_layernorm", "LayerNorm
 def _frozen(array: np.ndarray) -> np.ndarray:
     array.setflags(write=False)
     return array
+
+
+def _backend_encodings(tokenizer: Any, contexts: list[str]) -> list[Any] | None:
+    """The Rust encodings of ``contexts``, made exactly as ``tokenizer(contexts,
+    add_special_tokens=True)`` makes them, or None where that call is not transformers' own.
+
+    transformers 5's call on a fast tokenizer (``TokenizersBackend``) with no padding,
+    truncation or length: switches to input mode, turns off any truncation and padding set on
+    the Rust tokenizer (``set_truncation_and_padding``), sets ``encode_special_tokens`` to
+    ``split_special_tokens``, then calls ``encode_batch(texts, add_special_tokens=True,
+    is_pretokenized=False)`` and reads each encoding's ``ids``, ``offsets`` and
+    ``special_tokens_mask`` (no overflow without truncation).  The same steps are taken here,
+    only when the tokenizer's class overrides none of them (else, and on transformers 4, the
+    call itself is made: None).  tests/backends/test_encode.py checks the equality on every
+    tokenizer family emb's tests have.
+    """
+    if not (
+        _own_call(type(tokenizer))
+        and all(isinstance(context, str) for context in contexts)  # else its own message
+    ):
+        return None
+    from transformers.tokenization_utils_base import TruncationStrategy
+    from transformers.utils import PaddingStrategy
+
+    in_target = getattr(tokenizer, "_in_target_context_manager", False)
+    if not in_target and hasattr(tokenizer, "_switch_to_input_mode"):
+        tokenizer._switch_to_input_mode()
+    tokenizer.set_truncation_and_padding(
+        padding_strategy=PaddingStrategy.DO_NOT_PAD,
+        truncation_strategy=TruncationStrategy.DO_NOT_TRUNCATE,
+        max_length=None, stride=0, pad_to_multiple_of=None, padding_side=None,
+    )
+    backend = tokenizer._tokenizer
+    if backend.encode_special_tokens != tokenizer.split_special_tokens:
+        backend.encode_special_tokens = tokenizer.split_special_tokens
+    return backend.encode_batch(contexts, add_special_tokens=True, is_pretokenized=False)
+
+
+def _own_call(kind: type) -> bool:
+    """Whether a tokenizer class's call is transformers 5's own ``TokenizersBackend`` call
+    (overriding none of ``__call__``, ``_encode_plus``, ``_get_padding_truncation_strategies``:
+    Llama, Gemma, Qwen2, GPT-2, GPT-NeoX, BERT, T5 ...; CodeLlama, mBART, NLLB ... override
+    ``_encode_plus``); False on transformers 4."""
+    try:
+        from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError:  # transformers 4: its own call
+        return False
+    return (
+        issubclass(kind, TokenizersBackend)
+        and kind.__call__ is PreTrainedTokenizerBase.__call__
+        and kind._encode_plus is TokenizersBackend._encode_plus
+        and kind._get_padding_truncation_strategies
+        is PreTrainedTokenizerBase._get_padding_truncation_strategies
+    )
 
 
 #: The pinned host buffer a CUDA runner copies pooled vectors into (``HFRunner.overlap``) holds at
@@ -130,6 +186,13 @@ class HFRunner(Runner):
         A context longer than the model's positions is cut to the longest window of whole tokens
         around the target that fits (:attr:`Encoding.window` says which characters); it is never
         dropped.
+
+        The batch is tokenized in one call and handled as flat arrays: the BOS policy
+        (:func:`emb.backends.tokens.apply_bos_batch`) and the targets' location
+        (:func:`emb.backends.tokens.locate_batch`) are vectorised, with the same results and
+        errors as :func:`~emb.backends.tokens.apply_bos` and
+        :func:`~emb.backends.tokens.locate_subtokens` item by item; the encodings' arrays are
+        read-only views of one buffer.
         """
         contexts = list(contexts)
         spans = [(int(start), int(end)) for start, end in spans]
@@ -139,37 +202,18 @@ class HFRunner(Runner):
             raise ValueError(f"bos must be None, True or False; got {bos!r}")
         if not contexts:
             return []
-        batch = self.tokenizer(
-            contexts,
-            add_special_tokens=True,
-            return_offsets_mapping=True,
-            return_special_tokens_mask=bos is not None,  # only the BOS policy reads it
-            return_attention_mask=False,
-            return_token_type_ids=False,
-        )
         name = self.info.tokenizer
-        encodings: list[Encoding] = []
-        failures: list[tuple[int, str, tuple[int, int]]] = []
-        for index, (context, (start, end)) in enumerate(zip(contexts, spans, strict=True)):
-            ids, offsets = batch["input_ids"][index], batch["offset_mapping"][index]
-            if bos is not None:
-                ids, offsets = apply_bos(
-                    ids,
-                    offsets,
-                    batch["special_tokens_mask"][index],
-                    bos=bos,
-                    bos_token_id=self.tokenizer.bos_token_id,
-                    chosen_id=bos_token_id,
-                    tokenizer_name=name,
-                )
-            try:
-                target = locate_subtokens(offsets, start, end, text=context)
-            except TargetNotFoundError:
-                failures.append((index, context, (start, end)))
-                continue
-            encodings.append(
-                Encoding(input_ids=_frozen(np.asarray(ids, dtype=np.int32)), target=_frozen(target))
+        ids, offsets, lengths, mask = self._tokenize(contexts, special=bos is not None)
+        tokenized, shift = lengths, np.zeros(len(contexts), dtype=np.int64)
+        if bos is not None:
+            ids, lengths, shift = apply_bos_batch(
+                ids, offsets, lengths, mask, bos=bos, bos_token_id=self.tokenizer.bos_token_id,
+                chosen_id=bos_token_id, tokenizer_name=name,
             )
+        targets, bounds, found = locate_batch(offsets, tokenized, spans, contexts)
+        failures = [
+            (int(index), contexts[index], spans[index]) for index in np.flatnonzero(~found)
+        ]
         if failures:
             listed = "; ".join(
                 f"item {index}: span [{start}, {end}) {context[start:end]!r} in {context!r}"
@@ -182,13 +226,65 @@ class HFRunner(Runner):
             )
             error.failures = tuple(failures)  # type: ignore[attr-defined]
             raise error
+        # one read-only buffer each; every encoding holds views into them
+        ids = _frozen(ids.astype(np.int32))
+        targets = _frozen(targets + np.repeat(shift, np.diff(bounds)))
+        token_base = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=token_base[1:])
+        encodings = [
+            Encoding(input_ids=ids[a:b], target=targets[c:d])
+            for a, b, c, d in zip(
+                token_base[:-1].tolist(), token_base[1:].tolist(),
+                bounds[:-1].tolist(), bounds[1:].tolist(), strict=True,
+            )
+        ]
         limit = _max_positions(self.model.config)
-        too_long = [i for i, enc in enumerate(encodings) if limit and enc.n_tokens > limit]
+        too_long = np.flatnonzero(lengths > limit).tolist() if limit else []
         for i in too_long:  # cut around the target, never dropped
             encodings[i] = self._cut(
                 contexts[i], spans[i], encodings[i], int(limit), bos=bos, bos_token_id=bos_token_id
             )
         return encodings
+
+    def _tokenize(
+        self, contexts: list[str], *, special: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """Every context's tokens one after another: ids (int64), offsets (int64, (n, 2)),
+        tokens per context, and the special-tokens mask when ``special``.
+
+        What ``self.tokenizer(contexts, add_special_tokens=True, return_offsets_mapping=True)``
+        returns, read straight from the Rust encodings where that call is transformers' own
+        (:func:`_backend_encodings`): its per-item lists of tuples cost more than the
+        tokenizer's Rust side on a suite of short contexts (and their garbage collections).
+        """
+        encodings = _backend_encodings(self.tokenizer, contexts)
+        if encodings is not None:
+            lengths = np.fromiter(map(len, encodings), dtype=np.int64, count=len(encodings))
+            ids_of: Iterator[Any] = (e.ids for e in encodings)
+            offsets_of: Iterator[Any] = (e.offsets for e in encodings)
+            masks_of: Iterator[Any] = (e.special_tokens_mask for e in encodings)
+        else:
+            batch = self.tokenizer(
+                contexts,
+                add_special_tokens=True,
+                return_offsets_mapping=True,
+                return_special_tokens_mask=special,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )
+            lengths = np.fromiter(map(len, batch["input_ids"]), dtype=np.int64, count=len(contexts))
+            ids_of, offsets_of = iter(batch["input_ids"]), iter(batch["offset_mapping"])
+            masks_of = iter(batch["special_tokens_mask"]) if special else iter(())
+        total = int(lengths.sum())
+        ids = np.fromiter(chain.from_iterable(ids_of), dtype=np.int64, count=total)
+        offsets = np.fromiter(
+            chain.from_iterable(chain.from_iterable(offsets_of)), dtype=np.int64, count=2 * total
+        ).reshape(total, 2)
+        mask = (
+            np.fromiter(chain.from_iterable(masks_of), dtype=np.int64, count=total)
+            if special else None
+        )
+        return ids, offsets, lengths, mask
 
     def _cut(
         self, context: str, span: tuple[int, int], enc: Encoding, limit: int, *,
