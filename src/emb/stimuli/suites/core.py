@@ -31,6 +31,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring as json_string
 from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
@@ -83,6 +84,18 @@ def _is_missing(value: Any) -> bool:
 
 def _json_label(value: LabelValue) -> str | float | None:
     return None if _is_missing(value) else value
+
+
+def _json_label_text(value: LabelValue) -> str:
+    """A label value as ``json.dumps(_json_label(value), ensure_ascii=False, allow_nan=False)``
+    writes it."""
+    if isinstance(value, str):
+        return json_string(value)
+    if _is_missing(value):
+        return "null"
+    if not math.isfinite(value):
+        raise ValueError(f"Out of range float values are not JSON compliant: {value!r}")
+    return float.__repr__(float(value))
 
 
 #: The largest integer every smaller one of which a float64 holds exactly (2⁵³).
@@ -467,10 +480,27 @@ class Suite:
         whitespace, UTF-8, NaN labels as null. The generator, parameters and description do not
         enter the hash; item order does.
         """
-        document = {"name": self.name, "items": [item.to_dict() for item in self.items]}
-        text = json.dumps(
-            document, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        )
+        # The text json.dumps(document, sort_keys=True, ensure_ascii=False,
+        # separators=(",", ":"), allow_nan=False) makes, written out item by item: the same
+        # string escaping (json's own encoder), the keys in sorted order, floats as json writes
+        # them (repr), NaN labels as null; 2-3x faster than building and dumping every
+        # to_dict() (50 ms for 20,000 items, paid by every shard worker). A test pins it to the
+        # dumped document (tests/stimuli/suites/test_content_hash.py).
+        enc = json_string
+        labelled: dict[frozenset[str], list[tuple[str, str]]] = {}
+        parts = []
+        for item in self.items:
+            labels = item.labels
+            names = labelled.get(keys := frozenset(labels))
+            if names is None:  # every item of a suite has the same label keys: sorted once
+                names = labelled[keys] = [(k, enc(k) + ":") for k in sorted(keys)]
+            listed = ",".join([name + _json_label_text(labels[k]) for k, name in names])
+            parts.append(
+                f'{{"context":{enc(item.context)},"labels":{{{listed}}},'
+                f'"setting":{enc(item.setting)},"span":[{item.char_start},{item.char_end}],'
+                f'"stimulus_set":{enc(item.stimulus_set)},"word":{enc(item.word)}}}'
+            )
+        text = '{"items":[' + ",".join(parts) + '],"name":' + enc(self.name) + "}"
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
     def to_dict(self) -> dict[str, Any]:
