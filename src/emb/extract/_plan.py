@@ -45,16 +45,16 @@ class Plan:
         cls, runner: Runner, suite: Suite, *, bos: bool | None, bos_token_id: int | None = None
     ) -> Plan:
         """The suite's keys; nothing is tokenised yet (see :attr:`encodings`, :meth:`encoded`)."""
-        index: dict[Key, int] = {}
-        keys: list[Key] = []
-        item_key = np.empty(len(suite.items), dtype=np.int64)
-        for i, item in enumerate(suite.items):
-            key = (item.context, int(item.char_start), int(item.char_end))
-            k = index.get(key)
-            if k is None:
-                k = index[key] = len(keys)
-                keys.append(key)
-            item_key[i] = k
+        items = suite.items
+        index: dict[Key, int] = {}  # key -> its number, in order of first use
+        number = index.setdefault
+        item_key = np.array(
+            [number(key, len(index)) for key in zip(
+                [item.context for item in items], [item.char_start for item in items],
+                [item.char_end for item in items], strict=True)],
+            dtype=np.int64,
+        )
+        keys: list[Key] = list(index)
         # keys are numbered in order of first use: the first item of key k is where it first occurs
         first_item = np.unique(item_key, return_index=True)[1].astype(np.int64)
 
