@@ -27,7 +27,7 @@ import gc
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -303,7 +303,9 @@ def extract(
 
         target.open(model=info)
         reports = []
-        for suite, plan, prep, b in zip(suite_list, plans, prepared, suite_bos, strict=True):
+        for suite, plan, prep, b, (action, attrs) in zip(
+            suite_list, plans, prepared, suite_bos, states, strict=True
+        ):
             seen = _backoffs(runner)
             reports.append(
                 _extract_suite(
@@ -318,6 +320,8 @@ def extract(
                     block_size=block_size,
                     shard=shard,
                     tokens_tag=_tokens_tag(runner, prep, plan, bos_id),
+                    # the group as the check above found it, resumable: not scanned again
+                    scanned=attrs if action == "resume" else None,
                 )
             )
             if len(_backoffs(runner)) > len(seen):  # the OOM back-off halved batches
@@ -545,6 +549,7 @@ def _extract_suite(
     block_size: int | None,
     shard: Shard | None = None,
     tokens_tag: str = "",
+    scanned: Mapping[str, Any] | None = None,
 ) -> SuiteReport:
     t0 = time.perf_counter()
     name, shape = prep.name, prep.shape
@@ -566,6 +571,7 @@ def _extract_suite(
                 block_size=block_size,
                 executor=pool,
                 shard=shard.label if shard is not None else None,
+                scanned=scanned,
             )
             ranges = writer.block_ranges()
             # as the group records them (a resumed group: the run that laid it out counted them)

@@ -261,6 +261,7 @@ def settle(writer: SuiteWriter, plan: Plan, reuse: Mapping[Key, Any], window_blo
     """
     size = writer.block_size
     markers = writer.markers()
+    wrote = False
     for block in np.flatnonzero(markers == COPIES_PENDING).tolist():
         rows = cross_window_rows(plan, reuse, block, size, window_blocks)
         if any(markers[r // size] == 0 for _, r in rows):
@@ -270,7 +271,12 @@ def settle(writer: SuiteWriter, plan: Plan, reuse: Mapping[Key, Any], window_blo
             pos, sources = zip(*rows, strict=True)
             values[list(pos)] = writer.read_rows(sources)
         writer.write_block(block, values, marker=DONE)
-    if not (writer.markers() == DONE).all():
+        wrote = True
+    # read again only after a write of this loop: markers read after this worker's last write
+    # are what the rule above needs, and when the loop wrote nothing the first read was that
+    if wrote:
+        markers = writer.markers()
+    if not (markers == DONE).all():
         return False
     writer.finish()
     return True

@@ -31,6 +31,7 @@ from emb.store._nodes import BadMetadata, child_names, object_sizes, read_json
 from emb.store.manifest import check_manifest
 from emb.store.names import is_group_name
 from emb.store.shards import (
+    DONE,
     ShardProgress,
     describe_shards,
     read_markers,
@@ -507,7 +508,8 @@ def _validate_suite(
         if dims[:1] == ("item",) and arrays[coord].shape[0] != n_items:
             problems.append(f"{name}: '{coord}' has {arrays[coord].shape[0]} items, embedding has {n_items}")
             return "corrupt"
-    markers = read_done(arrays[f"{dm.PROGRESS_GROUP}/done"])
+    raw = read_markers(arrays[f"{dm.PROGRESS_GROUP}/done"])  # read once: done and per shard
+    markers = raw == DONE  # as read_done reads them (a marker that cannot be decoded: not done)
     done, total = int(markers.sum()), int(markers.size)
     complete = bool(attrs.get(dm.ATTR_COMPLETE, False))
     if complete and done != total:
@@ -554,7 +556,7 @@ def _validate_suite(
                 problems.append(f"{name}: block {b} holds non-finite values")
                 return "corrupt"
     if not complete:
-        shards = suite_shards(zstore, name, arrays[f"{dm.PROGRESS_GROUP}/done"])
+        shards = suite_shards(zstore, name, markers=raw)
         per_shard = (
             "; " + ", ".join(describe_shards(shards, done=False))
             + "; re-run the unfinished shards ('emb extract … --shard I/N')"
@@ -565,11 +567,17 @@ def _validate_suite(
     return "complete"
 
 
-def suite_shards(zstore: Any, name: str, done: Any = None) -> tuple[ShardProgress, ...]:
-    """Each shard's progress for a suite extracted with ``--shard`` (empty otherwise)."""
+def suite_shards(
+    zstore: Any, name: str, done: Any = None, *, markers: np.ndarray | None = None
+) -> tuple[ShardProgress, ...]:
+    """Each shard's progress for a suite extracted with ``--shard`` (empty otherwise), from its
+    ``done`` array, or from its raw ``markers`` (:func:`~emb.store.shards.read_markers`) read
+    already."""
     record = read_record(zstore, name)
     if record is None:
         return ()
+    if markers is not None:
+        return tuple(shard_progress(record, markers))
     if done is None:
         try:
             done = zarr.open_array(zstore, path=f"{name}/{dm.PROGRESS_GROUP}/done", mode="r")

@@ -196,12 +196,15 @@ class SuiteWriter:
         executor: Executor | None = None,
         shard: str | None = None,
         identity: Mapping[str, Any] | None = None,
+        scanned: Mapping[str, Any] | None = None,
     ) -> SuiteWriter:
         """Create the group's layout, or reopen an unfinished group written by the same command.
 
         ``coords`` and ``extraction_attrs`` may be functions that make them, called only when the
         layout is written (a resumed group needs neither); ``identity``: the extraction settings
-        a stored group must match (default: ``extraction_attrs``).
+        a stored group must match (default: ``extraction_attrs``); ``scanned``: the group's
+        attributes as this process's check found them, the group resumable (its damage scan is
+        not repeated while they are unchanged: see :func:`~emb.store._write_checks.plan_group`).
 
         Takes the suite's writer lock first (local stores; a shard writer, ``shard`` =
         ``"shard-I-of-N"``, takes its shard's lock and the suite's only while it lays the suite
@@ -272,7 +275,7 @@ class SuiteWriter:
             def plan() -> tuple[str, dict[str, Any] | None]:
                 return plan_group(
                     location, zstore, name=name, suite_attrs=suite_attrs, extraction=checked,
-                    overwrite=overwrite,
+                    overwrite=overwrite, scanned=scanned,
                 )
 
             if shard is None:

@@ -213,15 +213,17 @@ class StoreWriter:
         executor: Executor | None = None,
         shard: str | None = None,
         identity: Mapping[str, Any] | None = None,
+        scanned: Mapping[str, Any] | None = None,
     ) -> SuiteWriter:
         """The writer of suite ``name``, holding its lock: its layout written (by ``executor``,
         the writer thread, where given) or the unfinished one resumed; see
-        :meth:`SuiteWriter.open`."""
+        :meth:`SuiteWriter.open` (``scanned``: the group's attributes :meth:`check_suites`
+        returned with ``"resume"``)."""
         return SuiteWriter.open(
             self.location, self._opened(), name=name, coords=coords, shape=shape,
             storage_dtype=storage_dtype, suite_attrs=suite_attrs, extraction_attrs=extraction_attrs,
             overwrite=overwrite, block_size=block_size, executor=executor, shard=shard,
-            identity=identity,
+            identity=identity, scanned=scanned,
         )
 
     # -- rows stored by other suites ----------------------------------------------------------------
