@@ -37,6 +37,7 @@ __all__ = [
     "list_prefix",
     "object_sizes",
     "read_json",
+    "read_jsons",
     "text_values",
 ]
 
@@ -111,6 +112,42 @@ def read_json(zstore: Any, key: str) -> dict[str, Any] | None:
         raw = read_bytes(zstore, key)
     except DamagedObject as err:
         raise BadMetadata(str(err)) from err
+    return _json_document(key, raw)
+
+
+def read_jsons(zstore: Any, keys: Sequence[str]) -> list[dict[str, Any] | None | BadMetadata]:
+    """:func:`read_json` of each key, read all at once (one round trip to zarr's event loop,
+    the reads concurrent): per key its document, None when missing, or the
+    :class:`BadMetadata` that :func:`read_json` would raise (returned, so that the caller meets
+    the problems in the order of ``keys``)."""
+    zstore = _opened(zstore)
+    prototype = default_buffer_prototype()
+
+    async def one(key: str) -> bytes | None | BadMetadata:
+        try:
+            buffer = await zstore.get(key, prototype=prototype)
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, KeyError):
+            return None
+        except _ZIP_DAMAGE as err:
+            return BadMetadata(f"{key} cannot be read back: {type(err).__name__}: {err}")
+        return None if buffer is None else buffer.to_bytes()
+
+    async def all_of() -> list[bytes | None | BadMetadata]:
+        return list(await asyncio.gather(*(one(key) for key in keys)))
+
+    out: list[dict[str, Any] | None | BadMetadata] = []
+    for key, raw in zip(keys, sync(all_of()), strict=True):
+        if isinstance(raw, BadMetadata):
+            out.append(raw)
+            continue
+        try:
+            out.append(_json_document(key, raw))
+        except BadMetadata as err:
+            out.append(err)
+    return out
+
+
+def _json_document(key: str, raw: bytes | None) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:

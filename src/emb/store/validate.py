@@ -23,11 +23,14 @@ from typing import Any, Literal
 
 import numpy as np
 import zarr
+from zarr.core.array import AsyncArray
+from zarr.core.sync import sync as zarr_sync
+from zarr.storage._common import make_store_path
 
 from emb.errors import CorruptStoreError, RemoteStoreError, StoreError
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store
-from emb.store._nodes import BadMetadata, child_names, object_sizes, read_json
+from emb.store._nodes import BadMetadata, child_names, object_sizes, read_json, read_jsons
 from emb.store.manifest import check_manifest
 from emb.store.names import is_group_name
 from emb.store.shards import (
@@ -452,13 +455,15 @@ def _required_arrays(attrs: dict[str, Any]) -> tuple[str, ...]:
 def _open_arrays(
     zstore: Any, name: str, keys: tuple[str, ...], problems: list[str]
 ) -> dict[str, zarr.Array] | None:
-    """The suite's arrays, or None after appending why one cannot be opened."""
+    """The suite's arrays, or None after appending why one cannot be opened.
+
+    Their metadata documents are read all at once, and each array is opened from the document
+    read (as ``zarr.open_array`` opens it from the same document, read again)."""
     arrays = {}
-    for key in keys:
-        try:
-            meta = read_json(zstore, f"{name}/{key}/zarr.json")
-        except BadMetadata as err:
-            problems.append(f"{name}: the metadata of '{key}' is damaged: {err}")
+    metas = read_jsons(zstore, [f"{name}/{key}/zarr.json" for key in keys])
+    for key, meta in zip(keys, metas, strict=True):
+        if isinstance(meta, BadMetadata):
+            problems.append(f"{name}: the metadata of '{key}' is damaged: {meta}")
             return None
         if meta is None:
             problems.append(f"{name}: the array '{key}' is missing ({name}/{key}/zarr.json)")
@@ -469,13 +474,24 @@ def _open_arrays(
                             f"copy, or re-extract the suite with --name {name} --overwrite")
             return None
         try:
-            arrays[key] = zarr.open_array(zstore, path=f"{name}/{key}", mode="r", zarr_format=3)
+            arrays[key] = _array_of(zstore, f"{name}/{key}", meta)
         except RemoteStoreError:  # the server, not the metadata
             raise
         except Exception as err:  # noqa: BLE001 - any invalid metadata: report it, never a traceback
             problems.append(f"{name}: the array '{key}' cannot be opened: {type(err).__name__}: {err}")
             return None
     return arrays
+
+
+def _array_of(zstore: Any, path: str, meta: dict[str, Any]) -> zarr.Array:
+    """The array at ``path`` opened read-only from its metadata document ``meta`` (what
+    ``zarr.open_array(zstore, path=path, mode="r", zarr_format=3)`` does after reading it)."""
+
+    async def opened() -> zarr.Array:
+        store_path = await make_store_path(zstore, path=path, mode="r")
+        return zarr.Array(AsyncArray(metadata=meta, store_path=store_path))  # type: ignore[arg-type]
+
+    return zarr_sync(opened())
 
 
 def _validate_suite(
