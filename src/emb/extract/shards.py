@@ -278,5 +278,5 @@ def settle(writer: SuiteWriter, plan: Plan, reuse: Mapping[Key, Any], window_blo
         markers = writer.markers()
     if not (markers == DONE).all():
         return False
-    writer.finish()
+    writer.finish(markers=markers)
     return True

@@ -59,6 +59,7 @@ from emb.store.lock import WriterLock, locked
 from emb.store.manifest import build_manifest, covered
 from emb.store.names import check_group_name
 from emb.store.shards import (
+    DONE,
     ShardRecord,
     drop_digests,
     drop_tokens,
@@ -523,9 +524,16 @@ class SuiteWriter:
         with _write_errors(f"the out-of-memory record of suite {self.name!r} into {self.location}"):
             write_run(self.root.store, self.name, full)
 
-    def finish(self) -> None:
-        """Write the manifest, mark the suite complete, and release the suite's lock."""
-        pending = self.pending_blocks()
+    def finish(self, *, markers: np.ndarray | None = None) -> None:
+        """Write the manifest, mark the suite complete, and release the suite's lock.
+
+        ``markers``: the raw done-markers (:meth:`markers`) the caller read after its last
+        write and found all ``DONE``; not read again (reading them again a moment later
+        vouches for nothing more: they could change a moment after any read)."""
+        pending = (
+            self.pending_blocks() if markers is None
+            else np.flatnonzero(np.asarray(markers) != DONE).tolist()
+        )
         if pending:
             raise StoreError(f"cannot finish {self.name!r}: blocks {pending[:10]} are not written")
         n_blocks = len(self.block_ranges())
