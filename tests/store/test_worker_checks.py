@@ -1,0 +1,113 @@
+"""What a shard worker reads besides its windows: each check once where a second adds nothing
+(the damage scan, the markers, a lock's holder), and the same answers as before."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from emb import _lockfile
+from emb.errors import CorruptStoreError
+from emb.extract.pipeline import extract
+from emb.schemas import datamodel as dm
+from emb.store import _write_checks, validate, writer
+from emb.store._location import open_zarr_store
+from emb.store._nodes import digest, digests, list_prefix, read_bytes, read_json, read_jsons
+from emb.store.shards import read_markers
+from tests.store.test_shards import BLOCK, WINDOW, BatchRunner, repeat_suite, snapshot
+
+
+def _run(path: str, shard: str | None = None) -> None:
+    extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
+            window_blocks=WINDOW, shard=shard)
+
+
+def _count(monkeypatch, module, name: str) -> list[int]:
+    calls: list[int] = []
+    real = getattr(module, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+def test_a_resuming_worker_scans_the_group_once_and_reads_its_markers_once_a_step(
+    tmp_path, monkeypatch
+):
+    path = str(tmp_path / "s.zarr")
+    _run(path, "1/3")  # lays the suite out
+    scans = _count(monkeypatch, _write_checks, "suite_status")
+    marker_reads = _count(monkeypatch, writer, "read_markers")
+    scan_reads = _count(monkeypatch, validate, "read_markers")
+    done_reads = _count(monkeypatch, writer, "read_done")
+    scan_done_reads = _count(monkeypatch, validate, "read_done")
+    _run(path, "2/3")
+    # the check before the lock scanned it; under the guard its attributes were unchanged
+    assert len(scans) == 1
+    # the scan reads the markers once (done and per shard); the worker once before its
+    # windows and once in settle (which wrote nothing: 3/3 has not run)
+    assert len(scan_reads) == 1 and not scan_done_reads
+    assert len(marker_reads) == 2 and not done_reads
+    scans.clear(), marker_reads.clear(), done_reads.clear()
+    _run(path, "3/3")  # finishes the suite: finish() takes settle's markers
+    assert len(scans) == 1 and len(marker_reads) == 2 and not done_reads
+    one = str(tmp_path / "one.zarr")
+    _run(one)
+    assert snapshot(path) == snapshot(one)
+
+
+def test_the_scan_is_repeated_when_the_group_changed_since_the_check(tmp_path):
+    path = str(tmp_path / "s.zarr")
+    _run(path, "1/3")
+    zstore = open_zarr_store(path, mode="a")
+    attrs = read_json(zstore, "s/zarr.json")["attributes"]
+    args = dict(name="s", suite_attrs=attrs[dm.ATTR_SUITE],
+                extraction=attrs[dm.ATTR_EXTRACTION], overwrite=False)
+    # damage: a marked block's shard deleted
+    done = np.flatnonzero(read_markers(validate.zarr.open_array(zstore, path="s/_progress/done")))
+    shard = [k for k in list_prefix(zstore, "s/embedding/c/") if k.startswith(f"s/embedding/c/{done[0]}/")]
+    assert shard
+    (tmp_path / "s.zarr" / shard[0]).unlink()
+    with pytest.raises(CorruptStoreError, match="missing"):
+        _write_checks.plan_group(path, zstore, **args)
+    # another layout (a rewrite gives a new generation), or a finish: scanned again, refused
+    for changed in ({**attrs, dm.ATTR_GENERATION: "another"}, {**attrs, dm.ATTR_COMPLETE: True}):
+        with pytest.raises(CorruptStoreError, match="missing"):
+            _write_checks.plan_group(path, zstore, scanned=changed, **args)
+    # the attributes this process's check found resumable a moment ago: not scanned again
+    assert _write_checks.plan_group(path, zstore, scanned=attrs, **args) == ("resume", attrs)
+
+
+def test_concurrent_reads_equal_one_at_a_time(tmp_path):
+    path = str(tmp_path / "s.zarr")
+    _run(path)
+    zstore = open_zarr_store(path, mode="r")
+    keys = list_prefix(zstore, "s") + ["s/absent", "s/absent/zarr.json"]
+    (tmp_path / "s.zarr" / "s" / "word" / "zarr.json").write_bytes(b"[1, 2")  # not JSON
+    found = digests(zstore, keys)
+    assert list(found) == keys
+    for key in keys:
+        raw = read_bytes(zstore, key)
+        assert found[key] == (None if raw is None else (len(raw), digest(raw)))
+    metas = [k for k in keys if k.endswith("zarr.json")]
+    for key, doc in zip(metas, read_jsons(zstore, metas), strict=True):
+        try:
+            expected = read_json(zstore, key)
+        except validate.BadMetadata as err:
+            assert isinstance(doc, validate.BadMetadata) and str(doc) == str(err)
+        else:
+            assert doc == expected
+    assert digests(zstore, []) == {} and read_jsons(zstore, []) == []
+
+
+def test_a_free_lock_is_taken_without_a_pause(tmp_path, monkeypatch):
+    pauses: list[float] = []
+    monkeypatch.setattr(_lockfile.time, "sleep", pauses.append)
+    lock = _lockfile.WriterLock.acquire(tmp_path / "lock", what="x", purpose="test")
+    try:
+        assert lock.stale is None and not pauses
+    finally:
+        lock.release()
