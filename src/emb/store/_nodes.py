@@ -65,7 +65,10 @@ async def _collect(items: AsyncIterator[str]) -> list[str]:
 
 
 def _opened(zstore: Any) -> Any:
-    sync(zstore._ensure_open())  # zip stores open lazily and list nothing before
+    # zip stores open lazily and list nothing before; an open store's _ensure_open does nothing
+    # but costs a round trip to zarr's event loop (17 of them a shard worker)
+    if not getattr(zstore, "_is_open", False):
+        sync(zstore._ensure_open())
     return zstore
 
 

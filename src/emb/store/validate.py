@@ -16,6 +16,7 @@ manifest existed (store schema 1) are checked the old way, and the report says s
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -455,12 +456,19 @@ def _required_arrays(attrs: dict[str, Any]) -> tuple[str, ...]:
 def _open_arrays(
     zstore: Any, name: str, keys: tuple[str, ...], problems: list[str]
 ) -> dict[str, zarr.Array] | None:
-    """The suite's arrays, or None after appending why one cannot be opened.
+    """The suite's arrays, or None after appending why one cannot be opened (the first problem
+    in the order of ``keys``).
 
-    Their metadata documents are read all at once, and each array is opened from the document
-    read (as ``zarr.open_array`` opens it from the same document, read again)."""
-    arrays = {}
+    Their metadata documents are read all at once, and the arrays opened from the documents
+    read, all at once (as ``zarr.open_array`` opens each from the same document, read again):
+    two round trips to zarr's event loop instead of one per array and document."""
     metas = read_jsons(zstore, [f"{name}/{key}/zarr.json" for key in keys])
+    fit = {key: meta for key, meta in zip(keys, metas, strict=True)
+           if isinstance(meta, dict) and meta.get("zarr_format") == 3
+           and meta.get("node_type") == "array"}
+    opened = dict(zip(fit, _arrays_of(zstore, {f"{name}/{key}": m for key, m in fit.items()}),
+                      strict=True))
+    arrays = {}
     for key, meta in zip(keys, metas, strict=True):
         if isinstance(meta, BadMetadata):
             problems.append(f"{name}: the metadata of '{key}' is damaged: {meta}")
@@ -468,30 +476,41 @@ def _open_arrays(
         if meta is None:
             problems.append(f"{name}: the array '{key}' is missing ({name}/{key}/zarr.json)")
             return None
-        if meta.get("zarr_format") != 3 or meta.get("node_type") != "array":
+        if key not in fit:
             problems.append(f"{name}: the metadata of '{key}' ({name}/{key}/zarr.json) is not a "
                             f"zarr v3 array's (it holds {_described(meta)}); restore it from a "
                             f"copy, or re-extract the suite with --name {name} --overwrite")
             return None
-        try:
-            arrays[key] = _array_of(zstore, f"{name}/{key}", meta)
-        except RemoteStoreError:  # the server, not the metadata
-            raise
-        except Exception as err:  # noqa: BLE001 - any invalid metadata: report it, never a traceback
-            problems.append(f"{name}: the array '{key}' cannot be opened: {type(err).__name__}: {err}")
+        array = opened[key]
+        if isinstance(array, RemoteStoreError):  # the server, not the metadata
+            raise array
+        if isinstance(array, BaseException):  # any invalid metadata: report it, never a traceback
+            problems.append(f"{name}: the array '{key}' cannot be opened: {type(array).__name__}: {array}")
             return None
+        arrays[key] = array
     return arrays
 
 
-def _array_of(zstore: Any, path: str, meta: dict[str, Any]) -> zarr.Array:
-    """The array at ``path`` opened read-only from its metadata document ``meta`` (what
-    ``zarr.open_array(zstore, path=path, mode="r", zarr_format=3)`` does after reading it)."""
+def _arrays_of(zstore: Any, metas: dict[str, dict[str, Any]]) -> list[zarr.Array | Exception]:
+    """The array at each path opened read-only from its metadata document (what
+    ``zarr.open_array(zstore, path=path, mode="r", zarr_format=3)`` does after reading it), or
+    the error opening it raised."""
 
-    async def opened() -> zarr.Array:
+    async def one(path: str, meta: dict[str, Any]) -> zarr.Array:
         store_path = await make_store_path(zstore, path=path, mode="r")
         return zarr.Array(AsyncArray(metadata=meta, store_path=store_path))  # type: ignore[arg-type]
 
-    return zarr_sync(opened())
+    async def every() -> list[zarr.Array | Exception]:
+        return list(await asyncio.gather(*(one(p, m) for p, m in metas.items()),
+                                         return_exceptions=True))
+
+    if not metas:
+        return []
+    found = zarr_sync(every())
+    for item in found:  # KeyboardInterrupt and the like are not an array's problem
+        if isinstance(item, BaseException) and not isinstance(item, Exception):
+            raise item
+    return found
 
 
 def _validate_suite(
