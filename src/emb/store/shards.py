@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import zarr.codecs
 import zarr.storage
 from zarr.core.sync import sync as zarr_sync
 
@@ -388,6 +389,8 @@ def record_shards(zstore: Any, location: str, name: str, record: ShardRecord) ->
 
 def read_markers(done: Any) -> np.ndarray:
     """The raw done-markers (0, ``DONE``, ``COPIES_PENDING``); one that cannot be decoded is 0."""
+    if _plain_bytes(done):
+        return _read_plain_markers(done)
     try:
         return np.asarray(done[:], dtype=np.uint8)
     except RemoteStoreError:  # the server, not the markers
@@ -402,6 +405,53 @@ def read_markers(done: Any) -> np.ndarray:
             except Exception:  # noqa: BLE001 - a torn marker reads as not written
                 continue
         return out
+
+
+def _plain_bytes(done: Any) -> bool:
+    """Whether ``done`` is laid out as emb lays out the markers: uint8, one value a chunk, no
+    codec but the bytes codec (each chunk object is that one byte)."""
+    try:
+        meta = done.metadata
+        return (
+            meta.zarr_format == 3 and done.dtype == np.uint8 and done.ndim == 1
+            and tuple(done.chunks) == (1,) and len(meta.codecs) == 1
+            and isinstance(meta.codecs[0], zarr.codecs.BytesCodec)
+        )
+    except (AttributeError, TypeError, ValueError):
+        return False
+
+
+def _read_plain_markers(done: Any) -> np.ndarray:
+    """:func:`read_markers` of plain one-byte chunks, read all at once as bytes (what zarr's
+    codec pipeline gives for them, without its per-chunk cost: 5-10 ms a read of the 20k suite's
+    markers, three reads a shard worker): a chunk that is missing is the fill value, one that is
+    not one byte (a torn write) or cannot be read is 0."""
+    zstore, prefix = done.store_path.store, done.store_path.path
+    fill = int(done.metadata.fill_value)
+    keys = [f"{prefix}/{done.metadata.encode_chunk_key((i,))}" for i in range(done.shape[0])]
+
+    async def one(key: str, gate: Any) -> int:
+        from zarr.core.buffer import default_buffer_prototype
+
+        async with gate:
+            try:
+                buffer = await zstore.get(key, prototype=default_buffer_prototype())
+            except RemoteStoreError:  # the server, not the markers
+                raise
+            except Exception:  # noqa: BLE001 - a marker that cannot be read reads as not written
+                return 0
+        if buffer is None:
+            return fill
+        raw = buffer.to_bytes()
+        return raw[0] if len(raw) == 1 else 0
+
+    async def every() -> list[int]:
+        import asyncio
+
+        gate = asyncio.Semaphore(64)
+        return list(await asyncio.gather(*(one(k, gate) for k in keys)))
+
+    return np.array(zarr_sync(every()) if keys else [], dtype=np.uint8)
 
 
 def shard_progress(record: ShardRecord, markers: np.ndarray) -> list[ShardProgress]:
