@@ -319,7 +319,8 @@ def plan_group(
     if attrs.get(dm.ATTR_SKELETON):
         check_same(location, name, attrs, suite_attrs, extraction)
         if scanned is not None and dict(scanned) == attrs:
-            # Scanned moments ago by this process, and the group's attributes are unchanged: the
+            # Scanned earlier by this process (its check before the lock: moments ago for the
+            # first suite of a run), and the group's attributes are unchanged: the
             # same layout (its generation id is new at every layout write, so a group replaced or
             # rewritten since reads differently), not finished since (that sets 'complete').  What
             # other writers may have done meanwhile is add blocks of this layout, each in the
