@@ -34,9 +34,8 @@ from typing import Any
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync as zarr_sync
 
-from emb.errors import StoreError
 from emb.schemas import datamodel as dm
-from emb.store._nodes import BadMetadata, child_names, read_json
+from emb.store._nodes import BadMetadata, named_children, read_json
 
 __all__ = [
     "backoff_runs", "delete_pending", "describe_runs", "merged", "pending_runs", "write_run",
@@ -58,11 +57,8 @@ def write_run(zstore: Any, name: str, record: Mapping[str, Any]) -> None:
 
 
 def _pending_names(zstore: Any, name: str) -> list[str]:
-    try:
-        names = child_names(zstore, f"{name}/{dm.PROGRESS_GROUP}")
-    except (OSError, NotImplementedError, StoreError, ValueError, KeyError):
-        return []  # a backend that cannot list (HTTP): the group attribute alone
-    return [n for n in names if n.startswith(_PREFIX) and n.endswith(_SUFFIX)]
+    # a backend that cannot list (HTTP): the group attribute alone
+    return named_children(zstore, f"{name}/{dm.PROGRESS_GROUP}", starts=_PREFIX, ends=_SUFFIX)
 
 
 def pending_runs(zstore: Any, name: str) -> list[dict[str, Any]]:

@@ -35,9 +35,11 @@ __all__ = [
     "digest",
     "is_damage",
     "list_prefix",
+    "named_children",
     "object_sizes",
     "read_json",
     "read_jsons",
+    "read_many",
     "text_values",
 ]
 
@@ -80,10 +82,51 @@ def child_names(zstore: Any, prefix: str = "") -> list[str]:
     return sorted({n.rstrip("/") for n in names if not n.endswith(".partial")})
 
 
+def named_children(zstore: Any, prefix: str, *, starts: str, ends: str) -> list[str]:
+    """The names directly under ``prefix`` that start with ``starts`` and end with ``ends``
+    (:func:`child_names`); none where the store cannot list (HTTP) or ``prefix`` is unreadable."""
+    try:
+        names = child_names(zstore, prefix)
+    except (OSError, NotImplementedError, StoreError, ValueError, KeyError):
+        return []
+    return [n for n in names if n.startswith(starts) and n.endswith(ends)]
+
+
 def list_prefix(zstore: Any, prefix: str) -> list[str]:
     """Every object key under ``prefix`` (a group path, without trailing ``/``)."""
     keys = sync(_collect(_opened(zstore).list_prefix(prefix.rstrip("/") + "/")))
     return sorted(k for k in keys if k.startswith(prefix.rstrip("/") + "/"))
+
+
+async def _get(zstore: Any, key: str) -> bytes | None | DamagedObject:
+    """An object's bytes, None when it does not exist, or the :class:`DamagedObject` (its
+    cause set) when it exists but cannot be read back; ``zstore`` opened."""
+    try:
+        buffer = await zstore.get(key, prototype=default_buffer_prototype())
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, KeyError):
+        return None
+    except _ZIP_DAMAGE as err:
+        damaged = DamagedObject(f"{key} cannot be read back: {type(err).__name__}: {err}")
+        damaged.__cause__ = err
+        return damaged
+    return None if buffer is None else buffer.to_bytes()
+
+
+def read_many(zstore: Any, keys: Sequence[str]) -> list[bytes | None | DamagedObject]:
+    """:func:`_get` of each key, in one round trip to zarr's event loop, up to
+    :data:`_CONCURRENCY` reads at once."""
+    zstore = _opened(zstore)
+
+    async def every() -> list[bytes | None | DamagedObject]:
+        gate = asyncio.Semaphore(_CONCURRENCY)
+
+        async def one(key: str) -> bytes | None | DamagedObject:
+            async with gate:
+                return await _get(zstore, key)
+
+        return list(await asyncio.gather(*(one(key) for key in keys)))
+
+    return sync(every())
 
 
 def read_bytes(zstore: Any, key: str) -> bytes | None:
@@ -94,13 +137,10 @@ def read_bytes(zstore: Any, key: str) -> bytes | None:
     DamagedObject
         It exists but cannot be read back (a zip member whose bytes changed).
     """
-    try:
-        buffer = sync(_opened(zstore).get(key, prototype=default_buffer_prototype()))
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, KeyError):
-        return None
-    except _ZIP_DAMAGE as err:
-        raise DamagedObject(f"{key} cannot be read back: {type(err).__name__}: {err}") from err
-    return None if buffer is None else buffer.to_bytes()
+    raw = sync(_get(_opened(zstore), key))
+    if isinstance(raw, DamagedObject):
+        raise raw
+    return raw
 
 
 def read_json(zstore: Any, key: str) -> dict[str, Any] | None:
@@ -119,29 +159,14 @@ def read_json(zstore: Any, key: str) -> dict[str, Any] | None:
 
 
 def read_jsons(zstore: Any, keys: Sequence[str]) -> list[dict[str, Any] | None | BadMetadata]:
-    """:func:`read_json` of each key, read all at once (one round trip to zarr's event loop,
-    the reads concurrent): per key its document, None when missing, or the
+    """:func:`read_json` of each key, read all at once (:func:`read_many`: one round trip
+    to zarr's event loop, the reads concurrent): per key its document, None when missing, or the
     :class:`BadMetadata` that :func:`read_json` would raise (returned, so that the caller meets
     the problems in the order of ``keys``)."""
-    zstore = _opened(zstore)
-    prototype = default_buffer_prototype()
-
-    async def one(key: str) -> bytes | None | BadMetadata:
-        try:
-            buffer = await zstore.get(key, prototype=prototype)
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, KeyError):
-            return None
-        except _ZIP_DAMAGE as err:
-            return BadMetadata(f"{key} cannot be read back: {type(err).__name__}: {err}")
-        return None if buffer is None else buffer.to_bytes()
-
-    async def all_of() -> list[bytes | None | BadMetadata]:
-        return list(await asyncio.gather(*(one(key) for key in keys)))
-
     out: list[dict[str, Any] | None | BadMetadata] = []
-    for key, raw in zip(keys, sync(all_of()), strict=True):
-        if isinstance(raw, BadMetadata):
-            out.append(raw)
+    for key, raw in zip(keys, read_many(zstore, keys), strict=True):
+        if isinstance(raw, DamagedObject):
+            out.append(BadMetadata(str(raw)))
             continue
         try:
             out.append(_json_document(key, raw))
@@ -223,29 +248,10 @@ def digests(
     be read back; reads every byte, up to 32 objects at once (a suite's coordinate chunks and
     metadata documents were a finishing shard worker's 40 reads, one at a time)."""
     keys = list(dict.fromkeys(keys))
-    if not keys:
-        return {}
-    zstore = _opened(zstore)
-    prototype = default_buffer_prototype()
-
-    async def one(key: str, gate: asyncio.Semaphore) -> tuple[int, str] | DamagedObject | None:
-        async with gate:
-            try:
-                buffer = await zstore.get(key, prototype=prototype)
-            except (FileNotFoundError, IsADirectoryError, NotADirectoryError, KeyError):
-                return None
-            except _ZIP_DAMAGE as err:
-                return DamagedObject(f"{key} cannot be read back: {type(err).__name__}: {err}")
-        if buffer is None:
-            return None
-        raw = buffer.to_bytes()
-        return len(raw), digest(raw)
-
-    async def every() -> list[tuple[int, str] | DamagedObject | None]:
-        gate = asyncio.Semaphore(_CONCURRENCY)
-        return list(await asyncio.gather(*(one(key, gate) for key in keys)))
-
-    return dict(zip(keys, sync(every()), strict=True))
+    return {
+        key: raw if raw is None or isinstance(raw, DamagedObject) else (len(raw), digest(raw))
+        for key, raw in zip(keys, read_many(zstore, keys), strict=True)
+    }
 
 
 def is_damage(err: BaseException) -> bool:

@@ -58,7 +58,7 @@ from zarr.core.sync import sync as zarr_sync
 from emb.errors import EmbWarning, RemoteStoreError, StoreError, StoreLockedError
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path
-from emb.store._nodes import BadMetadata, read_bytes, read_json
+from emb.store._nodes import BadMetadata, named_children, read_bytes, read_json, read_many
 from emb.store._remote import RemoteStore
 from emb.store.lock import WriterLock, lock_path, locked
 
@@ -249,30 +249,10 @@ def record_digest(zstore: Any, name: str, block: int, key: str, size: int, crc32
 def recorded_digests(zstore: Any, name: str, blocks: Sequence[int]) -> dict[str, tuple[int, str]]:
     """The recorded digests of ``blocks`` (relative key -> (size, CRC-32)); a record that is
     missing or does not parse is left out (its shard is then read back)."""
-    async def one(block: int) -> bytes | None:
-        from zarr.core.buffer import default_buffer_prototype
-
-        try:
-            buffer = await zstore.get(_digest_key(name, block), prototype=default_buffer_prototype())
-        except (FileNotFoundError, KeyError):
-            return None
-        return None if buffer is None else buffer.to_bytes()
-
-    async def every() -> list[bytes | None]:
-        import asyncio
-
-        gate = asyncio.Semaphore(32)
-
-        async def gated(block: int) -> bytes | None:
-            async with gate:
-                return await one(block)
-
-        return await asyncio.gather(*(gated(b) for b in blocks))
-
     out: dict[str, tuple[int, str]] = {}
-    for raw in zarr_sync(every()):
+    for raw in read_many(zstore, [_digest_key(name, block) for block in blocks]):
         try:
-            doc = json.loads(raw) if raw is not None else None
+            doc = json.loads(raw) if isinstance(raw, bytes) else None
             if isinstance(doc, dict):
                 out[str(doc["key"])] = (int(doc["size"]), str(doc["crc32"]))
         except (ValueError, KeyError, TypeError):
@@ -324,16 +304,11 @@ def recorded_tokens(zstore: Any, name: str, label: str) -> bytes | None:
 
 def drop_tokens(zstore: Any, name: str) -> None:
     """Delete every shard's kept encodings (once the suite is complete)."""
-    from emb.store._nodes import child_names
-
-    try:
-        names = child_names(zstore, f"{name}/{dm.PROGRESS_GROUP}")
-    except (OSError, NotImplementedError, StoreError, ValueError, KeyError):
-        return  # a backend that cannot list (HTTP) is never written to
-    for entry in names:
-        if entry.startswith(TOKENS_PREFIX) and entry.endswith(TOKENS_SUFFIX):
-            with contextlib.suppress(OSError, FileNotFoundError, KeyError):
-                zarr_sync(zstore.delete(f"{name}/{dm.PROGRESS_GROUP}/{entry}"))
+    group = f"{name}/{dm.PROGRESS_GROUP}"
+    # a backend that cannot list (HTTP) is never written to
+    for entry in named_children(zstore, group, starts=TOKENS_PREFIX, ends=TOKENS_SUFFIX):
+        with contextlib.suppress(OSError, FileNotFoundError, KeyError):
+            zarr_sync(zstore.delete(f"{group}/{entry}"))
 
 
 # -- the shard record -------------------------------------------------------------------------------
