@@ -215,3 +215,22 @@ def test_seed_takes_only_what_pack_made_for_the_same_tag(runner):
                       ("keys", np.array(3, dtype=np.int64))):                # not a list
         assert Plan.build(runner, suite, bos=None).seed(_bytes({**arrays, name: bad}), "tag-a") == 0, name
 
+
+def test_a_worker_with_another_batch_size_or_device_reads_the_kept_encodings(runner, tmp_path, monkeypatch):
+    """Neither the batch size nor the device changes an encoding, and workers may differ on
+    both (one per GPU: --device cuda:K): they read what the first worker kept."""
+    from dataclasses import replace
+
+    suite = _suite()
+    one = str(tmp_path / "one.zarr")
+    _run(runner, suite, one)
+    path = str(tmp_path / "sharded.zarr")
+    _run(runner, suite, path, "1/3", batch_size=16)
+    worker = Counting(runner, monkeypatch)
+    _run(runner, suite, path, "2/3", batch_size=4)
+    assert worker.contexts == []
+    monkeypatch.setattr(runner, "info", replace(runner.info, device="cuda:1"))
+    _run(runner, suite, path, "3/3", batch_size=16)
+    assert worker.contexts == []
+    assert _kept(path) == []
+    assert snapshot(path) == snapshot(one)
