@@ -476,7 +476,12 @@ class SuiteWriter:
                 entry = None if raw is None else (len(raw), digest(raw))
             rel = covered(self.name, key) or key
             if entry is not None:
-                self._digests[rel] = entry
+                # a block written with copies pending is written again (by whichever worker
+                # settles it, perhaps another): only a done block's bytes are final
+                if marker == DONE:
+                    self._digests[rel] = entry
+                else:
+                    self._digests.pop(rel, None)
                 if self.shard is not None:  # for the worker that writes the manifest
                     record_digest(self.root.store, self.name, index, rel, *entry)
             self.done[index] = marker
