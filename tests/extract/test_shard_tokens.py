@@ -234,3 +234,22 @@ def test_a_worker_with_another_batch_size_or_device_reads_the_kept_encodings(run
     assert worker.contexts == []
     assert _kept(path) == []
     assert snapshot(path) == snapshot(one)
+
+
+def test_encodings_kept_after_the_suite_completed_are_dropped_by_the_next_run(runner, tmp_path):
+    """The first worker writes the kept encodings on a writer thread while it computes; the
+    others may complete the suite meanwhile, and that worker, killed before its own last step
+    (which deletes them again), leaves them in the complete store: any later run of the suite
+    deletes them."""
+    from emb.store.shards import record_tokens
+
+    suite = _suite()
+    path = str(tmp_path / "sharded.zarr")
+    for index in (1, 2, 3):
+        _run(runner, suite, path, f"{index}/3")
+    record_tokens(open_zarr_store(path, mode="a"), "s", "shard-3-of-3", b"kept after completion")
+    before = snapshot(path)
+    (report,) = _run(runner, suite, path, "1/3")
+    assert report.already_complete
+    assert _kept(path) == []
+    assert snapshot(path) == before

@@ -587,6 +587,9 @@ def _extract_suite(
             truncate = bool(writer.extraction.get("truncate_after_target", False))
             if not writer.fresh and writer.complete and (markers == DONE).all():
                 writer.refresh_consolidated()  # where a failed last step left it stale
+                # kept encodings written after another worker completed the suite by a worker
+                # killed before its own last step
+                writer.drop_tokens()
                 return SuiteReport(
                     name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
                     blocks_written=0, blocks_total=len(ranges), already_complete=True,

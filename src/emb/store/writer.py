@@ -518,6 +518,10 @@ class SuiteWriter:
         with _write_errors(f"the encodings of {label} of suite {self.name!r} into {self.location}"):
             record_tokens(self.root.store, self.name, label, data)
 
+    def drop_tokens(self) -> None:
+        """Delete every shard's kept encodings (:func:`emb.store.shards.drop_tokens`)."""
+        drop_tokens(self.root.store, self.name)
+
     # -- provenance ---------------------------------------------------------------------------------
     def record_backoffs(self, record: Mapping[str, Any]) -> None:
         """Write (or rewrite) this run's out-of-memory back-off record (its ``halvings``,
