@@ -432,7 +432,7 @@ class Suite:
         )
         types = _label_types(items)
         _, _, label_name, reserved, _ = item_rules()
-        bad = [key for key in types if key in reserved or not label_name.search(key)]
+        bad = [key for key in types if key in reserved or not label_name.fullmatch(key)]
         if bad:
             raise SuiteError(
                 f"suite {self.name!r}: label name(s) {bad} are not allowed; use identifiers that "
