@@ -1179,3 +1179,9 @@ def test_a_label_name_ending_in_a_newline_is_refused(name):
     with pytest.raises(SuiteError):
         Suite.from_dict({"name": "s", "items": [
             {"context": "a {target}", "word": "b", "labels": {name: 1.0}}]})
+
+
+def test_a_suite_name_ending_in_a_newline_is_refused():
+    """As a label name: the name pattern's ``$`` matches before a final newline too."""
+    with pytest.raises(SuiteError, match="is not allowed"):
+        Suite(name="abc\n", items=[Item(context="a b", word="a", char_start=0, char_end=1)])

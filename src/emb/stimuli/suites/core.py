@@ -399,7 +399,7 @@ class Suite:
     description: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.match(self.name):
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise SuiteError(
                 f"suite name {show(self.name)} is not allowed: use letters, digits, '.', '_' and "
                 "'-', starting with a letter or digit"
