@@ -508,3 +508,25 @@ def test_pending_blocks_settled_by_another_worker_keep_the_manifest_right(tmp_pa
     assert seen[0] > 0  # worker 3 left blocks with copies pending
     assert emb.open_store(path).validate(deep=True).status == "complete"
     assert snapshot(path) == want
+
+
+def test_a_damaged_shard_read_for_copies_is_a_clear_error(tmp_path):
+    """A worker copies rows another worker wrote; where that shard's bytes are damaged (its
+    checksum fails), the worker stops with a one-line store error naming what to do, not
+    zarr's ValueError from inside its codec."""
+    from emb.errors import CorruptStoreError
+
+    path = tmp_path / "sharded.zarr"
+
+    def run(index):
+        return extract(BatchRunner(), repeat_suite(), str(path), progress=False, block_size=BLOCK,
+                       window_blocks=WINDOW, shard=f"{index}/3")
+
+    run(1)
+    shard = path / "s" / "embedding" / "c" / "0" / "0" / "0" / "0"
+    raw = bytearray(shard.read_bytes())
+    raw[100] ^= 0xFF
+    shard.write_bytes(bytes(raw))
+    with pytest.raises(CorruptStoreError, match="cannot be read back.*--deep.*--overwrite") as err:
+        run(2)
+    assert "s/embedding" in str(err.value)
