@@ -47,7 +47,7 @@ import zarr.storage
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync as zarr_sync
 
-from emb.errors import StoreError
+from emb.errors import CorruptStoreError, StoreError
 from emb.schemas import datamodel as dm
 from emb.store._backoffs import delete_pending, merged, pending_runs, write_run
 from emb.store._layout import block_size_for, chunk_codecs, coord_layout, read_rows
@@ -245,10 +245,18 @@ class SuiteWriter:
                 if action == "resume":
                     assert attrs is not None
                     stored = dict(attrs[dm.ATTR_EXTRACTION])
+                    try:
+                        handles = cls._open_handles(root, name)
+                    except KeyError as err:  # lost since the scan (see plan_group's `scanned`)
+                        raise CorruptStoreError(
+                            f"suite {name!r} in {location} is damaged (its array "
+                            f"{err.args[0] if err.args else ''!r} is missing); re-extract it with "
+                            "--overwrite ('emb validate' gives the whole report)"
+                        ) from err
                     writer = cls(
                         location, root, name, block_size=int(stored["block_size"]),
                         n_items=n_items, extraction=stored, fresh=False,
-                        handles=cls._open_handles(root, name), lock=lock, shard=shard,
+                        handles=handles, lock=lock, shard=shard,
                     )
                     if shard is None:  # shard writers may be writing beside us: keep their files
                         writer._drop_partial_files()
