@@ -64,9 +64,9 @@ class Counting:
         monkeypatch.setattr(runner, "encode", encode)
 
 
-def _run(runner, suite, path, shard=None):
+def _run(runner, suite, path, shard=None, **options):
     return extract(runner, suite, path, progress=False, block_size=BLOCK, window_blocks=WINDOW,
-                   shard=shard, dtype="float32")
+                   shard=shard, dtype="float32", **options)
 
 
 def _kept(path: str) -> list[str]:
@@ -130,7 +130,28 @@ def _bytes(arrays: dict[str, np.ndarray]) -> bytes:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("damage", ["missing", "truncated", "garbage", "another tag", "bad target"])
+def _zip_damaged(data: bytes, how: str) -> bytes:
+    """A kept-encodings file whose zip or .npy structure is damaged in a way that zipfile or
+    numpy reports with an error other than BadZipFile/ValueError."""
+    import zipfile
+
+    if how == "unknown compression":  # the central directory names compression method 99
+        b = bytearray(data)
+        at = b.index(b"PK\x01\x02") + 10
+        b[at : at + 2] = (99).to_bytes(2, "little")
+        return bytes(b)
+    out = io.BytesIO()  # a member whose .npy header is cut inside its dict (CRC intact)
+    with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            raw = src.read(info)
+            if info.filename == "keys.npy":
+                raw = b"\x93NUMPY\x01\x00" + (22).to_bytes(2, "little") + b"{'descr': '<i8', 'shap\n"
+            dst.writestr(info.filename, raw)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated", "garbage", "another tag", "bad target",
+                                    "unknown compression", "unparsable header"])
 def test_a_worker_without_usable_kept_encodings_tokenises_its_own(runner, tmp_path, monkeypatch, damage):
     suite = _suite()
     one = str(tmp_path / "one.zarr")
@@ -147,6 +168,8 @@ def test_a_worker_without_usable_kept_encodings_tokenises_its_own(runner, tmp_pa
         key.write_bytes(b"not an npz at all")
     elif damage == "another tag":
         key.write_bytes(_bytes({**kept, "tag": np.array("another suite")}))
+    elif damage in ("unknown compression", "unparsable header"):
+        key.write_bytes(_zip_damaged(key.read_bytes(), damage))
     else:  # a target position beyond its context
         kept["target"] = kept["target"].copy()
         kept["target"][0] = 10_000
@@ -184,5 +207,49 @@ def test_seed_takes_only_what_pack_made_for_the_same_tag(runner):
     for name, bad in (("ids", arrays["ids"].astype(np.int64)),            # another dtype
                       ("keys", arrays["keys"] + len(keys)),                  # keys of no item
                       ("n_ids", arrays["n_ids"] + 1),                        # lengths that do not add up
-                      ("target", arrays["target"][::-1].copy())):            # not increasing
+                      ("target", arrays["target"][::-1].copy()),             # not increasing
+                      ("n_target", arrays["n_target"].astype(np.float64)),   # lengths not integers
+                      ("n_ids", arrays["n_ids"].astype(np.float64)),
+                      ("window", arrays["window"].astype(np.float64)),
+                      ("window", arrays["window"].astype(str)),
+                      ("keys", np.array(3, dtype=np.int64))):                # not a list
         assert Plan.build(runner, suite, bos=None).seed(_bytes({**arrays, name: bad}), "tag-a") == 0, name
+
+
+def test_a_worker_with_another_batch_size_or_device_reads_the_kept_encodings(runner, tmp_path, monkeypatch):
+    """Neither the batch size nor the device changes an encoding, and workers may differ on
+    both (one per GPU: --device cuda:K): they read what the first worker kept."""
+    from dataclasses import replace
+
+    suite = _suite()
+    one = str(tmp_path / "one.zarr")
+    _run(runner, suite, one)
+    path = str(tmp_path / "sharded.zarr")
+    _run(runner, suite, path, "1/3", batch_size=16)
+    worker = Counting(runner, monkeypatch)
+    _run(runner, suite, path, "2/3", batch_size=4)
+    assert worker.contexts == []
+    monkeypatch.setattr(runner, "info", replace(runner.info, device="cuda:1"))
+    _run(runner, suite, path, "3/3", batch_size=16)
+    assert worker.contexts == []
+    assert _kept(path) == []
+    assert snapshot(path) == snapshot(one)
+
+
+def test_encodings_kept_after_the_suite_completed_are_dropped_by_the_next_run(runner, tmp_path):
+    """The first worker writes the kept encodings on a writer thread while it computes; the
+    others may complete the suite meanwhile, and that worker, killed before its own last step
+    (which deletes them again), leaves them in the complete store: any later run of the suite
+    deletes them."""
+    from emb.store.shards import record_tokens
+
+    suite = _suite()
+    path = str(tmp_path / "sharded.zarr")
+    for index in (1, 2, 3):
+        _run(runner, suite, path, f"{index}/3")
+    record_tokens(open_zarr_store(path, mode="a"), "s", "shard-3-of-3", b"kept after completion")
+    before = snapshot(path)
+    (report,) = _run(runner, suite, path, "1/3")
+    assert report.already_complete
+    assert _kept(path) == []
+    assert snapshot(path) == before

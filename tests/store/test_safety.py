@@ -50,7 +50,7 @@ def tree(path: Path) -> dict[str, tuple[int, int]]:
 
 # -- group names --------------------------------------------------------------------------------------
 BAD_NAMES = ["", "/", "a/b", "../x", ".", "..", "x" * 300, "zarr.json", "ZARR.JSON", "_progress",
-             ".emb-lock", "a b", "é", "s.partial"]
+             ".emb-lock", "a b", "é", "s.partial", "a\n"]
 
 
 @pytest.mark.parametrize("name", BAD_NAMES)

@@ -477,3 +477,56 @@ def test_layout_is_claimed_once_on_s3(s3_env):
     with ThreadPoolExecutor(8) as pool:
         won = list(pool.map(lambda i: create_once(zstore, "x/claim", str(i).encode()), range(8)))
     assert sum(won) == 1
+
+
+def test_pending_blocks_settled_by_another_worker_keep_the_manifest_right(tmp_path, monkeypatch):
+    """Worker 3 writes blocks with copies pending (rows of shard 2 not written yet); before its
+    settling step, worker 2 runs whole, fills them in and completes the suite; worker 3 then
+    finds every block done and writes the manifest again: with the shards' sizes and checksums
+    as they are now, not as worker 3 first wrote them (a store 'emb validate' called corrupt)."""
+    import emb.extract.pipeline as pipeline
+
+    want = one_process(tmp_path)
+    path = str(tmp_path / "sharded.zarr")
+
+    def run(index):
+        return extract(BatchRunner(), repeat_suite(), path, progress=False, block_size=BLOCK,
+                       window_blocks=WINDOW, shard=f"{index}/3")
+
+    run(1)
+    settle, seen = pipeline.settle, []
+
+    def other_worker_first(writer, *args, **kwargs):
+        if not seen:  # worker 3's settling step: worker 2 runs whole meanwhile
+            seen.append(int((writer.markers() == 2).sum()))
+            (report,) = run(2)
+            assert emb.open_store(path).validate().status == "complete"
+        return settle(writer, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "settle", other_worker_first)
+    run(3)
+    assert seen[0] > 0  # worker 3 left blocks with copies pending
+    assert emb.open_store(path).validate(deep=True).status == "complete"
+    assert snapshot(path) == want
+
+
+def test_a_damaged_shard_read_for_copies_is_a_clear_error(tmp_path):
+    """A worker copies rows another worker wrote; where that shard's bytes are damaged (its
+    checksum fails), the worker stops with a one-line store error naming what to do, not
+    zarr's ValueError from inside its codec."""
+    from emb.errors import CorruptStoreError
+
+    path = tmp_path / "sharded.zarr"
+
+    def run(index):
+        return extract(BatchRunner(), repeat_suite(), str(path), progress=False, block_size=BLOCK,
+                       window_blocks=WINDOW, shard=f"{index}/3")
+
+    run(1)
+    shard = path / "s" / "embedding" / "c" / "0" / "0" / "0" / "0"
+    raw = bytearray(shard.read_bytes())
+    raw[100] ^= 0xFF
+    shard.write_bytes(bytes(raw))
+    with pytest.raises(CorruptStoreError, match="cannot be read back.*--deep.*--overwrite") as err:
+        run(2)
+    assert "s/embedding" in str(err.value)

@@ -139,3 +139,26 @@ def test_markers_read_as_bytes_equal_zarrs_reading(tmp_path, compressed):
             zarrs[i] = 0
     assert fast.dtype == np.uint8 and fast.tolist() == zarrs.tolist()
     assert fast.tolist() == [1, 0, 2, 0, 0, 0, 0, 0, 2] or compressed
+
+
+@pytest.mark.parametrize("lost", ["_progress/done", "embedding"])
+def test_an_array_lost_between_the_check_and_the_lock_is_a_clear_error(tmp_path, monkeypatch, lost):
+    """The scan is skipped under the lock while the group's attributes are unchanged; an array
+    lost meanwhile (damage outside emb, here moments after the check: for a run's later suites,
+    the whole extraction of the earlier ones) is refused as the scan refuses it, with a message,
+    not a KeyError from opening it."""
+    import shutil
+
+    from emb.store import writing
+
+    path = tmp_path / "s.zarr"
+    _run(str(path), "1/3")
+    real = writing.StoreWriter.open_suite
+
+    def damaged_first(self, name, **kwargs):
+        shutil.rmtree(path / "s" / lost)
+        return real(self, name, **kwargs)
+
+    monkeypatch.setattr(writing.StoreWriter, "open_suite", damaged_first)
+    with pytest.raises(CorruptStoreError, match="damaged.*--overwrite"):
+        _run(str(path), "2/3")

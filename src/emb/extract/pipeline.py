@@ -376,12 +376,14 @@ def _fixed_seconds(
 
 def _tokens_tag(runner: Runner, prep: Prepared, plan: Plan, bos_token_id: int | None) -> str:
     """What kept encodings must have been made for: the suite, its keys, the tokenizer and the
-    settings (see :meth:`Plan.seed`)."""
+    settings (see :meth:`Plan.seed`), but not the batch size or device, which change no
+    encoding and may differ between workers (one per GPU: ``--device cuda:K``)."""
     import json
 
+    identity = {k: v for k, v in prep.identity.items() if k not in ("batch_size", "device")}
     return json.dumps(
         {"suite": prep.suite_attrs.get("content_hash"), "keys": len(plan.keys),
-         "tokenizer": str(getattr(runner.info, "tokenizer", "")), "identity": prep.identity,
+         "tokenizer": str(getattr(runner.info, "tokenizer", "")), "identity": identity,
          "bos_token_id": bos_token_id},
         sort_keys=True, default=str,
     )
@@ -585,6 +587,9 @@ def _extract_suite(
             truncate = bool(writer.extraction.get("truncate_after_target", False))
             if not writer.fresh and writer.complete and (markers == DONE).all():
                 writer.refresh_consolidated()  # where a failed last step left it stale
+                # kept encodings written after another worker completed the suite by a worker
+                # killed before its own last step
+                writer.drop_tokens()
                 return SuiteReport(
                     name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
                     blocks_written=0, blocks_total=len(ranges), already_complete=True,

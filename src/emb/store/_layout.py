@@ -10,6 +10,9 @@ import numpy as np
 import zarr
 import zarr.codecs
 
+from emb.errors import CorruptStoreError
+from emb.store._nodes import is_damage
+
 __all__ = ["BOOLEAN_TEXT", "block_size_for", "boolean_label", "chunk_codecs", "coord_layout", "compressor", "read_rows"]
 
 _TARGET_SHARD_BYTES = 16 * 2**20
@@ -107,7 +110,16 @@ def read_rows(array: zarr.Array, rows: Sequence[int]) -> np.ndarray:
     if idx.size == 0:
         return np.empty((0, *array.shape[1:]), dtype=array.dtype)
     order = np.argsort(idx, kind="stable")
-    values = array.get_orthogonal_selection((idx[order],))
+    try:
+        values = array.get_orthogonal_selection((idx[order],))
+    except Exception as err:
+        if not is_damage(err):
+            raise
+        raise CorruptStoreError(
+            f"the stored vectors {array.path!r} cannot be read back ({type(err).__name__}: "
+            f"{err}): a shard is damaged; 'emb validate --deep' names it; re-extract that suite "
+            "with --overwrite"
+        ) from err
     out = np.empty_like(values)
     out[order] = values
     return out

@@ -35,7 +35,7 @@ def is_group_name(name: Any) -> bool:
     return (
         isinstance(name, str)
         and len(name) <= longest
-        and pattern.match(name) is not None
+        and pattern.fullmatch(name) is not None
         and name.casefold() not in _RESERVED
         and not name.casefold().endswith(_RESERVED_SUFFIX)
     )

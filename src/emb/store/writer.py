@@ -47,7 +47,7 @@ import zarr.storage
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync as zarr_sync
 
-from emb.errors import StoreError
+from emb.errors import CorruptStoreError, StoreError
 from emb.schemas import datamodel as dm
 from emb.store._backoffs import delete_pending, merged, pending_runs, write_run
 from emb.store._layout import block_size_for, chunk_codecs, coord_layout, read_rows
@@ -245,10 +245,18 @@ class SuiteWriter:
                 if action == "resume":
                     assert attrs is not None
                     stored = dict(attrs[dm.ATTR_EXTRACTION])
+                    try:
+                        handles = cls._open_handles(root, name)
+                    except KeyError as err:  # lost since the scan (see plan_group's `scanned`)
+                        raise CorruptStoreError(
+                            f"suite {name!r} in {location} is damaged (its array "
+                            f"{err.args[0] if err.args else ''!r} is missing); re-extract it with "
+                            "--overwrite ('emb validate' gives the whole report)"
+                        ) from err
                     writer = cls(
                         location, root, name, block_size=int(stored["block_size"]),
                         n_items=n_items, extraction=stored, fresh=False,
-                        handles=cls._open_handles(root, name), lock=lock, shard=shard,
+                        handles=handles, lock=lock, shard=shard,
                     )
                     if shard is None:  # shard writers may be writing beside us: keep their files
                         writer._drop_partial_files()
@@ -476,7 +484,12 @@ class SuiteWriter:
                 entry = None if raw is None else (len(raw), digest(raw))
             rel = covered(self.name, key) or key
             if entry is not None:
-                self._digests[rel] = entry
+                # a block written with copies pending is written again (by whichever worker
+                # settles it, perhaps another): only a done block's bytes are final
+                if marker == DONE:
+                    self._digests[rel] = entry
+                else:
+                    self._digests.pop(rel, None)
                 if self.shard is not None:  # for the worker that writes the manifest
                     record_digest(self.root.store, self.name, index, rel, *entry)
             self.done[index] = marker
@@ -512,6 +525,10 @@ class SuiteWriter:
         self._resolved()  # after the layout, which a fresh suite's writes begin with
         with _write_errors(f"the encodings of {label} of suite {self.name!r} into {self.location}"):
             record_tokens(self.root.store, self.name, label, data)
+
+    def drop_tokens(self) -> None:
+        """Delete every shard's kept encodings (:func:`emb.store.shards.drop_tokens`)."""
+        drop_tokens(self.root.store, self.name)
 
     # -- provenance ---------------------------------------------------------------------------------
     def record_backoffs(self, record: Mapping[str, Any]) -> None:

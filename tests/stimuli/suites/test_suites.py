@@ -1166,3 +1166,22 @@ def test_suites_export_refuses_missing_directories_existing_files_and_stores(tmp
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n2.zarr", "x.json"]  # no partial file
     with pytest.raises(SuiteError, match="exists"):
         write_suite(load_suite(tmp_path / "x.json"), tmp_path / "x.json")
+
+
+@pytest.mark.parametrize("name", ["x\n", "valence\n"])
+def test_a_label_name_ending_in_a_newline_is_refused(name):
+    """The label-name pattern ends in ``$``, which Python's re.search also matches before a
+    final newline: such a name was taken, hashed, and laid out as an array whose name is not its
+    path (a store just written that 'emb validate' called corrupt)."""
+    with pytest.raises(SuiteError, match="not allowed"):
+        Suite(name="s", items=[Item(context="a b", word="a", char_start=0, char_end=1,
+                                    labels={name: 1.0})])
+    with pytest.raises(SuiteError):
+        Suite.from_dict({"name": "s", "items": [
+            {"context": "a {target}", "word": "b", "labels": {name: 1.0}}]})
+
+
+def test_a_suite_name_ending_in_a_newline_is_refused():
+    """As a label name: the name pattern's ``$`` matches before a final newline too."""
+    with pytest.raises(SuiteError, match="is not allowed"):
+        Suite(name="abc\n", items=[Item(context="a b", word="a", char_start=0, char_end=1)])

@@ -75,7 +75,7 @@ def plainly_valid(entry: Any) -> bool:
     if type(labels) is not dict:
         return False
     for key, value in labels.items():
-        if type(key) is not str or key in reserved or not label_name.search(key):
+        if type(key) is not str or key in reserved or not label_name.fullmatch(key):
             return False
         kind = type(value)
         if kind is str:

@@ -399,7 +399,7 @@ class Suite:
     description: str = ""
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not _NAME.match(self.name):
+        if not isinstance(self.name, str) or not _NAME.fullmatch(self.name):
             raise SuiteError(
                 f"suite name {show(self.name)} is not allowed: use letters, digits, '.', '_' and "
                 "'-', starting with a letter or digit"
@@ -432,7 +432,7 @@ class Suite:
         )
         types = _label_types(items)
         _, _, label_name, reserved, _ = item_rules()
-        bad = [key for key in types if key in reserved or not label_name.search(key)]
+        bad = [key for key in types if key in reserved or not label_name.fullmatch(key)]
         if bad:
             raise SuiteError(
                 f"suite {self.name!r}: label name(s) {bad} are not allowed; use identifiers that "
