@@ -437,6 +437,29 @@ def test_killed_shard_resumes_locally(tmp_path):
     assert not list((tmp_path / "s.zarr").glob(".emb-lock*"))
 
 
+def test_writes_killed_workers_left_unfinished_are_gone_from_the_complete_suite(tmp_path):
+    """A shard worker killed while writing leaves zarr's ``*.partial`` temporary files (a shard, a
+    marker, a digest record); another worker resuming beside it must keep them (they may be
+    its neighbours' writes in flight), the worker that completes the suite removes them."""
+    want = one_process(tmp_path)
+    path = tmp_path / "sharded.zarr"
+    run = lambda i: extract(BatchRunner(), repeat_suite(), str(path), progress=False,  # noqa: E731
+                            block_size=BLOCK, window_blocks=WINDOW, shard=f"{i}/3")
+    run(1)
+    left = [path / "s" / "embedding" / "c" / "0" / "0" / "0" / "0.5f2a.partial",
+            path / "s" / "_progress" / "done" / "c" / "3.77aa.partial",
+            path / "s" / "_progress" / "digest.4.json.9e1b.partial"]
+    for p in left:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"half a write")
+    run(2)
+    assert all(p.exists() for p in left)  # the suite is not complete: kept
+    run(3)
+    assert emb.open_store(str(path)).validate(deep=True).status == "complete"
+    assert not [p for p in path.rglob("*") if p.name.endswith(".partial")]
+    assert snapshot(str(path)) == want
+
+
 @pytest.fixture
 def s3_env(s3_bucket):
     """The session's moto server (tests/conftest.py): the environment for child processes

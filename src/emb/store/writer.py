@@ -60,6 +60,7 @@ from emb.store.manifest import build_manifest, covered
 from emb.store.names import check_group_name
 from emb.store.shards import (
     DONE,
+    TOKENS_PREFIX,
     ShardRecord,
     drop_digests,
     drop_tokens,
@@ -583,6 +584,11 @@ class SuiteWriter:
             # the shards' encodings (a suite laid out by shard workers, perhaps finished by a
             # run without --shard)
             drop_tokens(self.root.store, self.name)
+        if self.shard is not None:
+            # writes that killed shard workers left unfinished: every block is done, nobody
+            # writes one now (kept encodings aside: the worker that lays the suite out writes
+            # them while it computes, and may still be at it)
+            self._drop_partial_files(keep=f"{self.name}/{dm.PROGRESS_GROUP}/{TOKENS_PREFIX}")
         self._consolidate_complete()
         self.close()
 
@@ -620,12 +626,13 @@ class SuiteWriter:
         if self.lock is not None:
             self.lock.release()
 
-    def _drop_partial_files(self) -> None:
-        """Remove temporary files left by writes a kill interrupted (``*.partial``)."""
+    def _drop_partial_files(self, keep: str | None = None) -> None:
+        """Remove temporary files left by writes a kill interrupted (``*.partial``), but for
+        those whose key starts with ``keep``."""
         if is_url(self.location):
             return
         for key in list_prefix(self.root.store, self.name):
-            if key.endswith(".partial"):
+            if key.endswith(".partial") and not (keep and key.startswith(keep)):
                 with contextlib.suppress(OSError):
                     (local_path(self.location) / key).unlink()
 
