@@ -140,6 +140,38 @@ def test_metadata_replaced_by_an_empty_object_is_corrupt_never_complete(
     assert _no_results(tmp_path / "out")
 
 
+@pytest.mark.parametrize(
+    ("member", "where"),
+    [("_progress/done", "grid"), ("embedding", "grid"), ("embedding", "inner"), ("word", "grid")],
+)
+def test_an_empty_chunk_shape_is_corrupt_and_refused_by_a_resuming_worker(
+    tmp_path: Path, member: str, where: str
+) -> None:
+    """zarr opens an array whose chunk (or shard) shape holds a 0 and divides by it when
+    indexing: validate calls the suite corrupt, naming the array, and a shard worker resuming
+    it is refused with that (was: a ZeroDivisionError traceback from reading the markers)."""
+    from tests.store.test_shards import BLOCK, WINDOW, repeat_suite
+
+    path = tmp_path / "s.zarr"
+
+    def worker(index: int) -> None:
+        extract(FakeRunner(), repeat_suite(), str(path), progress=False, block_size=BLOCK,
+                window_blocks=WINDOW, shard=f"{index}/3")
+
+    worker(1)
+    meta = path / "s" / member / "zarr.json"
+    doc = json.loads(meta.read_text())
+    if where == "grid":
+        doc["chunk_grid"]["configuration"]["chunk_shape"] = [0] * len(doc["shape"])
+    else:  # the sharding codec's inner chunks
+        doc["codecs"][0]["configuration"]["chunk_shape"] = [0, 1, 4, 8]
+    meta.write_text(json.dumps(doc))
+    report = emb.open_store(str(path)).validate()
+    assert report.status == "corrupt" and f"'{member}'" in report.problems[0], report.problems
+    with pytest.raises(CorruptStoreError, match=f"'{member}'"):
+        worker(2)
+
+
 @pytest.mark.parametrize("edit", ["deleted", "emptied", "shard-left-out"])
 def test_a_manifest_removed_or_edited_is_corrupt(store: Path, edit: str) -> None:
     """The manifest vouches for the suite; without it (or with one that lists less than the

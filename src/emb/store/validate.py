@@ -487,6 +487,13 @@ def _open_arrays(
         if isinstance(array, BaseException):  # any invalid metadata: report it, never a traceback
             problems.append(f"{name}: the array '{key}' cannot be opened: {type(array).__name__}: {array}")
             return None
+        empty = [list(shape) for shape in (array.shards, array.chunks)
+                 if shape is not None and any(int(n) < 1 for n in shape)]
+        if empty:  # zarr opens it, and divides by it when indexing
+            problems.append(f"{name}: the array '{key}' has an empty chunk shape {empty[0]} "
+                            f"({name}/{key}/zarr.json is damaged); restore it from a copy, or "
+                            f"re-extract the suite with --name {name} --overwrite")
+            return None
         arrays[key] = array
     return arrays
 
