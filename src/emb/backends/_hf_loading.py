@@ -67,6 +67,29 @@ def _sha256(paths: Sequence[Path]) -> str:
     return digest.hexdigest()
 
 
+#: Files a tokenizer is read from (transformers' names for them), fingerprinted apart from the
+#: weights: a tokenizer edited in place (another vocabulary, another BOS rule) changes the
+#: vectors of every context without changing a weight.
+_TOKENIZER_FILES = frozenset({
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "added_tokens.json",
+    "vocab.json", "vocab.txt", "merges.txt", "tokenizer.model", "spiece.model",
+    "sentencepiece.bpe.model", "sentencepiece.model", "vocab.model", "bpe.codes",
+})
+
+
+def _tokenizer_fingerprint(directory: Path) -> str | None:
+    """sha256 (hex) over the names and bytes of the directory's tokenizer files
+    (:data:`_TOKENIZER_FILES`, sorted by name); None when it has none."""
+    files = sorted(p for p in directory.iterdir() if p.is_file() and p.name in _TOKENIZER_FILES)
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode("utf-8") + b"\0")
+        digest.update(_sha256([path]).encode("ascii"))
+    return digest.hexdigest()
+
+
 def _weight_files(directory: Path) -> list[Path]:
     """The weight files transformers would load from a directory (safetensors first)."""
     files = sorted(p for p in directory.iterdir() if p.is_file())
@@ -262,6 +285,7 @@ def load_model(
         if not path.is_file():
             raise ModelError(f"gguf file {given!r} does not exist; give the path of a .gguf file")
         path, gguf_file = path.parent, path.name
+    tokenizer_fingerprint: str | None = None  # local directories (a gguf file holds its own)
     if gguf_file is not None:
         if device_map is not None or quantize is not None:
             raise ModelError(
@@ -310,6 +334,7 @@ def load_model(
         else:
             weights_format = "pickle (torch.load weights_only=True)"
         fingerprint = _sha256(weight_files)
+        tokenizer_fingerprint = _tokenizer_fingerprint(path)
     elif path.exists() or _looks_like_path(given):
         raise ModelError(
             f"model path {given!r} does not exist or is not a model; give a local directory "
@@ -430,6 +455,7 @@ def load_model(
         source=source,
         revision=hub_commit if source == "hub" else None,
         fingerprint=fingerprint,
+        tokenizer_fingerprint=tokenizer_fingerprint,
         architecture=str(architectures[0]),
         model_type=str(getattr(config, "model_type", "")),
         n_layers=n_blocks if loaded_blocks is not None else len(hidden) - 1,

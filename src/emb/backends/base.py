@@ -29,7 +29,7 @@ __all__ = ["Backend", "Encoding", "ModelInfo", "Runner"]
 
 
 #: ModelInfo fields written only when set (see :meth:`ModelInfo.to_dict`).
-_OPTIONAL = ("quantization", "device_map", "loaded_blocks", "memory")
+_OPTIONAL = ("quantization", "device_map", "loaded_blocks", "memory", "tokenizer_fingerprint")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,8 +92,14 @@ class ModelInfo:
         ones; those after the highest stored layer are neither loaded nor run).
     memory : dict or None
         The memory plan the weights were placed by (:class:`emb.backends._memory.MemoryPlan`).
+    tokenizer_fingerprint : str or None
+        A local directory's: sha256 (hex) over the names and sha256 of its tokenizer files
+        (``tokenizer.json``, ``vocab.txt``, ``tokenizer_config.json`` …); part of the model's
+        identity where the store records one (a tokenizer edited in place changes every vector
+        without changing a weight).  None for hub models (the commit covers it) and gguf files
+        (the file holds its tokenizer).
 
-    The four fields above are written only when set: the model attribute of a run without
+    The five fields above are written only when set: the model attribute of a run without
     them is what it was before they existed.
     """
 
@@ -124,6 +130,7 @@ class ModelInfo:
     device_map: str | None = None
     loaded_blocks: int | None = None
     memory: dict[str, Any] | None = None
+    tokenizer_fingerprint: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of every field (those of :data:`_OPTIONAL` only when set)."""

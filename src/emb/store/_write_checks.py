@@ -45,6 +45,9 @@ MODEL_IDENTITY_KEYS = ("model_id", "revision", "fingerprint")
 #: quantised model, or of one placed by a device map, are never resumed into or mixed with
 #: those of the model loaded whole in its dtype (absent in stores written before them: None).
 LOADING_IDENTITY_KEYS = ("quantization", "device_map")
+#: A local model directory's tokenizer files' fingerprint: part of the model's identity where
+#: the store and the run both record it.
+TOKENIZER_KEY = "tokenizer_fingerprint"
 #: Extraction settings that must match to resume a suite or reuse its vectors.
 EXTRACTION_IDENTITY_KEYS = ("dtype", "storage_dtype", "poolings", "bos", "bos_token", "layers")
 #: How long a writer waits for another writer's short root update (creating the store,
@@ -57,9 +60,11 @@ _LOCAL_SOURCES = ("local", "gguf")
 def model_differences(stored: Mapping[str, Any], run: Mapping[str, Any]) -> list[str]:
     """How the model of a store and the model of a run differ (empty: the same model).
 
-    Local directories and gguf files are identified by their weight fingerprint alone (the same
-    directory written with a trailing ``/``, or a copy, is the same model); hub models by id and
-    resolved revision; anything else by id, revision and fingerprint.
+    Local directories and gguf files are identified by their weight fingerprint (the same
+    directory written with a trailing ``/``, or a copy, is the same model), and a directory also
+    by its tokenizer files' fingerprint where both record one; hub models by id and resolved
+    revision; anything else by id, revision and fingerprint.  How the weights were loaded
+    (quantisation, device map) counts whatever the source.
     """
     sources = (stored.get("source"), run.get("source"))
     if all(source in _LOCAL_SOURCES for source in sources):
@@ -69,12 +74,20 @@ def model_differences(stored: Mapping[str, Any], run: Mapping[str, Any]) -> list
     else:
         keys = MODEL_IDENTITY_KEYS
     keys = (*keys, *LOADING_IDENTITY_KEYS)
-    return [
+    out = [
         f"{key}: store has {_plain_value(stored.get(key))!r}, this run has "
         f"{_plain_value(run.get(key))!r}"
         for key in keys
         if stored.get(key) != run.get(key)
     ]
+    # a local directory's tokenizer files: compared where both record them (stores written
+    # before they were recorded have none)
+    stored_tok, run_tok = stored.get(TOKENIZER_KEY), run.get(TOKENIZER_KEY)
+    if stored_tok is not None and run_tok is not None and stored_tok != run_tok:
+        out.append(f"the tokenizer files ({TOKENIZER_KEY}): store has {str(stored_tok)[:12]}…, "
+                   f"this run has {str(run_tok)[:12]}… (a tokenizer changed beside the same "
+                   "weights gives other vectors)")
+    return out
 
 
 def _plain_value(value: Any) -> Any:
