@@ -56,6 +56,22 @@ def _refused(outcome: Outcome, store: Path, *, mentions: tuple[str, ...] = ()) -
 
 
 # -- the defects found, one test each ---------------------------------------------------------------
+@pytest.mark.parametrize("spec", ["7=1GiB", "0=1GiB,cpu=1GiB", "mps=1GiB"])
+def test_defect_max_memory_naming_a_device_this_machine_lacks(llama, suite, tmp_path, spec):
+    """Was: "internal error: RuntimeError: Cannot access accelerator device when none is
+    available" (accelerate placed weights on the absent GPU), with --dry-run too."""
+    import torch
+
+    if torch.cuda.device_count() > 7 or torch.backends.mps.is_available():  # pragma: no cover
+        pytest.fail("this test needs a machine with fewer than 8 GPUs and no MPS")
+    store = tmp_path / "s.zarr"
+    for extra in ((), ("--dry-run",)):
+        message = _refused(_extract(llama, suite, store, "--device-map", "auto",
+                                    "--max-memory", spec, *extra), store,
+                           mentions=("--max-memory",))
+        assert "does not exist" in message or "has no" in message, message
+
+
 @pytest.mark.parametrize("spec", ["²=1GiB", "١=1GiB", "cpu=١GiB", "cpu=１GiB", "０=1GiB"])
 def test_defect_max_memory_with_non_ascii_digits(llama, suite, tmp_path, spec):
     """Was: '²=1GiB' an "internal error: ValueError: invalid literal for int()"; '١=1GiB' taken

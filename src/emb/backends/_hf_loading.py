@@ -29,6 +29,7 @@ from emb.backends._backoff import InjectedOOM
 from emb.backends._hf_placement import (
     block_count,
     blocks_to_load,
+    check_limit_devices,
     check_quantization_backend,
     cut_config,
     drop_final_norm,
@@ -239,6 +240,7 @@ def load_model(
     quantize = check_quantization(quantize)
     limits = parse_max_memory(max_memory)
     target_device = parse_device(device)
+    check_limit_devices(limits)
     if quantize is not None:
         check_quantization_backend(quantize, target_device)
     dtype = resolve_dtype(dtype, target_device)  # type: ignore[assignment]

@@ -29,6 +29,7 @@ from emb.errors import ModelError
 __all__ = [
     "block_count",
     "blocks_to_load",
+    "check_limit_devices",
     "check_quantization_backend",
     "cut_config",
     "drop_final_norm",
@@ -91,6 +92,27 @@ def resolve_dtype(dtype: str, device: torch.device) -> str:
     if device.type == "mps":
         return "float16"
     return "float32"
+
+
+def check_limit_devices(limits: dict[int | str, int] | None) -> None:
+    """Refuse a ``--max-memory`` that names a device this machine does not have (accelerate
+    would place weights on it and fail as they load)."""
+    if not limits:
+        return
+    count = torch.cuda.device_count()
+    for device in limits:
+        if isinstance(device, int) and device >= count:
+            have = (f"{count} GPU(s), 0..{count - 1} (CUDA_VISIBLE_DEVICES may hide some)"
+                    if count else "no CUDA GPU")
+            raise ModelError(
+                f"--max-memory names GPU {device}, which does not exist: this machine has {have}; "
+                "name only the devices it has (GPU indices, cpu)"
+            )
+        if device == "mps" and not torch.backends.mps.is_available():
+            raise ModelError(
+                "--max-memory names mps, which does not exist: this machine has no MPS device; "
+                "name only the devices it has (GPU indices, cpu)"
+            )
 
 
 def check_quantization_backend(quantize: str, device: torch.device) -> None:
