@@ -17,7 +17,6 @@ whole table of cases, a child process each (~5 s), is marked slow.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import pytest
@@ -79,3 +78,19 @@ def test_defect_max_memory_with_non_ascii_digits(llama, suite, tmp_path, spec):
     store = tmp_path / "s.zarr"
     _refused(_extract(llama, suite, store, "--device-map", "cpu", "--max-memory", spec), store,
              mentions=("--max-memory", spec))
+
+
+def test_defect_offload_dir_that_is_not_a_directory(llama, suite, tmp_path):
+    """Was: "could not load the directory '<model>': FileExistsError …; give a local directory
+    with config.json": the error blamed the model for a bad --offload-dir."""
+    file = tmp_path / "file.txt"
+    file.write_text("x", encoding="utf-8")
+    store = tmp_path / "s.zarr"
+    common = ("--device-map", "sequential", "--max-memory", "cpu=1MiB")
+    for offload in (file, file / "sub"):
+        message = _refused(_extract(llama, suite, store, *common, "--offload-dir", str(offload)),
+                           store, mentions=("--offload-dir", str(offload)))
+        assert "config.json" not in message, message
+    message = _refused(_extract(llama, suite, store, *common, "--offload-dir", ""), store,
+                       mentions=("--offload-dir",))
+    assert "config.json" not in message, message

@@ -30,6 +30,7 @@ from emb.backends._hf_placement import (
     block_count,
     blocks_to_load,
     check_limit_devices,
+    check_offload_dir,
     check_quantization_backend,
     cut_config,
     drop_final_norm,
@@ -250,6 +251,8 @@ def load_model(
             f"--offload-dir {os.fspath(offload_dir)!r} keeps weights that fit on no device, which "
             "needs --device-map (auto, balanced, sequential or cpu); add --device-map auto"
         )
+    if offload_dir is not None:
+        check_offload_dir(offload_dir)
     given = os.fspath(model)
     path = Path(given).expanduser()
     hub_commit: str | None = None

@@ -30,6 +30,7 @@ __all__ = [
     "block_count",
     "blocks_to_load",
     "check_limit_devices",
+    "check_offload_dir",
     "check_quantization_backend",
     "cut_config",
     "drop_final_norm",
@@ -113,6 +114,33 @@ def check_limit_devices(limits: dict[int | str, int] | None) -> None:
                 "--max-memory names mps, which does not exist: this machine has no MPS device; "
                 "name only the devices it has (GPU indices, cpu)"
             )
+
+
+def check_offload_dir(offload_dir: str | os.PathLike[str]) -> None:
+    """Refuse an ``--offload-dir`` that cannot be a directory emb writes into (empty, a file, a
+    path under a file, an unwritable place), naming it, before anything loads; it is created
+    only when weights go there."""
+    given = os.fspath(offload_dir)
+    if not given.strip():
+        raise ModelError(
+            f"--offload-dir is empty ({given!r}); give the directory for the weights that fit on "
+            "no device, e.g. --offload-dir offload"
+        )
+    path = os.path.abspath(os.path.expanduser(given))
+    existing = path
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        where = "is a file" if existing == path else f"lies under the file {existing!r}"
+        raise ModelError(
+            f"--offload-dir {given!r} {where}, not a directory; give a directory (it is created "
+            "when missing)"
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ModelError(
+            f"--offload-dir {given!r} cannot be written ({existing!r} is not writable); give a "
+            "directory you may write"
+        )
 
 
 def check_quantization_backend(quantize: str, device: torch.device) -> None:
