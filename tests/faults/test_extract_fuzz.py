@@ -94,3 +94,14 @@ def test_defect_offload_dir_that_is_not_a_directory(llama, suite, tmp_path):
     message = _refused(_extract(llama, suite, store, *common, "--offload-dir", ""), store,
                        mentions=("--offload-dir",))
     assert "config.json" not in message, message
+
+
+@pytest.mark.parametrize("spec", ["cpu=" + "9" * 400, "cpu=" + "9" * 400 + "TiB",
+                                  "cpu=99999999999999999999TiB"])
+def test_defect_max_memory_beyond_any_machine(llama, suite, tmp_path, spec):
+    """Was: "internal error: OverflowError: cannot convert float infinity to integer" for an
+    amount beyond a float (and any amount was taken, even beyond 2^63 bytes)."""
+    store = tmp_path / "s.zarr"
+    _refused(_extract(llama, suite, store, "--device-map", "cpu", "--max-memory", spec), store,
+             mentions=("--max-memory",))
+
