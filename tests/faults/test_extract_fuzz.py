@@ -105,3 +105,15 @@ def test_defect_max_memory_beyond_any_machine(llama, suite, tmp_path, spec):
     _refused(_extract(llama, suite, store, "--device-map", "cpu", "--max-memory", spec), store,
              mentions=("--max-memory",))
 
+
+@pytest.mark.parametrize("extra", [("--device-map", "cpu"), ("--max-memory", "cpu=1GiB"),
+                                   ("--quantize", "8bit"), ("--offload-dir", "offload")],
+                         ids=lambda e: e[0])
+def test_defect_a_transformers_option_for_static_vectors(suite, tmp_path, extra):
+    """Was: accepted and ignored without a word (--bos-token, by contrast, is refused for static
+    vectors, and --lowercase-fallback for a transformers model). --revision and
+    --trust-remote-code stay ignored for vectors, as tests/backends/test_registry.py wants."""
+    vectors = tmp_path / "v.txt"
+    vectors.write_text("2 3\nlove 1 0 0\nwar 0 1 0\n", encoding="utf-8")
+    store = tmp_path / "s.zarr"
+    _refused(_extract(vectors, suite, store, *extra), store, mentions=(extra[0], "static"))
