@@ -17,6 +17,7 @@ whole table of cases, a child process each (~5 s), is marked slow.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
@@ -117,3 +118,42 @@ def test_defect_a_transformers_option_for_static_vectors(suite, tmp_path, extra)
     vectors.write_text("2 3\nlove 1 0 0\nwar 0 1 0\n", encoding="utf-8")
     store = tmp_path / "s.zarr"
     _refused(_extract(vectors, suite, store, *extra), store, mentions=(extra[0], "static"))
+
+
+def _two_window_suite(directory: Path) -> Path:
+    """A suite of 4,200 items: two compute windows (8 blocks of 512 items each) of static
+    vectors, so that --shard 1/2 and 2/2 both have work."""
+    path = directory / "big.yaml"
+    lines = ["name: big", "items:"] + [
+        f"  - {{context: 'Sentence {i} is {{target}}.', word: love}}" for i in range(4200)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _vectors(directory: Path) -> Path:
+    path = directory / "v.txt"
+    path.write_text("2 3\nlove 1 0 0\nwar 0 1 0\n", encoding="utf-8")
+    return path
+
+
+def _digest(store: Path) -> str:
+    """Every file of ``store`` (path and bytes) in one hash: a refused run must leave it so."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in store.rglob("*") if p.is_file()):
+        h.update(str(path.relative_to(store)).encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def test_defect_dry_run_of_a_shard_with_another_n(tmp_path):
+    """Was: a --dry-run with --shard 2/3 on a suite being extracted in 2 shards printed an
+    estimate (of 4,096 items), where the real run is refused."""
+    vectors, big = _vectors(tmp_path), _two_window_suite(tmp_path)
+    store = tmp_path / "s.zarr"
+    assert _extract(vectors, big, store, "--shard", "1/2").code == 0
+    before = _digest(store)
+    for extra in (("--dry-run",), ()):
+        assert_refused(_extract(vectors, big, store, "--shard", "2/3", *extra), codes=(1,),
+                       mentions=("2 shards", "asks for 3", "--shard I/2"))
+        assert _digest(store) == before
+    done = _extract(vectors, big, store, "--shard", "2/2")
+    assert done.code == 0 and "status    complete" in done.stdout, done
