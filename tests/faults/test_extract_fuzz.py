@@ -157,3 +157,217 @@ def test_defect_dry_run_of_a_shard_with_another_n(tmp_path):
         assert _digest(store) == before
     done = _extract(vectors, big, store, "--shard", "2/2")
     assert done.code == 0 and "status    complete" in done.stdout, done
+
+
+# -- the campaign: every case, a child process each ------------------------------------------------
+#: (id, model, arguments, expected): expected is "refused" with the words the error names, or
+#: "accepted" with the store's (layers, poolings) and the model attributes it records
+REFUSED, ACCEPTED = "refused", "accepted"
+ALL_POOLINGS = ("first", "last", "mean", "max")
+OFFLOAD = "{tmp}/offload"  # replaced by a directory of the case's own
+CASES = [
+    # --device-map
+    ("map-auto", "llama", ("--device-map", "auto"), (ACCEPTED, [0, 1, 2], ALL_POOLINGS,
+                                                     {"device_map": "auto"})),
+    ("map-balanced", "llama", ("--device-map", "balanced"), (ACCEPTED, [0, 1, 2], ALL_POOLINGS,
+                                                             {"device_map": "balanced"})),
+    ("map-sequential", "llama", ("--device-map", "sequential"),
+     (ACCEPTED, [0, 1, 2], ALL_POOLINGS, {"device_map": "sequential"})),
+    ("map-cpu", "llama", ("--device-map", "cpu"), (ACCEPTED, [0, 1, 2], ALL_POOLINGS,
+                                                   {"device_map": "cpu"})),
+    ("map-garbage", "llama", ("--device-map", "garbage"), (REFUSED, "--device-map", "garbage")),
+    ("map-empty", "llama", ("--device-map", ""), (REFUSED, "--device-map")),
+    ("map-upper", "llama", ("--device-map", "AUTO"), (REFUSED, "--device-map", "AUTO")),
+    # --max-memory, malformed
+    ("mem-no-amount", "llama", ("--max-memory", "0="), (REFUSED, "--max-memory", "'0='")),
+    ("mem-no-device", "llama", ("--max-memory", "=5GiB"), (REFUSED, "--max-memory", "'=5GiB'")),
+    ("mem-negative", "llama", ("--max-memory", "cpu=-1GiB"), (REFUSED, "--max-memory", "-1GiB")),
+    ("mem-twice", "llama", ("--max-memory", "0=70GiB,0=1GiB"), (REFUSED, "--max-memory", "twice")),
+    ("mem-twice-case", "llama", ("--device-map", "cpu", "--max-memory", "cpu=1GiB,CPU=2GiB"),
+     (REFUSED, "--max-memory", "twice")),
+    ("mem-exponent", "llama", ("--device-map", "cpu", "--max-memory", "cpu=1e3MiB"),
+     (REFUSED, "--max-memory", "1e3MiB")),
+    ("mem-nan", "llama", ("--device-map", "cpu", "--max-memory", "cpu=nanGiB"),
+     (REFUSED, "--max-memory", "nanGiB")),
+    ("mem-unit", "llama", ("--device-map", "cpu", "--max-memory", "cpu=5 parsecs"),
+     (REFUSED, "--max-memory", "parsecs")),
+    ("mem-cuda-name", "llama", ("--device-map", "auto", "--max-memory", "cuda:0=1GiB"),
+     (REFUSED, "--max-memory", "cuda:0=1GiB")),
+    ("mem-disk", "llama", ("--device-map", "auto", "--max-memory", "disk=1GiB"),
+     (REFUSED, "--max-memory", "disk=1GiB")),
+    ("mem-minus-index", "llama", ("--device-map", "auto", "--max-memory", "-1=1GiB"),
+     (REFUSED, "--max-memory", "-1=1GiB")),
+    ("mem-two-equals", "llama", ("--device-map", "cpu", "--max-memory", "cpu=1GiB=2"),
+     (REFUSED, "--max-memory", "cpu=1GiB=2")),
+    ("mem-empty", "llama", ("--device-map", "auto", "--max-memory", ""), (REFUSED, "--max-memory",
+                                                                          "empty")),
+    ("mem-comma", "llama", ("--device-map", "auto", "--max-memory", ","), (REFUSED, "--max-memory",
+                                                                           "empty")),
+    ("mem-unicode-digit", "llama", ("--device-map", "cpu", "--max-memory", "cpu=１GiB"),
+     (REFUSED, "--max-memory", "１GiB")),
+    ("mem-superscript", "llama", ("--device-map", "cpu", "--max-memory", "²=1GiB"),
+     (REFUSED, "--max-memory", "²=1GiB")),
+    ("mem-huge", "llama", ("--device-map", "cpu", "--max-memory", "cpu=" + "9" * 400),
+     (REFUSED, "--max-memory", "more than any device")),
+    ("mem-absent-gpu", "llama", ("--device-map", "auto", "--max-memory", "7=1GiB"),
+     (REFUSED, "--max-memory", "GPU 7", "does not exist")),
+    ("mem-absent-mps", "llama", ("--device-map", "auto", "--max-memory", "mps=1GiB"),
+     (REFUSED, "--max-memory", "mps", "does not exist")),
+    ("mem-too-small", "llama", ("--device-map", "auto", "--max-memory", "cpu=1KiB"),
+     (REFUSED, "does not fit", "--offload-dir")),
+    ("mem-too-small-whole", "llama", ("--max-memory", "cpu=1KiB"), (REFUSED, "does not fit",
+                                                                    "cpu needs")),
+    # --max-memory, accepted
+    ("mem-space-gb", "llama", ("--device-map", "cpu", "--max-memory", "cpu=5 GB"),
+     (ACCEPTED, [0, 1, 2], ALL_POOLINGS, {"device_map": "cpu"})),
+    ("mem-lower-unit", "llama", ("--device-map", "cpu", "--max-memory", "CPU=5gib"),
+     (ACCEPTED, [0, 1, 2], ALL_POOLINGS, {"device_map": "cpu"})),
+    ("mem-decimal", "llama", ("--device-map", "balanced", "--max-memory", "cpu=1.5GiB,"),
+     (ACCEPTED, [0, 1, 2], ALL_POOLINGS, {"device_map": "balanced"})),
+    ("mem-no-map", "llama", ("--max-memory", "cpu=1GiB"), (ACCEPTED, [0, 1, 2], ALL_POOLINGS,
+                                                           {"device_map": None})),
+    # --offload-dir
+    ("offload-no-map", "llama", ("--offload-dir", OFFLOAD), (REFUSED, "--offload-dir",
+                                                             "--device-map")),
+    ("offload-file", "llama", ("--device-map", "sequential", "--max-memory", "cpu=1MiB",
+                               "--offload-dir", "{tmp}/file.txt"),
+     (REFUSED, "--offload-dir", "is a file")),
+    ("offload-under-file", "llama", ("--device-map", "sequential", "--max-memory", "cpu=1MiB",
+                                     "--offload-dir", "{tmp}/file.txt/sub"),
+     (REFUSED, "--offload-dir", "under the file")),
+    ("offload-empty", "llama", ("--device-map", "sequential", "--max-memory", "cpu=1MiB",
+                                "--offload-dir", ""), (REFUSED, "--offload-dir", "empty")),
+    ("offload-disk", "llama", ("--device-map", "sequential", "--max-memory", "cpu=1MiB",
+                               "--offload-dir", OFFLOAD),
+     (ACCEPTED, [0, 1, 2], ALL_POOLINGS, {"device_map": "sequential"})),
+    ("offload-disk-layers", "llama", ("--device-map", "sequential", "--max-memory", "cpu=1MiB",
+                                      "--offload-dir", OFFLOAD, "--layers", "0,1"),
+     (ACCEPTED, [0, 1], ALL_POOLINGS, {"device_map": "sequential", "loaded_blocks": 1})),
+    # --quantize, --dtype
+    ("quantize-8bit-cpu", "llama", ("--quantize", "8bit"), (REFUSED, "--quantize 8bit", "CUDA")),
+    ("quantize-4bit-cpu", "llama", ("--quantize", "4bit"), (REFUSED, "--quantize 4bit", "CUDA")),
+    ("quantize-map-cpu", "llama", ("--quantize", "8bit", "--device-map", "cpu"),
+     (REFUSED, "--quantize 8bit")),
+    ("quantize-dry-run", "llama", ("--quantize", "4bit", "--dry-run"), (REFUSED, "--quantize")),
+    ("quantize-garbage", "llama", ("--quantize", "2bit"), (REFUSED, "--quantize", "2bit")),
+    ("dtype-auto", "llama", ("--dtype", "auto"), (ACCEPTED, [0, 1, 2], ALL_POOLINGS,
+                                                  {"dtype": "float32"})),
+    ("dtype-garbage", "llama", ("--dtype", "float8"), (REFUSED, "--dtype", "float8")),
+    ("map-cpu-bf16", "llama", ("--device-map", "cpu", "--dtype", "bfloat16"),
+     (ACCEPTED, [0, 1, 2], ALL_POOLINGS, {"device_map": "cpu", "dtype": "bfloat16"})),
+    ("map-layers", "llama", ("--device-map", "auto", "--layers", "1"),
+     (ACCEPTED, [1], ALL_POOLINGS, {"device_map": "auto", "loaded_blocks": 1})),
+    ("map-device-cuda", "llama", ("--device", "cuda", "--device-map", "auto"),
+     (REFUSED, "cuda", "not available")),
+    ("map-gguf-like-vectors", "vectors", ("--device-map", "cpu"), (REFUSED, "--device-map",
+                                                                   "static")),
+    ("quantize-vectors", "vectors", ("--quantize", "8bit"), (REFUSED, "--quantize", "static")),
+    # --bos-token
+    ("bos-not-in-vocab", "llama", ("--bos-token", "notatoken"), (REFUSED, "--bos-token",
+                                                                 "notatoken")),
+    ("bos-two-tokens", "llama", ("--bos-token", "<s></s>"), (REFUSED, "--bos-token", "<s></s>")),
+    ("bos-empty", "llama", ("--bos-token", ""), (REFUSED, "--bos-token")),
+    ("bos-space", "llama", ("--bos-token", " "), (REFUSED, "--bos-token")),
+    ("bos-other-model", "llama", ("--bos-token", "<|im_start|>"), (REFUSED, "--bos-token",
+                                                                   "<|im_start|>")),
+    ("bos-and-no-bos", "llama", ("--bos-token", "<|endoftext|>", "--no-bos"),
+     (REFUSED, "--bos-token", "--no-bos")),
+    ("bos-eot", "llama", ("--bos-token", "<|endoftext|>"), (ACCEPTED, [0, 1, 2], ALL_POOLINGS,
+                                                           {})),
+    ("bos-gpt2-s", "gpt2", ("--bos-token", "<s>"), (REFUSED, "--bos-token", "<s>")),
+    ("bos-minilm-sep", "minilm", ("--bos-token", "[SEP]"), (REFUSED, "--bos-token")),
+    ("bos-minilm-cls", "minilm", ("--bos-token", "[CLS]", "--layers", "-1", "--pooling", "mean"),
+     (ACCEPTED, [6], ("mean",), {})),
+    ("bos-minilm-eot", "minilm", ("--bos-token", "<|endoftext|>"), (REFUSED, "--bos-token",
+                                                                    "[CLS]")),
+    ("bos-vectors", "vectors", ("--bos-token", "love"), (REFUSED, "--bos-token", "static")),
+    # --layers
+    ("layers-above", "llama", ("--layers", "5"), (REFUSED, "layer 5", "0..2")),
+    ("layers-below", "llama", ("--layers", "-4"), (REFUSED, "layer -4")),
+    ("layers-empty-part", "llama", ("--layers", "0,,1"), (REFUSED, "layers")),
+    ("layers-huge", "llama", ("--layers", "9" * 30), (REFUSED, "does not exist")),
+    ("layers-unicode-minus", "llama", ("--layers", "−1"), (REFUSED, "layers", "−1")),
+    ("layers-float", "llama", ("--layers", "0.5"), (REFUSED, "layers", "0.5")),
+    ("layers-duplicate", "llama", ("--layers", "0,0,-3"), (ACCEPTED, [0], ALL_POOLINGS, {})),
+    ("layers-minus-zero", "llama", ("--layers", "-0"), (ACCEPTED, [0], ALL_POOLINGS, {})),
+    ("layers-top", "llama", ("--layers", "ALL"), (ACCEPTED, [0, 1, 2], ALL_POOLINGS, {})),
+    # --pooling
+    ("pooling-repeat", "llama", ("--pooling", "mean", "--pooling", "mean"), (REFUSED, "poolings",
+                                                                           "distinct")),
+    ("pooling-unknown", "llama", ("--pooling", "median"), (REFUSED, "poolings", "median")),
+    ("pooling-commas", "llama", ("--pooling", ","), (REFUSED, "poolings")),
+    ("pooling-spaces", "llama", ("--pooling", " mean , max "), (ACCEPTED, [0, 1, 2],
+                                                               ("mean", "max"), {})),
+    # --batch-size
+    ("batch-zero", "llama", ("--batch-size", "0"), (REFUSED, "batch size", "0")),
+    ("batch-negative", "llama", ("--batch-size", "-1"), (REFUSED, "batch size", "-1")),
+    ("batch-float", "llama", ("--batch-size", "1.5"), (REFUSED, "--batch-size", "1.5")),
+    ("batch-huge", "llama", ("--batch-size", "9" * 20), (ACCEPTED, [0, 1, 2], ALL_POOLINGS, {})),
+    ("batch-one-map", "llama", ("--batch-size", "1", "--device-map", "cpu"),
+     (ACCEPTED, [0, 1, 2], ALL_POOLINGS, {"device_map": "cpu"})),
+    # --shard
+    ("shard-zero", "llama", ("--shard", "0/4"), (REFUSED, "shard 0/4", "does not exist")),
+    ("shard-above", "llama", ("--shard", "5/4"), (REFUSED, "shard 5/4", "does not exist")),
+    ("shard-of-zero", "llama", ("--shard", "1/0"), (REFUSED, "shard 1/0", "does not exist")),
+    ("shard-three-parts", "llama", ("--shard", "1/4/2"), (REFUSED, "--shard", "1/4/2")),
+    ("shard-empty", "llama", ("--shard", ""), (REFUSED, "--shard")),
+    ("shard-huge", "llama", ("--shard", "1/" + "9" * 20), (REFUSED, "does not exist")),
+    ("shard-more-than-windows", "llama", ("--shard", " 1/4"), (REFUSED, "--shard 1/4",
+                                                               "1 compute window")),
+    ("shard-one", "llama", ("--shard", "1/1"), (ACCEPTED, [0, 1, 2], ALL_POOLINGS, {})),
+    # --dry-run with the above
+    ("dry-absent-gpu", "llama", ("--dry-run", "--device-map", "auto", "--max-memory", "7=1GiB"),
+     (REFUSED, "GPU 7")),
+    ("dry-offload-file", "llama", ("--dry-run", "--device-map", "sequential", "--max-memory",
+                                   "cpu=1MiB", "--offload-dir", "{tmp}/file.txt"),
+     (REFUSED, "--offload-dir")),
+    ("dry-no-offload", "llama", ("--dry-run", "--device-map", "sequential", "--max-memory",
+                                 "cpu=1MiB"), (REFUSED, "does not fit", "--offload-dir")),
+    ("dry-bos", "llama", ("--dry-run", "--bos-token", "nope"), (REFUSED, "--bos-token")),
+    ("dry-layers", "llama", ("--dry-run", "--layers", "9"), (REFUSED, "layer 9")),
+    ("dry-pooling", "llama", ("--dry-run", "--pooling", "x"), (REFUSED, "poolings")),
+    ("dry-batch", "llama", ("--dry-run", "--batch-size", "0"), (REFUSED, "batch size")),
+    ("dry-shard", "llama", ("--dry-run", "--shard", "1/2"), (REFUSED, "--shard 1/2")),
+    ("dry-name", "llama", ("--dry-run", "--name", "a/b"), (REFUSED, "group name", "a/b")),
+    # --name
+    ("name-two-for-one", "llama", ("--name", "a", "--name", "b"), (REFUSED, "group name",
+                                                                   "1 suites")),
+    ("name-dotdot", "llama", ("--name", ".."), (REFUSED, "group name", "'..'")),
+    ("name-progress", "llama", ("--name", "_progress"), (REFUSED, "group name")),
+    ("name-zarr-json", "llama", ("--name", "zarr.json"), (REFUSED, "zarr.json")),
+    ("name-newline", "llama", ("--name", "a\nb"), (REFUSED, "group name")),
+    ("name-long", "llama", ("--name", "x" * 300), (REFUSED, "300 characters")),
+]
+
+
+def _model(kind: str, llama: Path, tmp_path: Path) -> Path:
+    if kind == "llama":
+        return llama
+    if kind == "gpt2":
+        return models.tiny_gpt2(tmp_path / "gpt2")
+    if kind == "minilm":
+        return models.minilm_dir()
+    return _vectors(tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_campaign(llama, suite, tmp_path, case):
+    _, kind, args, expected = case
+    (tmp_path / "file.txt").write_text("x", encoding="utf-8")
+    args = tuple(a.replace("{tmp}", str(tmp_path)) for a in args)
+    store = tmp_path / "s.zarr"
+    outcome = _extract(_model(kind, llama, tmp_path), suite, store, *args)
+    if expected[0] == REFUSED:
+        _refused(outcome, store, mentions=expected[1:])
+        return
+    _, layers, poolings, recorded = expected
+    assert outcome.code == 0 and "status    complete" in outcome.stdout, outcome
+    import emb
+
+    opened = emb.open_store(str(store))
+    ds = opened.dataset("small")
+    assert ds.layer.values.tolist() == layers and tuple(ds.pooling.values) == poolings
+    model = opened.model
+    for key, value in recorded.items():
+        assert model.get(key) == value, (key, model)
