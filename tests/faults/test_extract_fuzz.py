@@ -371,3 +371,57 @@ def test_campaign(llama, suite, tmp_path, case):
     model = opened.model
     for key, value in recorded.items():
         assert model.get(key) == value, (key, model)
+
+
+# -- a store re-run with other large-model settings: refused, never mixed --------------------------
+#: (arguments of the re-run, words of the refusal); the store was written with no options
+CHANGED = [
+    (("--dtype", "float16"), ("dtype", "'float32'", "'float16'")),
+    (("--dtype", "bfloat16"), ("dtype", "'bfloat16'")),
+    (("--layers", "0"), ("layers", "[0]")),
+    (("--device-map", "cpu"), ("another model", "device_map")),
+    (("--device-map", "sequential", "--max-memory", "cpu=1MiB", "--offload-dir", "{tmp}/off"),
+     ("another model", "device_map")),
+    (("--device-map", "cpu", "--overwrite"), ("another model", "device_map")),
+    (("--quantize", "4bit"), ("--quantize 4bit",)),
+    (("--pooling", "mean"), ("poolings",)),
+    (("--storage-dtype", "float32"), ("storage_dtype",)),
+    (("--bos-token", "<|endoftext|>"), ("bos_token",)),
+]
+
+
+@pytest.mark.slow
+def test_a_store_rerun_with_other_large_model_settings(llama, suite, tmp_path):
+    store = tmp_path / "s.zarr"
+    assert _extract(llama, suite, store).code == 0
+    before = _digest(store)
+    for args, words in CHANGED:
+        args = tuple(a.replace("{tmp}", str(tmp_path)) for a in args)
+        assert_refused(_extract(llama, suite, store, *args), codes=(1,), mentions=words)
+        assert _digest(store) == before, args
+    # --dtype auto is float32 on the CPU: the same run, accepted
+    again = _extract(llama, suite, store, "--dtype", "auto")
+    assert again.code == 0 and "status    complete" in again.stdout, again
+    # --overwrite replaces the suite with the other layers: never a mix of both
+    replaced = _extract(llama, suite, store, "--layers", "0", "--overwrite")
+    assert replaced.code == 0, replaced
+    import emb
+
+    assert emb.open_store(str(store)).dataset("small").layer.values.tolist() == [0]
+    assert_refused(_extract(llama, suite, store, "--layers", "all"), codes=(1,),
+                   mentions=("layers", "[0]"))
+
+
+@pytest.mark.slow
+def test_a_mapped_store_rerun_without_the_map_or_with_another_dtype(llama, suite, tmp_path):
+    store = tmp_path / "s.zarr"
+    assert _extract(llama, suite, store, "--device-map", "cpu", "--dtype", "auto").code == 0
+    before = _digest(store)
+    for args, words in [((), ("another model", "device_map")),
+                        (("--device-map", "auto"), ("another model", "'auto'")),
+                        (("--device-map", "cpu", "--dtype", "float16"), ("dtype",))]:
+        assert_refused(_extract(llama, suite, store, *args), codes=(1,), mentions=words)
+        assert _digest(store) == before, args
+    again = _extract(llama, suite, store, "--device-map", "cpu", "--name", "small2",
+                     "--layers", "0")
+    assert again.code == 0, again
