@@ -97,6 +97,18 @@ def test_defect_offload_dir_that_is_not_a_directory(llama, suite, tmp_path):
     assert "config.json" not in message, message
 
 
+@pytest.mark.parametrize("offload", ["/proc/sys/offload", "/sys/offload", "/proc/offload"])
+def test_defect_offload_dir_that_cannot_be_made(llama, suite, tmp_path, offload):
+    """Places no one may make a directory in on Linux, root included (whom permission bits do
+    not stop). Was: the same error blaming the model ("could not load the directory '<model>':
+    PermissionError …")."""
+    store = tmp_path / "s.zarr"
+    message = _refused(_extract(llama, suite, store, "--device-map", "sequential", "--max-memory",
+                                "cpu=1MiB", "--offload-dir", offload), store,
+                       mentions=("--offload-dir", offload))
+    assert "config.json" not in message, message
+
+
 @pytest.mark.parametrize("spec", ["cpu=" + "9" * 400, "cpu=" + "9" * 400 + "TiB",
                                   "cpu=99999999999999999999TiB"])
 def test_defect_max_memory_beyond_any_machine(llama, suite, tmp_path, spec):

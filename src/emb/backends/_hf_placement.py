@@ -118,8 +118,8 @@ def check_limit_devices(limits: dict[int | str, int] | None) -> None:
 
 def check_offload_dir(offload_dir: str | os.PathLike[str]) -> None:
     """Refuse an ``--offload-dir`` that cannot be a directory emb writes into (empty, a file, a
-    path under a file, an unwritable place), naming it, before anything loads; it is created
-    only when weights go there."""
+    path under a file, an unwritable place), naming it, before anything loads; a missing one is
+    made here (``from_pretrained`` would make it as the weights load)."""
     given = os.fspath(offload_dir)
     if not given.strip():
         raise ModelError(
@@ -136,10 +136,17 @@ def check_offload_dir(offload_dir: str | os.PathLike[str]) -> None:
             f"--offload-dir {given!r} {where}, not a directory; give a directory (it is created "
             "when missing)"
         )
-    if not os.access(existing, os.W_OK | os.X_OK):
+    try:  # as from_pretrained would, now, so that a failure names the option, not the model
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
         raise ModelError(
-            f"--offload-dir {given!r} cannot be written ({existing!r} is not writable); give a "
-            "directory you may write"
+            f"--offload-dir {given!r} cannot be made a directory ({error.strerror or error}); give "
+            "a directory you may write"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ModelError(
+            f"--offload-dir {given!r} cannot be written (no write permission); give a directory "
+            "you may write"
         )
 
 
