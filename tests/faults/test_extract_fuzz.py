@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests import models
@@ -437,3 +438,24 @@ def test_a_mapped_store_rerun_without_the_map_or_with_another_dtype(llama, suite
     again = _extract(llama, suite, store, "--device-map", "cpu", "--name", "small2",
                      "--layers", "0")
     assert again.code == 0, again
+
+
+def test_accepted_placements_store_the_whole_models_vectors(llama, suite, tmp_path):
+    """What the accepted large-model options store: the vectors of the model loaded whole (to
+    1e-6 in float32), with the blocks on disk and --layers cutting the model too."""
+    import emb
+
+    def vectors(name: str, *extra: str):
+        store = tmp_path / f"{name}.zarr"
+        done = _extract(llama, suite, store, "--storage-dtype", "float32", *extra)
+        assert done.code == 0, done
+        return emb.open_store(str(store)).dataset("small").embedding
+
+    whole = vectors("whole")
+    offloaded = vectors("disk", "--device-map", "sequential", "--max-memory", "cpu=1MiB",
+                        "--offload-dir", str(tmp_path / "offload"), "--layers", "0,1",
+                        "--dtype", "auto", "--batch-size", "1")
+    assert offloaded.layer.values.tolist() == [0, 1]
+    np.testing.assert_allclose(offloaded.values, whole.sel(layer=[0, 1]).values, rtol=0,
+                               atol=1e-6)
+    assert not np.allclose(whole.sel(layer=0).values, whole.sel(layer=1).values)
