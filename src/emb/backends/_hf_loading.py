@@ -29,6 +29,8 @@ from emb.backends._backoff import InjectedOOM
 from emb.backends._hf_placement import (
     block_count,
     blocks_to_load,
+    check_limit_devices,
+    check_offload_dir,
     check_quantization_backend,
     cut_config,
     drop_final_norm,
@@ -262,6 +264,7 @@ def load_model(
     quantize = check_quantization(quantize)
     limits = parse_max_memory(max_memory)
     target_device = parse_device(device)
+    check_limit_devices(limits)
     if quantize is not None:
         check_quantization_backend(quantize, target_device)
     dtype = resolve_dtype(dtype, target_device)  # type: ignore[assignment]
@@ -271,6 +274,8 @@ def load_model(
             f"--offload-dir {os.fspath(offload_dir)!r} keeps weights that fit on no device, which "
             "needs --device-map (auto, balanced, sequential or cpu); add --device-map auto"
         )
+    if offload_dir is not None:
+        check_offload_dir(offload_dir)
     given = os.fspath(model)
     path = Path(given).expanduser()
     hub_commit: str | None = None

@@ -29,6 +29,8 @@ from emb.errors import ModelError
 __all__ = [
     "block_count",
     "blocks_to_load",
+    "check_limit_devices",
+    "check_offload_dir",
     "check_quantization_backend",
     "cut_config",
     "drop_final_norm",
@@ -91,6 +93,61 @@ def resolve_dtype(dtype: str, device: torch.device) -> str:
     if device.type == "mps":
         return "float16"
     return "float32"
+
+
+def check_limit_devices(limits: dict[int | str, int] | None) -> None:
+    """Refuse a ``--max-memory`` that names a device this machine does not have (accelerate
+    would place weights on it and fail as they load)."""
+    if not limits:
+        return
+    count = torch.cuda.device_count()
+    for device in limits:
+        if isinstance(device, int) and device >= count:
+            have = (f"{count} GPU(s), 0..{count - 1} (CUDA_VISIBLE_DEVICES may hide some)"
+                    if count else "no CUDA GPU")
+            raise ModelError(
+                f"--max-memory names GPU {device}, which does not exist: this machine has {have}; "
+                "name only the devices it has (GPU indices, cpu)"
+            )
+        if device == "mps" and not torch.backends.mps.is_available():
+            raise ModelError(
+                "--max-memory names mps, which does not exist: this machine has no MPS device; "
+                "name only the devices it has (GPU indices, cpu)"
+            )
+
+
+def check_offload_dir(offload_dir: str | os.PathLike[str]) -> None:
+    """Refuse an ``--offload-dir`` that cannot be a directory emb writes into (empty, a file, a
+    path under a file, an unwritable place), naming it, before anything loads; a missing one is
+    made here (``from_pretrained`` would make it as the weights load)."""
+    given = os.fspath(offload_dir)
+    if not given.strip():
+        raise ModelError(
+            f"--offload-dir is empty ({given!r}); give the directory for the weights that fit on "
+            "no device, e.g. --offload-dir offload"
+        )
+    path = os.path.abspath(os.path.expanduser(given))
+    existing = path
+    while not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        where = "is a file" if existing == path else f"lies under the file {existing!r}"
+        raise ModelError(
+            f"--offload-dir {given!r} {where}, not a directory; give a directory (it is created "
+            "when missing)"
+        )
+    try:  # as from_pretrained would, now, so that a failure names the option, not the model
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise ModelError(
+            f"--offload-dir {given!r} cannot be made a directory ({error.strerror or error}); give "
+            "a directory you may write"
+        ) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise ModelError(
+            f"--offload-dir {given!r} cannot be written (no write permission); give a directory "
+            "you may write"
+        )
 
 
 def check_quantization_backend(quantize: str, device: torch.device) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from emb.errors import ModelError, OptionError
@@ -48,7 +49,10 @@ _UNITS = {
     "": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
-_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
+#: an amount of memory at or above this is no device's (and overflows int64 readers)
+_MOST_BYTES = 2**63
+#: ASCII digits only: ``\d`` would take "١" or "１" (and ``int`` fails on "²")
+_AMOUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
 
 
 def format_bytes(n: float) -> str:
@@ -119,7 +123,7 @@ def parse_max_memory(spec: str | Mapping[Any, Any] | None) -> dict[int | str, in
         key = key.strip().lower()
         match = _AMOUNT.match(amount)
         device: int | str
-        if key.isdigit():
+        if key.isascii() and key.isdigit():  # "²".isdigit() is true, int("²") fails
             device = int(key)
         elif key in ("cpu", "mps"):
             device = key
@@ -133,7 +137,14 @@ def parse_max_memory(spec: str | Mapping[Any, Any] | None) -> dict[int | str, in
             )
         if device in out:
             raise OptionError(f"--max-memory names device {key!r} twice in {spec!r}; name it once")
-        out[device] = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+        amount_bytes = int(Decimal(match.group(1)) * _UNITS[match.group(2).lower()])  # exact
+        if amount_bytes >= _MOST_BYTES:
+            shown = part.strip() if len(part.strip()) <= 40 else part.strip()[:40] + "…"
+            raise OptionError(
+                f"--max-memory part {shown!r} is more than any device holds (2^63 bytes or "
+                "more); give what the device may hold, e.g. cpu=200GiB"
+            )
+        out[device] = amount_bytes
     if not out:
         raise OptionError(f"--max-memory is empty ({spec!r}); write it like '0=70GiB,cpu=200GiB'")
     return out

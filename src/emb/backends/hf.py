@@ -10,18 +10,22 @@ fingerprints the weights and probes what the model is) and with it the runner
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from emb.backends._memory import DEVICE_MAPS, QUANTIZATIONS
 from emb.backends.base import Backend
+from emb.errors import OptionError
 from emb.options import Option
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.backends._hf_runner import HFRunner
     from emb.stimuli.suites import Suite
 
-__all__ = ["HFBackend"]
+__all__ = ["PLACEMENT_OPTIONS", "HFBackend"]
+
+#: The options that place or quantise a transformers model's weights (README "Large models").
+PLACEMENT_OPTIONS = ("device_map", "max_memory", "offload_dir", "quantize")
 
 
 class HFBackend(Backend):
@@ -65,6 +69,20 @@ class HFBackend(Backend):
 
     def guess_can_open(self, model: str, **options: Any) -> bool:
         return True
+
+    def refuse_unused(self, options: Mapping[str, Any], suites: Sequence[Suite]) -> None:
+        """The large-model options (:data:`PLACEMENT_OPTIONS`) given for a model another backend
+        opens (static vectors) are refused: they would be ignored without a word. ``revision``
+        and ``trust_remote_code`` are ignored, as they always were (a loop over models)."""
+        given = [o for o in self.options
+                 if o.name in PLACEMENT_OPTIONS and options.get(o.name) not in (None, False)]
+        if given:
+            flags = ", ".join(o.cli_flag for o in given)
+            raise OptionError(
+                f"{flags} {'applies' if len(given) == 1 else 'apply'} to transformers models only "
+                "(a hub id, a save_pretrained directory, a .gguf file), not to this model "
+                f"(static vectors, or another backend's); drop {'it' if len(given) == 1 else 'them'}"
+            )
 
     def load(
         self,

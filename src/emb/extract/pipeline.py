@@ -36,7 +36,7 @@ import numpy as np
 
 from emb import backends
 from emb.backends.devices import check_device
-from emb.errors import EmbError, EmbWarning, StoreError
+from emb.errors import EmbError, EmbWarning, StoreError, StoreMismatchError
 from emb.extract import settings as extraction_settings
 from emb.extract._backoff_record import Mark, run_record
 from emb.extract._plan import BlockSources, Plan
@@ -472,9 +472,17 @@ def _check_shard_count(
     storage_dtype: str,
 ) -> None:
     """Refuse a shard count above a suite's compute windows (:func:`~emb.extract.shards.check_count`),
-    with the block and window sizes the suite will be written with (those stored, on a resume)."""
+    with the block and window sizes the suite will be written with (those stored, on a resume),
+    and one other than the suite's shard record's (as claiming the shard would; a dry run never
+    claims it)."""
     stored_plans = target.stored_plans([prep.name for prep in prepared])
     for prep, (stored, recorded) in zip(prepared, stored_plans, strict=True):
+        if recorded is not None and recorded != shard.count:
+            raise StoreMismatchError(
+                f"suite {prep.name!r} in {target.location} is being extracted in {recorded} "
+                f"shards, this run asks for {shard.count}: give --shard I/{recorded} (or run "
+                "without --shard to finish every shard in one process)"
+            )
         block = block_size or target.default_block_size(prep.shape, storage_dtype)
         window = prep.window_blocks
         if isinstance(stored, dict):
