@@ -170,6 +170,11 @@ def test_defect_dry_run_of_a_shard_with_another_n(tmp_path):
         assert _digest(store) == before
     done = _extract(vectors, big, store, "--shard", "2/2")
     assert done.code == 0 and "status    complete" in done.stdout, done
+    # a complete suite has no shard left to claim: another N finds it complete, as before
+    completed = _digest(store)
+    again = _extract(vectors, big, store, "--shard", "1/3")
+    assert again.code == 0 and "already complete" in again.stdout, again
+    assert _digest(store) == completed
 
 
 # -- the campaign: every case, a child process each ------------------------------------------------

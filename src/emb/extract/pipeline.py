@@ -27,7 +27,7 @@ import gc
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -272,7 +272,10 @@ def extract(
             if (message := prep.unknown_message(runner, extraction)) is not None:
                 warnings.warn(message, EmbWarning, stacklevel=2)
         if shard is not None:
-            _check_shard_count(target, prepared, shard, block_size, settings.storage_dtype)
+            complete = {prep.name for prep, (_, attrs) in zip(prepared, states, strict=True)
+                        if attrs is not None and attrs.get(dm.ATTR_COMPLETE)}
+            _check_shard_count(target, prepared, shard, block_size, settings.storage_dtype,
+                               complete=complete)
         if dry_run or on_estimate is not None:
             from emb.extract.estimate import estimate_extraction
 
@@ -470,14 +473,15 @@ def _check_shard_count(
     shard: Shard,
     block_size: int | None,
     storage_dtype: str,
+    complete: Set[str] = frozenset(),
 ) -> None:
     """Refuse a shard count above a suite's compute windows (:func:`~emb.extract.shards.check_count`),
     with the block and window sizes the suite will be written with (those stored, on a resume),
-    and one other than the suite's shard record's (as claiming the shard would; a dry run never
-    claims it)."""
+    and one other than the shard record's of a suite not ``complete`` (as claiming the shard
+    would; a dry run never claims it; a complete suite has nothing left to claim)."""
     stored_plans = target.stored_plans([prep.name for prep in prepared])
     for prep, (stored, recorded) in zip(prepared, stored_plans, strict=True):
-        if recorded is not None and recorded != shard.count:
+        if recorded is not None and recorded != shard.count and prep.name not in complete:
             raise StoreMismatchError(
                 f"suite {prep.name!r} in {target.location} is being extracted in {recorded} "
                 f"shards, this run asks for {shard.count}: give --shard I/{recorded} (or run "
