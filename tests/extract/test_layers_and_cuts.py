@@ -63,3 +63,26 @@ def test_long_contexts_are_cut_around_the_target(runner_name: str, request: pyte
         assert runner.tokenizer.decode(ids).strip().lower() == "love"
     (short,) = runner.encode(["I love it"], [(2, 6)])
     assert short.window is None
+
+
+def test_layers_are_ascii_integers() -> None:
+    """``--layers``: ASCII digits with an optional sign, as ``--max-memory`` and ``--shard``
+    read numbers; int() alone would take "１" as 1 and "1_0" as 10 without a word."""
+    from emb.errors import EmbError
+    from emb.extract.settings import parse_layers
+
+    assert parse_layers("0, 6,-1", 12) == [0, 6, 12] and parse_layers("+1", 12) == [1]
+    assert parse_layers([0, -1], 12) == [0, 12] and parse_layers("all", 12) == list(range(13))
+    for bad in ("１", "1_0", "−1", "0,,1", "1.0", "0x1", "٢"):
+        with pytest.raises(EmbError, match="integers like"):
+            parse_layers(bad, 12)
+    with pytest.raises(EmbError, match="integers like"):
+        parse_layers([True], 12)
+
+
+def test_a_bos_token_is_shown_short_in_its_error(gpt2_runner) -> None:
+    from emb.errors import ModelError
+
+    with pytest.raises(ModelError) as caught:
+        gpt2_runner.token_id("x" * 5000)
+    assert len(str(caught.value)) < 600 and "…" in str(caught.value)

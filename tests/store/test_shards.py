@@ -82,7 +82,8 @@ def test_shard_spec_is_checked():
     assert parse_shard("2/8") == Shard(2, 8) and str(Shard(2, 8)) == "2/8"
     assert parse_shard(" 1 / 1 ") == Shard(1, 1) and parse_shard(None) is None
     assert Shard(3, 4).label == "shard-3-of-4"
-    for bad in ("0/3", "4/3", "1/0", "a/b", "3", "1/2/3", "-1/2"):
+    # ASCII digits only: int() would read "１/４" as 1/4 and "٢/٢" as 2/2
+    for bad in ("0/3", "4/3", "1/0", "a/b", "3", "1/2/3", "-1/2", "１/４", "٢/٢", "1_0/20"):
         with pytest.raises(EmbError, match="I/N|does not exist"):
             parse_shard(bad)
 

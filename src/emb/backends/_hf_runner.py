@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from emb._documents import show
 from emb.backends._backoff import BackOff, forward_with_backoff
 from emb.backends.base import Encoding, ModelInfo, Runner
 from emb.backends.pooling import POOLINGS, parse_poolings, pool
@@ -338,7 +339,7 @@ class HFRunner(Runner):
             return int(vocab[token])
         specials = list(dict.fromkeys(self.tokenizer.all_special_tokens))
         raise ModelError(
-            f"--bos-token {token!r} is not one token of the vocabulary of {self.info.tokenizer}; "
+            f"--bos-token {show(token)} is not one token of the vocabulary of {self.info.tokenizer}; "
             f"its special tokens are {specials[:12]}{' …' if len(specials) > 12 else ''}: give "
             "one of them, or a token of the vocabulary written as the tokenizer writes it"
         )

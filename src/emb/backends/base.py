@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
+from emb._documents import show
 from emb.errors import ModelError
 from emb.schemas.datamodel import POOLINGS
 
@@ -249,7 +250,7 @@ class Runner(Protocol):
     def token_id(self, token: str) -> int:
         """The vocabulary id of one token (``--bos-token``); a runner without tokens refuses."""
         raise ModelError(
-            f"--bos-token {token!r} was given for {getattr(self.info, 'model_id', 'a model')}, "
+            f"--bos-token {show(token)} was given for {getattr(self.info, 'model_id', 'a model')}, "
             "which has no vocabulary of tokens; drop --bos-token"
         )
 

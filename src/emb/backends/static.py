@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from emb._documents import show
 from emb.backends.base import Backend, Runner, words_of
 from emb.backends.vectors import (
     FORMATS,
@@ -361,7 +362,7 @@ class StaticRunner(Runner):
         """
         if bos_token is not None:
             raise EmbError(
-                f"--bos-token {bos_token!r} was given for static word vectors, which have no "
+                f"--bos-token {show(bos_token)} was given for static word vectors, which have no "
                 "tokens and no context; drop --bos-token"
             )
         covered = self.cover(suites)

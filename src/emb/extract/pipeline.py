@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from emb import backends
+from emb._documents import show
 from emb.backends.devices import check_device
 from emb.errors import EmbError, EmbWarning, StoreError, StoreMismatchError
 from emb.extract import settings as extraction_settings
@@ -428,10 +429,10 @@ def _bos_with_token(bos: bool | None, bos_token: str | None) -> bool | None:
     if bos_token is None:
         return bos
     if not isinstance(bos_token, str) or not bos_token:
-        raise EmbError(f"--bos-token must be a token of the model's vocabulary; got {bos_token!r}")
+        raise EmbError(f"--bos-token must be a token of the model's vocabulary; got {show(bos_token)}")
     if bos is False:
         raise EmbError(
-            f"--bos-token {bos_token!r} asks for that token first and --no-bos for no BOS token; "
+            f"--bos-token {show(bos_token)} asks for that token first and --no-bos for no BOS token; "
             "give one of them"
         )
     return True

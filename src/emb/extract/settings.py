@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from emb._documents import show
 from emb.errors import EmbError
 from emb.schemas import datamodel as dm
 
@@ -81,6 +83,10 @@ def parse_settings(
     return pools
 
 
+#: One layer of ``--layers``: ASCII digits with an optional sign.
+_LAYER = re.compile(r"[+-]?[0-9]+")
+
+
 def parse_layers(spec: str | Sequence[int] | None, n_blocks: int) -> list[int]:
     """The stored layers (0..L, increasing) from ``"all"``, ``"0,6,-1"`` or a list of ints.
 
@@ -94,10 +100,11 @@ def parse_layers(spec: str | Sequence[int] | None, n_blocks: int) -> list[int]:
     raw = spec.split(",") if isinstance(spec, str) else list(spec)
     out = set()
     for value in raw:
-        try:
-            layer = int(str(value).strip())
-        except ValueError:
-            raise EmbError(f"layers must be 'all' or integers like '0,6,-1'; got {value!r}") from None
+        text = str(value).strip()
+        # ASCII digits with an optional sign: int() would also take "１", "٢" and "1_0" (as 10)
+        if isinstance(value, bool) or not _LAYER.fullmatch(text):
+            raise EmbError(f"layers must be 'all' or integers like '0,6,-1'; got {show(value)}")
+        layer = int(text)
         if not -(n_blocks + 1) <= layer <= n_blocks:
             raise EmbError(
                 f"layer {layer} does not exist: the model has layers 0..{n_blocks} "

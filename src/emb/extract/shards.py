@@ -49,7 +49,7 @@ __all__ = [
     "window_costs",
 ]
 
-_SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
+_SPEC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$", re.ASCII)  # ASCII digits: not "１/４"
 #: More shards than this is surely a typo (a SLURM array of 10,000 tasks is not).
 MAX_SHARDS = 100_000
 
