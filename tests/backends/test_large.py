@@ -208,3 +208,28 @@ def test_a_gguf_file_takes_no_device_map(tmp_path):
     with pytest.raises(ModelError, match="'m.gguf' is a GGUF file, which transformers "
                                          "dequantises whole"):
         load_model(fake, device="cpu", device_map="auto")
+
+
+def test_each_suite_records_how_its_own_run_placed_the_weights(tiny_gpt2_dir, tmp_path):
+    """The blocks loaded and the memory plan are the run's, not the model's: a second suite
+    extracted into the store with more --layers records its own (the store's root keeps the
+    run that created it), and one run without a layer cut records none."""
+    store = tmp_path / "s.zarr"
+
+    def group_model(name):
+        return json.loads((store / name / "zarr.json").read_text())["attributes"]["model"]
+
+    extract(tiny_gpt2_dir, _suite(), store, device="cpu", device_map="cpu", layers="0",
+            progress=False)
+    second = make_suite([item(c, w, setting="random") for c, w in CONTEXTS], name="second")
+    extract(tiny_gpt2_dir, second, store, device="cpu", device_map="cpu", layers="0,-2",
+            progress=False)
+    third = make_suite([item(c, w, setting="random") for c, w in CONTEXTS], name="third")
+    extract(tiny_gpt2_dir, third, store, device="cpu", device_map="cpu", progress=False)
+    first, two, all_layers = group_model("large"), group_model("second"), group_model("third")
+    assert _model_attrs(store)["loaded_blocks"] == first["loaded_blocks"] == 1  # at least one
+    assert two["loaded_blocks"] == 2 and "loaded_blocks" not in all_layers
+    assert two["memory"]["weights"]["cpu"] > first["memory"]["weights"]["cpu"]
+    # everything else is the store's model
+    keep = lambda d: {k: v for k, v in d.items() if k not in ("loaded_blocks", "memory")}  # noqa: E731
+    assert keep(first) == keep(two) == keep(all_layers) == keep(_model_attrs(store))

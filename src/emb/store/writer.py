@@ -118,6 +118,26 @@ def _write_errors(what: str) -> Iterator[None]:
         ) from err
 
 
+#: Model attributes that describe how one run placed the weights, not which model it is: a suite
+#: group records its own run's, not those of the run that created the store.
+RUN_PLACEMENT_KEYS = ("loaded_blocks", "memory")
+
+
+def group_model(store_model: Mapping[str, Any], run_model: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A suite group's ``model`` attribute: the store's (the model's identity, checked equal to
+    the run's), with the placement of the run laying the group out (:data:`RUN_PLACEMENT_KEYS`:
+    the blocks it loaded, its memory plan; absent where that run had none)."""
+    out = dict(store_model)
+    if run_model is None:
+        return out
+    for key in RUN_PLACEMENT_KEYS:
+        if run_model.get(key) is not None:
+            out[key] = run_model[key]
+        else:
+            out.pop(key, None)
+    return out
+
+
 class SuiteWriter:
     """Writes one suite group block by block.  Constructed by :meth:`open`; holds the suite's
     writer lock (local stores) until :meth:`finish` or :meth:`close`."""
@@ -199,6 +219,7 @@ class SuiteWriter:
         shard: str | None = None,
         identity: Mapping[str, Any] | None = None,
         scanned: Mapping[str, Any] | None = None,
+        run_model: Mapping[str, Any] | None = None,
     ) -> SuiteWriter:
         """Create the group's layout, or reopen an unfinished group written by the same command.
 
@@ -206,7 +227,9 @@ class SuiteWriter:
         layout is written (a resumed group needs neither); ``identity``: the extraction settings
         a stored group must match (default: ``extraction_attrs``); ``scanned``: the group's
         attributes as this process's check found them, the group resumable (its damage scan is
-        not repeated while they are unchanged: see :func:`~emb.store._write_checks.plan_group`).
+        not repeated while they are unchanged: see :func:`~emb.store._write_checks.plan_group`);
+        ``run_model``: the model attributes of the run laying the group out, whose placement
+        (:data:`RUN_PLACEMENT_KEYS`) the group records instead of the store's first run's.
 
         Takes the suite's writer lock first (local stores; a shard writer, ``shard`` =
         ``"shard-I-of-N"``, takes its shard's lock and the suite's only while it lays the suite
@@ -272,7 +295,7 @@ class SuiteWriter:
                     with _write_errors(f"the layout of suite {name!r} into {location}"):
                         cls._write_layout(
                             location, root, name, coords_made, shape, storage_dtype, block,
-                            suite_attrs, attrs_made,
+                            suite_attrs, attrs_made, run_model,
                         )
                     return cls._open_handles(root, name)
 
@@ -312,6 +335,7 @@ class SuiteWriter:
         block: int,
         suite_attrs: Mapping[str, Any],
         extraction: Mapping[str, Any],
+        run_model: Mapping[str, Any] | None = None,
     ) -> None:
         n_items, n_layers, n_poolings, n_features = shape
         # the non-dimension coordinates (all along item): named in the group's and the
@@ -366,7 +390,7 @@ class SuiteWriter:
             "coordinates": coordinate_names,
             dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION,
             dm.ATTR_GENERATION: uuid.uuid4().hex,  # this layout's id: readers notice a rewrite
-            dm.ATTR_MODEL: dict(root.attrs[dm.ATTR_MODEL]),
+            dm.ATTR_MODEL: group_model(root.attrs[dm.ATTR_MODEL], run_model),
             dm.ATTR_SUITE: dict(suite_attrs),
             dm.ATTR_EXTRACTION: dict(extraction),
             dm.ATTR_CREATED: datetime.now(UTC).isoformat(timespec="seconds"),

@@ -75,6 +75,7 @@ class StoreWriter:
         self.location = os.fspath(location)
         self.storage_options = storage_options
         self._root: zarr.Group | None = None
+        self._model: dict[str, Any] | None = None  # the run's model attributes, once open
 
     # -- reading only, before anything is written ---------------------------------------------------
     def check(
@@ -192,6 +193,7 @@ class StoreWriter:
         StoreError, StoreMismatchError, CorruptStoreError, StoreLockedError
         """
         _, self._root = open_for_writing(self.location, model=model, storage_options=self.storage_options)
+        self._model = dict(model)  # the run's: a group records how this run placed the weights
 
     def _opened(self) -> zarr.Group:
         """The store's root group, once :meth:`open`."""
@@ -223,7 +225,7 @@ class StoreWriter:
             self.location, self._opened(), name=name, coords=coords, shape=shape,
             storage_dtype=storage_dtype, suite_attrs=suite_attrs, extraction_attrs=extraction_attrs,
             overwrite=overwrite, block_size=block_size, executor=executor, shard=shard,
-            identity=identity, scanned=scanned,
+            identity=identity, scanned=scanned, run_model=self._model,
         )
 
     # -- rows stored by other suites ----------------------------------------------------------------
