@@ -37,7 +37,7 @@ import numpy as np
 from emb import backends
 from emb._documents import show
 from emb.backends.devices import check_device
-from emb.errors import EmbError, EmbWarning, StoreError, StoreMismatchError
+from emb.errors import EmbError, EmbWarning, StoreError
 from emb.extract import settings as extraction_settings
 from emb.extract._backoff_record import Mark, run_record
 from emb.extract._plan import BlockSources, Plan
@@ -55,6 +55,7 @@ from emb.extract.shards import (
 )
 from emb.schemas import datamodel as dm
 from emb.store import COPIES_PENDING, DONE, StoreWriter, check_group_name, layer_major
+from emb.store.shards import other_shard_count
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.backends import Runner
@@ -483,11 +484,7 @@ def _check_shard_count(
     stored_plans = target.stored_plans([prep.name for prep in prepared])
     for prep, (stored, recorded) in zip(prepared, stored_plans, strict=True):
         if recorded is not None and recorded != shard.count and prep.name not in complete:
-            raise StoreMismatchError(
-                f"suite {prep.name!r} in {target.location} is being extracted in {recorded} "
-                f"shards, this run asks for {shard.count}: give --shard I/{recorded} (or run "
-                "without --shard to finish every shard in one process)"
-            )
+            raise other_shard_count(prep.name, target.location, recorded=recorded, asked=shard.count)
         block = block_size or target.default_block_size(prep.shape, storage_dtype)
         window = prep.window_blocks
         if isinstance(stored, dict):

@@ -73,6 +73,7 @@ __all__ = [
     "describe_shards",
     "drop_tokens",
     "layout_claim",
+    "other_shard_count",
     "read_markers",
     "read_record",
     "record_shards",
@@ -323,6 +324,18 @@ def read_record(zstore: Any, name: str) -> ShardRecord | None:
         return None
 
 
+def other_shard_count(name: str, location: str, *, recorded: int, asked: int) -> Exception:
+    """The refusal of a worker whose shard count is not the one suite ``name`` is being
+    extracted in (raised when it claims its shard, and before, by the dry run's check)."""
+    from emb.errors import StoreMismatchError
+
+    return StoreMismatchError(
+        f"suite {name!r} in {location} is being extracted in {recorded} shards, this run asks "
+        f"for {asked}: give --shard I/{recorded} (or run without --shard to finish every shard "
+        "in one process)"
+    )
+
+
 def record_shards(zstore: Any, location: str, name: str, record: ShardRecord) -> ShardRecord:
     """Create the suite's shard record, or check this worker's plan against the one there.
 
@@ -347,11 +360,7 @@ def record_shards(zstore: Any, location: str, name: str, record: ShardRecord) ->
             "read; re-extract the suite with --overwrite (without --shard)"
         )
     if found.count != record.count:
-        raise StoreMismatchError(
-            f"suite {name!r} in {location} is being extracted in {found.count} shards, this run "
-            f"asks for {record.count}: give --shard I/{found.count} (or run without --shard to "
-            "finish every shard in one process)"
-        )
+        raise other_shard_count(name, location, recorded=found.count, asked=record.count)
     if found != record:
         raise StoreMismatchError(
             f"suite {name!r} in {location} was planned into other shards (windows "

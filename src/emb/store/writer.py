@@ -607,7 +607,7 @@ class SuiteWriter:
                 drop_digests(self.root.store, self.name, range(n_blocks))
             # the shards' encodings (a suite laid out by shard workers, perhaps finished by a
             # run without --shard)
-            drop_tokens(self.root.store, self.name)
+            self.drop_tokens()
         if self.shard is not None:
             # writes that killed shard workers left unfinished: every block is done, nobody
             # writes one now (kept encodings aside: the worker that lays the suite out writes
