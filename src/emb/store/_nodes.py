@@ -10,11 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
 import traceback
+import uuid
 import zipfile
 import zlib
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,12 +38,15 @@ __all__ = [
     "digest",
     "is_damage",
     "list_prefix",
+    "local_root",
     "named_children",
     "object_sizes",
     "read_json",
     "read_jsons",
     "read_many",
+    "put_object",
     "text_values",
+    "write_parts",
 ]
 
 _CONCURRENCY = 32
@@ -72,6 +78,20 @@ def _opened(zstore: Any) -> Any:
     if not getattr(zstore, "_is_open", False):
         sync(zstore._ensure_open())
     return zstore
+
+
+def local_root(zstore: Any) -> Path | None:
+    """The directory whose files are the objects of a local store (zarr's ``LocalStore``), else
+    None.  Small objects there (done-markers, digest records) are read and written as the
+    store itself reads and writes them (a file's bytes; a ``.partial`` file renamed over it), in
+    the calling thread: a round trip to zarr's event loop costs more than the file (0.65 ms to
+    set a one-byte marker through the array against 0.09 ms; 2-5 ms to read 40 markers against
+    0.5 ms)."""
+    if not isinstance(zstore, zarr.storage.LocalStore):
+        return None
+    # not opened first: opening checks that the directory exists (a read finds no file where it
+    # does not) or makes it (a write makes its directories)
+    return Path(zstore.root)
 
 
 def child_names(zstore: Any, prefix: str = "") -> list[str]:
@@ -114,7 +134,10 @@ async def _get(zstore: Any, key: str) -> bytes | None | DamagedObject:
 
 def read_many(zstore: Any, keys: Sequence[str]) -> list[bytes | None | DamagedObject]:
     """:func:`_get` of each key, in one round trip to zarr's event loop, up to
-    :data:`_CONCURRENCY` reads at once."""
+    :data:`_CONCURRENCY` reads at once (a local store's files: read in turn, here)."""
+    root = local_root(zstore)
+    if root is not None:
+        return [_read_file(root / key) for key in keys]
     zstore = _opened(zstore)
 
     async def every() -> list[bytes | None | DamagedObject]:
@@ -129,6 +152,14 @@ def read_many(zstore: Any, keys: Sequence[str]) -> list[bytes | None | DamagedOb
     return sync(every())
 
 
+def _read_file(path: Path) -> bytes | None:
+    """A local store's object as its ``get`` reads it: None where there is no file."""
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+
+
 def read_bytes(zstore: Any, key: str) -> bytes | None:
     """An object's bytes, or None when it does not exist.
 
@@ -137,7 +168,8 @@ def read_bytes(zstore: Any, key: str) -> bytes | None:
     DamagedObject
         It exists but cannot be read back (a zip member whose bytes changed).
     """
-    raw = sync(_get(_opened(zstore), key))
+    root = local_root(zstore)
+    raw = _read_file(root / key) if root is not None else sync(_get(_opened(zstore), key))
     if isinstance(raw, DamagedObject):
         raise raw
     return raw
@@ -192,6 +224,9 @@ def _json_document(key: str, raw: bytes | None) -> dict[str, Any] | None:
 
 def object_sizes(zstore: Any, keys: Sequence[str]) -> dict[str, int | None]:
     """Size in bytes of each key (None when missing): one stat, HEAD or zip entry per key."""
+    root = local_root(zstore)
+    if root is not None:  # the stat the store's getsize makes, here
+        return {k: _file_size(root / k) for k in keys}
     zstore = _opened(zstore)
     if isinstance(zstore, zarr.storage.ZipStore):
         entries = {info.filename: info.file_size for info in zstore._zf.infolist()}
@@ -209,6 +244,50 @@ def object_sizes(zstore: Any, keys: Sequence[str]) -> dict[str, int | None]:
         return await asyncio.gather(*(one(k, gate) for k in keys))
 
     return dict(zip(keys, sync(every()), strict=True))
+
+
+def _file_size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def write_parts(path: Path, parts: tuple[Any, ...]) -> None:
+    """Write ``parts`` as the file ``path`` the way zarr's ``LocalStore`` writes an object: into
+    ``<path>.<random>.partial`` beside it, then renamed over it (a reader sees the old object or
+    the new one, and a killed write leaves a ``.partial`` the next run removes); one ``writev``
+    of the parts, with no join into one buffer first."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{uuid.uuid4().hex}.partial")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            views = [memoryview(p).cast("B") for p in parts]
+            while views:
+                written = os.writev(fd, views[:1024])
+                while views and written >= len(views[0]):
+                    written -= len(views[0])
+                    views.pop(0)
+                if views and written:
+                    views[0] = views[0][written:]
+        finally:
+            os.close(fd)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def put_object(zstore: Any, key: str, data: bytes) -> None:
+    """Write object ``key`` as the store writes one: into a local store's directory as zarr's
+    ``LocalStore`` does (a ``.partial`` file renamed over it, see :func:`local_root`), elsewhere
+    through the store (one PUT)."""
+    root = local_root(zstore)
+    if root is not None and not zstore.read_only:
+        write_parts(root / key, (data,))
+    else:
+        sync(zstore.set(key, default_buffer_prototype().buffer.from_bytes(data)))
 
 
 def digest(data: bytes) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import struct
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ShardingCodec
 from zarr.codecs.sharding import ShardingCodecIndexLocation
 from zarr.core.indexing import morton_order_iter
 
-from emb.store._nodes import crc32_update
+from emb.store._nodes import crc32_update, write_parts
 
 __all__ = ["EncodedShard", "ShardEncoder", "all_finite", "layer_major", "write_parts", "write_seconds"]
 
@@ -187,32 +186,6 @@ def layer_major(shape: tuple[int, ...], dtype: Any, *, zeros: bool = False) -> n
     n, n_layers, *rest = shape
     make = np.zeros if zeros else np.empty
     return make((n_layers, n, *rest), dtype=dtype).transpose(1, 0, *range(2, len(shape)))
-
-
-def write_parts(path: Path, parts: tuple[Any, ...]) -> None:
-    """Write ``parts`` as the file ``path`` the way zarr's ``LocalStore`` writes an object: into
-    ``<path>.<random>.partial`` beside it, then renamed over it (a reader sees the old object or
-    the new one, and a killed write leaves a ``.partial`` the next run removes); one ``writev``
-    of the parts, with no join into one buffer first."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{uuid.uuid4().hex}.partial")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
-        try:
-            views = [memoryview(p).cast("B") for p in parts]
-            while views:
-                written = os.writev(fd, views[:1024])
-                while views and written >= len(views[0]):
-                    written -= len(views[0])
-                    views.pop(0)
-                if views and written:
-                    views[0] = views[0][written:]
-        finally:
-            os.close(fd)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def write_seconds(values: np.ndarray, directory: str | os.PathLike[str] | None = None) -> float:

@@ -58,7 +58,15 @@ from zarr.core.sync import sync as zarr_sync
 from emb.errors import EmbWarning, RemoteStoreError, StoreError, StoreLockedError
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path
-from emb.store._nodes import BadMetadata, named_children, read_bytes, read_json, read_many
+from emb.store._nodes import (
+    BadMetadata,
+    local_root,
+    named_children,
+    put_object,
+    read_bytes,
+    read_json,
+    read_many,
+)
 from emb.store._remote import RemoteStore
 from emb.store.lock import WriterLock, lock_path, locked
 
@@ -82,6 +90,7 @@ __all__ = [
     "shard_lock_path",
     "shard_layout_guard",
     "shard_progress",
+    "write_marker",
     "writer_lock",
 ]
 
@@ -244,7 +253,7 @@ def record_digest(zstore: Any, name: str, block: int, key: str, size: int, crc32
     """Record the (size, CRC-32) of block ``block``'s shard, object ``key`` relative to the
     suite (written after the shard, before its marker)."""
     data = json.dumps({"key": key, "size": int(size), "crc32": str(crc32)}).encode()
-    zarr_sync(zstore.set(_digest_key(name, block), _buffer(data)))
+    put_object(zstore, _digest_key(name, block), data)
 
 
 def recorded_digests(zstore: Any, name: str, blocks: Sequence[int]) -> dict[str, tuple[int, str]]:
@@ -291,7 +300,7 @@ def _tokens_key(name: str, label: str) -> str:
 def record_tokens(zstore: Any, name: str, label: str, data: bytes) -> None:
     """Keep the encodings of shard ``label``'s contexts (``data``, made by the worker that laid
     the suite out and tokenised it whole) so that worker does not tokenise them again."""
-    zarr_sync(zstore.set(_tokens_key(name, label), _buffer(data)))
+    put_object(zstore, _tokens_key(name, label), data)
 
 
 def recorded_tokens(zstore: Any, name: str, label: str) -> bytes | None:
@@ -408,11 +417,29 @@ def _plain_bytes(done: Any) -> bool:
 def _read_plain_markers(done: Any) -> np.ndarray:
     """:func:`read_markers` of plain one-byte chunks, read all at once as bytes (what zarr's
     codec pipeline gives for them, without its per-chunk cost: 5-10 ms a read of the 20k suite's
-    markers, three reads a shard worker): a chunk that is missing is the fill value, one that is
-    not one byte (a torn write) or cannot be read is 0."""
+    markers, three reads a shard worker; a local store's files are read here, see
+    :func:`~emb.store._nodes.local_root`): a chunk that is missing is the fill value, one that
+    is not one byte (a torn write) or cannot be read is 0."""
     zstore, prefix = done.store_path.store, done.store_path.path
     fill = int(done.metadata.fill_value)
     keys = [f"{prefix}/{done.metadata.encode_chunk_key((i,))}" for i in range(done.shape[0])]
+
+    def value(raw: bytes | None) -> int:
+        if raw is None:
+            return fill
+        return raw[0] if len(raw) == 1 else 0
+
+    root = local_root(zstore)
+    if root is not None:
+        def read(key: str) -> int:
+            try:
+                return value((root / key).read_bytes())
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                return fill
+            except OSError:  # a marker that cannot be read reads as not written
+                return 0
+
+        return np.array([read(k) for k in keys], dtype=np.uint8)
 
     async def one(key: str, gate: Any) -> int:
         from zarr.core.buffer import default_buffer_prototype
@@ -424,10 +451,7 @@ def _read_plain_markers(done: Any) -> np.ndarray:
                 raise
             except Exception:  # noqa: BLE001 - a marker that cannot be read reads as not written
                 return 0
-        if buffer is None:
-            return fill
-        raw = buffer.to_bytes()
-        return raw[0] if len(raw) == 1 else 0
+        return value(None if buffer is None else buffer.to_bytes())
 
     async def every() -> list[int]:
         import asyncio
@@ -436,6 +460,22 @@ def _read_plain_markers(done: Any) -> np.ndarray:
         return list(await asyncio.gather(*(one(k, gate) for k in keys)))
 
     return np.array(zarr_sync(every()) if keys else [], dtype=np.uint8)
+
+
+def write_marker(done: Any, index: int, marker: int) -> None:
+    """Set block ``index``'s done-marker: as zarr writes it (one chunk object); a local store's
+    plain one-byte chunk is written here as its ``LocalStore`` writes it (see
+    :func:`~emb.store._nodes.local_root`).  A marker equal to the fill value (0: not written)
+    goes through zarr, which deletes the chunk rather than write it."""
+    zstore = done.store_path.store
+    if (
+        marker != int(done.metadata.fill_value) and 0 <= marker <= 255
+        and local_root(zstore) is not None and not zstore.read_only and _plain_bytes(done)
+    ):
+        key = f"{done.store_path.path}/{done.metadata.encode_chunk_key((int(index),))}"
+        put_object(zstore, key, bytes([marker]))
+    else:
+        done[index] = marker
 
 
 def shard_progress(record: ShardRecord, markers: np.ndarray) -> list[ShardProgress]:

@@ -71,6 +71,7 @@ from emb.store.shards import (
     record_tokens,
     recorded_digests,
     shard_layout_guard,
+    write_marker,
 )
 from emb.store.shards import writer_lock as _take_lock
 from emb.store.validate import read_done, shard_key, stale_consolidated
@@ -517,7 +518,7 @@ class SuiteWriter:
                     self._digests.pop(rel, None)
                 if self.shard is not None:  # for the worker that writes the manifest
                     record_digest(self.root.store, self.name, index, rel, *entry)
-            self.done[index] = marker
+            write_marker(self.done, index, marker)
 
     def read_rows(self, rows: Sequence[int]) -> np.ndarray:
         """Rows already written (for vectors reused by later items)."""

@@ -487,18 +487,30 @@ class Suite:
         # to_dict() (50 ms for 20,000 items, paid by every shard worker). A test pins it to the
         # dumped document (tests/stimuli/suites/test_content_hash.py).
         enc = json_string
+        items = self.items
+        # the strings as columns (json's C encoder mapped over each), settings and stimulus sets
+        # encoded once each: 13 ms for 20,000 items against 18 ms item by item
+        contexts = list(map(enc, [item.context for item in items]))
+        words = list(map(enc, [item.word for item in items]))
+        kinds: dict[str, str] = {}  # a setting or stimulus set -> its JSON string
         labelled: dict[frozenset[str], list[tuple[str, str]]] = {}
         parts = []
-        for item in self.items:
+        for item, context, word in zip(items, contexts, words, strict=True):
             labels = item.labels
-            names = labelled.get(keys := frozenset(labels))
-            if names is None:  # every item of a suite has the same label keys: sorted once
-                names = labelled[keys] = [(k, enc(k) + ":") for k in sorted(keys)]
-            listed = ",".join([name + _json_label_text(labels[k]) for k, name in names])
+            if labels:
+                names = labelled.get(keys := frozenset(labels))
+                if names is None:  # every item of a suite has the same label keys: sorted once
+                    names = labelled[keys] = [(k, enc(k) + ":") for k in sorted(keys)]
+                listed = ",".join([name + _json_label_text(labels[k]) for k, name in names])
+            else:
+                listed = ""
+            setting = kinds.get(item.setting) or kinds.setdefault(item.setting, enc(item.setting))
+            stimulus_set = (kinds.get(item.stimulus_set)
+                            or kinds.setdefault(item.stimulus_set, enc(item.stimulus_set)))
             parts.append(
-                f'{{"context":{enc(item.context)},"labels":{{{listed}}},'
-                f'"setting":{enc(item.setting)},"span":[{item.char_start},{item.char_end}],'
-                f'"stimulus_set":{enc(item.stimulus_set)},"word":{enc(item.word)}}}'
+                f'{{"context":{context},"labels":{{{listed}}},"setting":{setting},'
+                f'"span":[{item.char_start},{item.char_end}],"stimulus_set":{stimulus_set},'
+                f'"word":{word}}}'
             )
         text = '{"items":[' + ",".join(parts) + '],"name":' + enc(self.name) + "}"
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
