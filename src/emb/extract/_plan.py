@@ -196,27 +196,39 @@ class BlockSources:
 
 
 def item_coords(suite: Suite, plan: Plan, layers: Sequence[int], poolings: Sequence[str]) -> xr.Dataset:
-    enc = [plan.encodings[k] for k in plan.item_key]
-    targets = [np.asarray(e.target) for e in enc]
-    n_sub = np.array([t.size for t in targets], dtype=np.int32)
-    width = max(1, int(n_sub.max(initial=1)))
-    sub_ids = np.full((len(enc), width), -1, dtype=np.int32)
-    for i, e in enumerate(enc):
-        ids = np.asarray(e.subtoken_ids, dtype=np.int32)
-        sub_ids[i, : ids.size] = ids
+    # per key (each tokenised once), then spread to the items: concatenated, not item by item
+    per_key = plan.encodings
+    n_ids = np.fromiter((len(e.input_ids) for e in per_key), np.int64, len(per_key))
+    n_sub_key = np.fromiter((len(e.target) for e in per_key), np.int64, len(per_key))
+    targets = (np.concatenate([np.asarray(e.target, dtype=np.int64) for e in per_key])
+               if per_key else np.zeros(0, np.int64))
+    subtokens = (np.concatenate([np.asarray(e.subtoken_ids, dtype=np.int32) for e in per_key])
+                 if per_key else np.zeros(0, np.int32))
+    sub_ends = np.cumsum(n_sub_key)
+    sub_starts = sub_ends - n_sub_key
+    # a target's positions increase (Encoding): its first and last are its least and greatest
+    start_key = targets[sub_starts].astype(np.int32) if per_key else np.zeros(0, np.int32)
+    end_key = (targets[sub_ends - 1] + 1).astype(np.int32) if per_key else np.zeros(0, np.int32)
+    width = max(1, int(n_sub_key.max(initial=1)))
+    sub_key = np.full((len(per_key), width), -1, dtype=np.int32)
+    row = np.repeat(np.arange(len(per_key)), n_sub_key)
+    sub_key[row, np.arange(targets.size) - np.repeat(sub_starts, n_sub_key)] = subtokens
+    item_key = plan.item_key
+    enc = [per_key[k] for k in item_key.tolist()]
+    n_sub = n_sub_key[item_key].astype(np.int32)
     columns = suite.columns()
     item_coords: dict[str, Any] = {
-        "word": ("item", columns.pop("word").astype(object)),
-        "context": ("item", columns.pop("context").astype(object)),
-        "setting": ("item", columns.pop("setting").astype(object)),
-        "stimulus_set": ("item", columns.pop("stimulus_set").astype(object)),
+        "word": ("item", columns.pop("word")),
+        "context": ("item", columns.pop("context")),
+        "setting": ("item", columns.pop("setting")),
+        "stimulus_set": ("item", columns.pop("stimulus_set")),
         "char_start": ("item", columns.pop("char_start").astype(np.int32)),
         "char_end": ("item", columns.pop("char_end").astype(np.int32)),
         "n_subtokens": ("item", n_sub),
-        "token_start": ("item", np.array([int(t.min()) for t in targets], dtype=np.int32)),
-        "token_end": ("item", np.array([int(t.max()) + 1 for t in targets], dtype=np.int32)),
-        "n_tokens": ("item", np.array([len(e.input_ids) for e in enc], dtype=np.int32)),
-        "subtoken_ids": (("item", dm.SUBTOKEN_DIM), sub_ids),
+        "token_start": ("item", start_key[item_key]),
+        "token_end": ("item", end_key[item_key]),
+        "n_tokens": ("item", n_ids[item_key].astype(np.int32)),
+        "subtoken_ids": (("item", dm.SUBTOKEN_DIM), sub_key[item_key]),
     }
     windows = [getattr(e, "window", None) for e in enc]
     if any(w is not None for w in windows):  # contexts cut to the model's positions
@@ -228,7 +240,7 @@ def item_coords(suite: Suite, plan: Plan, layers: Sequence[int], poolings: Seque
     for key, values in columns.items():  # suite labels: str or float64 columns
         if key in item_coords or key in ("item", "layer", "pooling", "feature"):
             raise StoreError(f"suite label {key!r} clashes with a store coordinate; rename it")
-        item_coords[key] = ("item", values.astype(object) if values.dtype.kind == "U" else values)
+        item_coords[key] = ("item", values)
     coords = {
         "item": np.arange(len(enc), dtype=np.int64),
         "layer": np.asarray(layers, dtype=np.int64),

@@ -457,20 +457,30 @@ class Suite:
 
     def columns(self) -> dict[str, np.ndarray]:
         """One array per item variable: word, context, setting, stimulus_set, char_start,
-        char_end (int64) and each label (str or float64), in item order."""
+        char_end (int64) and each label (str or float64), in item order.
+
+        Text columns are object arrays of the items' own strings: numpy's fixed-width ``<U``
+        would hold every value at the width of the longest (4 bytes a character: one 10,000
+        character context among 4 million items asks for 160 GB) and drops trailing NUL
+        characters."""
+        items = self.items
+
+        def text(values: list[Any]) -> np.ndarray:
+            out = np.empty(len(values), dtype=object)
+            out[:] = values
+            return out
+
         out: dict[str, np.ndarray] = {
-            name: np.array([getattr(item, name) for item in self.items], dtype=object).astype(str)
-            for name in ("word", "context", "setting", "stimulus_set")
+            "word": text([item.word for item in items]),
+            "context": text([item.context for item in items]),
+            "setting": text([item.setting for item in items]),
+            "stimulus_set": text([item.stimulus_set for item in items]),
+            "char_start": np.fromiter((item.char_start for item in items), np.int64, len(items)),
+            "char_end": np.fromiter((item.char_end for item in items), np.int64, len(items)),
         }
-        for name in ("char_start", "char_end"):
-            out[name] = np.array([getattr(item, name) for item in self.items], dtype=np.int64)
         for key, kind in self.label_types.items():
-            values = [item.labels[key] for item in self.items]
-            out[key] = (
-                np.array(values, dtype=object).astype(str)
-                if kind == "str"
-                else np.array(values, dtype=np.float64)
-            )
+            values = [item.labels[key] for item in items]
+            out[key] = text(values) if kind == "str" else np.array(values, dtype=np.float64)
         return out
 
     def content_hash(self) -> str:
