@@ -40,6 +40,7 @@ import numpy as np
 
 from emb._documents import (
     check_json_data,
+    control_character,
     parse_json,
     parse_yaml,
     show,
@@ -76,6 +77,19 @@ LabelValue = str | float
 def _same_text(found: str, word: str) -> bool:
     """Whether a span's text is the word: equal ignoring case and the length of whitespace runs."""
     return " ".join(found.split()).lower() == " ".join(word.split()).lower()
+
+
+#: What a word, setting, stimulus set or label value with a control character is told to do.
+_NO_CONTROL = ("words, settings, stimulus sets and label values are printable text (a context may "
+               "hold control characters): remove it or write the character meant")
+
+
+def _refuse_control(what: str, value: str) -> None:
+    """SuiteError when ``value`` (a word, setting, stimulus set or label value) holds a control
+    character (:func:`~emb._documents.control_character`)."""
+    problem = control_character(value)
+    if problem is not None:
+        raise SuiteError(f"{what} is {show(value)}, which {problem}; {_NO_CONTROL}")
 
 
 def _is_missing(value: Any) -> bool:
@@ -116,6 +130,7 @@ def _label_value(key: Any, value: Any, word: str) -> LabelValue:
     if isinstance(value, str):
         if not value.isascii():
             check_json_data(value, where=where, error=SuiteError)
+        _refuse_control(where, value)
         return str(value)
     if isinstance(value, (bool, np.bool_)):
         raise SuiteError(
@@ -192,6 +207,8 @@ class Item:
                 object.__setattr__(self, name, str(value))
             if not value.isascii():
                 check_json_data(value, where=f"Item.{name}", error=SuiteError)
+            if name != "context":
+                _refuse_control(name, value)
         if not self.word.strip():
             raise SuiteError(f"Item.word must not be blank (context {self.context!r})")
         start, end = self.char_start, self.char_end
