@@ -209,6 +209,12 @@ class Item:
                 check_json_data(value, where=f"Item.{name}", error=SuiteError)
             if name != "context":
                 _refuse_control(name, value)
+                if value != value.strip():
+                    raise SuiteError(
+                        f"{name} is {show(value)}, which begins or ends with whitespace: "
+                        "'he ' and 'he' would be two names that print alike (and the command "
+                        "line trims what it is given); remove the outer whitespace"
+                    )
         if not self.word.strip():
             raise SuiteError(f"Item.word must not be blank (context {self.context!r})")
         start, end = self.char_start, self.char_end
