@@ -29,6 +29,8 @@ import math
 import numbers
 import os
 import re
+import unicodedata
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring as json_string
@@ -53,7 +55,7 @@ from emb._outputs import (
     refuse_inside_store,
     write_file,
 )
-from emb.errors import SuiteError
+from emb.errors import EmbWarning, SuiteError
 from emb.schemas import SCHEMA_VERSION
 from emb.stimuli.corpus import whole_word_pattern
 from emb.stimuli.suites._validation import item_rules, validate_suite_document
@@ -394,6 +396,22 @@ def _complete_labels(item: Item, types: Mapping[str, str]) -> Item:
     )
 
 
+def _unicode_forms(items: Sequence[Item]) -> list[str]:
+    """One line per word, setting or stimulus set written in two Unicode forms in ``items``
+    (``'café'`` composed, U+00E9, and decomposed, ``e`` + U+0301): canonically equivalent texts
+    that print alike but are different strings, kept apart by every analysis and tokenizer."""
+    lines = []
+    for column in ("word", "setting", "stimulus_set"):
+        forms: dict[str, list[str]] = {}
+        for value in dict.fromkeys(getattr(item, column) for item in items):
+            if not value.isascii():
+                forms.setdefault(unicodedata.normalize("NFC", value), []).append(value)
+        for variants in forms.values():
+            if len(variants) > 1:
+                lines.append(f"{column} {' and '.join(ascii(v) for v in variants[:4])}")
+    return lines
+
+
 @dataclass(frozen=True, kw_only=True)
 class Suite:
     """A named, materialised stimulus suite.
@@ -591,6 +609,17 @@ class Suite:
                 "be placed in its context:\n"
                 + "\n".join(problems)
                 + "\nFix each context, word, span or occurrence."
+            )
+        forms = _unicode_forms(items)
+        if forms:
+            where = f" {source}" if source else ""
+            warnings.warn(
+                f"suite{where} writes {len(forms)} name(s) in two Unicode forms, kept as distinct "
+                f"names (and tokens): {'; '.join(forms[:5])}{' …' if len(forms) > 5 else ''}; "
+                "if each is meant as one, write every one the same way (e.g. NFC: "
+                "unicodedata.normalize('NFC', text))",
+                EmbWarning,
+                stacklevel=2,
             )
         generator = doc.get("generator") or {}
         return cls(
