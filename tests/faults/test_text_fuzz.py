@@ -17,7 +17,7 @@ Every input ends one of two ways:
 - refused where it is first read, with one ``Error:`` line naming the file, the item or line and
   the field, exit 1, nothing written.
 
-The rule (docs/contracts.md): words, settings, stimulus sets, label values, test names and word-
+The rule: words, settings, stimulus sets, label values, test names and word-
 list entries are printable text, so a control character in one is refused (numpy's fixed-width
 text drops a trailing NUL: ``'he\\x00'`` would have become ``'he'``, merged with it); words,
 settings and stimulus sets have no outer whitespace (``'he '`` and ``'he'`` print alike, and the
@@ -335,3 +335,19 @@ def test_weat_test_file_with_a_control_character_is_refused(kept, tmp_path):
     assert_refused(run_emb("analyze", "weat", "--store", kept["store"], "--test", tests, "--out",
                            out, "-q", timeout=180), mentions=("tests.t.Y[0]", "U+0000"))
     assert not out.exists()
+
+
+def test_intersectional_keeps_a_phrase_ending_in_a_nul():
+    """Was: the phrase coordinate read contexts through numpy's '<U', which dropped the NUL
+    ('… person\\x00' shown as '… person')."""
+    from emb.analyses.intersectional import intersectional
+    from tests.analyses._synthetic_intersectional import intersectional_dataset
+
+    ds = intersectional_dataset()
+    contexts = np.asarray(ds["context"].values).copy()
+    first = np.flatnonzero(np.asarray(ds["stimulus_set"].values) == "experiment3")[0]
+    contexts[first] = contexts[first] + "\x00"
+    result = intersectional(ds.assign_coords(context=("item", contexts)), n_permutations=50)
+    phrases = [str(p) for p in result["phrase"].values]
+    assert contexts[first] in phrases
+    assert len(set(phrases)) == len(phrases)
