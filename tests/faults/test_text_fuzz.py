@@ -114,6 +114,8 @@ def test_items_built_in_python_meet_the_same_rule():
         kwargs = {"context": "he", "word": "he", "char_start": 0, "char_end": 2, field: "he\x00"}
         with pytest.raises(SuiteError, match=field):
             Item(**kwargs)
+    with pytest.raises(SuiteError, match="setting is empty"):  # as the schema has it
+        Item(context="he", word="he", char_start=0, char_end=2, setting="")
     with pytest.raises(SuiteError, match="label 'role'"):
         Item(context="he", word="he", char_start=0, char_end=2, labels={"role": "a\x00"})
     # a context may hold control characters (the model reads them): kept exactly
@@ -281,6 +283,19 @@ def test_analyze_keeps_every_string_exactly(kept, tmp_path):
         assert np.allclose(d.xs(setting, level="setting"), d.xs("plain", level="setting"))
     assert not math.isclose(float(d.xs(NFC, level="setting").iloc[-1]),
                             float(d.xs(NFD, level="setting").iloc[-1]))
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_export_gives_back_the_suite_exactly(kept, tmp_path, suffix):
+    """suite file -> store -> ``emb suites export`` -> suite file: the same items (the content
+    hash: every context, word, setting, stimulus set and label), NUL, CR LF, BOM and all."""
+    path = tmp_path / f"exported{suffix}"
+    outcome = run_emb("suites", "export", kept["store"], path, "--suite", "weat", timeout=120)
+    assert outcome.code == 0, str(outcome)
+    with pytest.warns(EmbWarning, match="two Unicode forms"):
+        original, exported = load_suite(kept["suite"]), load_suite(path)
+    assert exported.content_hash() == original.content_hash()
+    assert [i.context for i in exported.items] == [i.context for i in original.items]
 
 
 def test_extract_refuses_a_nul_in_a_word(tiny_gpt2_dir, tmp_path):

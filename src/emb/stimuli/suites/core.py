@@ -211,6 +211,11 @@ class Item:
                 check_json_data(value, where=f"Item.{name}", error=SuiteError)
             if name != "context":
                 _refuse_control(name, value)
+                if name == "setting" and not value:
+                    raise SuiteError(
+                        f"setting is empty (context {show(self.context)}); name the setting, or "
+                        "leave it out for 'default'"
+                    )
                 if value != value.strip():
                     raise SuiteError(
                         f"{name} is {show(value)}, which begins or ends with whitespace: "
