@@ -64,7 +64,7 @@ def text_is_unicode(text: str) -> bool:
 
 #: Control characters (Unicode category Cc: C0, DEL, C1): never part of a word, a setting, a
 #: stimulus set or a label value.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def control_character(text: str) -> str | None:
@@ -78,7 +78,7 @@ def control_character(text: str) -> str | None:
 
     Examples
     --------
-    >>> control_character("he\x00")
+    >>> control_character("he" + chr(0))
     'holds the control character U+0000 at character 2'
     >>> control_character("café") is None
     True

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -78,6 +79,28 @@ def _closest(name: Any, choices: Iterable[Any]) -> Any:
     return options[close[0]] if close else None
 
 
+def _look_alike(name: Any, choice: Any) -> bool:
+    """Whether two different strings print alike: equal once composed (NFC) and stripped of
+    invisible format characters (zero-width spaces and joiners, direction marks, BOM)."""
+    if not (isinstance(name, str) and isinstance(choice, str)) or name == choice:
+        return False
+
+    def seen(text: str) -> str:
+        return "".join(c for c in unicodedata.normalize("NFC", text)
+                       if unicodedata.category(c) != "Cf")
+
+    return seen(name) == seen(choice)
+
+
+def _suggest(name: Any, close: Any) -> str:
+    """``'x'``, or for a name that prints like the one asked for, its code points spelled out."""
+    if _look_alike(name, close):
+        return (f"{cut(ascii(close), _NAME_LIMIT)} (it prints like {cut(ascii(name), _NAME_LIMIT)} "
+                "but is written with other code points: another Unicode form or invisible "
+                "characters; give it exactly as the data writes it)")
+    return cut(repr(close), _NAME_LIMIT)
+
+
 def did_you_mean(name: Any, choices: Iterable[Any]) -> str:
     """``" Did you mean 'x'?"`` when a choice is close to ``name`` (stdlib difflib), else ``""``.
 
@@ -88,8 +111,8 @@ def did_you_mean(name: Any, choices: Iterable[Any]) -> str:
     >>> did_you_mean("zzz", ["bleached"])
     ''
     """
-    close = _closest(name, choices)
-    return "" if close is None else f" Did you mean {cut(repr(close), _NAME_LIMIT)}?"
+    close = _closest(plain(name), choices)
+    return "" if close is None else f" Did you mean {_suggest(plain(name), close)}?"
 
 
 def unknown_names(kind: str, wanted: Iterable[Any], present: Iterable[Any], where: str) -> str:
@@ -104,10 +127,10 @@ def unknown_names(kind: str, wanted: Iterable[Any], present: Iterable[Any], wher
     present = [plain(p) for p in present]
     pairs = [(w, c) for w in wanted if (c := _closest(w, present)) is not None]
     if len(wanted) == 1 and pairs:
-        hint = f" Did you mean {cut(repr(pairs[0][1]), _NAME_LIMIT)}?"
+        hint = f" Did you mean {_suggest(*pairs[0])}?"
     elif pairs:
         hint = " Did you mean " + ", ".join(
-            f"{cut(repr(c), _NAME_LIMIT)} for {cut(repr(w), _NAME_LIMIT)}" for w, c in pairs[:10]
+            f"{_suggest(w, c)} for {cut(repr(w), _NAME_LIMIT)}" for w, c in pairs[:10]
         ) + "?"
     else:
         hint = ""

@@ -366,3 +366,14 @@ def test_intersectional_keeps_a_phrase_ending_in_a_nul():
     phrases = [str(p) for p in result["phrase"].values]
     assert contexts[first] in phrases
     assert len(set(phrases)) == len(phrases)
+
+
+def test_a_name_that_prints_alike_is_spelled_out_in_the_hint():
+    """Was: "setting ['café'] not in this suite, which has [..., 'café']. Did you mean 'café'?"
+    (the suite's NFD form, the user's NFC one): the hint named what the user had typed."""
+    from emb._text import did_you_mean, unknown_names
+
+    message = unknown_names("setting", [NFC], ["plain", NFD], "this suite")
+    assert ascii(NFD) in message and "other code points" in message, message
+    assert ascii("he\u200b") in did_you_mean("he", ["he\u200b", "she"])
+    assert did_you_mean("bleachd", ["bleached"]) == " Did you mean 'bleached'?"
