@@ -72,6 +72,10 @@ def names(values: Iterable[Any], *, limit: int = 20) -> str:
 def _closest(name: Any, choices: Iterable[Any]) -> Any:
     options = {str(plain(c)): plain(c) for c in choices}
     key = str(plain(name))
+    if not key.isascii() or not all(k.isascii() for k in options):
+        alike = [k for k in options if _look_alike(key, k)]  # prints as asked: the one meant
+        if alike:
+            return options[alike[0]]
     close = difflib.get_close_matches(key, list(options), n=1, cutoff=0.6)
     if not close:
         lower = {k.lower(): k for k in options}
