@@ -66,7 +66,7 @@ _item = st.builds(
     lambda pre, word, post, setting, sset, s, f: Item(
         context=pre + word + post, word=word, char_start=len(pre), char_end=len(pre) + len(word),
         setting=setting, stimulus_set=sset, labels={"s_label": s, "f_label": f}),
-    _text, _word, _text, _name, _name,
+    _text, _word, _text, _name.filter(bool), _name,
     st.one_of(st.none(), _name),
     st.one_of(st.none(), st.floats(allow_infinity=False), st.integers(-(2**53), 2**53)),
 )
