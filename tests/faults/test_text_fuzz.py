@@ -377,3 +377,24 @@ def test_a_name_that_prints_alike_is_spelled_out_in_the_hint():
     assert ascii(NFD) in message and "other code points" in message, message
     assert ascii("he\u200b") in did_you_mean("he", ["he\u200b", "she"])
     assert did_you_mean("bleachd", ["bleached"]) == " Did you mean 'bleached'?"
+
+
+def test_stereotype_word_files_refuse_a_control_character(tmp_path):
+    """Was: a NUL or ESC in a groups or dictionary CSV reached the suite's items unnamed (the
+    groups JSON refused only tab and line breaks)."""
+    from emb.stimuli.suites._stereotype_files import read_dictionary, read_populations
+
+    groups = tmp_path / "groups.csv"
+    groups.write_text("group,word,kind\nnb,them,pronoun\nnb,they\x00,pronoun\n", encoding="utf-8")
+    with pytest.raises(SuiteError, match=r"data row 2, column 'word'.*U\+0000"):
+        read_populations(groups)
+    as_json = tmp_path / "groups.json"
+    as_json.write_text(json.dumps({"rows": [{"group": "nb", "word": "they\x1b", "kind": "pronoun"}]}),
+                       encoding="utf-8")
+    with pytest.raises(SuiteError, match="row 1"):
+        read_populations(as_json)
+    dictionary = tmp_path / "dictionary.csv"
+    dictionary.write_text("dimension,term,direction\nSociability,friendly\x7f,high\n",
+                          encoding="utf-8")
+    with pytest.raises(SuiteError, match=r"column 'term'.*U\+007F"):
+        read_dictionary(dictionary)
