@@ -94,6 +94,21 @@ def _refuse_control(what: str, value: str) -> None:
         raise SuiteError(f"{what} is {show(value)}, which {problem}; {_NO_CONTROL}")
 
 
+#: A control character, or whitespace at either end: what a word, setting or stimulus set
+#: must not hold (one search per name; :func:`_refuse_name` says which).
+_ODD_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f]|\A\s|\s\Z")
+
+
+def _refuse_name(name: str, value: str) -> None:
+    """SuiteError for a word, setting or stimulus set that :data:`_ODD_NAME` matched."""
+    _refuse_control(name, value)
+    raise SuiteError(
+        f"{name} is {show(value)}, which begins or ends with whitespace: 'he ' and 'he' would be "
+        "two names that print alike (and the command line trims what it is given); remove the "
+        "outer whitespace"
+    )
+
+
 def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
@@ -209,19 +224,13 @@ class Item:
                 object.__setattr__(self, name, str(value))
             if not value.isascii():
                 check_json_data(value, where=f"Item.{name}", error=SuiteError)
-            if name != "context":
-                _refuse_control(name, value)
-                if name == "setting" and not value:
-                    raise SuiteError(
-                        f"setting is empty (context {show(self.context)}); name the setting, or "
-                        "leave it out for 'default'"
-                    )
-                if value != value.strip():
-                    raise SuiteError(
-                        f"{name} is {show(value)}, which begins or ends with whitespace: "
-                        "'he ' and 'he' would be two names that print alike (and the command "
-                        "line trims what it is given); remove the outer whitespace"
-                    )
+            if name != "context" and _ODD_NAME.search(value) is not None:
+                _refuse_name(name, value)
+        if not self.setting:
+            raise SuiteError(
+                f"setting is empty (context {show(self.context)}); name the setting, or leave it "
+                "out for 'default'"
+            )
         if not self.word.strip():
             raise SuiteError(f"Item.word must not be blank (context {self.context!r})")
         start, end = self.char_start, self.char_end
