@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import unicodedata
 import warnings
 from pathlib import Path
@@ -398,3 +399,17 @@ def test_stereotype_word_files_refuse_a_control_character(tmp_path):
                           encoding="utf-8")
     with pytest.raises(SuiteError, match=r"column 'term'.*U\+007F"):
         read_dictionary(dictionary)
+
+
+def test_yaml_suites_meet_the_same_rule(tmp_path):
+    """YAML's escapes (\\0, \\t, \\x85) reach the same checks as JSON's; its line breaks in a
+    context are kept as written (\\r\\n escaped, \\n)."""
+    path = tmp_path / "s.yaml"
+    for escaped, code in (("\\0", "U+0000"), ("\\t", "U+0009"), ("\\x85", "U+0085")):
+        path.write_text(f'name: s\nitems:\n  - {{context: "This is {{target}}.", word: "he{escaped}"}}\n',
+                        encoding="utf-8")
+        with pytest.raises(SuiteError, match=rf"items\[0\]: word .*{re.escape(code)}"):
+            load_suite(path)
+    path.write_text('name: s\nitems:\n  - {context: "This is {target}.\\r\\n\\0", word: he}\n',
+                    encoding="utf-8")
+    assert load_suite(path).items[0].context == "This is he.\r\n\x00"
