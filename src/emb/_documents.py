@@ -35,6 +35,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_FLOAT_INT",
     "check_json_data",
+    "control_character",
     "parse_json",
     "parse_yaml",
     "show",
@@ -59,6 +60,33 @@ def text_is_unicode(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+#: Control characters (Unicode category Cc: C0, DEL, C1): never part of a word, a setting, a
+#: stimulus set or a label value.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def control_character(text: str) -> str | None:
+    """What is wrong when ``text`` holds a control character (Unicode category Cc: NUL, tab,
+    newline, carriage return, escape, DEL, C1), else ``None``.
+
+    Words, settings, stimulus sets and label values are names shown in tables, compared and
+    grouped: a NUL, a tab or a line break in one is a paste or encoding accident, and some tools
+    drop or rewrite it (numpy's fixed-width text drops trailing NULs, so ``"he\\x00"`` and
+    ``"he"`` would become one word). Contexts may hold them (the model reads them as given).
+
+    Examples
+    --------
+    >>> control_character("he" + chr(0))
+    'holds the control character U+0000 at character 2'
+    >>> control_character("café") is None
+    True
+    """
+    found = _CONTROL.search(text)
+    if found is None:
+        return None
+    return f"holds the control character U+{ord(found.group()):04X} at character {found.start()}"
 
 
 def _digits(value: int) -> int:

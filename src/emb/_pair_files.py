@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from emb._documents import control_character
 from emb.errors import EmbError
 
 __all__ = ["MAX_PAIR_FILE", "Pair", "read_pair_file"]
@@ -83,6 +84,15 @@ def _score(text: str) -> tuple[float | None, str]:
     return value, ""
 
 
+def _control(line: int, texts: tuple[str | None, ...]) -> str | None:
+    """The problem of a line whose word or dataset holds a control character (a NUL, a tab, a
+    line break: printable text only, else two words could print and merge alike), else None."""
+    for text in texts:
+        if text is not None and (problem := control_character(text)) is not None:
+            return f"line {line}: {text!r} {problem}"
+    return None
+
+
 def _refuse(path: Path, what: str, problems: list[str], error: type[EmbError]) -> None:
     if problems:
         shown = "; ".join(problems[:_SHOWN]) + (" …" if len(problems) > _SHOWN else "")
@@ -129,6 +139,8 @@ def _csv_pairs(path: Path, text: str, what: str, error: type[EmbError]) -> list[
                 problems.append(f"line {line}: {why}")
             elif dataset == "":
                 problems.append(f"line {line} has an empty dataset")
+            elif (control := _control(line, (word1, word2, dataset))) is not None:
+                problems.append(control)
             else:
                 pairs.append(Pair(word1, word2, score, dataset, line))
     except csv.Error as err:
@@ -153,6 +165,8 @@ def _tsv_pairs(path: Path, text: str, what: str, error: type[EmbError]) -> list[
         score, why = _score(fields[2])
         if score is None:
             problems.append(f"line {line}: {why}")
+        elif (control := _control(line, (fields[0], fields[1]))) is not None:
+            problems.append(control)
         else:
             pairs.append(Pair(fields[0], fields[1], score, None, line))
     _refuse(path, what, problems, error)

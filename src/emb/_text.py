@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -71,11 +72,37 @@ def names(values: Iterable[Any], *, limit: int = 20) -> str:
 def _closest(name: Any, choices: Iterable[Any]) -> Any:
     options = {str(plain(c)): plain(c) for c in choices}
     key = str(plain(name))
+    if not key.isascii() or not all(k.isascii() for k in options):
+        alike = [k for k in options if _look_alike(key, k)]  # prints as asked: the one meant
+        if alike:
+            return options[alike[0]]
     close = difflib.get_close_matches(key, list(options), n=1, cutoff=0.6)
     if not close:
         lower = {k.lower(): k for k in options}
         close = [lower[key.lower()]] if key.lower() in lower else []
     return options[close[0]] if close else None
+
+
+def _look_alike(name: Any, choice: Any) -> bool:
+    """Whether two different strings print alike: equal once composed (NFC) and stripped of
+    invisible format characters (zero-width spaces and joiners, direction marks, BOM)."""
+    if not (isinstance(name, str) and isinstance(choice, str)) or name == choice:
+        return False
+
+    def seen(text: str) -> str:
+        return "".join(c for c in unicodedata.normalize("NFC", text)
+                       if unicodedata.category(c) != "Cf")
+
+    return seen(name) == seen(choice)
+
+
+def _suggest(name: Any, close: Any) -> str:
+    """``'x'``, or for a name that prints like the one asked for, its code points spelled out."""
+    if _look_alike(name, close):
+        return (f"{cut(ascii(close), _NAME_LIMIT)} (it prints like {cut(ascii(name), _NAME_LIMIT)} "
+                "but is written with other code points: another Unicode form or invisible "
+                "characters; give it exactly as the data writes it)")
+    return cut(repr(close), _NAME_LIMIT)
 
 
 def did_you_mean(name: Any, choices: Iterable[Any]) -> str:
@@ -88,8 +115,8 @@ def did_you_mean(name: Any, choices: Iterable[Any]) -> str:
     >>> did_you_mean("zzz", ["bleached"])
     ''
     """
-    close = _closest(name, choices)
-    return "" if close is None else f" Did you mean {cut(repr(close), _NAME_LIMIT)}?"
+    close = _closest(plain(name), choices)
+    return "" if close is None else f" Did you mean {_suggest(plain(name), close)}?"
 
 
 def unknown_names(kind: str, wanted: Iterable[Any], present: Iterable[Any], where: str) -> str:
@@ -104,10 +131,10 @@ def unknown_names(kind: str, wanted: Iterable[Any], present: Iterable[Any], wher
     present = [plain(p) for p in present]
     pairs = [(w, c) for w in wanted if (c := _closest(w, present)) is not None]
     if len(wanted) == 1 and pairs:
-        hint = f" Did you mean {cut(repr(pairs[0][1]), _NAME_LIMIT)}?"
+        hint = f" Did you mean {_suggest(*pairs[0])}?"
     elif pairs:
         hint = " Did you mean " + ", ".join(
-            f"{cut(repr(c), _NAME_LIMIT)} for {cut(repr(w), _NAME_LIMIT)}" for w, c in pairs[:10]
+            f"{_suggest(w, c)} for {cut(repr(w), _NAME_LIMIT)}" for w, c in pairs[:10]
         ) + "?"
     else:
         hint = ""

@@ -36,17 +36,17 @@ def _item(context: str, word: str, nth: int = 0, **labels) -> Item:
     for _ in range(nth + 1):
         start = context.index(word, start + 1)
     return Item(context=context, word=word, char_start=start, char_end=start + len(word),
-                labels=labels, setting="s\x00" if labels.get("tag") == "nul" else "bleached")
+                labels=labels, setting="s\u200b" if labels.get("tag") == "nul" else "bleached")
 
 
 def test_coordinates_equal_the_item_by_item_layout(gpt2_runner):
     long = " ".join(["filler"] * 400) + " the unbelievably long tail"  # cut to the model's window
     items = [
         _item("This is love.", "love", tag="a", score=1.5),
-        _item("Unbelievably, antidisestablishmentarianism won.", "antidisestablishmentarianism",
+        _item("Unbelievably, antidisestablishmentarianism won.\x00", "antidisestablishmentarianism",
               tag="nul", score=float("nan")),
         _item("This is love.", "love", tag="b", score=2.0),  # a repeated key
-        _item("love and love again", "love", 1, tag="c\x00", score=-1.0),  # the second "love"
+        _item("love and love again\x00", "love", 1, tag="c\u200b", score=-1.0),  # the 2nd "love"
         _item(long, "unbelievably", tag="", score=0.0),
         _item("This is love.", "This", tag="a", score=1.0),
         _item("Ça va, naïve café?", "naïve", tag="é", score=3.0),
@@ -61,17 +61,19 @@ def test_coordinates_equal_the_item_by_item_layout(gpt2_runner):
         assert got.shape == values.shape and (got == values).all(), name
     assert len(plan.keys) < len(items) and (expected["n_subtokens"] > 1).any()
     assert "cut_start" in coords  # the long context was cut around its target
-    # the items' own strings: a trailing NUL kept, nothing padded
-    assert coords["tag"].values.dtype == object and coords["tag"].values[3] == "c\x00"
-    assert coords["setting"].values[1] == "s\x00" and coords["context"].values[4] == long
+    # the items' own strings: a context's trailing NUL kept (a label or setting cannot hold
+    # one: suites refuse control characters there), nothing padded
+    assert coords["tag"].values.dtype == object and coords["tag"].values[3] == "c\u200b"
+    assert coords["context"].values[3] == "love and love again\x00"
+    assert coords["setting"].values[1] == "s\u200b" and coords["context"].values[4] == long
     assert np.isnan(coords["score"].values[1]) and coords["score"].values.dtype == np.float64
 
 
 def test_columns_hold_the_items_strings_without_a_fixed_width():
     items = [Item(context="x" * 5000, word="x", char_start=0, char_end=1),
-             *[Item(context="y\x00", word="y", char_start=0, char_end=1, labels={"k": "v\x00"})
+             *[Item(context="y\x00", word="y", char_start=0, char_end=1, labels={"k": "v\u200b"})
                for _ in range(3)]]
     columns = Suite(name="w", items=items).columns()
     assert columns["context"].dtype == object and columns["context"][1] == "y\x00"
-    assert columns["k"].tolist() == ["", "v\x00", "v\x00", "v\x00"]
+    assert columns["k"].tolist() == ["", "v\u200b", "v\u200b", "v\u200b"]
     assert columns["context"].nbytes == 4 * 8  # references, not 4 x 5000 characters x 4 bytes

@@ -311,8 +311,9 @@ class HFRunner(Runner):
             if cut.n_tokens <= limit:
                 return Encoding(input_ids=cut.input_ids, target=cut.target, window=(a, b))
         raise ModelError(
-            f"cannot fit the target {context[span[0]:span[1]]!r} with its context into the "
-            f"{limit} positions of {self.info.model_id} ({enc.n_tokens} tokens)"
+            f"cannot fit the target {show(context[span[0]:span[1]])} ({span[1] - span[0]:,} "
+            f"characters) with its context into the {limit} positions of {self.info.model_id} "
+            f"({enc.n_tokens} tokens); shorten the target or use a model with a longer window"
         )
 
     def memory_lines(self, *, batch: int, length: int, layers: Sequence[int]) -> list[str]:

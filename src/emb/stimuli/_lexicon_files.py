@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from emb._documents import control_character
 from emb.errors import LexiconError
 
 __all__ = [
@@ -219,6 +220,20 @@ def read_vader(raw: bytes, path: Path) -> Table:
     if not words:
         raise LexiconError(f"lexicon file {path} is empty")
     return Table(words, np.asarray(lines), {"valence": np.asarray(values)})
+
+
+def check_words(table: Table, path: Path) -> None:
+    """Refuse words holding a control character (a NUL, a tab, a line break: a paste or encoding
+    accident that some tools drop, merging two words), naming the file's lines."""
+    bad = [(i, problem) for i, w in enumerate(table.words)
+           if (problem := control_character(w)) is not None]
+    if bad:
+        first, problem = bad[0]
+        raise LexiconError(
+            f"lexicon {path}: {len(bad)} word(s) hold a control character: "
+            f"{rows_text([f'line {table.lines[i]} {table.words[i]!r}' for i, _ in bad])} (the "
+            f"first {problem}); words are printable text: remove it or write the character meant"
+        )
 
 
 def resolve_duplicates(table: Table, mode: Duplicates, path: Path) -> tuple[Table, list[str]]:

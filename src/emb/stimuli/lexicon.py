@@ -32,6 +32,7 @@ from emb.errors import LexiconError
 from emb.stimuli._lexicon_files import (
     RATINGS,
     Duplicates,
+    check_words,
     from_frame,
     package_file,
     plain,
@@ -397,6 +398,7 @@ def load_lexicon(
                 frame = frame[frame["Gender"] == "All"]
         table, lang = from_frame(frame, path, language=language, columns=columns)
 
+    check_words(table, path)
     mode: Duplicates = duplicates or ("last" if named == "vader" else "error")
     table, notes = resolve_duplicates(table, mode, path)
 

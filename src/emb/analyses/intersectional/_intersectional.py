@@ -124,7 +124,7 @@ def _groups(
     dropped = 0
     if reference:
         dropped = min(REFERENCE_DROPPED, exp2.size)
-        texts = item_values(ds, "context").astype(str)[exp2]
+        texts = item_values(ds, "context").astype(object)[exp2]  # "<U" drops trailing NULs
         kept = np.arange(dropped, exp2.size)
     out = []
     for category, (a, b) in pairs.items():
@@ -339,7 +339,7 @@ def intersectional(
     exp3 = _phrase_positions(ds, "experiment3")
     groups, dropped = _groups(ds, exp2, pairs, reference)
     both = np.concatenate([exp2, exp3])
-    texts = item_values(ds, "context").astype(str)[both]
+    texts = item_values(ds, "context").astype(object)[both]  # "<U" drops trailing NULs
     emb = ds["embedding"].isel({ITEM: both}).reset_coords(drop=True).drop_vars(ITEM, errors="ignore")
     proj = project(emb, direction).rename({ITEM: PHRASE})
     phrase_coords: dict[str, Any] = {

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from emb._documents import check_json_data, parse_json, parse_yaml, show
+from emb._documents import check_json_data, control_character, parse_json, parse_yaml, show
 from emb._text import cut, did_you_mean, names, natural_key, plain, unknown_names
 from emb.analyses._select import item_values, label_mask, truthy, unique_in_order
 from emb.errors import AnalysisError
@@ -205,6 +205,30 @@ def _label_words(ds: xr.Dataset, where: str, labels: Mapping[str, Any]) -> list[
     return [str(w) for w in words]
 
 
+def _refuse_control(where: str, value: Any) -> None:
+    """AnalysisError naming the first test name, role, group, word or label value (a key or a
+    string anywhere in ``value``) that holds a control character: a suite's words and labels
+    hold none (suites refuse them), and one would be merged with its neighbour in a table
+    (``'t\\x00'`` shows as ``'t'``)."""
+    stack: list[tuple[str, Any]] = [(f"{where} is", value)]
+    while stack:
+        place, item = stack.pop()
+        if isinstance(item, str):
+            if (problem := control_character(item)) is not None:
+                raise AnalysisError(
+                    f"{place} {show(item)}, which {problem}; test names, groups, words and "
+                    "label values are printable text: remove it or write the character meant"
+                )
+        elif isinstance(item, Mapping):
+            base = place.removesuffix(" is")
+            for key, inner in item.items():
+                stack.append((f"{base} has the key", key))
+                stack.append((f"{base}.{cut(str(key), 60)} is", inner))
+        elif isinstance(item, list | tuple):
+            base = place.removesuffix(" is")
+            stack.extend((f"{base}[{i}] is", inner) for i, inner in enumerate(item))
+
+
 def parse_tests(definition: Mapping[str, Any], ds: xr.Dataset) -> list[TestSpec]:
     """Resolve a test definition (``load_tests`` output, or ``{"tests": {...}}``) against a suite.
 
@@ -217,6 +241,7 @@ def parse_tests(definition: Mapping[str, Any], ds: xr.Dataset) -> list[TestSpec]
     tests = definition.get("tests", definition)
     if not isinstance(tests, Mapping) or not tests:
         raise AnalysisError(f"{source}: no tests defined")
+    _refuse_control(f"{source}: tests", tests)
     out = []
     for test_name, roles in tests.items():
         where = f"{source}: tests.{cut(test_name, 60)}"
@@ -315,6 +340,7 @@ def custom_test(
         if isinstance(value, str):
             raise AnalysisError(f"{key} must be a list of words, not the string {show(value)}")
         words[role] = [str(w) for w in value]  # type: ignore[union-attr]
+        _refuse_control(f"word list {key}", words[role])
         if not words[role]:
             raise AnalysisError(f"word list {key} is empty")
     return TestSpec(name="custom", words=words, groups={r: r for r in ROLES},

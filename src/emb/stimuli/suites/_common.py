@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from emb._documents import check_json_data, parse_json, show
+from emb._documents import check_json_data, control_character, parse_json, show
 from emb._special_files import check_regular_file
 from emb.errors import SuiteError
 from emb.stimuli.suites.core import Item
@@ -69,6 +69,12 @@ def word_list(value: Any, where: str) -> list[str]:
         raise SuiteError(
             f"{where}[{bad[0]}] must be a non-blank string, got {show(value[bad[0]])}"
         )
+    for i, w in enumerate(value):
+        if (problem := control_character(w)) is not None:
+            raise SuiteError(
+                f"{where}[{i}] is {show(w)}, which {problem}; words are printable text: remove "
+                "it or write the character meant"
+            )
     return [w.strip() for w in value]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from emb._documents import parse_json
+from emb._documents import control_character, parse_json
 from emb._special_files import check_regular_file
 from emb.errors import SuiteError
 from emb.stimuli.suites._common import sha256
@@ -93,6 +93,16 @@ def _read_csv(path: Path, what: str) -> Any:
             "column in the header"
         )
     frame.columns = [str(c).strip().lower() for c in frame.columns]
+    for column in frame.columns:
+        if column == "examples":  # sentences: contexts, which may hold any text
+            continue
+        for row, value in enumerate(frame[column]):
+            if isinstance(value, str) and (problem := control_character(value)) is not None:
+                raise SuiteError(
+                    f"{what} {path}: data row {row + 1}, column {column!r}: {value[:60]!r} "
+                    f"{problem}; words, groups and labels are printable text: remove it or write "
+                    "the character meant"
+                )
     return frame
 
 
@@ -336,7 +346,7 @@ def population_rows(rows: Any, where: str) -> tuple[Population, ...]:
                 f"{where} row {number}: group {row.get('group')!r} must be a name of letters, "
                 "digits and _.+- (e.g. nonbinary_terms)"
             )
-        if not word or any(c in word for c in "{}\n\r\t"):
+        if not word or "{" in word or "}" in word or control_character(word) is not None:
             raise SuiteError(f"{where} row {number}: word {row.get('word')!r} is blank or has {{}} or control characters")
         if kind.lower() not in KINDS:
             raise SuiteError(

@@ -29,6 +29,8 @@ import math
 import numbers
 import os
 import re
+import unicodedata
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from json.encoder import encode_basestring as json_string
@@ -40,6 +42,7 @@ import numpy as np
 
 from emb._documents import (
     check_json_data,
+    control_character,
     parse_json,
     parse_yaml,
     show,
@@ -52,7 +55,7 @@ from emb._outputs import (
     refuse_inside_store,
     write_file,
 )
-from emb.errors import SuiteError
+from emb.errors import EmbWarning, SuiteError
 from emb.schemas import SCHEMA_VERSION
 from emb.stimuli.corpus import whole_word_pattern
 from emb.stimuli.suites._validation import item_rules, validate_suite_document
@@ -76,6 +79,34 @@ LabelValue = str | float
 def _same_text(found: str, word: str) -> bool:
     """Whether a span's text is the word: equal ignoring case and the length of whitespace runs."""
     return " ".join(found.split()).lower() == " ".join(word.split()).lower()
+
+
+#: What a word, setting, stimulus set or label value with a control character is told to do.
+_NO_CONTROL = ("words, settings, stimulus sets and label values are printable text (a context may "
+               "hold control characters): remove it or write the character meant")
+
+
+def _refuse_control(what: str, value: str) -> None:
+    """SuiteError when ``value`` (a word, setting, stimulus set or label value) holds a control
+    character (:func:`~emb._documents.control_character`)."""
+    problem = control_character(value)
+    if problem is not None:
+        raise SuiteError(f"{what} is {show(value)}, which {problem}; {_NO_CONTROL}")
+
+
+#: A control character, or whitespace at either end: what a word, setting or stimulus set
+#: must not hold (one search per name; :func:`_refuse_name` says which).
+_ODD_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f]|\A\s|\s\Z")
+
+
+def _refuse_name(name: str, value: str) -> None:
+    """SuiteError for a word, setting or stimulus set that :data:`_ODD_NAME` matched."""
+    _refuse_control(name, value)
+    raise SuiteError(
+        f"{name} is {show(value)}, which begins or ends with whitespace: 'he ' and 'he' would be "
+        "two names that print alike (and the command line trims what it is given); remove the "
+        "outer whitespace"
+    )
 
 
 def _is_missing(value: Any) -> bool:
@@ -116,6 +147,7 @@ def _label_value(key: Any, value: Any, word: str) -> LabelValue:
     if isinstance(value, str):
         if not value.isascii():
             check_json_data(value, where=where, error=SuiteError)
+        _refuse_control(where, value)
         return str(value)
     if isinstance(value, (bool, np.bool_)):
         raise SuiteError(
@@ -192,6 +224,13 @@ class Item:
                 object.__setattr__(self, name, str(value))
             if not value.isascii():
                 check_json_data(value, where=f"Item.{name}", error=SuiteError)
+            if name != "context" and _ODD_NAME.search(value) is not None:
+                _refuse_name(name, value)
+        if not self.setting:
+            raise SuiteError(
+                f"setting is empty (context {show(self.context)}); name the setting, or leave it "
+                "out for 'default'"
+            )
         if not self.word.strip():
             raise SuiteError(f"Item.word must not be blank (context {self.context!r})")
         start, end = self.char_start, self.char_end
@@ -369,6 +408,22 @@ def _complete_labels(item: Item, types: Mapping[str, str]) -> Item:
         stimulus_set=item.stimulus_set,
         labels=labels,
     )
+
+
+def _unicode_forms(items: Sequence[Item]) -> list[str]:
+    """One line per word, setting or stimulus set written in two Unicode forms in ``items``
+    (``'café'`` composed, U+00E9, and decomposed, ``e`` + U+0301): canonically equivalent texts
+    that print alike but are different strings, kept apart by every analysis and tokenizer."""
+    lines = []
+    for column in ("word", "setting", "stimulus_set"):
+        forms: dict[str, list[str]] = {}
+        for value in dict.fromkeys(getattr(item, column) for item in items):
+            if not value.isascii():
+                forms.setdefault(unicodedata.normalize("NFC", value), []).append(value)
+        for variants in forms.values():
+            if len(variants) > 1:
+                lines.append(f"{column} {' and '.join(ascii(v) for v in variants[:4])}")
+    return lines
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -568,6 +623,17 @@ class Suite:
                 "be placed in its context:\n"
                 + "\n".join(problems)
                 + "\nFix each context, word, span or occurrence."
+            )
+        forms = _unicode_forms(items)
+        if forms:
+            where = f" {source}" if source else ""
+            warnings.warn(
+                f"suite{where} writes {len(forms)} name(s) in two Unicode forms, kept as distinct "
+                f"names (and tokens): {'; '.join(forms[:5])}{' …' if len(forms) > 5 else ''}; "
+                "if each is meant as one, write every one the same way (e.g. NFC: "
+                "unicodedata.normalize('NFC', text))",
+                EmbWarning,
+                stacklevel=2,
             )
         generator = doc.get("generator") or {}
         return cls(
