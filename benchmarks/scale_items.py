@@ -11,7 +11,12 @@ runs in its own process (its peak RSS is its own, ``ru_maxrss``):
   8 features, so that only per-item costs show), written once with emb's own writer;
 - ``info``/``validate``: ``Store.info()`` / ``Store.validate()``;
 - ``labels``: the per-item label columns the analyses read, as they read them;
-- ``ceat``: ``emb.analyze("ceat", …)`` (50 samples, no permutations, no bootstrap).
+- ``ceat``: ``emb.analyze("ceat", …)`` (50 samples, no permutations, no bootstrap);
+- ``ceat2``: the same over two stores (two labels of one store: the common-stimuli rule runs);
+- ``weat``: ``emb.analyze("weat", …, suite="ceat")`` (WEAT on each stimulus' mean context).
+
+With ``--compare SRC`` every stage also runs with ``PYTHONPATH=SRC`` (another checkout's
+``src``, e.g. the commit before a fix), alternating with this one, printed row under row.
 
 Printed per stage: seconds and peak RSS at n, 2n, 4n; the ratio time(4n)/time(n) (linear: 4);
 the growth of peak RSS per million items; and the extra memory one long context costs (at 4n).
@@ -23,12 +28,14 @@ Usage::
     python benchmarks/scale_items.py                  # n = 250,000, long = 100,000 characters
     python benchmarks/scale_items.py --n 1000000      # 1, 2, 4 million items
     python benchmarks/scale_items.py --stages open,labels --n 100000
+    python benchmarks/scale_items.py --stages labels,ceat2 --compare /tmp/old/src
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -39,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 N_STIM, N_LAYERS, D = 40, 3, 8
-STAGES = ("suite", "open", "info", "validate", "labels", "ceat")
+STAGES = ("suite", "open", "info", "validate", "labels", "ceat", "ceat2", "weat")
 
 
 def _words() -> list[tuple[str, str, str]]:
@@ -161,13 +168,21 @@ def _stage(stage: str, n: int, long: int, store: str) -> float:
     elif stage == "ceat":
         import emb
         emb.analyze("ceat", store, n_samples=50, n_permutations=0, n_bootstrap=0, figures=False)
+    elif stage == "ceat2":
+        import emb
+        emb.analyze("ceat", [f"a={store}", f"b={store}"], n_samples=50, n_permutations=0,
+                    n_bootstrap=0, figures=False)
+    elif stage == "weat":
+        import emb
+        emb.analyze("weat", store, suite="ceat", n_permutations=2, figures=False)
     return time.perf_counter() - t0
 
 
-def _child(stage: str, n: int, long: int, store: str) -> dict:
+def _child(stage: str, n: int, long: int, store: str, src: str | None = None) -> dict:
     cmd = [sys.executable, __file__, "--child", stage, "--n", str(n), "--long", str(long),
            "--store", store]
-    run = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    env = {**os.environ, "PYTHONPATH": src} if src else None
+    run = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
     if run.returncode:
         tail = run.stderr.strip().splitlines()[-1:] or ["?"]
         return {"seconds": float("nan"), "rss_mb": float("nan"), "error": tail[0][:120]}
@@ -179,6 +194,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=250_000, help="base number of items")
     parser.add_argument("--long", type=int, default=100_000, help="length of the long context")
     parser.add_argument("--stages", default=",".join(STAGES))
+    parser.add_argument("--compare", metavar="SRC", help="also run every stage with PYTHONPATH=SRC")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--store", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -204,17 +220,23 @@ def main() -> None:
         print(f"\n{'stage':<9} " + " ".join(f"{f'{n:,}' + (' +long' if lg else ''):>20}"
                                            for n, lg in cases)
               + f" {'t(4n)/t(n)':>10} {'MB/M items':>10} {'long +MB':>9}")
+        versions = [("this", None)] + ([("compare", args.compare)] if args.compare else [])
         for stage in stages:
-            rows = [_child(stage, n, long, stores.get((n, long), "")) for n, long in cases]
-            cells = " ".join(f"{r['seconds']:>8.2f} s {r['rss_mb']:>7.0f} MB" for r in rows)
-            ratio = rows[2]["seconds"] / rows[0]["seconds"]
-            per_m = (rows[2]["rss_mb"] - rows[0]["rss_mb"]) / (3 * args.n / 1e6)
-            extra = rows[3]["rss_mb"] - rows[2]["rss_mb"]
-            print(f"{stage:<9} {cells} {ratio:>10.2f} {per_m:>10.0f} {extra:>9.0f}", flush=True)
-            for r in rows:
-                if "error" in r:
-                    print(f"          error: {r['error']}")
-
+            results = {label: [] for label, _ in versions}
+            for n, long in cases:  # the versions alternate: load on the machine hits both alike
+                for label, src in versions:
+                    results[label].append(_child(stage, n, long, stores.get((n, long), ""), src))
+            for label, _ in versions:
+                rows = results[label]
+                cells = " ".join(f"{r['seconds']:>8.2f} s {r['rss_mb']:>7.0f} MB" for r in rows)
+                ratio = rows[2]["seconds"] / rows[0]["seconds"]
+                per_m = (rows[2]["rss_mb"] - rows[0]["rss_mb"]) / (3 * args.n / 1e6)
+                extra = rows[3]["rss_mb"] - rows[2]["rss_mb"]
+                name = stage if label == "this" else "  (SRC)"
+                print(f"{name:<9} {cells} {ratio:>10.2f} {per_m:>10.0f} {extra:>9.0f}", flush=True)
+                for r in rows:
+                    if "error" in r:
+                        print(f"          error: {r['error']}")
 
 if __name__ == "__main__":
     main()
