@@ -18,6 +18,7 @@ from emb.analyses import _run
 from emb.analyses._run import common_stimuli
 from emb.analyses._select import item_text, text_column
 from emb.analyses.ceat import _ceat, ceat
+from emb.analyses.stats.anisotropy import random_pairs
 from emb.analyses.weat._contexts import per_stimulus
 from tests.analyses._synthetic import ceat_dataset
 
@@ -130,3 +131,39 @@ def test_common_stimuli_keys_without_a_fixed_width_copy(corpus: xr.Dataset) -> N
     assert item_text(out["a"], "word").tolist() == word[keep].tolist()
     assert out["b"] is other
     assert note is not None and "2 dropped" in note and "absent from store 'b'" in note
+
+
+def test_anisotropy_pairs_group_the_words_without_a_fixed_width_copy(corpus: xr.Dataset) -> None:
+    words = item_text(corpus, "word")
+    pairs, peak = _peak(lambda: random_pairs(words, n_pairs=200, seed=3))
+    assert peak < BUDGET, f"the anisotropy pairs allocated {peak / 2**20:.0f} MB"
+    # each word's first item, as a loop over the items finds it
+    first: dict[str, int] = {}
+    for i, w in enumerate(words.tolist()):
+        first.setdefault(w, i)
+    positions = sorted(first.values())
+    assert set(pairs.ravel().tolist()) <= set(positions)
+    k = len(positions)
+    assert len(pairs) == min(200, k * (k - 1) // 2)
+    assert all(words[i] != words[j] for i, j in pairs)
+    # the same pairs as grouping the words by sorting them (the way it was done)
+    _, by_sorting = np.unique(words.astype(str)[:2000], return_index=True)
+    np.testing.assert_array_equal(random_pairs(words[:2000], n_pairs=50, seed=1),
+                                  _pairs_from_first(np.sort(by_sorting), n_pairs=50, seed=1))
+
+
+def _pairs_from_first(first: np.ndarray, *, n_pairs: int, seed: int) -> np.ndarray:
+    """random_pairs' draw given each word's first item (its code before the change)."""
+    k = first.size
+    total = k * (k - 1) // 2
+    rng = np.random.default_rng(seed)
+    if total <= n_pairs:
+        i, j = np.triu_indices(k, 1)
+    else:
+        i = rng.integers(0, k, size=4 * n_pairs)
+        j = rng.integers(0, k, size=4 * n_pairs)
+        keep = i != j
+        pairs = np.unique(np.sort(np.stack([i[keep], j[keep]], 1), axis=1), axis=0)
+        pairs = pairs[rng.permutation(len(pairs))[:n_pairs]]
+        i, j = pairs[:, 0], pairs[:, 1]
+    return np.stack([first[i], first[j]], axis=1).astype(np.intp)

@@ -194,7 +194,7 @@ def _baselines(ds: xr.Dataset, how: str) -> dict[str, xr.DataArray]:
         return {}
     from emb.analyses.stats.anisotropy import pair_baseline
 
-    words = np.asarray(ds["word"].values).astype(str)
+    words = item_text(ds, "word")
     out = {"anisotropy": pair_baseline(ds["embedding"], words)}
     if how != "none":
         out["anisotropy_standardized"] = pair_baseline(_standardized(ds, how)["embedding"], words)
