@@ -21,6 +21,7 @@ from emb.analyses.ceat import _ceat, ceat
 from emb.analyses.stats.anisotropy import random_pairs
 from emb.analyses.weat._contexts import per_stimulus
 from tests.analyses._synthetic import ceat_dataset
+from tests.analyses._synthetic_intersectional import intersectional_dataset
 
 #: the length of the one long label: at 20,000 items a ``<U`` copy of its column is 160 MB
 LONG = 2_000
@@ -167,3 +168,27 @@ def _pairs_from_first(first: np.ndarray, *, n_pairs: int, seed: int) -> np.ndarr
         pairs = pairs[rng.permutation(len(pairs))[:n_pairs]]
         i, j = pairs[:, 0], pairs[:, 1]
     return np.stack([first[i], first[j]], axis=1).astype(np.intp)
+
+
+def test_intersectional_reads_the_phrases_contexts_only() -> None:
+    """A long context elsewhere in the suite (an item outside the phrases) costs nothing: the
+    phrases' contexts are read as text at the phrases only; the result is the same."""
+    from emb.analyses.intersectional import intersectional
+    from emb.analyses.intersectional._intersectional import (
+        _groups,
+        _phrase_positions,
+        _suite_design,
+    )
+
+    ds = intersectional_dataset()
+    contexts = np.asarray(ds["context"].values, dtype=object).copy()
+    alone = int(np.flatnonzero(ds["setting"].values == "alone")[0])
+    contexts[alone] = "word " * 4_000  # 20,000 characters: 645 MB as <U over 8,068 items
+    long = ds.assign_coords(context=("item", contexts))
+    exp2 = _phrase_positions(long, "experiment2")
+    pairs = _suite_design(long)[0]
+    _, peak = _peak(lambda: _groups(long, exp2, pairs, True))
+    assert peak < BUDGET, f"grouping the phrases allocated {peak / 2**20:.0f} MB"
+    options = {"n_permutations": 20, "method": "reference"}
+    xr.testing.assert_identical(intersectional(long, **options).compute(),
+                                intersectional(ds, **options).compute())

@@ -244,7 +244,7 @@ def truthy(values: np.ndarray) -> np.ndarray:
 
 def settings_present(ds: xr.Dataset) -> list[str]:
     """The settings of a Dataset, in order of first appearance."""
-    return [str(v) for v in pd.unique(item_values(ds, "setting").astype(str))]
+    return [str(v) for v in pd.unique(item_text(ds, "setting"))]
 
 
 def _match(values: np.ndarray, wanted: Any) -> np.ndarray:
@@ -467,7 +467,7 @@ def provenance_attrs(ds: xr.Dataset) -> dict[str, str]:
 
 def words_of(ds: xr.Dataset, mask: np.ndarray) -> list[str]:
     """Distinct words of the items in ``mask``, in item order."""
-    return list(dict.fromkeys(item_values(ds, "word").astype(str)[mask]))
+    return list(dict.fromkeys(text_column(item_values(ds, "word")[mask]).tolist()))
 
 
 def unique_in_order(values: Sequence[Any]) -> list[Any]:
