@@ -615,10 +615,10 @@ def _shared_text(values: np.ndarray) -> np.ndarray:
         return values
     if len(set(values[:TEXT_SAMPLE].tolist())) * 4 > TEXT_SAMPLE:
         return values
-    seen: dict[Any, Any] = {}
-    out = np.empty(len(values), dtype=object)
-    out[:] = [seen.setdefault(v, v) for v in values.tolist()]
-    return out
+    codes, distinct = pd.factorize(values)  # hashing, in C
+    if codes.size and codes.min() < 0:  # a missing value (None, NaN): kept as it is read
+        return values
+    return np.asarray(distinct, dtype=object).take(codes)
 
 
 def _done_blocks(group: zarr.Group) -> np.ndarray | None:
