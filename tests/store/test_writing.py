@@ -69,6 +69,13 @@ def test_a_suite_written_through_the_handle_reads_back_and_its_rows_are_found(tm
         for c, s, e in zip(contexts, ds["char_start"].values, ds["char_end"].values, strict=True)
     }
     np.testing.assert_array_equal(target.read_rows("weat", [5, 2]), values[[5, 2]])
+    # the keys a suite asks for only (a small suite beside a corpus suite of millions of rows
+    # holds its own few keys): those of the full answer, a key stored nowhere left out
+    keys = list(sources)
+    wanted = [keys[3], keys[0], (keys[0][0], 0, 1), ("no such context", 0, 2)]
+    few, used_few = target.reusable_rows("other", ds.attrs["extraction"], wanted=wanted)
+    assert used_few == ("weat",)
+    assert few == {k: sources[k] for k in (keys[0], keys[3])}
     # other settings: no source
     assert target.reusable_rows("other", {**ds.attrs["extraction"], "storage_dtype": "float16"}) == ({}, ())
     # a resumed run reads the settings it was started with

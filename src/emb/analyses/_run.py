@@ -16,7 +16,7 @@ import pandas as pd
 import xarray as xr
 
 from emb.analyses._analysis import Analysis
-from emb.analyses._select import common_words, item_values, plain_strings, vectors_coverage
+from emb.analyses._select import common_words, item_text, plain_strings, vectors_coverage
 from emb.analyses.registry import get_analysis
 from emb.errors import AnalysisError, EmbWarning
 from emb.options import STANDARDIZE, check_values
@@ -38,13 +38,15 @@ def _jsonable_attrs(attrs: Mapping[str, Any]) -> dict[str, Any]:
 _STIMULUS_KEYS = ("setting", "stimulus_set", "word")
 
 
-def _stimulus_keys(ds: xr.Dataset) -> np.ndarray:
-    """One text key per item: its setting, stimulus set and word (those the suite labels)."""
-    cols = [item_values(ds, k).astype(str) for k in _STIMULUS_KEYS if k in ds.variables]
-    keys = cols[0].astype(object)
-    for col in cols[1:]:
-        keys = keys + "/" + col.astype(object)
-    return np.asarray(keys, dtype=object)
+def _stimulus_keys(ds: xr.Dataset) -> tuple[np.ndarray, list[str]]:
+    """Each item's stimulus (its setting, stimulus set and word: those the suite labels) as a
+    code into the distinct keys ``"setting/stimulus set/word"``, in order of first appearance.
+
+    Grouped first, joined after: the key text is made once per distinct stimulus, not once per
+    item (a corpus suite holds millions of items and a few hundred stimuli)."""
+    cols = [item_text(ds, k) for k in _STIMULUS_KEYS if k in ds.variables]
+    codes, uniques = pd.MultiIndex.from_arrays(cols).factorize()
+    return np.asarray(codes, dtype=np.int64), ["/".join(key) for key in uniques]
 
 
 def common_stimuli(datasets: Mapping[str, xr.Dataset]) -> tuple[dict[str, xr.Dataset], str | None]:
@@ -55,13 +57,14 @@ def common_stimuli(datasets: Mapping[str, xr.Dataset]) -> tuple[dict[str, xr.Dat
     if len(datasets) < 2 or any("word" not in ds.variables for ds in datasets.values()):
         return dict(datasets), None
     keys = {str(m): _stimulus_keys(ds) for m, ds in datasets.items()}
-    common = common_words(keys)
+    common = common_words({m: distinct for m, (_, distinct) in keys.items()})
     if not common.n_dropped:
         return dict(datasets), None
-    shared = np.asarray(common.words, dtype=object)
+    shared = set(common.words)
     out = {}
     for model, ds in datasets.items():
-        mask = np.isin(keys[str(model)], shared)
+        codes, distinct = keys[str(model)]
+        mask = np.fromiter((k in shared for k in distinct), bool, len(distinct))[codes]
         out[model] = ds if mask.all() else ds.isel(item=np.flatnonzero(mask))
     note = (common.note("stimuli (setting/stimulus set/word)", "store")
             .replace("absent from", "absent from store"))
@@ -191,7 +194,7 @@ def _baselines(ds: xr.Dataset, how: str) -> dict[str, xr.DataArray]:
         return {}
     from emb.analyses.stats.anisotropy import pair_baseline
 
-    words = np.asarray(ds["word"].values).astype(str)
+    words = item_text(ds, "word")
     out = {"anisotropy": pair_baseline(ds["embedding"], words)}
     if how != "none":
         out["anisotropy_standardized"] = pair_baseline(_standardized(ds, how)["embedding"], words)

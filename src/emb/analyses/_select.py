@@ -30,6 +30,7 @@ __all__ = [
     "polar_setting",
     "plain_strings",
     "describe_source",
+    "item_text",
     "item_values",
     "label_mask",
     "own_descriptions",
@@ -199,6 +200,37 @@ def item_values(ds: xr.Dataset, name: str) -> np.ndarray:
     return np.asarray(ds.variables[name].values)  # the variable's values (no DataArray built)
 
 
+def text_column(values: Any) -> np.ndarray:
+    """``values`` as an object array of ``str``: the values ``.astype(str)`` gives, without its
+    fixed width.
+
+    ``.astype(str)`` makes numpy's ``<U`` array, which holds every value at the width of the
+    longest (4 bytes a character: one 100,000-character context among 4 million items asks for
+    1.6 TB) and drops trailing NUL characters. An object array of ``str`` (what a store's text
+    reads as) is handed back as it is, not copied; any other array is converted value by value
+    as ``.astype(str)`` spells it (``str(v)``; bytes decoded, as UTF-8).
+    """
+    values = np.asarray(values)
+    if values.dtype.kind == "O" and pd.api.types.infer_dtype(values, skipna=False) in ("string", "empty"):
+        return values
+    if values.dtype.kind in "OT":  # any object, or numpy's StringDType: one value at a time
+        text = [v.decode() if isinstance(v, bytes) else str(v) for v in values.ravel().tolist()]
+        return np.array(text, dtype=object).reshape(values.shape)
+    return values.astype(str).astype(object)  # numbers, booleans, <U and bytes: bounded widths
+
+
+def item_text(ds: xr.Dataset, name: str) -> np.ndarray:
+    """The per-item label ``name`` as an object array of ``str`` (:func:`text_column`): the text
+    a label compares, splits and groups by, at 8 bytes an item beside the strings themselves.
+
+    Raises
+    ------
+    AnalysisError
+        If the Dataset has no such per-item variable.
+    """
+    return text_column(item_values(ds, name))
+
+
 def truthy(values: np.ndarray) -> np.ndarray:
     """Boolean view of a label column holding booleans, 0/1 or "true"/"false" strings."""
     values = np.asarray(values)
@@ -212,7 +244,7 @@ def truthy(values: np.ndarray) -> np.ndarray:
 
 def settings_present(ds: xr.Dataset) -> list[str]:
     """The settings of a Dataset, in order of first appearance."""
-    return [str(v) for v in pd.unique(item_values(ds, "setting").astype(str))]
+    return [str(v) for v in pd.unique(item_text(ds, "setting"))]
 
 
 def _match(values: np.ndarray, wanted: Any) -> np.ndarray:
@@ -435,7 +467,7 @@ def provenance_attrs(ds: xr.Dataset) -> dict[str, str]:
 
 def words_of(ds: xr.Dataset, mask: np.ndarray) -> list[str]:
     """Distinct words of the items in ``mask``, in item order."""
-    return list(dict.fromkeys(item_values(ds, "word").astype(str)[mask]))
+    return list(dict.fromkeys(text_column(item_values(ds, "word")[mask]).tolist()))
 
 
 def unique_in_order(values: Sequence[Any]) -> list[Any]:

@@ -607,7 +607,8 @@ def _extract_suite(
                 )
             record = writer.shard_record()
             reuse, reuse_from = target.reusable_rows(
-                name, writer.extraction, only=record.reuse_from if record else None
+                name, writer.extraction, only=record.reuse_from if record else None,
+                wanted=plan.keys,
             )
             mine: Sequence[int] = range(len(all_windows))
             kept: Future[None] | None = None  # the encodings kept for the other shards' workers

@@ -30,6 +30,7 @@ from concurrent.futures import Executor
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 import zarr
 
@@ -230,12 +231,15 @@ class StoreWriter:
 
     # -- rows stored by other suites ----------------------------------------------------------------
     def reusable_rows(
-        self, name: str, extraction: Mapping[str, Any], *, only: Sequence[str] | None = None
+        self, name: str, extraction: Mapping[str, Any], *, only: Sequence[str] | None = None,
+        wanted: Iterable[RowKey] | None = None,
     ) -> tuple[dict[RowKey, tuple[str, int]], tuple[str, ...]]:
         """Keys already stored by other finished suites with the same extraction settings (each
         key's first (suite, row)), and the names of those suites.  ``only``: the suites a
         sharded extraction's record names (every shard copies from the same ones, whatever
-        finished since).
+        finished since).  ``wanted``: only these keys are looked for (the suite's own: a small
+        suite beside a corpus suite of millions of items then holds its few keys, not every
+        row of the corpus); the rows are matched by context in one hashed pass.
 
         Raises
         ------
@@ -245,6 +249,8 @@ class StoreWriter:
         root = self._opened()
         sources: dict[RowKey, tuple[str, int]] = {}
         used: list[str] = []
+        keys = None if wanted is None else set(wanted)
+        contexts_wanted = None if keys is None else pd.Index(list({k[0] for k in keys}), dtype=object)
         for other in suite_names(root.store) if only is None else only:
             if other == name:
                 continue
@@ -267,8 +273,14 @@ class StoreWriter:
                     f"complete in {root.store}; re-extract {name!r} with --overwrite"
                 ) from None
             used.append(other)
-            for row, key in enumerate(zip(contexts.tolist(), starts.tolist(), ends.tolist(), strict=True)):
-                sources.setdefault((str(key[0]), int(key[1]), int(key[2])), (other, row))
+            if contexts_wanted is None:
+                rows = range(len(contexts))
+            else:  # the rows whose context is wanted (hashed in C), then their spans
+                rows = np.flatnonzero(contexts_wanted.get_indexer(contexts) >= 0).tolist()
+            for row in rows:
+                key = (str(contexts[row]), int(starts[row]), int(ends[row]))
+                if keys is None or key in keys:
+                    sources.setdefault(key, (other, row))
         return sources, tuple(used)
 
     def read_rows(self, suite: str, rows: Sequence[int]) -> np.ndarray:

@@ -41,11 +41,13 @@ from emb.analyses._analysis import (
 )
 from emb.analyses._select import (
     describe_source,
+    item_text,
     item_values,
     own_descriptions,
     provenance_attrs,
     public_in_package,
     suite_parameters,
+    text_column,
 )
 from emb.analyses.ceat._kernels import (
     _META,
@@ -181,17 +183,17 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None,
                 f"this Dataset has no {label!r} label: it is not a 'ceat' suite. Extract one with "
                 "'emb extract --suite ceat --corpus FILE …'"
             )
-    stim = item_values(ds, "stimulus").astype(str)
-    tests_col = item_values(ds, "tests").astype(str)
-    roles_col = item_values(ds, "roles").astype(str)
-    groups_col = item_values(ds, "groups").astype(str) if "groups" in ds.variables else None
-    codes, first = pd.factorize(stim)
+    # the labels of each stimulus' first item, read as text there only (not a fixed-width copy
+    # of every item's: the width of the longest times millions of contexts)
+    codes, first = pd.factorize(item_text(ds, "stimulus"))
     firsts = np.unique(codes, return_index=True)[1]  # first item of each stimulus
-    index = {str(s): int(i) for s, i in zip(first, firsts, strict=True)}
+    tests_col = text_column(item_values(ds, "tests")[firsts])
+    roles_col = text_column(item_values(ds, "roles")[firsts])
+    groups_col = (text_column(item_values(ds, "groups")[firsts]) if "groups" in ds.variables
+                  else None)
     defs: dict[str, dict[str, list[str]]] = {}
     groups: dict[str, dict[str, str]] = {}
-    for s in first:
-        i = index[s]
+    for i, s in enumerate(first):
         names = groups_col[i].split("|") if groups_col is not None else [""] * 99
         for t, r, g in zip(tests_col[i].split("|"), roles_col[i].split("|"), names, strict=False):
             defs.setdefault(t, {role: [] for role in ROLES})[r].append(str(s))
@@ -233,9 +235,9 @@ def _one_test(
     ds: xr.Dataset, test: _Test, *, n_samples: int, seed: int, ddof: int, variance: str,
     replace: str, alternative: str, n_permutations: int, n_bootstrap: int,
     bootstrap_samples: int, grid: tuple[int, ...], boot_grid: tuple[int, ...],
-    layer: int, pooling: str, min_words: int,
+    layer: int, pooling: str, min_words: int, where_of: dict[str, np.ndarray],
 ) -> xr.Dataset:
-    where_of = _positions(ds)
+    """One test's result; ``where_of``: the item positions of every stimulus (:func:`_positions`)."""
     order = [s for r in ROLES for s in test.stimuli[r]]
     positions, counts = [], []
     for s in order:
@@ -325,13 +327,13 @@ def _one_test(
 
 def _positions(ds: xr.Dataset) -> dict[str, np.ndarray]:
     """Item positions of every stimulus (one pass, not one comparison per stimulus)."""
-    stim_col = item_values(ds, "stimulus").astype(str)
+    stim_col = item_text(ds, "stimulus")
     return {str(k): np.asarray(v, dtype=np.int64)
             for k, v in pd.Series(np.arange(len(stim_col))).groupby(stim_col).indices.items()}
 
 
-def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace: str) -> xr.Dataset:
-    where_of = _positions(ds)
+def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace: str,
+                    where_of: dict[str, np.ndarray]) -> xr.Dataset:
     names, counts, member, roles = [], [], [], []
     seen_info = suite_parameters(ds)[None].get("stimuli") or {}
     for test in tests:
@@ -483,13 +485,14 @@ def ceat(
     pooling = default_of(list(ds["pooling"].values), DEFAULT_POOLINGS)
     replace = "always" if method == "reference" else "auto"
     variance = "reference" if method == "reference" else "cohens-d"
+    where_of = _positions(ds)  # one pass over the items for every test
     parts = [
         _one_test(ds, t, n_samples=int(n_samples), seed=int(seed), ddof=int(ddof),
                   variance=variance, replace=replace, alternative=alternative,
                   n_permutations=int(n_permutations), n_bootstrap=int(n_bootstrap),
                   bootstrap_samples=int(bootstrap_samples), grid=grid,
                   boot_grid=boot_grid if n_bootstrap else (), layer=layer, pooling=pooling,
-                  min_words=int(min_words))
+                  min_words=int(min_words), where_of=where_of)
         for t in test_list
     ]
     out = xr.concat(parts, dim="test", data_vars="all", coords="minimal", compat="override",
@@ -497,7 +500,7 @@ def ceat(
     out = out.assign_coords(sample=np.arange(n_samples), n_grid=list(grid))
     if "n_boot_grid" in out.dims:
         out = out.assign_coords(n_boot_grid=list(boot_grid))
-    out = out.merge(_stimulus_table(ds, test_list, int(n_samples), replace))
+    out = out.merge(_stimulus_table(ds, test_list, int(n_samples), replace, where_of))
     out["n_samples"] = ((), int(n_samples))
     long_names = {
         "es": "effect size of each sample (Cohen's d)", "v": "variance V_i of each sample's d",

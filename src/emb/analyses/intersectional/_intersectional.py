@@ -53,6 +53,7 @@ from emb.analyses._select import (
     own_descriptions,
     provenance_attrs,
     public_in_package,
+    text_column,
 )
 from emb.analyses.stats._work import plan
 from emb.analyses.stats.subspace import SCALINGS, Scaling
@@ -124,7 +125,7 @@ def _groups(
     dropped = 0
     if reference:
         dropped = min(REFERENCE_DROPPED, exp2.size)
-        texts = item_values(ds, "context").astype(object)[exp2]  # "<U" drops trailing NULs
+        texts = text_column(item_values(ds, "context")[exp2])
         kept = np.arange(dropped, exp2.size)
     out = []
     for category, (a, b) in pairs.items():
@@ -133,7 +134,7 @@ def _groups(
             in_b = np.array([b in texts[i] for i in kept], dtype=bool)
             groups = (kept[in_a], kept[in_b])
         else:
-            values = item_values(ds, category).astype(str)[exp2]
+            values = text_column(item_values(ds, category)[exp2])
             groups = (np.flatnonzero(values == a), np.flatnonzero(values == b))
         for value, group in zip((a, b), groups, strict=True):
             if group.size == 0:
@@ -227,7 +228,7 @@ def _experiment3(
     at = np.zeros((exp3.size, len(values), max(n_pos, 1)))
     for j, (c, v) in enumerate(values):
         col = categories.index(c)
-        mask = item_values(ds, c).astype(str)[exp3] == v
+        mask = text_column(item_values(ds, c)[exp3]) == v
         has[:, j] = mask
         for pos in range(1, n_pos + 1):
             at[:, j, pos - 1] = mask & (positions[:, col] == pos)
@@ -339,7 +340,7 @@ def intersectional(
     exp3 = _phrase_positions(ds, "experiment3")
     groups, dropped = _groups(ds, exp2, pairs, reference)
     both = np.concatenate([exp2, exp3])
-    texts = item_values(ds, "context").astype(object)[both]  # "<U" drops trailing NULs
+    texts = text_column(item_values(ds, "context")[both])
     emb = ds["embedding"].isel({ITEM: both}).reset_coords(drop=True).drop_vars(ITEM, errors="ignore")
     proj = project(emb, direction).rename({ITEM: PHRASE})
     phrase_coords: dict[str, Any] = {
@@ -347,7 +348,7 @@ def intersectional(
         "experiment": (PHRASE, np.array([2] * exp2.size + [3] * exp3.size)),
     }
     for category in pairs:
-        phrase_coords[category] = (PHRASE, item_values(ds, category).astype(str)[both].astype(object))
+        phrase_coords[category] = (PHRASE, text_column(item_values(ds, category)[both]))
     proj = proj.assign_coords(phrase_coords).transpose(PHRASE, "layer", "pooling")
     whole = {PHRASE: -1, "layer": -1, "pooling": -1}
     if proj.chunks is not None:  # small (phrases × layers × poolings): one chunk, as the tests need

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb.analyses._select import ITEM, item_values
+from emb.analyses._select import ITEM, item_text, item_values, text_column
 from emb.errors import AnalysisError
 
 __all__ = ["CONTEXT_LABELS", "contexts_record", "is_context_suite", "per_stimulus"]
@@ -84,17 +84,18 @@ def per_stimulus(ds: xr.Dataset) -> xr.Dataset:
     """
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
-    stimulus = item_values(ds, "stimulus").astype(str)
-    setting = (item_values(ds, "setting").astype(str) if "setting" in ds.variables
+    stimulus = item_text(ds, "stimulus")
+    setting = (item_text(ds, "setting") if "setting" in ds.variables
                else np.full(stimulus.shape, "", dtype=object))
     keys = pd.MultiIndex.from_arrays([setting, stimulus])
     codes, groups = pd.factorize(keys)
     codes = np.asarray(codes, dtype=np.int64)
     counts = np.bincount(codes, minlength=len(groups)).astype(np.int64)
     first = np.unique(codes, return_index=True)[1]
-    tests_col = item_values(ds, "tests").astype(str)[first]
-    roles_col = item_values(ds, "roles").astype(str)[first]
-    groups_col = (item_values(ds, "groups").astype(str)[first] if "groups" in ds.variables
+    # read as text at each group's first item only (not a fixed-width copy of every item's)
+    tests_col = text_column(item_values(ds, "tests")[first])
+    roles_col = text_column(item_values(ds, "roles")[first])
+    groups_col = (text_column(item_values(ds, "groups")[first]) if "groups" in ds.variables
                   else np.full(first.shape, "", dtype=object))
     rows: list[int] = []
     test, role, group = [], [], []
