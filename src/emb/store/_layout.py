@@ -105,13 +105,25 @@ def coord_layout(values: np.ndarray, *, label: bool = False) -> tuple[Any, np.nd
 
 
 def read_rows(array: zarr.Array, rows: Sequence[int]) -> np.ndarray:
-    """``array[rows]`` along the first axis for any row order (zarr wants sorted indices)."""
+    """``array[rows]`` along the first axis for any row order (zarr wants sorted indices).
+
+    Read shard by shard: each shard (along the first axis) that holds a wanted row is read whole,
+    as a slice, and its rows taken in numpy; one shard in memory at a time.  zarr's own
+    orthogonal selection of scattered rows decodes per index (2,236 rows of 9 shards took 5.3 s
+    on a 2-core CPU, about 50 times what reading the 9 shards takes)."""
     idx = np.asarray(rows, dtype=np.int64)
     if idx.size == 0:
         return np.empty((0, *array.shape[1:]), dtype=array.dtype)
-    order = np.argsort(idx, kind="stable")
+    step = int((array.shards or array.chunks)[0]) if array.ndim else 1
+    out = np.empty((idx.size, *array.shape[1:]), dtype=array.dtype)
+    part = idx // max(1, step)
+    order = np.argsort(part, kind="stable")
+    bounds = np.flatnonzero(np.diff(part[order])) + 1
     try:
-        values = array.get_orthogonal_selection((idx[order],))
+        for group in np.split(order, bounds):
+            first = int(part[group[0]]) * step
+            block = np.asarray(array[first : min(int(array.shape[0]), first + step)])
+            out[group] = block[idx[group] - first]
     except Exception as err:
         if not is_damage(err):
             raise
@@ -120,6 +132,4 @@ def read_rows(array: zarr.Array, rows: Sequence[int]) -> np.ndarray:
             f"{err}): a shard is damaged; 'emb validate --deep' names it; re-extract that suite "
             "with --overwrite"
         ) from err
-    out = np.empty_like(values)
-    out[order] = values
     return out
