@@ -18,7 +18,7 @@ from emb.analyses import _run
 from emb.analyses._run import common_stimuli
 from emb.analyses._select import item_text, text_column
 from emb.analyses.ceat import _ceat, ceat
-from emb.analyses.stats.anisotropy import random_pairs
+from emb.analyses.stats.anisotropy import first_items, random_pairs
 from emb.analyses.weat._contexts import per_stimulus
 from tests.analyses._synthetic import ceat_dataset
 from tests.analyses._synthetic_intersectional import intersectional_dataset
@@ -147,27 +147,9 @@ def test_anisotropy_pairs_group_the_words_without_a_fixed_width_copy(corpus: xr.
     k = len(positions)
     assert len(pairs) == min(200, k * (k - 1) // 2)
     assert all(words[i] != words[j] for i, j in pairs)
-    # the same pairs as grouping the words by sorting them (the way it was done)
+    # the same first items as grouping the words by sorting them (the way it was done)
     _, by_sorting = np.unique(words.astype(str)[:2000], return_index=True)
-    np.testing.assert_array_equal(random_pairs(words[:2000], n_pairs=50, seed=1),
-                                  _pairs_from_first(np.sort(by_sorting), n_pairs=50, seed=1))
-
-
-def _pairs_from_first(first: np.ndarray, *, n_pairs: int, seed: int) -> np.ndarray:
-    """random_pairs' draw given each word's first item (its code before the change)."""
-    k = first.size
-    total = k * (k - 1) // 2
-    rng = np.random.default_rng(seed)
-    if total <= n_pairs:
-        i, j = np.triu_indices(k, 1)
-    else:
-        i = rng.integers(0, k, size=4 * n_pairs)
-        j = rng.integers(0, k, size=4 * n_pairs)
-        keep = i != j
-        pairs = np.unique(np.sort(np.stack([i[keep], j[keep]], 1), axis=1), axis=0)
-        pairs = pairs[rng.permutation(len(pairs))[:n_pairs]]
-        i, j = pairs[:, 0], pairs[:, 1]
-    return np.stack([first[i], first[j]], axis=1).astype(np.intp)
+    np.testing.assert_array_equal(first_items(words[:2000]), np.sort(by_sorting))
 
 
 def test_intersectional_reads_the_phrases_contexts_only() -> None:

@@ -26,7 +26,7 @@ import xarray as xr
 from emb.analyses._select import text_column
 from emb.schemas.datamodel import FEATURE, ITEM
 
-__all__ = ["N_PAIRS", "STANDARDIZATIONS", "pair_baseline", "random_pairs", "standardize"]
+__all__ = ["N_PAIRS", "STANDARDIZATIONS", "first_items", "pair_baseline", "random_pairs", "standardize"]
 
 #: Random word pairs behind a layer's baseline (its standard error is about 0.1 / sqrt(N)).
 N_PAIRS = 1000
@@ -34,16 +34,21 @@ N_PAIRS = 1000
 STANDARDIZATIONS = ("none", "center", "zscore")
 
 
-def random_pairs(words: np.ndarray, n_pairs: int = N_PAIRS, seed: int = 0) -> np.ndarray:
-    """``(n, 2)`` item positions of random pairs of *different* words (the first item of each
-    word; at most all pairs when there are fewer), seeded."""
-    # each word's first item, in item order: words grouped by hashing (one pass), not sorted as
-    # fixed-width text (n log n string comparisons over a copy as wide as the longest word)
+def first_items(words: np.ndarray) -> np.ndarray:
+    """Each distinct word's first item position, in item order."""
+    # words grouped by hashing (one pass), not sorted as fixed-width text (n log n string
+    # comparisons over a copy as wide as the longest word)
     codes = pd.factorize(text_column(words), use_na_sentinel=False)[0]
     # codes count up in order of first appearance: a word's first item is where the codes
     # reach a new high
     highest = np.maximum.accumulate(codes) if codes.size else codes
-    first = np.flatnonzero(np.r_[codes[:1] >= 0, codes[1:] > highest[:-1]])
+    return np.flatnonzero(np.r_[codes[:1] >= 0, codes[1:] > highest[:-1]])
+
+
+def random_pairs(words: np.ndarray, n_pairs: int = N_PAIRS, seed: int = 0) -> np.ndarray:
+    """``(n, 2)`` item positions of random pairs of *different* words (the first item of each
+    word, :func:`first_items`; at most all pairs when there are fewer), seeded."""
+    first = first_items(words)
     k = first.size
     if k < 2:
         return np.empty((0, 2), dtype=np.intp)
