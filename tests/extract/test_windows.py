@@ -118,3 +118,46 @@ def test_window_must_be_a_positive_integer(gpt2_runner, tmp_path):
         extract(gpt2_runner, varied_suite(4), str(tmp_path / "s.zarr"), window_blocks=0,
                 progress=False)
     assert not (tmp_path / "s.zarr").exists()
+
+
+def test_copies_of_rows_still_being_written_come_from_memory(gpt2_runner, tmp_path, monkeypatch):
+    """A copy whose row lies in a window the writer threads still hold is taken from memory (no
+    wait for the write, no shard decoded); older rows are read back.  Windows of one block, two
+    queued: window w copies from w-1 and w-2 in memory, from w-3 and before from the store."""
+    from emb.store import writer as store_writer
+
+    def items(tag: str) -> list[Item]:
+        out = []
+        for i, word in enumerate(WORDS[:8]):
+            context = f"{tag} {i} {word} here"
+            start = context.index(word, len(tag) + 2)
+            out.append(Item(context=context, word=word, char_start=start, char_end=start + len(word),
+                            setting="random", stimulus_set="toy", labels={}))
+        return out
+
+    a, b, c = items("alpha"), items("beta"), items("gamma")
+    # windows: A, A (from window 0, in memory), B, B (from 2, in memory), C, A (from 0: read back)
+    suite = Suite(name="v", items=tuple(a + a + b + b + c + a))
+    read = []
+    original = store_writer.SuiteWriter.read_rows
+
+    def counted(self, rows):
+        read.extend(rows)
+        return original(self, rows)
+
+    monkeypatch.setattr(store_writer.SuiteWriter, "read_rows", counted)
+    path = tmp_path / "s.zarr"
+    (r,) = extract(gpt2_runner, suite, str(path), block_size=8, window_blocks=1, batch_size=8,
+                   storage_dtype="float32", progress=False)
+    assert (r.n_computed, r.n_copied) == (24, 24)
+    assert sorted(read) == list(range(8))  # window 5's copies of window 0, and only those
+    got = values(path)
+    for copy, source in [(range(8, 16), range(8)), (range(24, 32), range(16, 24)),
+                         (range(40, 48), range(8))]:
+        np.testing.assert_array_equal(got[list(copy)], got[list(source)])
+    distinct = a + b + c
+    direct = gpt2_runner.embed(gpt2_runner.encode(
+        [it.context for it in distinct], [(it.char_start, it.char_end) for it in distinct]),
+        batch_size=8)
+    np.testing.assert_allclose(got[list(range(8)) + list(range(16, 24)) + list(range(32, 40))],
+                               direct, rtol=1e-4, atol=1e-5)

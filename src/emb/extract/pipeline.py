@@ -29,7 +29,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence, Set
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -645,7 +645,7 @@ def _extract_suite(
             n_computed = n_copied = 0
             mark, recorded = Mark.of(runner), None  # this run's out-of-memory back-offs
             dtype = np.dtype(settings.storage_dtype)
-            inflight: list[list[Future[None]]] = []  # per window, oldest first
+            inflight: list[InFlight] = []  # per window, oldest first
             for (blocks, start, stop), src in zip(windows, sources, strict=True):
                 compute_keys, seen = src.compute_keys, src.first_position
                 self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
@@ -683,11 +683,12 @@ def _extract_suite(
                     if vectors is not None:
                         values[[seen[k] for k in compute_keys]] = vectors
                 waiting: set[int] = set()  # blocks with rows another shard has not written yet
-                if self_rows:  # rows of earlier windows: read back once they are written
-                    for future in (f for window in inflight for f in window):
-                        future.result()
+                if self_rows:  # rows of earlier windows: taken from memory while their window is
+                    # still being written, else read back (the row a copy takes is always a row
+                    # computed in its window: the key's first use)
+                    stored = _from_memory(values, self_rows, inflight, writer.block_size)
                     ready, waiting_rows = available_rows(
-                        writer, self_rows, computing=computing, sharded=shard is not None
+                        writer, stored, computing=computing, sharded=shard is not None
                     )
                     waiting = {(start + pos) // writer.block_size for pos, _ in waiting_rows}
                     if ready:
@@ -700,17 +701,18 @@ def _extract_suite(
                     values[pos] = values[first_pos]
                 n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)
                 while len(inflight) >= QUEUE_WINDOWS:  # host memory: a bounded queue
-                    for future in inflight.pop(0):
+                    for future in inflight.pop(0).futures:
                         future.result()
-                inflight.append([
+                inflight.append(InFlight(start, values, frozenset(
+                    b for b in blocks if b in pending_set), [
                     pool.submit(
                         _store_block, writer, b, values[ranges[b][0] - start : ranges[b][1] - start],
                         name, COPIES_PENDING if b in waiting else DONE,
                     )
                     for b in blocks
                     if b in pending_set
-                ])
-            for future in (f for window in inflight for f in window):
+                ]))
+            for future in (f for window in inflight for f in window.futures):
                 future.result()
             if kept is not None:
                 kept.result()
@@ -729,6 +731,34 @@ def _extract_suite(
         already_complete=False, seconds=time.perf_counter() - t0, **unknown,
         blocks_assigned=sum(len(all_windows[w]) for w in mine),
     )
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A window whose blocks the writer threads are writing: its vectors stay in memory until
+    they are written (the queue bounds how many), and later windows copy rows from them."""
+
+    start: int  # its first row
+    values: np.ndarray  # its rows, layer major
+    computed: frozenset[int]  # the blocks this run is writing (their computed rows are final)
+    futures: list[Future[None]]
+
+
+def _from_memory(
+    values: np.ndarray, rows: Sequence[tuple[int, int]], inflight: Sequence[InFlight],
+    block_size: int,
+) -> list[tuple[int, int]]:
+    """Fill ``values`` at the positions whose earlier row lies in a block being written by this
+    run (the same numbers the store will hold: this run computed them); the other pairs, to be
+    read back, are returned.  Rows of written blocks need no wait, and no shard is decoded for
+    rows still in memory."""
+    for window in inflight:
+        taken = [(p, r) for p, r in rows if r // block_size in window.computed]
+        if taken:
+            pos, src = zip(*taken, strict=True)
+            values[list(pos)] = window.values[np.asarray(src) - window.start]
+    held = {b for window in inflight for b in window.computed}
+    return [(p, r) for p, r in rows if r // block_size not in held]
 
 
 def _store_block(
