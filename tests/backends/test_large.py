@@ -64,10 +64,49 @@ def test_blocks_split_over_cpu_and_disk_give_the_whole_models_vectors(big_llama_
     assert split.model.layers[0].mlp.up_proj.weight.device.type == "cpu"
     assert split.model.layers[3].mlp.up_proj.weight.device.type == "meta"
     assert split.info.device_map == "sequential" and split.info.memory["weights"]["disk"] > 0
+    # the hidden states stay where each block ran (pooled there), not gathered on one device
+    assert split.model._hf_hook.io_same_device is False
     encodings = _encode(whole)
     expected = whole.embed(encodings)
     np.testing.assert_allclose(split.embed(_encode(split)), expected, rtol=0, atol=1e-6)
     assert not np.array_equal(expected[:, 1], expected[:, 2])  # the blocks do something
+
+
+def test_each_devices_layers_are_pooled_there_and_joined_in_order(tiny_llama_dir, monkeypatch):
+    """A model split over two GPUs leaves layers 0-1 on one and the rest on the other: each
+    device pools its own run of layers and only the pooled windows are joined.  On a CPU the
+    devices are told apart by a stand-in for ``tensor.device`` (by layer); the vectors must be
+    those of pooling every layer at once, in layer order, for any choice of layers."""
+    from emb.backends import _hf_runner
+
+    runner = load_model(tiny_llama_dir, device="cpu")
+    encodings = _encode(runner)
+    expected = runner.embed(encodings)
+    states: list = []
+    real_pass, real_pool = runner._pass, _hf_runner.pool
+
+    def recording_pass(ids, mask):
+        hidden = real_pass(ids, mask)
+        states[:] = [id(h) for h in hidden]
+        return hidden
+
+    calls: list[int] = []
+
+    def counting_pool(window, mask, *, poolings):
+        calls.append(window.shape[0])
+        return real_pool(window, mask, poolings=poolings)
+
+    monkeypatch.setattr(runner, "_pass", recording_pass)
+    monkeypatch.setattr(_hf_runner, "pool", counting_pool)
+    monkeypatch.setattr(_hf_runner, "_device_of",
+                        lambda t: "gpu0" if states.index(id(t)) < 2 else "gpu1")
+    np.testing.assert_array_equal(runner.embed(encodings, batch_size=8), expected)
+    n = expected.shape[1]
+    assert calls == [2, n - 2]  # one pool per device
+    calls.clear()
+    layers = [0, 2, n - 1]
+    np.testing.assert_array_equal(runner.embed(encodings, layers=layers), expected[:, layers])
+    assert calls == [1, 2]
 
 
 @pytest.mark.parametrize("layers", [[0, 2], [1], [0]])

@@ -432,6 +432,11 @@ def load_model(
         network.to(target_device)
     elif device_map is not None:  # dispatched by accelerate: inputs go to its first GPU or the CPU
         target_device = input_device(plan)
+        # accelerate brings a split model's outputs back to the inputs' device, every layer's
+        # hidden states with them; left where each block ran, they are pooled there (pool_where)
+        hook = getattr(full, "_hf_hook", None)
+        if hook is not None and hasattr(hook, "io_same_device"):
+            hook.io_same_device = False
     if loaded_blocks is not None:  # hidden state `loaded_blocks` is that block's raw output
         drop_final_norm(network)
 
@@ -513,7 +518,7 @@ def _is_causal(network: Any, tokenizer: Any, device: torch.device, dtype: str) -
         states = []
         for chunk in (ids, ids[:half]):
             hidden = hidden_states(network, torch.tensor([chunk], device=device))
-            states.append(torch.stack([h[0, :half].float() for h in hidden]))
+            states.append(torch.stack([h[0, :half].float().to(device) for h in hidden]))
     full, prefix = states
     scale = float(full.abs().max())
     if not math.isfinite(scale) or scale == 0.0:

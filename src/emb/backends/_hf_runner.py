@@ -463,14 +463,10 @@ class HFRunner(Runner):
                     hidden = self._forward(
                         _sent(ids, self.device, overlap), _sent(attention, self.device, overlap)
                     )
-                # (layer, batch, seq, feature) as a view of a batch-major copy (see pool)
-                window = torch.stack(
-                    [hidden[j][:, lo:hi] for j in chosen_layers], dim=1
-                ).transpose(0, 1)
                 # overlapped: the mask stays on the host (pinned), where pool checks it
                 mask = torch.from_numpy(target)
                 mask = mask.pin_memory() if overlap else mask.to(self.device)
-                pooled = pool(window, mask, poolings=names)
+                pooled = pool_where(hidden, chosen_layers, lo, hi, mask, names, self.device)
                 if staged is not None:
                     if filled + len(batch) > len(staged):
                         empty_staging()
@@ -526,6 +522,34 @@ class HFRunner(Runner):
 
     def _pass(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
         return hidden_states(self.model, input_ids, attention_mask)
+
+
+def pool_where(
+    hidden: Sequence[torch.Tensor], layers: Sequence[int], lo: int, hi: int, mask: torch.Tensor,
+    poolings: Sequence[str], device: torch.device,
+) -> torch.Tensor:
+    """The chosen layers' pooled window, (batch, layer, pooling, feature), on ``device``.
+
+    Each run of consecutive layers whose hidden states lie on one device (a model split across
+    GPUs by a device map leaves each block's output on its GPU) is pooled there, and only the
+    pooled window moves to ``device``: the hidden states themselves never cross devices.  With
+    every layer on one device this is one stack and one :func:`pool` call."""
+    groups: list[list[int]] = []
+    for j in layers:
+        if groups and _device_of(hidden[groups[-1][-1]]) == _device_of(hidden[j]):
+            groups[-1].append(j)
+        else:
+            groups.append([j])
+    parts = []
+    for group in groups:
+        # (layer, batch, seq, feature) as a view of a batch-major copy (see pool)
+        window = torch.stack([hidden[j][:, lo:hi] for j in group], dim=1).transpose(0, 1)
+        parts.append(pool(window, mask, poolings=poolings).to(device))
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+
+
+def _device_of(tensor: torch.Tensor) -> Any:
+    return tensor.device
 
 
 def _check_loaded(info: Any, layers: Sequence[int]) -> None:
