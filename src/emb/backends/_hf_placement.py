@@ -151,18 +151,38 @@ def check_offload_dir(offload_dir: str | os.PathLike[str]) -> None:
 
 
 def check_quantization_backend(quantize: str, device: torch.device) -> None:
-    """Refuse ``--quantize`` where bitsandbytes cannot run it, naming what is missing."""
+    """Refuse ``--quantize`` where bitsandbytes cannot run it, naming what is missing: on a CUDA
+    GPU any bitsandbytes; on the CPU a release with a CPU backend (0.46 and later)."""
     missing = []
     if importlib.util.find_spec("bitsandbytes") is None:
         missing.append("the bitsandbytes package (pip install 'emb[quantize]')")
-    if device.type != "cuda":
-        missing.append(f"a CUDA GPU (this run's device is {device})")
+    elif device.type == "cpu" and not _bitsandbytes_cpu():
+        from importlib.metadata import version
+
+        missing.append(f"a bitsandbytes with a CPU backend (0.46 or later; this one is "
+                       f"{version('bitsandbytes')}: pip install -U bitsandbytes)")
+    if device.type not in ("cuda", "cpu"):
+        missing.append(f"a CUDA GPU or the CPU (this run's device is {device})")
     if missing:
         raise ModelError(
             f"--quantize {quantize} loads the weights through bitsandbytes, which needs "
             f"{' and '.join(missing)}; without them drop --quantize (and use --dtype bfloat16 "
             "or --device-map auto --offload-dir DIR for a model too large for one device)"
         )
+
+
+def _bitsandbytes_cpu() -> bool:
+    """Whether the installed bitsandbytes runs 8- and 4-bit layers on the CPU.  Imports it with
+    its CPU backend's hint about a kernel fetched from the hub kept quiet (emb reads no hub)."""
+    ops = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    level = ops.level
+    ops.setLevel(logging.ERROR)
+    try:
+        return importlib.util.find_spec("bitsandbytes.backends.cpu") is not None
+    except ImportError:
+        return False
+    finally:
+        ops.setLevel(level)
 
 
 def block_count(config: Any) -> int | None:
@@ -223,6 +243,9 @@ def placement(
     if quantize is not None:
         from transformers import BitsAndBytesConfig
 
+        if quantize == "8bit":  # said once in the docs, not at every layer of every batch
+            logging.getLogger("bitsandbytes.autograd._functions").addFilter(_said_in_the_docs)
+
         out["quantization_config"] = (
             BitsAndBytesConfig(load_in_8bit=True) if quantize == "8bit"
             else BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
@@ -231,6 +254,12 @@ def placement(
         )
         out.setdefault("device_map", {"": str(device)})
     return out
+
+
+def _said_in_the_docs(record: logging.LogRecord) -> bool:
+    """Drop bitsandbytes' note that LLM.int8 layers cast their inputs to float16 (logged at each
+    call; docs/large-models.md says it once)."""
+    return not str(record.msg).startswith("MatMul8bitLt: inputs will be cast from")
 
 
 def input_device(plan: MemoryPlan | None) -> torch.device:
