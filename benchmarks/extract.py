@@ -115,6 +115,77 @@ def _floor_seconds(runner, n: int, storage_dtype: str = "float16") -> float:
         return time.perf_counter() - t0
 
 
+class Phases:
+    """Where one ``extract`` call's wall time goes, from the calling thread: before the first
+    batch (keys, checks, tokenising, layout, the estimate's absence), inside ``runner.embed``
+    (the model, pooling and the copy to the host: on a GPU each call ends with one host sync),
+    waiting for the writer threads between batches (the bounded queue: the model idles there),
+    the rest between batches (copies, block sources, submitting), and after the last batch
+    (the writers draining, the manifest, finishing).  Medians over the runs recorded."""
+
+    def __init__(self, runner) -> None:
+        import concurrent.futures
+        import threading
+
+        self.runs: list[dict] = []
+        self.current: dict[str, float] | None = None
+        self._main = threading.main_thread()
+        embed, result = runner.embed, concurrent.futures.Future.result
+        phases = self
+
+        def timed_embed(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return embed(*args, **kwargs)
+            finally:
+                if (run := phases.current) is not None:
+                    run.setdefault("first", t0)
+                    run["embed"] = run.get("embed", 0.0) + time.perf_counter() - t0
+                    run["last"] = time.perf_counter()
+
+        def timed_result(future, timeout=None):
+            t0 = time.perf_counter()
+            try:
+                return result(future, timeout)
+            finally:
+                run = phases.current
+                if run is not None and threading.current_thread() is phases._main:
+                    run.setdefault("waits", []).append((t0, time.perf_counter()))
+
+        runner.embed = timed_embed
+        concurrent.futures.Future.result = timed_result
+
+    def run(self, fn) -> None:
+        self.current = {"start": time.perf_counter()}
+        try:
+            fn()
+        finally:
+            run, self.current = self.current, None
+            run["end"] = time.perf_counter()
+            # the waits between the first and the last batch: the model idled for the writers
+            first, last = run.get("first", run["end"]), run.get("last", run["start"])
+            run["wait"] = sum(min(b, last) - max(a, first) for a, b in run.pop("waits", [])
+                              if b > first and a < last)
+            self.runs.append(run)
+
+    def line(self) -> str:
+        def median(f) -> float:
+            return float(np.median([f(r) for r in self.runs])) if self.runs else float("nan")
+
+        total = median(lambda r: r["end"] - r["start"])
+        before = median(lambda r: r.get("first", r["end"]) - r["start"])
+        embed = median(lambda r: r.get("embed", 0.0))
+        wait = median(lambda r: r.get("wait", 0.0))
+        between = median(lambda r: r.get("last", r["start"]) - r.get("first", r["start"])
+                         - r.get("embed", 0.0) - r.get("wait", 0.0))
+        after = median(lambda r: r["end"] - r.get("last", r["end"]))
+        parts = [("before the first batch", before), ("in runner.embed", embed),
+                 ("waiting for the writers", wait), ("other work between batches", between),
+                 ("after the last batch", after)]
+        return (f"emb extract phases (median of {len(self.runs)}, {total:.2f} s): " + "; ".join(
+            f"{name} {t:.2f} s ({t / total:.0%})" for name, t in parts))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="minilm",
@@ -187,8 +258,9 @@ def main() -> None:
 
         # the two alternate, `--repeat` times each, so that the machine's drift hits both alike
         t_fw, t_ee = [], []
+        phases = Phases(runner)  # where emb extract's time goes (the calling thread's view)
         for i in range(args.repeat):
-            for fn, times in ((forward_only, t_fw), (lambda i=i: end_to_end(i), t_ee)):
+            for fn, times in ((forward_only, t_fw), (lambda i=i: phases.run(lambda: end_to_end(i)), t_ee)):
                 sync()
                 t0 = time.perf_counter()
                 fn()
@@ -238,6 +310,7 @@ def main() -> None:
           f"  (median of {args.repeat}; min {min(t_ee):.2f} s)")
     print(f"one-at-a-time    {t_loop:8.2f} s  {n_whole / t_loop:10.0f} tokens/s (whole contexts)"
           + ("" if len(loop_items) == len(items) else f"  (extrapolated from {len(loop_items)} items)"))
+    print(phases.line())
     print(f"ratio end-to-end / forward-only = {t_e2e / t_forward:.3f} (medians), "
           f"{min(t_ee) / min(t_fw):.3f} (minima)  [target <= 1.15]")
     print(f"ratio loop / end-to-end         = {t_loop / t_e2e:.1f}  [target >= 8]")
