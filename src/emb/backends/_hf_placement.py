@@ -156,11 +156,9 @@ def check_quantization_backend(quantize: str, device: torch.device) -> None:
     missing = []
     if importlib.util.find_spec("bitsandbytes") is None:
         missing.append("the bitsandbytes package (pip install 'emb[quantize]')")
-    elif device.type == "cpu" and not _bitsandbytes_cpu():
-        from importlib.metadata import version
-
-        missing.append(f"a bitsandbytes with a CPU backend (0.46 or later; this one is "
-                       f"{version('bitsandbytes')}: pip install -U bitsandbytes)")
+    elif device.type == "cpu" and (why := _bitsandbytes_cpu()) is not None:
+        missing.append(f"a bitsandbytes with a CPU backend (0.46 or later; {why}: "
+                       "pip install -U bitsandbytes)")
     if device.type not in ("cuda", "cpu"):
         missing.append(f"a CUDA GPU or the CPU (this run's device is {device})")
     if missing:
@@ -171,18 +169,23 @@ def check_quantization_backend(quantize: str, device: torch.device) -> None:
         )
 
 
-def _bitsandbytes_cpu() -> bool:
-    """Whether the installed bitsandbytes runs 8- and 4-bit layers on the CPU.  Imports it with
-    its CPU backend's hint about a kernel fetched from the hub kept quiet (emb reads no hub)."""
+def _bitsandbytes_cpu() -> str | None:
+    """None where the installed bitsandbytes runs 8- and 4-bit layers on the CPU, else why not.
+    Imports it with its CPU backend's hint about a kernel fetched from the hub kept quiet (emb
+    reads no hub)."""
+    from importlib.metadata import version
+
     ops = logging.getLogger("bitsandbytes.backends.cpu.ops")
     level = ops.level
     ops.setLevel(logging.ERROR)
     try:
-        return importlib.util.find_spec("bitsandbytes.backends.cpu") is not None
-    except ImportError:
-        return False
+        if importlib.util.find_spec("bitsandbytes.backends.cpu") is None:
+            return f"this one is {version('bitsandbytes')}"
+    except Exception as error:  # noqa: BLE001 - a broken install: say what it raised
+        return f"this one ({version('bitsandbytes')}) fails to import: {type(error).__name__}: {error}"
     finally:
         ops.setLevel(level)
+    return None
 
 
 def block_count(config: Any) -> int | None:
