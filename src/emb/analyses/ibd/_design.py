@@ -118,6 +118,8 @@ def design(
         chosen = [s for s in present if s in ("alone", "bleached")] or present
     else:
         chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
+        if not chosen:
+            raise AnalysisError("settings is empty; give at least one or leave it out")
         unknown = [s for s in chosen if s not in present]
         if unknown:
             raise AnalysisError(f"settings {unknown} are not in this suite; it has {present}")

@@ -414,7 +414,9 @@ def _parse_nullify_layers(
     nullify_layers: Sequence[int | str] | int | str | None, layers: list[int]
 ) -> tuple[list[int], bool]:
     spec = ["top", "best"] if nullify_layers is None else _as_list(nullify_layers)
-    assert spec is not None
+    if not spec:
+        raise AnalysisError("nullify_layers is empty; give at least one or leave it out "
+                            "(nullification=False, --no-nullification, skips the sweep)")
     fixed: list[int] = []
     best = False
     for item in spec:

@@ -132,6 +132,8 @@ def resolve_tests(
         chosen = present
     else:
         chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
+        if not chosen:
+            raise AnalysisError("settings is empty; give at least one or leave it out")
         unknown = [s for s in chosen if not label_mask(ds, setting=s).any()]
         if unknown:
             raise AnalysisError(unknown_names("setting", unknown, present, "this suite"))

@@ -1,0 +1,72 @@
+"""The hostile reviewer's cases against ``emb analyze`` that earlier campaigns did not try, each
+run as a user runs it (tests/_hostile.py) where the CLI is the point, and through the Python API
+where the same value reaches the analysis function: option values that name nothing (``''``,
+``','``), option values at the edge of what an option allows, and odd but valid stores."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+
+from emb.analyses import ANALYSES
+from emb.errors import AnalysisError
+from tests._hostile import assert_refused, run_emb
+from tests.analyses._synthetic import ibd_dataset, vast_dataset, weat_dataset, write_store
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("hostile-stores")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr's note on fixed-width string dtypes
+        return {
+            "weat": write_store(root / "weat.zarr", {"weat": weat_dataset(n_layers=2, d=8)}),
+            "vast": write_store(root / "vast.zarr",
+                                {"vast": vast_dataset(n_words=12, settings=("bleached", "random"),
+                                                      n_layers=2, poolings=("last",))},
+                                model_id="toy-v"),
+            "ibd": write_store(root / "ibd.zarr", {"ibd": ibd_dataset(n_layers=2)}, model_id="toy-i"),
+        }
+
+
+def _analyze(name: str, store: Path, out: Path, *args: str) -> tuple[str, ...]:
+    return ("analyze", name, "--store", str(store), "--out", str(out), "--no-plots", "--quiet",
+            *args)
+
+
+# -- a list option given only separators ---------------------------------------------------------
+#: ``--setting ''`` (or ``','``, ``' '``) splits into no value at all; these analyses took the empty
+#: list for a selection and failed deep inside (exit 3, "internal error: ValueError: need at least
+#: one array to stack" / "TypeError: unbound method set.intersection() needs an argument" /
+#: "TypeError: can only concatenate xarray Dataset and DataArray objects, got NoneType").
+EMPTY_LISTS = [
+    ("weat", "weat", "--setting", "settings", ("--n-permutations", "20", "--n-bootstrap", "0")),
+    ("mac", "weat", "--setting", "settings", ()),
+    ("ibd", "ibd", "--setting", "settings", ()),
+    ("vast", "vast", "--nullify-layer", "nullify_layers", ("--n-subsets", "2", "--k-max", "2")),
+]
+
+
+@pytest.mark.parametrize("name, store, flag, keyword, extra", EMPTY_LISTS,
+                         ids=[f"{c[0]}{c[2]}" for c in EMPTY_LISTS])
+def test_a_list_option_of_separators_alone_is_one_clear_error(
+    stores: dict[str, Path], tmp_path: Path, name: str, store: str, flag: str, keyword: str,
+    extra: tuple[str, ...],
+) -> None:
+    outcome = run_emb(*_analyze(name, stores[store], tmp_path / "o", *extra, flag, ","))
+    assert_refused(outcome, codes=(1,), mentions=[keyword, "is empty", "leave it out"])
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("name, store, flag, keyword, extra", EMPTY_LISTS,
+                         ids=[f"{c[0]}{c[2]}" for c in EMPTY_LISTS])
+def test_an_empty_list_in_python_is_an_analysis_error(
+    stores: dict[str, Path], name: str, store: str, flag: str, keyword: str, extra: tuple[str, ...],
+) -> None:
+    import emb
+
+    ds = emb.open_store(str(stores[store])).dataset(ANALYSES[name].suite)
+    with pytest.raises(AnalysisError, match=f"{keyword} is empty; give at least one or leave it out"):
+        ANALYSES[name].function(ds, **{keyword: []})
