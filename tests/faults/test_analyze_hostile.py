@@ -13,7 +13,13 @@ import pytest
 from emb.analyses import ANALYSES
 from emb.errors import AnalysisError
 from tests._hostile import assert_refused, run_emb
-from tests.analyses._synthetic import ibd_dataset, vast_dataset, weat_dataset, write_store
+from tests.analyses._synthetic import (
+    ceat_dataset,
+    ibd_dataset,
+    vast_dataset,
+    weat_dataset,
+    write_store,
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +34,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                                       n_layers=2, poolings=("last",))},
                                 model_id="toy-v"),
             "ibd": write_store(root / "ibd.zarr", {"ibd": ibd_dataset(n_layers=2)}, model_id="toy-i"),
+            "ceat": write_store(root / "ceat.zarr", {"ceat": ceat_dataset()}, model_id="toy-c"),
         }
 
 
@@ -46,6 +53,7 @@ EMPTY_LISTS = [
     ("mac", "weat", "--setting", "settings", ()),
     ("ibd", "ibd", "--setting", "settings", ()),
     ("vast", "vast", "--nullify-layer", "nullify_layers", ("--n-subsets", "2", "--k-max", "2")),
+    ("ceat", "ceat", "--test", "tests", ("--n-samples", "20", "--n-bootstrap", "0")),
 ]
 
 

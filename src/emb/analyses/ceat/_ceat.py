@@ -205,6 +205,8 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None,
         names = present
     else:
         names = [wanted] if isinstance(wanted, str) else [str(t) for t in wanted]
+        if not names:
+            raise AnalysisError("tests is empty; give at least one or leave it out")
         unknown = [t for t in names if t not in defs]
         if unknown:
             raise MissingStimuliError(_missing_tests_message(ds, unknown, present))
