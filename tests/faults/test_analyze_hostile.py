@@ -78,3 +78,31 @@ def test_an_empty_list_in_python_is_an_analysis_error(
     ds = emb.open_store(str(stores[store])).dataset(ANALYSES[name].suite)
     with pytest.raises(AnalysisError, match=f"{keyword} is empty; give at least one or leave it out"):
         ANALYSES[name].function(ds, **{keyword: []})
+
+
+# -- --cv-folds 0 ("none", as the option's message says) -------------------------------------------
+def test_valence_subspace_without_cross_validation_reports_its_valnorm(tmp_path: Path) -> None:
+    """``--cv-folds 0`` (no cross-validated accuracy, which the option allows) left the table
+    without a row (every row dropped for its NaN accuracy) and the summary failed on it (exit 3,
+    "internal error: ValueError: attempt to get argmax of an empty sequence"). The ValNorm of the
+    projection is computed all the same: it is reported, and the accuracy is said to be absent,
+    never printed as nan."""
+    ds, _ = ANALYSES["valence-subspace"].example()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(tmp_path / "i.zarr", {"intersectional": ds.compute()})
+    out = tmp_path / "o"
+    ok = run_emb("analyze", "valence-subspace", "--store", str(store), "--out", str(out),
+                 "--no-plots", "--quiet", "--cv-folds", "0")
+    assert ok.code == 0, str(ok)
+    assert "nan" not in ok.stdout.lower(), ok.stdout
+    assert "not cross-validated" in ok.stdout, ok.stdout
+    import pandas as pd
+
+    table = pd.read_csv(out / "valence_subspace.csv")
+    assert len(table) > 0 and table["r_projection"].notna().all()
+    assert table["svc_accuracy"].isna().all()
+    refused = run_emb("analyze", "valence-subspace", "--store", str(store), "--out",
+                      str(tmp_path / "o2"), "--no-plots", "--quiet", "--cv-folds", "0",
+                      "--no-valnorm")
+    assert_refused(refused, codes=(1,), mentions=["cv_folds=0", "valnorm=False", "nothing"])
