@@ -106,3 +106,18 @@ def test_valence_subspace_without_cross_validation_reports_its_valnorm(tmp_path:
                       str(tmp_path / "o2"), "--no-plots", "--quiet", "--cv-folds", "0",
                       "--no-valnorm")
     assert_refused(refused, codes=(1,), mentions=["cv_folds=0", "valnorm=False", "nothing"])
+
+
+# -- seed-sensitivity with sets too small to leave a word out --------------------------------------
+def test_seed_sensitivity_on_the_smallest_sets_prints_no_nan(stores: dict[str, Path],
+                                                             tmp_path: Path) -> None:
+    """2 words per target set and 1 per attribute set (a defined WEAT): no word can be left out,
+    so there is no influence and no jackknife SE. The summary printed "nan (nan, +nan)" as the
+    most influential word, after two numpy RuntimeWarnings (divide by zero, invalid value)."""
+    ok = run_emb(*_analyze("seed-sensitivity", stores["weat"], tmp_path / "o", "--x",
+                           "flower0,flower1", "--y", "insect0,insect1", "--a", "caress", "--b",
+                           "abuse", "--n-subsets", "20"))
+    assert ok.code == 0, str(ok)
+    assert "nan" not in ok.output.lower(), str(ok)
+    assert "RuntimeWarning" not in ok.stderr, str(ok)
+    assert "no word can be left out" in ok.stdout, str(ok)
