@@ -121,3 +121,30 @@ def test_seed_sensitivity_on_the_smallest_sets_prints_no_nan(stores: dict[str, P
     assert "nan" not in ok.output.lower(), str(ok)
     assert "RuntimeWarning" not in ok.stderr, str(ok)
     assert "no word can be left out" in ok.stdout, str(ok)
+
+
+# -- a store schema version that no emb wrote -------------------------------------------------------
+@pytest.mark.parametrize("version, advice", [
+    (99, "upgrade emb"),  # a newer emb's store: the one case where upgrading helps
+    ("4", "damaged"), (0, "damaged"), ([4], "damaged"),
+])
+def test_a_schema_version_no_emb_wrote_is_called_damaged_not_newer(
+    stores: dict[str, Path], tmp_path: Path, version: object, advice: str,
+) -> None:
+    """``emb info``/``emb analyze`` said "upgrade emb" for a version of "4" (text), 0 or null: no
+    emb reads those, an upgrade does not help; the attribute is damaged."""
+    import json
+    import shutil
+
+    store = tmp_path / "s.zarr"
+    shutil.copytree(stores["weat"], store)
+    root = json.loads((store / "zarr.json").read_text())
+    root["attributes"]["emb_schema_version"] = version
+    (store / "zarr.json").write_text(json.dumps(root))
+    message = assert_refused(run_emb("info", str(store)), codes=(1,), mentions=["schema version", advice])
+    if advice != "upgrade emb":
+        assert "upgrade emb" not in message
+    report = run_emb("validate", str(store))
+    assert report.code == 2 and advice in report.stdout, str(report)
+    if advice != "upgrade emb":
+        assert "upgrade emb" not in report.stdout, str(report)
