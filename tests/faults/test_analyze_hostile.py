@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from emb.analyses import ANALYSES
@@ -148,3 +149,32 @@ def test_a_schema_version_no_emb_wrote_is_called_damaged_not_newer(
     assert report.code == 2 and advice in report.stdout, str(report)
     if advice != "upgrade emb":
         assert "upgrade emb" not in report.stdout, str(report)
+
+
+# -- a store whose vectors are all the same (a broken checkpoint, a collapsed layer) ------------------
+def _constant_store(path: Path, name: str) -> Path:
+    """The record's example suite of ``name`` with every embedding vector the same."""
+    ds, _ = ANALYSES[name].example()
+    ds = ds.compute()
+    ds["embedding"] = ds["embedding"].copy(data=np.ones(ds["embedding"].shape, ds["embedding"].dtype))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return write_store(path, {ANALYSES[name].suite: ds})
+
+
+@pytest.mark.parametrize("name, extra", [
+    ("stereotype", ()),
+    ("ceat", ("--n-samples", "20", "--n-bootstrap", "0", "--n-permutations", "0")),
+])
+def test_an_analysis_of_identical_vectors_draws_and_prints_no_nan(tmp_path: Path, name: str,
+                                                                  extra: tuple[str, ...]) -> None:
+    """Every d is undefined (no variance): the figures failed (exit 3: "zero-size array to
+    reduction operation maximum" in stereotype's layer heat map, "index -1 is out of bounds" in
+    CEAT's declared cell) and stereotype's headline read "d = +nan, p = nan … higher: male_names"."""
+    store = _constant_store(tmp_path / "c.zarr", name)
+    ok = run_emb("analyze", name, "--store", str(store), "--out", str(tmp_path / "o"), "--quiet",
+                 *extra)
+    assert ok.code == 0, str(ok)
+    # the summary of a result without numbers says so in words ("every cell is NaN")
+    assert "nan" not in ok.stdout.lower().replace("every cell is nan", ""), ok.stdout
+    assert "higher:" not in ok.stdout, ok.stdout

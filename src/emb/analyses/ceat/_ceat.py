@@ -543,10 +543,13 @@ def _figures(result: xr.Dataset) -> dict[str, Figure]:
     figures: dict[str, Figure] = {}
     for model in coord_values(result, "model"):
         tag = f"_{slug(model)}" if model is not None else ""
+        if not (result.sel(model=model) if model is not None else result)["ces"].notnull().any():
+            continue  # no CES at all (identical vectors: no variance): nothing to draw
         figures[f"es_histograms{tag}"] = plots.es_histograms(result, model=model)
         figures[f"ces_by_layer{tag}"] = plots.ces_by_layer(result, model=model)
         figures[f"convergence{tag}"] = plots.convergence(result, model=model)
-    figures["ces_table"] = plots.heat_table(result)
+    if result["ces"].notnull().any():
+        figures["ces_table"] = plots.heat_table(result)
     return figures
 
 

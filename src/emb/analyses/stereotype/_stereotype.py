@@ -544,6 +544,10 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     table = pd.DataFrame(rows)
     for label, rows_m in per_model(cell):
         for _, r in rows_m[(rows_m["layer"] == "mean") & rows_m["dimension"].isin(["warmth", "competence"])].iterrows():
+            if pd.isna(r["d"]):  # identical coordinates (no variance), or a group without words
+                headline.append(f"{label}{r['dimension']}: d undefined (the groups' coordinates "
+                                f"have no variance) ({r['group_a']} vs {r['group_b']})")
+                continue
             higher = r["group_a"] if r["d"] > 0 else r["group_b"]
             headline.append(f"{label}{r['dimension']}: d = {r['d']:+.2f}, {pcol} = {r[pcol]:.3g} "
                             f"({r['group_a']} vs {r['group_b']}; higher: {higher})")
