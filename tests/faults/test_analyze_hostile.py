@@ -178,3 +178,17 @@ def test_an_analysis_of_identical_vectors_draws_and_prints_no_nan(tmp_path: Path
     # the summary of a result without numbers says so in words ("every cell is NaN")
     assert "nan" not in ok.stdout.lower().replace("every cell is nan", ""), ok.stdout
     assert "higher:" not in ok.stdout, ok.stdout
+
+
+# -- another family's suite -------------------------------------------------------------------------
+def test_vast_on_an_intersectional_suite_names_the_lexicon_plainly(tmp_path: Path) -> None:
+    """``emb analyze vast --suite intersectional`` (its words have a lexicon, but in the settings
+    'phrase' and 'alone') said "lexicon np.str_('toy') has no items in setting 'phrase'"."""
+    ds, _ = ANALYSES["intersectional"].example()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(tmp_path / "i.zarr", {"intersectional": ds.compute()})
+    outcome = run_emb("analyze", "vast", "--store", str(store), "--suite", "intersectional",
+                      "--out", str(tmp_path / "o"), "--no-plots", "--quiet")
+    message = assert_refused(outcome, codes=(1,), mentions=["lexicon 'toy'", "setting"])
+    assert "np." not in message

@@ -58,7 +58,7 @@ def _lexicons_present(ds: xr.Dataset) -> list[str]:
             "the Dataset has no items with stimulus_set 'lexicon': it is not a 'vast' suite"
         )
     names = item_values(ds, "lexicon")[mask].astype(str)
-    return [n for n in dict.fromkeys(names) if n]
+    return [str(n) for n in dict.fromkeys(names) if n]  # plain str: messages quote them
 
 
 def _ordered_settings(present: list[str]) -> list[str]:
