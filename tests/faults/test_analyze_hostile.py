@@ -192,3 +192,24 @@ def test_vast_on_an_intersectional_suite_names_the_lexicon_plainly(tmp_path: Pat
                       "--out", str(tmp_path / "o"), "--no-plots", "--quiet")
     message = assert_refused(outcome, codes=(1,), mentions=["lexicon 'toy'", "setting"])
     assert "np." not in message
+
+
+def test_sc_weat_on_a_setting_without_lexicon_words_says_which_settings_have_them(
+    tmp_path: Path,
+) -> None:
+    """``emb analyze sc-weat --suite intersectional`` (its lexicon words only in the setting
+    'alone') said "no words given to select; pass at least one word", though none was given."""
+    ds, _ = ANALYSES["intersectional"].example()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(tmp_path / "i.zarr", {"intersectional": ds.compute()})
+    outcome = run_emb("analyze", "sc-weat", "--store", str(store), "--suite", "intersectional",
+                      "--out", str(tmp_path / "o"), "--no-plots", "--quiet")
+    message = assert_refused(outcome, codes=(1,), mentions=["lexicon 'toy'", "'phrase'",
+                                                            "'alone'", "--setting"])
+    assert "no words given" not in message
+    # in 'alone' it has lexicon words but no polar words of that lexicon
+    outcome = run_emb("analyze", "sc-weat", "--store", str(store), "--suite", "intersectional",
+                      "--setting", "alone", "--out", str(tmp_path / "o"), "--no-plots", "--quiet")
+    message = assert_refused(outcome, codes=(1,), mentions=["pleasant polar words", "--a"])
+    assert "no words given" not in message
