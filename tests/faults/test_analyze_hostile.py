@@ -213,3 +213,14 @@ def test_sc_weat_on_a_setting_without_lexicon_words_says_which_settings_have_the
                       "--setting", "alone", "--out", str(tmp_path / "o"), "--no-plots", "--quiet")
     message = assert_refused(outcome, codes=(1,), mentions=["pleasant polar words", "--a"])
     assert "no words given" not in message
+
+
+def test_seed_sensitivity_says_how_many_words_a_tiny_fraction_keeps(stores: dict[str, Path],
+                                                                    tmp_path: Path) -> None:
+    """``--fraction 0.001`` (allowed: > 0) keeps 2 words of each target set and 1 of each
+    attribute set (the floor); the note said the subsets kept "0% of each of X, Y, A and B"."""
+    ok = run_emb(*_analyze("seed-sensitivity", stores["weat"], tmp_path / "o", "--fraction",
+                           "0.001", "--n-subsets", "20"))
+    assert ok.code == 0, str(ok)
+    assert "keeping 0%" not in ok.stdout, ok.stdout
+    assert "0.1%" in ok.stdout and "at least 2 words of X and of Y and 1 of A and of B" in ok.stdout

@@ -218,9 +218,9 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
         "Influence: d minus d with the word left out; the jackknife SE is over all words of "
         "the test, each left out in turn.",
         f"Subsets: d over {result.attrs['n_subsets']} random subsets keeping "
-        f"{float(result.attrs['fraction']):.0%} of each of X, Y, A and B (seeded, "
-        f"seed {result.attrs['seed']}); a wide range means the effect depends on which words "
-        "stand for each category.",
+        f"{100 * float(result.attrs['fraction']):.3g}% of each of X, Y, A and B (rounded; at least "
+        f"2 words of X and of Y and 1 of A and of B; seeded, seed {result.attrs['seed']}); a wide "
+        "range means the effect depends on which words stand for each category.",
     ]
     notes += small_n_notes(result)
     return Summary(title="Seed sensitivity (leave-one-word-out and random subsets of d)",
