@@ -224,3 +224,23 @@ def test_seed_sensitivity_says_how_many_words_a_tiny_fraction_keeps(stores: dict
     assert ok.code == 0, str(ok)
     assert "keeping 0%" not in ok.stdout, ok.stdout
     assert "0.1%" in ok.stdout and "at least 2 words of X and of Y and 1 of A and of B" in ok.stdout
+
+
+def test_valence_subspace_of_identical_vectors_prints_no_nan_and_the_n_of_its_r(
+    tmp_path: Path,
+) -> None:
+    """Identical vectors: the cosine SC-WEAT is 0/0 for every word, so its ValNorm is undefined.
+    The headline read "… by projection vs nan [nan, nan] by cosine (n = 0)", and the table's n
+    was the cosine's 0 beside the projection's r over 40 words."""
+    import pandas as pd
+
+    store = _constant_store(tmp_path / "c.zarr", "valence-subspace")
+    out = tmp_path / "o"
+    ok = run_emb("analyze", "valence-subspace", "--store", str(store), "--out", str(out),
+                 "--no-plots", "--quiet")
+    assert ok.code == 0, str(ok)
+    headline = ok.stdout.splitlines()[2]
+    assert "nan" not in headline.lower() and "undefined by cosine" in headline, ok.stdout
+    table = pd.read_csv(out / "valence_subspace.csv")
+    assert (table["n"] == table["n"].max()).all() and table["n"].max() > 3
+    assert table["r_cosine"].isna().all()

@@ -329,7 +329,8 @@ def valence_subspace(
             corr = stats.correlation(score, rating, dim=ITEM, method="pearson")
             for stat in ("r", "p", "ci_low", "ci_high"):
                 out[f"{stat}_{kind}"] = corr[stat]
-            out["n"] = corr["n"]
+            if kind == "projection":  # the words behind the r by projection (the cosine's are
+                out["n"] = corr["n"]  # the same words, unless its SC-WEAT is 0/0: r undefined)
         out["r_projection"].attrs["long_name"] = "Pearson's r of projections with the ratings"
         out["r_cosine"].attrs["long_name"] = "Pearson's r of cosine SC-WEAT with the ratings"
         attrs.update(
@@ -390,11 +391,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         text = f"{label}: layer {int(top['layer'])}, {accuracy}"
         if "r_projection" in top:
             row.update(r_projection=top["r_projection"], r_cosine=top["r_cosine"], n=int(top["n"]))
-            text += (
-                f"; ValNorm r = {top['r_projection']:.3f} [{top['ci_low_projection']:.3f}, "
-                f"{top['ci_high_projection']:.3f}] by projection vs {top['r_cosine']:.3f} "
-                f"[{top['ci_low_cosine']:.3f}, {top['ci_high_cosine']:.3f}] by cosine (n = {int(top['n'])})"
-            )
+            def r_text(kind: str, top: Any = top) -> str:
+                if pd.isna(top[f"r_{kind}"]):
+                    return "undefined"  # a constant score (identical vectors)
+                return (f"{top[f'r_{kind}']:.3f} [{top[f'ci_low_{kind}']:.3f}, "
+                        f"{top[f'ci_high_{kind}']:.3f}]")
+
+            text += (f"; ValNorm r = {r_text('projection')} by projection vs {r_text('cosine')} "
+                     f"by cosine (n = {int(top['n'])})")
         headline.append(text)
         rows.append(row)
     notes = [
