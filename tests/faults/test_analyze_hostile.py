@@ -244,3 +244,13 @@ def test_valence_subspace_of_identical_vectors_prints_no_nan_and_the_n_of_its_r(
     table = pd.read_csv(out / "valence_subspace.csv")
     assert (table["n"] == table["n"].max()).all() and table["n"].max() > 3
     assert table["r_cosine"].isna().all()
+
+
+def test_ibd_with_a_group_given_twice_is_one_clear_error(stores: dict[str, Path],
+                                                         tmp_path: Path) -> None:
+    """``--group african_female --group african_female`` failed deep in pandas (exit 3: "Length
+    mismatch: Expected axis has 408 elements, new values have 216 elements")."""
+    outcome = run_emb(*_analyze("ibd", stores["ibd"], tmp_path / "o", "--group", "african_female",
+                                "--group", "african_female,mexican_female"))
+    assert_refused(outcome, codes=(1,), mentions=["['african_female']", "twice", "once"])
+    assert not (tmp_path / "o").exists()

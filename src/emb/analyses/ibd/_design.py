@@ -179,6 +179,9 @@ def design(
         unknown = [g for g in wanted if g not in total]
         if unknown:
             raise AnalysisError(f"groups {unknown} are not in this suite; it has {list(total)}")
+        twice = [g for g in dict.fromkeys(wanted) if wanted.count(g) > 1]
+        if twice:
+            raise AnalysisError(f"groups lists {twice} twice; give each group once")
         explicit = True
     unvalidated = [g for g in wanted if not all(g in validated[m] for m in METHODS)]
     if unvalidated and explicit:
