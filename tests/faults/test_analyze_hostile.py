@@ -254,3 +254,39 @@ def test_ibd_with_a_group_given_twice_is_one_clear_error(stores: dict[str, Path]
                                 "--group", "african_female,mexican_female"))
     assert_refused(outcome, codes=(1,), mentions=["['african_female']", "twice", "once"])
     assert not (tmp_path / "o").exists()
+
+
+# -- a selection that names a value twice ------------------------------------------------------------
+#: Each failed deep inside (exit 3: "Length mismatch", "conflicting sizes for dimension",
+#: "index 4 is out of bounds", "too many indices"), or (weat, valnorm) computed a cell twice.
+REPEATS = [
+    ("weat", "weat", "--setting", "bleached,bleached", "settings", ("--n-permutations", "20")),
+    ("sc-weat", "vast", "--setting", "bleached,bleached", "settings", ()),
+    ("valnorm", "vast", "--setting", "bleached,bleached", "settings", ()),
+    ("vast", "vast", "--pooling", "last,last", "poolings", ("--n-subsets", "2", "--k-max", "2")),
+    ("vast", "vast", "--rating", "valence,valence", "ratings", ("--n-subsets", "2", "--k-max", "2")),
+    ("ibd", "ibd", "--setting", "bleached,bleached", "settings", ()),
+    ("ceat", "ceat", "--test", "T1,T1", "tests", ("--n-samples", "20", "--n-bootstrap", "0")),
+]
+
+
+@pytest.mark.parametrize("name, store, flag, value, keyword, extra", REPEATS,
+                         ids=[f"{c[0]}{c[2]}" for c in REPEATS])
+def test_a_selection_naming_a_value_twice_is_one_clear_error(
+    stores: dict[str, Path], tmp_path: Path, name: str, store: str, flag: str, value: str,
+    keyword: str, extra: tuple[str, ...],
+) -> None:
+    outcome = run_emb(*_analyze(name, stores[store], tmp_path / "o", *extra, flag, value))
+    twice = value.split(",")[0]
+    assert_refused(outcome, codes=(1,), mentions=[f"{keyword} lists ['{twice}'] twice",
+                                                  "give each once"])
+    assert not (tmp_path / "o").exists()
+
+
+def test_vast_with_an_empty_rating_list_is_refused(stores: dict[str, Path], tmp_path: Path) -> None:
+    """``--rating ','`` ran as if no rating had been given (ratings=[] in Python: no rating)."""
+    import emb
+
+    ds = emb.open_store(str(stores["vast"])).dataset("vast")
+    with pytest.raises(AnalysisError, match="ratings is empty; give at least one or leave it out"):
+        ANALYSES["vast"].function(ds, ratings=[])

@@ -46,6 +46,7 @@ from emb.analyses._select import (
     own_descriptions,
     provenance_attrs,
     public_in_package,
+    refuse_repeats,
     suite_parameters,
     text_column,
 )
@@ -207,6 +208,7 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None,
         names = [wanted] if isinstance(wanted, str) else [str(t) for t in wanted]
         if not names:
             raise AnalysisError("tests is empty; give at least one or leave it out")
+        refuse_repeats("tests", names)
         unknown = [t for t in names if t not in defs]
         if unknown:
             raise MissingStimuliError(_missing_tests_message(ds, unknown, present))
