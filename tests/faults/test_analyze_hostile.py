@@ -290,3 +290,35 @@ def test_vast_with_an_empty_rating_list_is_refused(stores: dict[str, Path], tmp_
     ds = emb.open_store(str(stores["vast"])).dataset("vast")
     with pytest.raises(AnalysisError, match="ratings is empty; give at least one or leave it out"):
         ANALYSES["vast"].function(ds, ratings=[])
+
+
+# -- similarity: a benchmark named twice counted its pairs twice --------------------------------------
+@pytest.fixture(scope="module")
+def similarity_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The record's example similarity suite and its benchmark pairs as files (--pairs DIR)."""
+    root = tmp_path_factory.mktemp("similarity")
+    ds, options = ANALYSES["similarity"].example()
+    pairs = root / "pairs"
+    pairs.mkdir()
+    for name, rows in options["pairs"].groupby("dataset"):
+        rows[["word1", "word2", "score"]].to_csv(pairs / f"{name}.csv", index=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return write_store(root / "s.zarr", {"similarity": ds.compute()}), pairs
+
+
+@pytest.mark.parametrize("flag, value, found", [
+    # n = 160 from 80 pairs read twice: a narrower CI and p 0.0746 instead of 0.211 (exit 0)
+    ("--dataset", "ws353,ws353", "datasets lists ['ws353'] twice"),
+    ("--pooling", "last,last", "poolings lists ['last'] twice"),  # exit 3: InvalidIndexError
+    ("--pooling", ",", "poolings is empty"),  # exit 3: "Dimension '__loopdim1__' …"
+    ("--dataset", ",", "datasets is empty"),  # "… holds none of the similarity files"
+])
+def test_similarity_refuses_a_benchmark_or_pooling_named_twice_or_not_at_all(
+    similarity_store: tuple[Path, Path], tmp_path: Path, flag: str, value: str, found: str,
+) -> None:
+    store, pairs = similarity_store
+    outcome = run_emb("analyze", "similarity", "--store", str(store), "--pairs", str(pairs),
+                      "--out", str(tmp_path / "o"), "--no-plots", "--quiet", flag, value)
+    assert_refused(outcome, codes=(1,), mentions=[found])
+    assert not (tmp_path / "o").exists()
