@@ -322,3 +322,16 @@ def test_similarity_refuses_a_benchmark_or_pooling_named_twice_or_not_at_all(
                       "--out", str(tmp_path / "o"), "--no-plots", "--quiet", flag, value)
     assert_refused(outcome, codes=(1,), mentions=[found])
     assert not (tmp_path / "o").exists()
+
+
+def test_stereotype_refuses_a_comparison_given_twice(tmp_path: Path) -> None:
+    """``--group female_names,male_names`` twice wrote 576 rows for 72 (every row 8 times) and
+    printed each headline line repeatedly, with exit 0."""
+    ds, _ = ANALYSES["stereotype"].example()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = write_store(tmp_path / "s.zarr", {"stereotype": ds.compute()})
+    outcome = run_emb("analyze", "stereotype", "--store", str(store), "--out", str(tmp_path / "o"),
+                      "--no-plots", "--quiet", "--group", "female_names,male_names",
+                      "--group", "female_names,male_names")
+    assert_refused(outcome, codes=(1,), mentions=["('female_names', 'male_names')", "twice"])

@@ -35,6 +35,7 @@ from emb.analyses._select import (
     own_descriptions,
     provenance_attrs,
     public_in_package,
+    refuse_repeats,
 )
 from emb.analyses.stats import polar
 from emb.errors import AnalysisError, MissingStimuliError
@@ -83,6 +84,7 @@ def _comparisons(groups: str | Sequence[str] | None, present: list[str], ds: xr.
     bad = [p for p in pairs if p[0] == p[1]]
     if bad:
         raise AnalysisError(f"a group is compared with itself: {bad}")
+    refuse_repeats("the comparisons (groups)", pairs)  # each would be computed and written twice
     return pairs
 
 
