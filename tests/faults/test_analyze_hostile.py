@@ -335,3 +335,12 @@ def test_stereotype_refuses_a_comparison_given_twice(tmp_path: Path) -> None:
                       "--no-plots", "--quiet", "--group", "female_names,male_names",
                       "--group", "female_names,male_names")
     assert_refused(outcome, codes=(1,), mentions=["('female_names', 'male_names')", "twice"])
+
+
+def test_sc_weat_refuses_a_target_word_given_twice(stores: dict[str, Path], tmp_path: Path) -> None:
+    """``--word toy0000,toy0000,toy0001`` wrote toy0000's rows 4 times over (xarray aligning a
+    repeated label), counted it twice in n_words and fitted the residual line on the copies."""
+    outcome = run_emb(*_analyze("sc-weat", stores["vast"], tmp_path / "o", "--word",
+                                "toy0000,toy0000,toy0001"))
+    assert_refused(outcome, codes=(1,), mentions=["words lists ['toy0000'] twice"])
+    assert not (tmp_path / "o").exists()

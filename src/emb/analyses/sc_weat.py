@@ -44,6 +44,7 @@ from emb.analyses._select import (
     own_descriptions,
     parse_subset,
     provenance_attrs,
+    refuse_repeats,
     select_words,
     settings_present,
     unique_in_order,
@@ -182,6 +183,7 @@ def sc_weat(
     """
     check_options(ANALYSIS, ddof=ddof, n_permutations=n_permutations, seed=seed)
     words = [str(w) for w in words]
+    refuse_repeats("words", words)  # a word twice: its rows repeated, counted twice in n_words
     problems = _attribute_problems([str(w) for w in attribute_a], [str(w) for w in attribute_b])
     if problems:
         raise AnalysisError(
