@@ -344,3 +344,30 @@ def test_sc_weat_refuses_a_target_word_given_twice(stores: dict[str, Path], tmp_
                                 "toy0000,toy0000,toy0001"))
     assert_refused(outcome, codes=(1,), mentions=["words lists ['toy0000'] twice"])
     assert not (tmp_path / "o").exists()
+
+
+# -- fsspec's chained zip URLs ----------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def zipped(stores: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    import emb
+
+    target = tmp_path_factory.mktemp("zipped") / "weat.zip"
+    emb.open_store(str(stores["weat"])).to_zip(str(target))
+    return target
+
+
+@pytest.mark.parametrize("form", ["zip://::file://{}", "zip::{}", "zip://::{}"])
+def test_a_store_zip_opens_through_fsspecs_chained_zip_url(zipped: Path, tmp_path: Path,
+                                                           form: str) -> None:
+    """``zip://::file:///x.zip`` (fsspec's form) said "cannot reach … (reading):
+    FileNotFoundError … check that the server is running", and ``zip::/x.zip`` "no store at
+    zip::/x.zip: the zip file does not exist", of a store zip that is there."""
+    url = form.format(zipped)
+    ok = run_emb(*_analyze("mac", url, tmp_path / "o"))  # type: ignore[arg-type]
+    assert ok.code == 0, str(ok)
+    assert (tmp_path / "o" / "mac.csv").is_file()
+
+
+def test_a_path_inside_a_zip_url_is_one_clear_error(zipped: Path, tmp_path: Path) -> None:
+    outcome = run_emb("info", f"zip://weat::file://{zipped}")
+    assert_refused(outcome, codes=(1,), mentions=["inside the zip", "zip::"])
