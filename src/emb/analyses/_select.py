@@ -35,6 +35,7 @@ __all__ = [
     "label_mask",
     "own_descriptions",
     "parse_subset",
+    "refuse_repeats",
     "provenance_attrs",
     "select_positions",
     "select_words",
@@ -494,7 +495,16 @@ def parse_subset(
         raise AnalysisError(unknown_names(name, unknown, present, f"this {where}"))
     if not chosen:
         raise AnalysisError(f"{name} is empty; give at least one or leave it out")
+    refuse_repeats(name, chosen)
     return chosen
+
+
+def refuse_repeats(name: str, chosen: Sequence[Any]) -> None:
+    """Refuse (:class:`AnalysisError`) a selection that names a value twice (``--setting
+    bleached,bleached``): each would be computed twice under one label."""
+    twice = [v for v in dict.fromkeys(chosen) if list(chosen).count(v) > 1]
+    if twice:
+        raise AnalysisError(f"{name} lists {twice} twice; give each once")
 
 
 def plain_strings(ds: xr.Dataset) -> xr.Dataset:

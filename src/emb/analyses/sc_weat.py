@@ -44,6 +44,7 @@ from emb.analyses._select import (
     own_descriptions,
     parse_subset,
     provenance_attrs,
+    refuse_repeats,
     select_words,
     settings_present,
     unique_in_order,
@@ -182,6 +183,7 @@ def sc_weat(
     """
     check_options(ANALYSIS, ddof=ddof, n_permutations=n_permutations, seed=seed)
     words = [str(w) for w in words]
+    refuse_repeats("words", words)  # a word twice: its rows repeated, counted twice in n_words
     problems = _attribute_problems([str(w) for w in attribute_a], [str(w) for w in attribute_b])
     if problems:
         raise AnalysisError(
@@ -317,11 +319,24 @@ def sc_weat_lexicon(
                 words_col[label_mask(ds, setting=setting, stimulus_set="lexicon", lexicon=lex)])
             if compared.lexicon is None or w in compared.lexicon
         ]
+        if not target_words:  # e.g. another family's suite: its lexicon words in other settings
+            having = [s for s in settings_present(ds)
+                      if label_mask(ds, setting=s, stimulus_set="lexicon", lexicon=lex).any()]
+            raise AnalysisError(
+                f"lexicon {lex!r} has no words in setting {setting!r} of this suite; the settings "
+                f"with its words are {having}: choose among them with --setting (settings= in "
+                "Python)")
         polar = {}
         for pole, given in (("pleasant", attribute_a), ("unpleasant", attribute_b)):
             polar[pole] = list(given) if given is not None else kept.get(pole) or unique_in_order(
                 words_col[label_mask(ds, setting=setting, stimulus_set=pole, lexicon=lex)]
             )
+            if not polar[pole]:
+                raise AnalysisError(
+                    f"this suite has no {pole} polar words of lexicon {lex!r} in setting "
+                    f"{setting!r}; give them with {'--a' if pole == 'pleasant' else '--b'} "
+                    f"({'attribute_a' if pole == 'pleasant' else 'attribute_b'}= in Python), or "
+                    "analyse a 'vast' suite")
         res = sc_weat(
             ds, words=target_words, setting=setting, attribute_a=polar["pleasant"],
             attribute_b=polar["unpleasant"], ddof=ddof, n_permutations=n_permutations, seed=seed,

@@ -38,7 +38,13 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
-from emb.analyses._select import _attr, describe_source, own_descriptions, provenance_attrs
+from emb.analyses._select import (
+    _attr,
+    describe_source,
+    own_descriptions,
+    provenance_attrs,
+    refuse_repeats,
+)
 from emb.analyses.stats import correlation_ci, spearman
 from emb.analyses.stats.nullify import MAX_K, nullified_pair_cosines
 from emb.errors import AnalysisError, MissingStimuliError
@@ -423,6 +429,11 @@ def word_similarity(
     Language Models. AAAI.
     """
     _check_suite(ds)
+    for name, chosen in (("datasets", datasets), ("poolings", poolings), ("layers", layers)):
+        if chosen is not None and not isinstance(chosen, str):
+            if not list(chosen):
+                raise AnalysisError(f"{name} is empty; give at least one or leave it out")
+            refuse_repeats(name, list(chosen))  # a benchmark twice: its pairs counted twice
     pairs = suite_pairs(ds, pairs, datasets)
     check_options(ANALYSIS, k_max=k_max, word_set=word_set)
     if "setting" not in ds.coords and "setting" not in ds:

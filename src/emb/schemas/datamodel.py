@@ -36,6 +36,7 @@ __all__ = [
     "PROGRESS_GROUP",
     "STORE_SCHEMA_VERSION",
     "READABLE_SCHEMA_VERSIONS",
+    "schema_version_advice",
     "RESERVED_NAMES",
     "ATTR_MANIFEST",
     "LOCK_PREFIX",
@@ -57,6 +58,18 @@ __all__ = [
 STORE_SCHEMA_VERSION: Final = 4
 #: Versions this emb reads (and can resume or add suites to).
 READABLE_SCHEMA_VERSIONS: Final[tuple[int, ...]] = (1, 2, 3, 4)
+
+
+def schema_version_advice(version: object) -> str:
+    """What to do about a store schema version this emb does not read: upgrade emb for a newer
+    one (an integer above the last); anything else (text, a number below the first, a list) no
+    emb wrote, and its metadata is damaged."""
+    if isinstance(version, int) and not isinstance(version, bool) \
+            and version > max(READABLE_SCHEMA_VERSIONS):
+        return "upgrade emb"
+    return (f"no emb writes that (its versions are the integers {min(READABLE_SCHEMA_VERSIONS)} "
+            f"to {max(READABLE_SCHEMA_VERSIONS)}): the metadata is damaged; restore its "
+            "zarr.json from a copy")
 
 Pooling = Literal["first", "last", "mean", "max"]
 POOLINGS: Final[tuple[str, ...]] = ("first", "last", "mean", "max")

@@ -29,6 +29,20 @@ def local_path(location: str | os.PathLike[str]) -> Path:
     return Path(text).expanduser()
 
 
+def _unchained_zip(text: str) -> str:
+    """fsspec's chained zip URL (``zip::URL``, ``zip://::URL``) as the zip's own location: an
+    'emb zip' file holds its store at its root, which emb reads from the zip's path or URL."""
+    for prefix in ("zip://::", "zip::"):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    if text.startswith("zip://") and "::" in text:
+        raise StoreError(
+            f"{text} names a path inside the zip ({text[len('zip://'):].split('::')[0]!r}); emb "
+            "reads a zip packed by 'emb zip', whose store is at its root: give zip::URL (or the "
+            "zip's own path or URL)")
+    return text
+
+
 def open_zarr_store(
     location: str | os.PathLike[str],
     *,
@@ -41,7 +55,7 @@ def open_zarr_store(
     read only: write a directory store and share it with :meth:`emb.store.Store.to_zip`.  URLs
     (also of a ``.zip``) go through fsspec: see :mod:`emb.store._remote`.
     """
-    text = os.fspath(location)
+    text = _unchained_zip(os.fspath(location))
     if is_url(text):
         return open_url_store(text, mode=mode, storage_options=storage_options)
     path = local_path(text)

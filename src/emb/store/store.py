@@ -504,7 +504,7 @@ def open_store(
     if version is not None and version not in dm.READABLE_SCHEMA_VERSIONS:
         raise StoreError(
             f"{text} has store schema version {version!r}; this emb reads "
-            f"{list(dm.READABLE_SCHEMA_VERSIONS)}: upgrade emb"
+            f"{list(dm.READABLE_SCHEMA_VERSIONS)}: {dm.schema_version_advice(version)}"
         )
     if (problem := root_attribute_problem(dict(root.attrs))) is not None:
         raise CorruptStoreError(f"{text}: {problem}; 'emb validate {text}' reports the whole store")

@@ -197,7 +197,7 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
         return ValidationReport(
             status="corrupt",
             problems=(f"store schema version {version!r} is not one this emb reads "
-                      f"({list(dm.READABLE_SCHEMA_VERSIONS)}); upgrade emb",),
+                      f"({list(dm.READABLE_SCHEMA_VERSIONS)}); {dm.schema_version_advice(version)}",),
         )
     if (found := root_attribute_problem(attrs)) is not None:
         problems.append(found)
@@ -532,7 +532,8 @@ def _validate_suite(
     version = attrs.get(dm.ATTR_SCHEMA_VERSION)
     if version not in dm.READABLE_SCHEMA_VERSIONS:
         problems.append(f"{name}: written with store schema version {version!r}, which this emb "
-                        f"does not read ({list(dm.READABLE_SCHEMA_VERSIONS)}); upgrade emb")
+                        f"does not read ({list(dm.READABLE_SCHEMA_VERSIONS)}); "
+                        f"{dm.schema_version_advice(version)}")
         return "corrupt"
     if found := _attribute_problems(name, attrs):
         problems.extend(found)

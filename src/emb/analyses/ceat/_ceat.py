@@ -46,6 +46,7 @@ from emb.analyses._select import (
     own_descriptions,
     provenance_attrs,
     public_in_package,
+    refuse_repeats,
     suite_parameters,
     text_column,
 )
@@ -205,6 +206,9 @@ def _tests(ds: xr.Dataset, wanted: str | Sequence[str] | None,
         names = present
     else:
         names = [wanted] if isinstance(wanted, str) else [str(t) for t in wanted]
+        if not names:
+            raise AnalysisError("tests is empty; give at least one or leave it out")
+        refuse_repeats("tests", names)
         unknown = [t for t in names if t not in defs]
         if unknown:
             raise MissingStimuliError(_missing_tests_message(ds, unknown, present))
@@ -541,10 +545,13 @@ def _figures(result: xr.Dataset) -> dict[str, Figure]:
     figures: dict[str, Figure] = {}
     for model in coord_values(result, "model"):
         tag = f"_{slug(model)}" if model is not None else ""
+        if not (result.sel(model=model) if model is not None else result)["ces"].notnull().any():
+            continue  # no CES at all (identical vectors: no variance): nothing to draw
         figures[f"es_histograms{tag}"] = plots.es_histograms(result, model=model)
         figures[f"ces_by_layer{tag}"] = plots.ces_by_layer(result, model=model)
         figures[f"convergence{tag}"] = plots.convergence(result, model=model)
-    figures["ces_table"] = plots.heat_table(result)
+    if result["ces"].notnull().any():
+        figures["ces_table"] = plots.heat_table(result)
     return figures
 
 

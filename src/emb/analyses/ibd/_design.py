@@ -20,7 +20,7 @@ import xarray as xr
 
 from emb import data
 from emb._text import names as name_list
-from emb.analyses._select import item_values, settings_present, unique_in_order
+from emb.analyses._select import item_values, refuse_repeats, settings_present, unique_in_order
 from emb.errors import AnalysisError, EmbWarning
 
 __all__ = ["DEFAULT_GROUPS", "Design", "METHODS", "design", "readable_names", "title_of"]
@@ -118,6 +118,9 @@ def design(
         chosen = [s for s in present if s in ("alone", "bleached")] or present
     else:
         chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
+        if not chosen:
+            raise AnalysisError("settings is empty; give at least one or leave it out")
+        refuse_repeats("settings", chosen)
         unknown = [s for s in chosen if s not in present]
         if unknown:
             raise AnalysisError(f"settings {unknown} are not in this suite; it has {present}")
@@ -177,6 +180,7 @@ def design(
         unknown = [g for g in wanted if g not in total]
         if unknown:
             raise AnalysisError(f"groups {unknown} are not in this suite; it has {list(total)}")
+        refuse_repeats("groups", wanted)
         explicit = True
     unvalidated = [g for g in wanted if not all(g in validated[m] for m in METHODS)]
     if unvalidated and explicit:

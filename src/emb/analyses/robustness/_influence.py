@@ -151,7 +151,9 @@ def seed_sensitivity(
                                               values, "").astype(str))
     res = res.set_coords(["member_word", "member_role"])
     res["influence"] = res["effect_size"] - res["d_without"]
+    # fewer than 2 words that can be left out (sets of 2 targets, 1 attribute): no SE, no warning
     n_members = res["d_without"].notnull().sum("member")
+    n_members = n_members.where(n_members >= 2)
     deviation = res["d_without"] - res["d_without"].mean("member")
     res["jackknife_se"] = np.sqrt((n_members - 1) / n_members * (deviation**2).sum("member"))
     for name, text in {
@@ -209,15 +211,16 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
                     "jackknife SE": round(float(top["jackknife_se"]), 3),
                     "subsets 5-95%": f"[{top['subset_low']:.2f}, {top['subset_high']:.2f}]",
                     "most influential": f"{top['top_word']} ({top['top_word_role']}, "
-                                        f"{top['top_influence']:+.2f})"})
+                                        f"{top['top_influence']:+.2f})" if pd.notna(top["top_influence"])
+                    else "none: no word can be left out (X, Y need 3 words, A, B 2)"})
         rows.append(row)
     notes = [
         "Influence: d minus d with the word left out; the jackknife SE is over all words of "
         "the test, each left out in turn.",
         f"Subsets: d over {result.attrs['n_subsets']} random subsets keeping "
-        f"{float(result.attrs['fraction']):.0%} of each of X, Y, A and B (seeded, "
-        f"seed {result.attrs['seed']}); a wide range means the effect depends on which words "
-        "stand for each category.",
+        f"{100 * float(result.attrs['fraction']):.3g}% of each of X, Y, A and B (rounded; at least "
+        f"2 words of X and of Y and 1 of A and of B; seeded, seed {result.attrs['seed']}); a wide "
+        "range means the effect depends on which words stand for each category.",
     ]
     notes += small_n_notes(result)
     return Summary(title="Seed sensitivity (leave-one-word-out and random subsets of d)",

@@ -356,6 +356,8 @@ def layer_heatmap(result: xr.Dataset, *, comparison: str, pooling: str) -> Figur
         p = _at(result[pvar], model, comparison=comparison, pooling=pooling).transpose("dimension", "layer")
         values = np.asarray(d.values, dtype=float)
         keep = np.isfinite(values).any(axis=0)  # a shorter model's own layers only
+        if not keep.any():  # no d at any layer (identical vectors): every layer, drawn empty
+            keep = np.ones_like(keep)
         layers = [str(v) for v, k in zip(d["layer"].values, keep, strict=True) if k]
         panels.append((model, values[:, keep], np.asarray(p.values, dtype=float)[:, keep], layers))
     widest = max(len(pl[3]) for pl in panels)

@@ -35,6 +35,7 @@ from emb.analyses._select import (
     own_descriptions,
     provenance_attrs,
     public_in_package,
+    refuse_repeats,
 )
 from emb.analyses.stats import polar
 from emb.errors import AnalysisError, MissingStimuliError
@@ -83,6 +84,7 @@ def _comparisons(groups: str | Sequence[str] | None, present: list[str], ds: xr.
     bad = [p for p in pairs if p[0] == p[1]]
     if bad:
         raise AnalysisError(f"a group is compared with itself: {bad}")
+    refuse_repeats("the comparisons (groups)", pairs)  # each would be computed and written twice
     return pairs
 
 
@@ -544,6 +546,10 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     table = pd.DataFrame(rows)
     for label, rows_m in per_model(cell):
         for _, r in rows_m[(rows_m["layer"] == "mean") & rows_m["dimension"].isin(["warmth", "competence"])].iterrows():
+            if pd.isna(r["d"]):  # identical coordinates (no variance), or a group without words
+                headline.append(f"{label}{r['dimension']}: d undefined (the groups' coordinates "
+                                f"have no variance) ({r['group_a']} vs {r['group_b']})")
+                continue
             higher = r["group_a"] if r["d"] > 0 else r["group_b"]
             headline.append(f"{label}{r['dimension']}: d = {r['d']:+.2f}, {pcol} = {r[pcol]:.3g} "
                             f"({r['group_a']} vs {r['group_b']}; higher: {higher})")

@@ -306,6 +306,9 @@ def valence_subspace(
     array([0.89, 0.88])
     """
     check_options(ANALYSIS, ddof=ddof)
+    if cv_folds == 0 and not valnorm:
+        raise AnalysisError("cv_folds=0 (no cross-validated accuracy) with valnorm=False leaves "
+                            "nothing to report; give --cv-folds 2..25 or keep --valnorm")
     direction = valence_direction(ds, C=C, scaling=scaling, cv_folds=cv_folds, seed=seed, method=method)
     train, y, lists = training_items(ds)
     out = direction.copy()
@@ -326,7 +329,8 @@ def valence_subspace(
             corr = stats.correlation(score, rating, dim=ITEM, method="pearson")
             for stat in ("r", "p", "ci_low", "ci_high"):
                 out[f"{stat}_{kind}"] = corr[stat]
-            out["n"] = corr["n"]
+            if kind == "projection":  # the words behind the r by projection (the cosine's are
+                out["n"] = corr["n"]  # the same words, unless its SC-WEAT is 0/0: r undefined)
         out["r_projection"].attrs["long_name"] = "Pearson's r of projections with the ratings"
         out["r_cosine"].attrs["long_name"] = "Pearson's r of cosine SC-WEAT with the ratings"
         attrs.update(
@@ -351,7 +355,8 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     """``valence_subspace``: one row per (model, layer, pooling)."""
     names = [v for v in (*_COLUMNS, *_MORE) if v in result and v not in ("model", "layer", "pooling")]
     per_cell = [v for v in names if set(result[v].dims) >= {"layer", "pooling"}]
-    frame = tidy_frame(result, per_cell, drop_all_nan=["svc_accuracy"])
+    # a cell is computed when it has an accuracy or a ValNorm (cv_folds=0: no accuracy at all)
+    frame = tidy_frame(result, per_cell, drop_all_nan=["svc_accuracy", "r_projection"])
     if "n_train" in result and "n_train" not in frame:
         frame["n_train"] = int(result["n_train"].max())
     frame = integer_columns(frame, ("layer", "n", "n_train"))
@@ -369,9 +374,11 @@ def _figures(result: xr.Dataset) -> dict[str, Figure]:
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     """Declared cell: the top layer, the ``last`` pooling (else the first)."""
-    frame = tables["valence_subspace"].dropna(subset=["svc_accuracy"])
+    value = "svc_accuracy" if tables["valence_subspace"]["svc_accuracy"].notna().any() \
+        else "r_projection"  # cv_folds=0: no accuracy, the ValNorm alone
+    frame = tables["valence_subspace"].dropna(subset=[value])
     # each model at the declared pooling, or its own without it (a static store: static)
-    cell, pooling = own_pooling_rows(frame, "svc_accuracy", DEFAULT_POOLINGS)
+    cell, pooling = own_pooling_rows(frame, value, DEFAULT_POOLINGS)
     keys = [k for k in ("model",) if k in cell]
     headline = [f"declared cell: top layer, pooling {pooling}"]
     rows = []
@@ -379,20 +386,26 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         top = group.loc[group["layer"].idxmax()]
         label = str(key[0] if isinstance(key, tuple) and key else key) if keys else "model"
         row = {"model": label, "layer": int(top["layer"]), "svc_accuracy": top["svc_accuracy"]}
-        text = f"{label}: layer {int(top['layer'])}, SVC accuracy {top['svc_accuracy']:.2f}"
+        accuracy = (f"SVC accuracy {top['svc_accuracy']:.2f}" if pd.notna(top["svc_accuracy"])
+                    else "SVC accuracy not cross-validated (cv_folds=0)")
+        text = f"{label}: layer {int(top['layer'])}, {accuracy}"
         if "r_projection" in top:
             row.update(r_projection=top["r_projection"], r_cosine=top["r_cosine"], n=int(top["n"]))
-            text += (
-                f"; ValNorm r = {top['r_projection']:.3f} [{top['ci_low_projection']:.3f}, "
-                f"{top['ci_high_projection']:.3f}] by projection vs {top['r_cosine']:.3f} "
-                f"[{top['ci_low_cosine']:.3f}, {top['ci_high_cosine']:.3f}] by cosine (n = {int(top['n'])})"
-            )
+            def r_text(kind: str, top: Any = top) -> str:
+                if pd.isna(top[f"r_{kind}"]):
+                    return "undefined"  # a constant score (identical vectors)
+                return (f"{top[f'r_{kind}']:.3f} [{top[f'ci_low_{kind}']:.3f}, "
+                        f"{top[f'ci_high_{kind}']:.3f}]")
+
+            text += (f"; ValNorm r = {r_text('projection')} by projection vs {r_text('cosine')} "
+                     f"by cosine (n = {int(top['n'])})")
         headline.append(text)
         rows.append(row)
     notes = [
         f"direction: LinearSVC(C={result.attrs.get('C')}) on the training words alone, "
-        f"scaling {result.attrs.get('scaling')}; accuracy: {result.attrs.get('cv_folds')}-fold "
-        "cross-validated.",
+        f"scaling {result.attrs.get('scaling')}; accuracy: "
+        + (f"{result.attrs.get('cv_folds')}-fold cross-validated." if result.attrs.get("cv_folds")
+           else "not cross-validated (cv_folds=0)."),
     ]
     if "svc_converged" in frame and not frame["svc_converged"].astype(bool).all():
         notes.append(f"{int((~frame['svc_converged'].astype(bool)).sum())} fits did not converge.")

@@ -58,7 +58,7 @@ def _lexicons_present(ds: xr.Dataset) -> list[str]:
             "the Dataset has no items with stimulus_set 'lexicon': it is not a 'vast' suite"
         )
     names = item_values(ds, "lexicon")[mask].astype(str)
-    return [n for n in dict.fromkeys(names) if n]
+    return [str(n) for n in dict.fromkeys(names) if n]  # plain str: messages quote them
 
 
 def _ordered_settings(present: list[str]) -> list[str]:
@@ -414,7 +414,9 @@ def _parse_nullify_layers(
     nullify_layers: Sequence[int | str] | int | str | None, layers: list[int]
 ) -> tuple[list[int], bool]:
     spec = ["top", "best"] if nullify_layers is None else _as_list(nullify_layers)
-    assert spec is not None
+    if not spec:
+        raise AnalysisError("nullify_layers is empty; give at least one or leave it out "
+                            "(nullification=False, --no-nullification, skips the sweep)")
     fixed: list[int] = []
     best = False
     for item in spec:

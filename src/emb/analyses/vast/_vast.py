@@ -51,6 +51,7 @@ from emb.analyses._select import (
     plain_strings,
     provenance_attrs,
     public_in_package,
+    refuse_repeats,
     settings_present,
 )
 from emb.analyses.similarity import panel_notes, suite_pairs, word_similarity
@@ -256,6 +257,9 @@ def vast(
         ]
     else:
         rating_list = _as_list(ratings) or []
+        if not rating_list:
+            raise AnalysisError("ratings is empty; give at least one or leave it out")
+        refuse_repeats("ratings", rating_list)
         unknown = [r for r in rating_list if r not in RATINGS]
         if unknown:
             raise AnalysisError(unknown_names("ratings", unknown, list(RATINGS), "the VAST ratings"))

@@ -15,7 +15,7 @@ import xarray as xr
 
 from emb._text import cut, names, unknown_names
 from emb.analyses._analysis import Option
-from emb.analyses._select import label_mask, select_positions, settings_present
+from emb.analyses._select import label_mask, refuse_repeats, select_positions, settings_present
 from emb.analyses.weat._tests_file import (
     ROLES,
     TestSpec,
@@ -132,6 +132,9 @@ def resolve_tests(
         chosen = present
     else:
         chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
+        if not chosen:
+            raise AnalysisError("settings is empty; give at least one or leave it out")
+        refuse_repeats("settings", chosen)
         unknown = [s for s in chosen if not label_mask(ds, setting=s).any()]
         if unknown:
             raise AnalysisError(unknown_names("setting", unknown, present, "this suite"))
