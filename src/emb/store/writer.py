@@ -291,6 +291,11 @@ class SuiteWriter:
                 if action in ("replace", "rewrite"):
                     with _write_errors(f"(delete) the group {name!r} of {location}"):
                         _delete_group(zstore, name, flags=attrs is not None)
+                elif not is_url(location):  # "new": what a killed layout write left is temporary
+                    for key in list_prefix(zstore, name):
+                        if key.endswith(".partial"):
+                            with contextlib.suppress(OSError):
+                                (local_path(location) / key).unlink()
 
                 def layout() -> tuple[zarr.Group, zarr.Array, zarr.Array]:
                     with _write_errors(f"the layout of suite {name!r} into {location}"):
