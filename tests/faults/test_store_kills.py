@@ -10,14 +10,20 @@ tests/faults/_inject) runs bounded at the end of this file.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import emb
 from emb.extract.pipeline import extract
 from tests.fakes import FakeRunner
-from tests.store.test_pipeline import _snapshot, words_suite
+from tests.faults._disk import REPO, small_disk
+from tests.store.test_pipeline import _snapshot, item, make_suite, words_suite
 
 
 def _partials(path: Path) -> list[str]:
@@ -47,3 +53,135 @@ def test_a_group_whose_metadata_write_was_killed_is_written_not_refused(tmp_path
     assert emb.open_store(str(path)).validate(deep=True).status == "complete"
     assert _same(_snapshot(str(path)), _snapshot(str(whole)))
     assert _partials(path / "s") == []
+
+
+# -- the campaign: real processes killed, started together, on a damaged or full disk -------------
+def _suite_file(path: Path) -> Path:
+    """90 items in 12 blocks of 8 (one block a window, see tests/faults/_kill_campaign.py): short
+    contexts repeated further on (23 rows copied, many from another shard's blocks) and long ones
+    (cut to GPT-2's 128 positions)."""
+    items = []
+    for i in range(90):
+        w = f"word{i % 31}"
+        if i % 11 == 5:
+            context = " ".join(["filler"] * 150) + f" {w} " + " ".join(["more"] * 150)
+            items.append(item(context, w, occurrence=0, valence=1.0))
+        else:
+            items.append(item(f"This is {w}." if i % 3 else f"{w} again and {w}", w, valence=1.0))
+    path.write_text(json.dumps(make_suite(items, name="s").to_dict()))
+    return path
+
+
+@pytest.fixture(scope="module")
+def model_and_suite(tmp_path_factory) -> tuple[Path, Path]:
+    pytest.importorskip("torch")
+    from tests import models
+
+    base = tmp_path_factory.mktemp("campaign")
+    return models.tiny_gpt2(base / "gpt2"), _suite_file(base / "suite.json")
+
+
+def _campaign(model_and_suite, tmp_path: Path, cases: list[dict], **plan) -> dict:
+    """Run tests/faults/_kill_campaign.py on ``cases``; its result."""
+    model, suite = model_and_suite
+    spec = {"model": str(model), "suite": str(suite), "dir": str(tmp_path / "work"), "cases": cases,
+            **plan}
+    (tmp_path / "plan.json").write_text(json.dumps(spec))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),
+           "TQDM_DISABLE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("EMB_DEBUG", None)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tests" / "faults" / "_kill_campaign.py"),
+         str(tmp_path / "plan.json"), str(tmp_path / "result.json")],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    reference = result["reference"]
+    assert result["reference_code"] == 0 and reference["status"] == "complete", reference
+    assert reference["left"] == [] and isinstance(reference["arrays"], dict)
+    return result
+
+
+def _left(state: dict) -> list[str]:
+    """What a run left that must not stay: temporary files and locks, but for zarr's own
+    temporaries of the root's metadata (``zarr.<id>.partial`` beside the root's zarr.json: zarr
+    writes it exclusively, by a link, while other suites' writers may be writing theirs, so no
+    writer may delete another's; nothing reads them: not zarr, not the manifest, not emb)."""
+    return [p for p in state.get("left", []) if not (p.startswith("zarr.") and "/" not in p)]
+
+
+def _whole(run: dict, reference: dict) -> list[str]:
+    """What is wrong with a store after a run: anything but complete and equal to the reference."""
+    state = run["state"]
+    wrong = []
+    if state["status"] != "complete":
+        wrong.append(f"status {state['status']}: {state.get('problems')}")
+    wrong += [f"{key} differ" for key in ("arrays", "files", "manifest") if state.get(key) != reference[key]]
+    if _left(state):
+        wrong.append(f"left behind: {_left(state)}")
+    return wrong
+
+
+@pytest.mark.slow
+def test_writers_killed_at_any_step_resume_to_the_bytes_of_one_run(model_and_suite, tmp_path):
+    """One process killed before each of a spread of its steps under the store, then run again;
+    a shard worker (the one that lays the suite out, and the one that finishes it) killed so,
+    then run again, the others after it: the store validates (--deep), its arrays, objects and
+    manifest are those of an uninterrupted one-process run, and nothing temporary stays.  (The
+    whole sweep, every step of each, ran while these paths were changed: see the report of
+    branch s32-crash.)"""
+    result = _campaign(model_and_suite, tmp_path, [
+        {"shards": None, "victim": None, "points": {"spread": 5}},
+        {"shards": 3, "victim": 1, "points": {"spread": 2}},
+        {"shards": 3, "victim": 3, "points": {"spread": 2}},
+    ])
+    reference = result["reference"]
+    runs = result["runs"]
+    assert len(runs) >= 10 and {r["victim"] for r in runs} == {None, 1, 3}
+    for run in runs:
+        codes = list(run["codes"])
+        killed = codes.pop((run["victim"] or 1) - 1)  # the victim's first run: killed
+        assert killed == -9 or (killed == 0 and run["kill"] >= run["of"] - 1), run
+        assert codes == [0] * len(codes), run  # every other run ends well
+        assert _whole(run, reference) == [], run
+
+
+@pytest.mark.slow
+def test_workers_started_together_damage_and_a_full_disk(model_and_suite, tmp_path):
+    """Three shard workers, a second worker of one shard and a whole-suite run started at the
+    same moment, each a process of its own: none hangs, each ends (done or refused with one
+    line), and the store is the one-process store.  A copy source's shard damaged (its tail
+    cut) before the workers that copy from it: each of them refuses in one line naming the
+    damage, no traceback, never a complete suite with other vectors.  A full disk at a spread of
+    points (a real small file system where this machine can mount one, else the injected full
+    disk, which also fails emb's own writev of shards and small objects): one clear line, no
+    temporary file left, and the next run completes the store to the reference's bytes."""
+    with small_disk(tmp_path / "disk", size="4m") as disk:
+        frees = ([60_000, 240_000, 300_000, 360_000, 420_000, 470_000] if disk.real
+                 else [0, 2_000, 60_000, 120_000, 170_000, 184_000])
+        result = _campaign(model_and_suite, tmp_path, [
+            {"together": ["1/3", "2/3", "3/3", "2/3", None]},
+            {"damage": {"block": 0, "mode": "tail", "shards": 3}},
+            {"damage": {"block": 2, "mode": "flip", "shards": 3}},
+            {"free": frees},
+        ], disk=str(disk.path), real_disk=disk.real)
+    reference = result["reference"]
+    together, *damaged = [r for r in result["runs"] if "together" in r or "damage" in r]
+    assert "timeout" not in together["codes"] and set(together["codes"]) <= {0, 1}, together
+    assert all(m.startswith("Error: ") and "\n" not in m for m in together["messages"]), together
+    assert together["again"] == [0, 0, 0] and _whole(together, reference) == [], together
+    for run in damaged:
+        assert set(run["codes"]) <= {0, 1} and 1 in run["codes"], run
+        for message in run["messages"]:
+            assert message.startswith("Error: CorruptStoreError: ") and "damaged" in message, run
+            assert "Traceback" not in message, run
+        assert run["state"]["status"] != "complete", run  # never complete with copied damage
+    fulls = [r for r in result["runs"] if "free" in r]
+    assert len(fulls) == len(frees) and any(r["codes"][0] == 1 for r in fulls)
+    for run in fulls:
+        assert run["codes"][-1] == 0 and _whole(run, reference) == [], run
+        if run["codes"][0] != 0:
+            assert len(run["messages"]) == 1 and "No space left on device" in run["messages"][0], run
+            assert "Traceback" not in run["messages"][0], run
+        assert run["partial_after_full"] == [], run
