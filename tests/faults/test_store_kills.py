@@ -185,3 +185,33 @@ def test_workers_started_together_damage_and_a_full_disk(model_and_suite, tmp_pa
             assert len(run["messages"]) == 1 and "No space left on device" in run["messages"][0], run
             assert "Traceback" not in run["messages"][0], run
         assert run["partial_after_full"] == [], run
+
+
+# -- a full disk where the estimate measures the write path ------------------------------------------
+def test_a_full_temporary_disk_leaves_the_estimate_without_write_time_not_an_internal_error(
+        tmp_path, monkeypatch):
+    """The estimate times emb's shard writes (write_parts) in the system's temporary directory
+    before the run: with that disk full (a small /tmp on a cluster node, the store elsewhere),
+    'emb extract' stopped with "internal error: OSError: [Errno 28] No space left on device"
+    before it wrote anything.  The probe is advice: its write time is then not counted (as the
+    miniature run's is not where it cannot be made), and the extraction goes on."""
+    import errno
+    import tempfile
+
+    from emb.store import _nodes, _shard_bytes
+
+    store = tmp_path / "s.zarr"
+    real = _nodes.write_parts
+    scratch = Path(tempfile.gettempdir()).resolve()
+
+    def full_scratch(path, parts):
+        if Path(path).resolve().is_relative_to(scratch) and not Path(path).resolve().is_relative_to(store):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, parts)
+
+    monkeypatch.setattr(_shard_bytes, "write_parts", full_scratch)
+    estimates = []
+    suite = words_suite(20)
+    extract(FakeRunner(), suite, str(store), progress=False, on_estimate=estimates.append)
+    assert len(estimates) == 1 and estimates[0].seconds >= 0
+    assert emb.open_store(str(store)).validate(deep=True).status == "complete"
