@@ -159,7 +159,7 @@ def test_workers_started_together_damage_and_a_full_disk(model_and_suite, tmp_pa
     temporary file left, and the next run completes the store to the reference's bytes."""
     with small_disk(tmp_path / "disk", size="4m") as disk:
         frees = ([60_000, 240_000, 300_000, 360_000, 420_000, 470_000] if disk.real
-                 else [0, 2_000, 60_000, 120_000, 170_000, 184_000])
+                 else {"writes": 8})
         result = _campaign(model_and_suite, tmp_path, [
             {"together": ["1/3", "2/3", "3/3", "2/3", None]},
             {"damage": {"block": 0, "mode": "tail", "shards": 3}},
@@ -178,7 +178,7 @@ def test_workers_started_together_damage_and_a_full_disk(model_and_suite, tmp_pa
             assert "Traceback" not in message, run
         assert run["state"]["status"] != "complete", run  # never complete with copied damage
     fulls = [r for r in result["runs"] if "free" in r]
-    assert len(fulls) == len(frees) and any(r["codes"][0] == 1 for r in fulls)
+    assert len(fulls) >= 6 and any(r["codes"][0] == 1 for r in fulls)
     for run in fulls:
         assert run["codes"][-1] == 0 and _whole(run, reference) == [], run
         if run["codes"][0] != 0:
@@ -215,3 +215,29 @@ def test_a_full_temporary_disk_leaves_the_estimate_without_write_time_not_an_int
     extract(FakeRunner(), suite, str(store), progress=False, on_estimate=estimates.append)
     assert len(estimates) == 1 and estimates[0].seconds >= 0
     assert emb.open_store(str(store)).validate(deep=True).status == "complete"
+
+
+# -- a finishing worker killed after the manifest, before the digest records were deleted -----------
+def test_digest_records_a_killed_finisher_left_are_removed_by_the_next_run(tmp_path):
+    """The worker that finishes a sharded suite writes the manifest, marks the suite complete,
+    then deletes the shards' digest records (``_progress/digest.<block>.json``); killed between
+    the two (the kill campaign: the finisher's 79th of 95 steps), the records stayed for good:
+    the next run found the suite complete and removed the kept encodings such a kill leaves, not
+    the records."""
+    from tests.store.test_shards import BLOCK, WINDOW, BatchRunner, repeat_suite
+
+    path = tmp_path / "s.zarr"
+    for index in (1, 2):
+        extract(BatchRunner(), repeat_suite(), str(path), progress=False, block_size=BLOCK,
+                window_blocks=WINDOW, shard=f"{index}/2")
+    progress = path / "s" / "_progress"
+    assert not list(progress.glob("digest.*"))
+    whole = _snapshot(str(path))
+    for block in (3, 7, 12):  # the records as the kill left them
+        (progress / f"digest.{block}.json").write_text(
+            json.dumps({"key": f"embedding/c/{block}/0/0/0", "size": 10, "crc32": "00000000"}))
+    extract(BatchRunner(), repeat_suite(), str(path), progress=False, block_size=BLOCK,
+            window_blocks=WINDOW, shard="2/2")
+    assert not list(progress.glob("digest.*"))
+    assert emb.open_store(str(path)).validate(deep=True).status == "complete"
+    assert _same(_snapshot(str(path)), whole)

@@ -52,7 +52,7 @@ from emb.schemas import datamodel as dm
 from emb.store._backoffs import delete_pending, merged, pending_runs, write_run
 from emb.store._layout import block_size_for, chunk_codecs, coord_layout, read_rows
 from emb.store._location import is_url, local_path
-from emb.store._nodes import digest, list_prefix, read_bytes
+from emb.store._nodes import digest, list_prefix, named_children, read_bytes
 from emb.store._shard_bytes import EncodedShard, ShardEncoder, all_finite, write_parts
 from emb.store._write_checks import ROOT_LOCK_WAIT_S, plan_group
 from emb.store.lock import WriterLock, locked
@@ -560,6 +560,15 @@ class SuiteWriter:
     def drop_tokens(self) -> None:
         """Delete every shard's kept encodings (:func:`emb.store.shards.drop_tokens`)."""
         drop_tokens(self.root.store, self.name)
+
+    def drop_digests(self) -> None:
+        """Delete the shards' digest records a finishing worker killed after the manifest, before
+        it deleted them, left (one listing; nothing more where there are none)."""
+        found = named_children(self.root.store, f"{self.name}/{dm.PROGRESS_GROUP}",
+                               starts="digest.", ends=".json")
+        blocks = [int(b) for n in found if (b := n[len("digest."):-len(".json")]).isdigit()]
+        if blocks:
+            drop_digests(self.root.store, self.name, blocks)
 
     # -- provenance ---------------------------------------------------------------------------------
     def record_backoffs(self, record: Mapping[str, Any]) -> None:
