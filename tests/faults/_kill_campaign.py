@@ -12,12 +12,19 @@ Blocks of 8 items, one block a compute window (``block_size_for`` and the pipeli
 ``window_blocks`` default patched, as tests/extract/test_shards_model.py patches the first):
 a small suite spans many shards and windows.
 
-PLAN: {"model": DIR, "suite": FILE, "dir": DIR, "cases": [{"shards": K or null,
-"victim": I (the worker killed; null: the one process), "points": [N, ...] or
-{"spread": M} (M kill points spread over the victim's steps under the store, the last
-ones included)}]}.  RESULT: the reference (an uninterrupted one-process run) and one record per
-kill: the exit codes, each failing run's message, the store's status, and what differs from
-the reference.
+PLAN: {"model": DIR, "suite": FILE, "dir": DIR, "disk": DIR, "real_disk": BOOL, "cases": [...]},
+each case one of
+
+- {"shards": K or null, "victim": I (the worker killed; null: the one process), "points":
+  [N, ...] or {"spread": M, "from_end": [B, ...]} (M kill points spread over the victim's steps
+  under the store, the last ones and those B steps before the end included)}: the workers run in turn, the victim killed, then run again;
+- {"together": ["1/3", "2/3", None, ...]}: those runs started at once;
+- {"damage": {"block": B, "mode": "flip" | "tail" | "empty" | "delete", "shards": K}};
+- {"free": [BYTES, ...] or {"writes": M}}: a run with the store's disk full after that many
+  bytes (a real small file system at "disk", or the injected full disk), then a run with room.
+
+RESULT: the reference (an uninterrupted one-process run) and one record per run: the exit
+codes, each failing run's message, and the store's state (status, hashes, what was left).
 """
 
 from __future__ import annotations
@@ -237,7 +244,7 @@ def _full_disk(plan: dict, work: Path, free: int) -> dict:
 
     def full() -> None:
         if not plan.get("real_disk"):
-            _inject._arm_disk(free)
+            _inject._arm_disk(free, str(store))
         _extract(plan, store, None)()
 
     log = work / "full.log"
@@ -253,11 +260,55 @@ def _full_disk(plan: dict, work: Path, free: int) -> dict:
             "state": _read_state(store, work)}
 
 
+def _points_of_writes(plan: dict, work: Path, m: int) -> list[int]:
+    """Bytes written into the store (os.write, os.writev) before each of ``m`` of its writes,
+    spread over an uninterrupted run's writes, the last ones included: a disk that is full
+    after that many bytes fails that write (a shard, a marker, a lock, ...)."""
+    store, out = work / "w.zarr", work / "writes.json"
+    shutil.rmtree(store, ignore_errors=True)
+
+    def logged() -> None:
+        sizes: list[int] = []
+        real_write, real_writev = os.write, os.writev
+        inside = os.path.realpath(store) + os.sep
+
+        def under(fd: int) -> bool:
+            try:
+                return os.readlink(f"/proc/self/fd/{fd}").startswith(inside)
+            except OSError:
+                return False
+
+        def write(fd, data):
+            n = real_write(fd, data)
+            if under(fd):
+                sizes.append(n)
+            return n
+
+        def writev(fd, buffers):
+            n = real_writev(fd, buffers)
+            if under(fd):
+                sizes.append(n)
+            return n
+
+        os.write, os.writev = write, writev
+        try:
+            _extract(plan, store, None)()
+        finally:
+            out.write_text(json.dumps(sizes))
+
+    _child(logged, work / "writes.log")
+    sizes = json.loads(out.read_text())
+    before = [sum(sizes[:i]) for i in range(len(sizes))]
+    picks = {round((len(before) - 1) * i / max(1, m - 1)) for i in range(m)} | {len(before) - 1}
+    return [before[i] for i in sorted(picks) if 0 <= i < len(before)]
+
+
 def _points(spec, total: int) -> list[int]:
     if isinstance(spec, list):
         return spec
     m = int(spec["spread"])
     picks = {max(1, round(total * i / m)) for i in range(1, m)} | {total, max(1, total - 1)}
+    picks |= {total - int(back) for back in spec.get("from_end", ())}
     return sorted(p for p in picks if 1 <= p <= total)
 
 
@@ -282,7 +333,10 @@ def main() -> None:
             result["runs"].append(_damaged(plan, work, **case["damage"]))
             continue
         if "free" in case:
-            result["runs"] += [_full_disk(plan, work, free) for free in case["free"]]
+            frees = case["free"]
+            if isinstance(frees, dict):  # the bytes before each of a spread of the store's writes
+                frees = _points_of_writes(plan, work, int(frees["writes"]))
+            result["runs"] += [_full_disk(plan, work, free) for free in frees]
             continue
         k, victim = case.get("shards"), case.get("victim")
         workers = [f"{i}/{k}" for i in range(1, k + 1)] if k else [None]

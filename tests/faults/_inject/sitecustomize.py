@@ -9,8 +9,9 @@ races and without a hook in emb's code.
 not those of loading a model or of the estimate's scratch files).
 
 ``EMB_FAULT_DISK_FREE=N``: the disk is full after N bytes written with ``os.write`` or
-``os.writev`` (emb writes its outputs, shards and small store objects so), and ``os.statvfs`` reports what is left: a full disk for machines where no small
-file system can be mounted.
+``os.writev`` (emb writes its outputs, shards and small store objects so), and ``os.statvfs``
+reports what is left: a full disk for machines where no small file system can be mounted.
+``EMB_FAULT_DISK_UNDER=DIR``: only the writes into files under DIR count and fail.
 """
 
 import errno
@@ -20,6 +21,7 @@ import signal
 _KILL_AT = os.environ.get("EMB_FAULT_KILL_AT_OP", "")
 _KILL_UNDER = os.environ.get("EMB_FAULT_KILL_UNDER", "")
 _DISK_FREE = os.environ.get("EMB_FAULT_DISK_FREE", "")
+_DISK_UNDER = os.environ.get("EMB_FAULT_DISK_UNDER", "")
 
 
 def _arm_kill(at: int, under: str = "") -> list[int]:
@@ -61,12 +63,23 @@ def _arm_kill(at: int, under: str = "") -> list[int]:
     return count
 
 
-def _arm_disk(free: int) -> None:
+def _arm_disk(free: int, under: str = "") -> list[int]:
+    """Fill the disk after ``free`` bytes (``under``: counting and refusing only the writes into
+    files under that directory, a store on a disk of its own); the bytes written, as a list."""
     written = [0]
     real_write, real_statvfs = os.write, os.statvfs
+    inside = os.path.realpath(under) + os.sep if under else ""
+
+    def counted(fd) -> bool:
+        if not inside:
+            return True
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}").startswith(inside)
+        except OSError:
+            return False
 
     def write(fd, data):
-        if fd > 2:  # not the standard streams
+        if fd > 2 and counted(fd):  # not the standard streams
             left = free - written[0]
             if left <= 0:
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -79,6 +92,8 @@ def _arm_disk(free: int) -> None:
     real_writev = os.writev
 
     def writev(fd, buffers):  # emb's shards and small objects (emb.store._nodes.write_parts)
+        if not counted(fd):
+            return real_writev(fd, buffers)
         left = free - written[0]
         if left <= 0:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -101,9 +116,10 @@ def _arm_disk(free: int) -> None:
                                   real.f_namemax))
 
     os.write, os.writev, os.statvfs = write, writev, statvfs
+    return written
 
 
 if _KILL_AT.isdigit():
     _arm_kill(int(_KILL_AT), _KILL_UNDER)
 if _DISK_FREE.isdigit():
-    _arm_disk(int(_DISK_FREE))
+    _arm_disk(int(_DISK_FREE), _DISK_UNDER)
