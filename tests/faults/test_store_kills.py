@@ -243,3 +243,33 @@ def test_digest_records_a_killed_finisher_left_are_removed_by_the_next_run(tmp_p
     assert not list(progress.glob("digest.*"))
     assert emb.open_store(str(path)).validate(deep=True).status == "complete"
     assert _same(_snapshot(str(path)), whole)
+
+
+# -- kept encodings a killed layout worker was renaming into place -----------------------------------
+def test_kept_encodings_a_killed_worker_left_half_written_are_removed_once_no_worker_runs(tmp_path):
+    """The worker that lays a sharded suite out writes, for each other shard, the encodings of
+    its contexts (``_progress/tokens.<shard>.npz``, a ``.partial`` renamed into place) while it
+    computes; killed before a rename (the kill campaign: the layout worker's 214th and 217th of
+    259 steps), the ``.partial`` (the encodings of a whole shard's contexts) stayed in the
+    complete suite for good: the finishing worker keeps such files (their writer may still be
+    at work) and a later run that found the suite complete removed only finished ones.  Once no
+    other worker of the suite holds its lock, nobody writes them: the finisher and a later run
+    remove them."""
+    from tests.store.test_shards import BLOCK, WINDOW, BatchRunner, repeat_suite
+
+    def run(path, shard):
+        extract(BatchRunner(), repeat_suite(), str(path), progress=False, block_size=BLOCK,
+                window_blocks=WINDOW, shard=shard)
+
+    leftover = "tokens.shard-2-of-2.0f1e2d3c4b5a69788796a5b4c3d2e1f0.partial"
+    for later in (False, True):
+        path = tmp_path / f"s{int(later)}.zarr"
+        run(path, "1/2")
+        progress = path / "s" / "_progress"
+        (progress / leftover).write_bytes(b"PK\x03\x04 half an npz")  # the killed rename's file
+        run(path, "2/2")  # finishes the suite
+        if later:  # as a finisher that kept it would have left it
+            (progress / leftover).write_bytes(b"PK\x03\x04 half an npz")
+            run(path, "1/2")  # finds the suite complete
+        assert _partials(path) == [], later
+        assert emb.open_store(str(path)).validate(deep=True).status == "complete"

@@ -47,7 +47,7 @@ import zarr.storage
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync as zarr_sync
 
-from emb.errors import CorruptStoreError, StoreError
+from emb.errors import CorruptStoreError, StoreError, StoreLockedError
 from emb.schemas import datamodel as dm
 from emb.store._backoffs import delete_pending, merged, pending_runs, write_run
 from emb.store._layout import block_size_for, chunk_codecs, coord_layout, read_rows
@@ -71,6 +71,7 @@ from emb.store.shards import (
     record_tokens,
     recorded_digests,
     shard_layout_guard,
+    shard_lock_path,
     write_marker,
 )
 from emb.store.shards import writer_lock as _take_lock
@@ -625,9 +626,9 @@ class SuiteWriter:
             self.drop_tokens()
         if self.shard is not None:
             # writes that killed shard workers left unfinished: every block is done, nobody
-            # writes one now (kept encodings aside: the worker that lays the suite out writes
-            # them while it computes, and may still be at it)
-            self._drop_partial_files(keep=f"{self.name}/{dm.PROGRESS_GROUP}/{TOKENS_PREFIX}")
+            # writes one now (kept encodings aside while another worker runs: the worker that
+            # lays the suite out writes them while it computes, and may still be at it)
+            self.drop_partial_files()
         self._consolidate_complete()
         self.close()
 
@@ -664,6 +665,22 @@ class SuiteWriter:
         """Release the suite's lock (idempotent); an unfinished suite stays resumable."""
         if self.lock is not None:
             self.lock.release()
+
+    def drop_partial_files(self) -> None:
+        """Remove the temporary files killed writes left in a complete suite (``*.partial``):
+        all of them once no other worker of the suite holds its lock (a live one may be writing
+        kept encodings), else all but the kept encodings'."""
+        mine = shard_lock_path(self.location, self.name, self.shard) if self.shard else None
+        keep = None
+        if not is_url(self.location):
+            base = local_path(self.location)
+            try:
+                for path in sorted(base.glob(f"{dm.LOCK_PREFIX}.{self.name}.shard-*")):
+                    if path != mine:
+                        WriterLock.check_free(path, what=f"suite {self.name!r} ({path.name})")
+            except StoreLockedError:
+                keep = f"{self.name}/{dm.PROGRESS_GROUP}/{TOKENS_PREFIX}"
+        self._drop_partial_files(keep=keep)
 
     def _drop_partial_files(self, keep: str | None = None) -> None:
         """Remove temporary files left by writes a kill interrupted (``*.partial``), but for
