@@ -133,13 +133,14 @@ def test_writers_killed_at_any_step_resume_to_the_bytes_of_one_run(model_and_sui
     branch s32-crash.)"""
     result = _campaign(model_and_suite, tmp_path, [
         {"shards": None, "victim": None, "points": {"spread": 5}},
-        {"shards": 3, "victim": 1, "points": {"spread": 2}},
+        # the layout worker also while it renames the kept encodings into place
+        {"shards": 3, "victim": 1, "points": {"spread": 2, "from_end": [45, 42]}},
         # the finisher also after its manifest, while it deletes the digest records
         {"shards": 3, "victim": 3, "points": {"spread": 2, "from_end": [12]}},
     ])
     reference = result["reference"]
     runs = result["runs"]
-    assert len(runs) >= 11 and {r["victim"] for r in runs} == {None, 1, 3}
+    assert len(runs) >= 13 and {r["victim"] for r in runs} == {None, 1, 3}
     for run in runs:
         codes = list(run["codes"])
         killed = codes.pop((run["victim"] or 1) - 1)  # the victim's first run: killed
