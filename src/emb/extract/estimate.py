@@ -167,7 +167,10 @@ def estimate_extraction(
             from emb.extract.settings import writer_threads
             from emb.store import write_seconds
 
-            writing = items * write_seconds(sample) / len(sample) / writer_threads()
+            try:
+                writing = items * write_seconds(sample) / len(sample) / writer_threads()
+            except OSError:  # no room in the temporary directory (the store may be elsewhere):
+                writing = 0.0  # not measured, as the miniature run where it cannot be made
             # the writer threads overlap a GPU's work, and share a CPU's cores with the model
             on_gpu = str(getattr(info, "device", "cpu")).startswith("cuda")
             seconds = max(seconds, writing) if on_gpu else seconds + writing

@@ -600,6 +600,8 @@ def _extract_suite(
                 # kept encodings written after another worker completed the suite by a worker
                 # killed before its own last step
                 writer.drop_tokens()
+                writer.drop_digests()  # and the digest records of a finisher killed so
+                writer.drop_partial_files()  # and what killed writes left half-written
                 return SuiteReport(
                     name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
                     blocks_written=0, blocks_total=len(ranges), already_complete=True,

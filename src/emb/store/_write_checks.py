@@ -274,7 +274,8 @@ def _group_state(zstore: Any, name: str) -> tuple[str, dict[str, Any] | None, st
     except BadMetadata as err:
         return "damaged", None, f"its metadata is damaged ({err})"
     if meta is None:
-        if list_prefix(zstore, name):
+        # temporary files of a killed write (zarr's ``*.partial``) are nothing of a suite's
+        if any(not key.endswith(".partial") for key in list_prefix(zstore, name)):
             return "damaged", None, f"its metadata ({name}/zarr.json) is missing but data is there"
         return "absent", None, ""
     attrs = meta.get("attributes") or {}

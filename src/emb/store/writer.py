@@ -47,12 +47,12 @@ import zarr.storage
 from zarr.core.buffer import default_buffer_prototype
 from zarr.core.sync import sync as zarr_sync
 
-from emb.errors import CorruptStoreError, StoreError
+from emb.errors import CorruptStoreError, StoreError, StoreLockedError
 from emb.schemas import datamodel as dm
 from emb.store._backoffs import delete_pending, merged, pending_runs, write_run
 from emb.store._layout import block_size_for, chunk_codecs, coord_layout, read_rows
 from emb.store._location import is_url, local_path
-from emb.store._nodes import digest, list_prefix, read_bytes
+from emb.store._nodes import digest, list_prefix, named_children, read_bytes
 from emb.store._shard_bytes import EncodedShard, ShardEncoder, all_finite, write_parts
 from emb.store._write_checks import ROOT_LOCK_WAIT_S, plan_group
 from emb.store.lock import WriterLock, locked
@@ -71,6 +71,7 @@ from emb.store.shards import (
     record_tokens,
     recorded_digests,
     shard_layout_guard,
+    shard_lock_path,
     write_marker,
 )
 from emb.store.shards import writer_lock as _take_lock
@@ -291,6 +292,11 @@ class SuiteWriter:
                 if action in ("replace", "rewrite"):
                     with _write_errors(f"(delete) the group {name!r} of {location}"):
                         _delete_group(zstore, name, flags=attrs is not None)
+                elif not is_url(location):  # "new": what a killed layout write left is temporary
+                    for key in list_prefix(zstore, name):
+                        if key.endswith(".partial"):
+                            with contextlib.suppress(OSError):
+                                (local_path(location) / key).unlink()
 
                 def layout() -> tuple[zarr.Group, zarr.Array, zarr.Array]:
                     with _write_errors(f"the layout of suite {name!r} into {location}"):
@@ -556,6 +562,15 @@ class SuiteWriter:
         """Delete every shard's kept encodings (:func:`emb.store.shards.drop_tokens`)."""
         drop_tokens(self.root.store, self.name)
 
+    def drop_digests(self) -> None:
+        """Delete the shards' digest records a finishing worker killed after the manifest, before
+        it deleted them, left (one listing; nothing more where there are none)."""
+        found = named_children(self.root.store, f"{self.name}/{dm.PROGRESS_GROUP}",
+                               starts="digest.", ends=".json")
+        blocks = [int(b) for n in found if (b := n[len("digest."):-len(".json")]).isdigit()]
+        if blocks:
+            drop_digests(self.root.store, self.name, blocks)
+
     # -- provenance ---------------------------------------------------------------------------------
     def record_backoffs(self, record: Mapping[str, Any]) -> None:
         """Write (or rewrite) this run's out-of-memory back-off record (its ``halvings``,
@@ -611,9 +626,9 @@ class SuiteWriter:
             self.drop_tokens()
         if self.shard is not None:
             # writes that killed shard workers left unfinished: every block is done, nobody
-            # writes one now (kept encodings aside: the worker that lays the suite out writes
-            # them while it computes, and may still be at it)
-            self._drop_partial_files(keep=f"{self.name}/{dm.PROGRESS_GROUP}/{TOKENS_PREFIX}")
+            # writes one now (kept encodings aside while another worker runs: the worker that
+            # lays the suite out writes them while it computes, and may still be at it)
+            self.drop_partial_files()
         self._consolidate_complete()
         self.close()
 
@@ -650,6 +665,22 @@ class SuiteWriter:
         """Release the suite's lock (idempotent); an unfinished suite stays resumable."""
         if self.lock is not None:
             self.lock.release()
+
+    def drop_partial_files(self) -> None:
+        """Remove the temporary files killed writes left in a complete suite (``*.partial``):
+        all of them once no other worker of the suite holds its lock (a live one may be writing
+        kept encodings), else all but the kept encodings'."""
+        mine = shard_lock_path(self.location, self.name, self.shard) if self.shard else None
+        keep = None
+        if not is_url(self.location):
+            base = local_path(self.location)
+            try:
+                for path in sorted(base.glob(f"{dm.LOCK_PREFIX}.{self.name}.shard-*")):
+                    if path != mine:
+                        WriterLock.check_free(path, what=f"suite {self.name!r} ({path.name})")
+            except StoreLockedError:
+                keep = f"{self.name}/{dm.PROGRESS_GROUP}/{TOKENS_PREFIX}"
+        self._drop_partial_files(keep=keep)
 
     def _drop_partial_files(self, keep: str | None = None) -> None:
         """Remove temporary files left by writes a kill interrupted (``*.partial``), but for
