@@ -429,6 +429,10 @@ def _check_assets(assets: Path) -> bool:
     return True
 
 
+#: What a page of each format may be called (its file name's suffix).
+_SUFFIXES = {"html": (".html", ".htm"), "md": (".md", ".markdown")}
+
+
 def build_report(
     paths: Sequence[str | os.PathLike[str]],
     out: str | os.PathLike[str] | None = None,
@@ -471,6 +475,13 @@ def build_report(
         format = "md" if out is not None and Path(out).suffix.lower() == ".md" else "html"  # noqa: A001
     if format not in ("html", "md"):
         raise ResultsError(f"report format must be 'html' or 'md'; got {format!r}")
+    suffix = Path(out).suffix.lower() if out is not None else ""
+    if suffix and suffix not in _SUFFIXES[format]:  # r.pdf would hold an HTML page
+        raise ResultsError(
+            f"--out {os.fspath(out)!r} ends in {suffix!r}, but the report is a "  # type: ignore[arg-type]
+            f"{'Markdown' if format == 'md' else 'HTML'} page; name it "
+            f"{' or '.join(_SUFFIXES[format])} (for a PDF, print the HTML page: chromium "
+            "--headless --print-to-pdf=report.pdf report.html)")
     if not paths:
         raise ResultsError("give at least one results directory (the --out of 'emb analyze')")
     runs = find_runs(paths)

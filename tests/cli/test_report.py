@@ -269,3 +269,18 @@ def test_a_power_of_ten_below_float_range_is_a_superscript(runs: dict[str, Path]
     assert "p ≈ 10<sup>−680.4</sup> (n = 13,865)" in text and "10^-680.4" not in text
     markdown = build_report([copy], tmp_path / "r.md").read_text(encoding="utf-8")
     assert "10^-680.4" in markdown  # plain text stays plain
+
+
+@pytest.mark.parametrize("name, fmt", [("r.pdf", None), ("r.txt", None), ("r.md", "html"),
+                                       ("r.html", "md"), ("r", "html")])
+def test_a_page_named_for_another_format_is_refused(runs: dict[str, Path], tmp_path: Path,
+                                                    name: str, fmt: str | None) -> None:
+    """'emb report -o r.pdf' wrote an HTML page into r.pdf."""
+    page = tmp_path / name
+    if Path(name).suffix:
+        args = ["report", str(runs["weat"]), "-o", str(page), *(["--format", fmt] if fmt else [])]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+        assert f"ends in {Path(name).suffix!r}" in result.output and not page.exists()
+    else:  # no suffix at all: the user's choice, written as asked
+        assert build_report([runs["weat"]], page, format=fmt) == page and page.exists()
