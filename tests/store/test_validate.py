@@ -303,9 +303,14 @@ def test_only_errors_of_reading_stored_bytes_are_called_damage():
     with pytest.raises(CorruptStoreError, match=r"x\.zarr is damaged.*emb validate --deep x\.zarr"):
         with damage_reported(["x.zarr"]):
             raise zipfile.BadZipFile("Bad CRC-32 for file 's/embedding/c/0/0/0/0'")
-    with pytest.raises(CorruptStoreError, match="checksum do not match"):
+    with pytest.raises(CorruptStoreError, match="its checksum does not match") as raised:
         with damage_reported(["x.zarr"]):
-            raise ValueError("Stored and computed checksum do not match.")
+            raise ValueError("Stored and computed checksum do not match. Stored: "
+                             "b'\\xba\\x01\\x7f'. Computed: b'\\x00\\x11\\x22'.")
+    assert "\\x" not in str(raised.value) and "b'" not in str(raised.value)  # no raw bytes shown
+    with pytest.raises(CorruptStoreError, match=r"RuntimeError: blosc decompression: … is no header, … either"):
+        with damage_reported(["x.zarr"]):
+            raise RuntimeError("blosc decompression: b'\\x00\\x01' is no header, b\"\\x02\" either")
     for error in (ValueError("operands could not be broadcast"), KeyError("layer"),
                   RuntimeError("boom"), StoreError("an emb error stays itself")):
         with pytest.raises(type(error)) as raised:

@@ -11,7 +11,7 @@ import zarr
 import zarr.codecs
 
 from emb.errors import CorruptStoreError
-from emb.store._nodes import is_damage
+from emb.store._nodes import damage_text, is_damage
 
 __all__ = ["BOOLEAN_TEXT", "block_size_for", "boolean_label", "chunk_codecs", "coord_layout", "compressor", "read_rows"]
 
@@ -128,8 +128,8 @@ def read_rows(array: zarr.Array, rows: Sequence[int]) -> np.ndarray:
         if not is_damage(err):
             raise
         raise CorruptStoreError(
-            f"the stored vectors {array.path!r} cannot be read back ({type(err).__name__}: "
-            f"{err}): a shard is damaged; 'emb validate --deep' names it; re-extract that suite "
+            f"the stored vectors {array.path!r} cannot be read back ({damage_text(err)}): a "
+            "shard is damaged; 'emb validate --deep' names it; re-extract that suite "
             "with --overwrite"
         ) from err
     return out

@@ -357,6 +357,21 @@ def is_damage(err: BaseException) -> bool:
     return bool(_DECODERS.search(innermost))
 
 
+def damage_text(err: BaseException) -> str:
+    """What reading damaged bytes raised, in words: a checksum that does not match is said so
+    (zarr's message quotes both checksums as raw bytes), other errors by their type and message
+    with any raw bytes left out and cut to 200 characters."""
+    text = str(err).rstrip(". ")
+    if isinstance(err, ValueError) and "checksum" in text.lower():
+        return "its checksum does not match: the stored bytes changed"
+    text = _RAW_BYTES.sub("…", text)
+    return f"{type(err).__name__}: {text if len(text) <= 200 else text[:199] + '…'}"
+
+
+#: a bytes literal in an error message (b'\xba…' or b"…")
+_RAW_BYTES = re.compile(r"(?<!\w)b'(?:[^'\\]|\\.)*'" + r'|(?<!\w)b"(?:[^"\\]|\\.)*"')
+
+
 def _read_failure(err: BaseException) -> bool:
     """An OSError raised while the store was read (a disk's I/O error, a connection lost)."""
     return isinstance(err, OSError) and any(
@@ -390,8 +405,8 @@ def damage_reported(locations: Sequence[str]) -> Iterator[None]:
                   else "'emb validate --deep STORE' on each store")
         if is_damage(err):
             raise CorruptStoreError(
-                f"the stored data of {which} is damaged: reading it failed with "
-                f"{type(err).__name__}: {str(err).rstrip('. ')}; run {advice} to find the damaged objects, and "
+                f"the stored data of {which} is damaged: reading it failed ({damage_text(err)}); "
+                f"run {advice} to find the damaged objects, and "
                 "restore them from a copy or re-extract the suite with --overwrite"
             ) from err
         if _read_failure(err):
