@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import re
@@ -253,11 +254,15 @@ def _file_size(path: Path) -> int | None:
         return None
 
 
-def write_parts(path: Path, parts: tuple[Any, ...]) -> None:
+def write_parts(path: Path, parts: tuple[Any, ...], *, durable: bool = False) -> None:
     """Write ``parts`` as the file ``path`` the way zarr's ``LocalStore`` writes an object: into
     ``<path>.<random>.partial`` beside it, then renamed over it (a reader sees the old object or
     the new one, and a killed write leaves a ``.partial`` the next run removes); one ``writev``
-    of the parts, with no join into one buffer first."""
+    of the parts, with no join into one buffer first.
+
+    ``durable``: the file's bytes are on the disk before the rename, and the rename before this
+    returns (``fsync`` of the file, then of its directory), so that what is written after it (a
+    block's done-marker) cannot outlive it in a power loss or a crash of the machine."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{uuid.uuid4().hex}.partial")
     try:
@@ -271,12 +276,31 @@ def write_parts(path: Path, parts: tuple[Any, ...]) -> None:
                     views.pop(0)
                 if views and written:
                     views[0] = views[0][written:]
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         tmp.replace(path)
+        if durable:
+            _sync_directory(path.parent)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _sync_directory(directory: Path) -> None:
+    """``fsync`` a directory (its entries: a rename into it), where the system allows it."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # a system without directory handles (Windows): nothing more can be done
+        return
+    try:
+        os.fsync(fd)
+    except OSError as err:  # some file systems refuse fsync on a directory (EINVAL)
+        if err.errno not in (errno.EINVAL, errno.EBADF, errno.EACCES):
+            raise
+    finally:
+        os.close(fd)
 
 
 def put_object(zstore: Any, key: str, data: bytes) -> None:

@@ -506,7 +506,8 @@ class SuiteWriter:
             if encoded is not None and encoded.parts is not None:
                 zstore = self.root.store
                 if isinstance(zstore, zarr.storage.LocalStore) and not zstore.read_only:  # zarr's rename
-                    write_parts(Path(zstore.root) / key, encoded.parts)
+                    # on the disk before its marker is written (a crash of the machine)
+                    write_parts(Path(zstore.root) / key, encoded.parts, durable=True)
                 else:  # one PUT
                     zarr_sync(zstore.set(key, _BUFFER.from_bytes(encoded.data)))
                 entry: tuple[int, str] | None = (encoded.size, encoded.crc32)
