@@ -25,7 +25,8 @@ Steps (each prints one block; a step that cannot run prints "skipped: why"):
    float16 storage) and of the forward pass alone on the same batches.
 2. 8B in 4-bit (bitsandbytes; "skipped: no bitsandbytes" without it): the model is saved once and
    loaded through emb's own loader (``--quantize 4bit``), then timed as in 1 (items/s, peak GPU
-   memory).  Without a CUDA GPU emb refuses ``--quantize``: the step prints that refusal.
+   memory).  Where emb refuses ``--quantize`` (no bitsandbytes that runs on the device), the step
+   prints that refusal.
 3. The memory plans of Llama-3-70B (bfloat16, 8bit, 4bit) against this GPU's free memory, and
    the refusal of the whole model on one GPU.
 4. A 4-block model of the 8B's width saved and loaded through emb with ``--device-map auto``,
@@ -264,7 +265,8 @@ def _save(model, tokenizer, saved: Path) -> Path:
 def _four_bit(saved: Path, suite, tmp_path: Path, device: torch.device, dtype: str,
               batch_size: int) -> None:
     """The saved model loaded through emb's loader with ``--quantize 4bit`` (compute ``dtype``)
-    and timed (items/s, peak memory); where emb refuses (no CUDA GPU), its refusal."""
+    and timed (items/s, peak memory); where emb refuses (no bitsandbytes for the device), its
+    refusal."""
     from emb.backends import load_model
     from emb.errors import ModelError
 
