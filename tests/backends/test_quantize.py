@@ -141,3 +141,24 @@ def test_importing_bitsandbytes_for_the_cpu_is_quiet():
         env={**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])},
     )
     assert (done.returncode, done.stdout.strip(), done.stderr) == (0, "True", "")
+
+
+def test_quantised_layers_that_fail_are_named_not_the_model(llama_dir, tmp_path, monkeypatch):
+    """bitsandbytes' CPU 4-bit kernels (on CPUs with AVX-512 BF16) pack weights in blocks of 64
+    input features and fail on narrower layers (RuntimeError: shape '[32, 0]' is invalid …): the
+    error named the model ("did not run on a test input … emb needs a text model") instead of
+    the quantisation.  The failure is injected here, as it happens only on such CPUs."""
+    from bitsandbytes.nn import Linear4bit
+
+    def fail(self, x):
+        raise RuntimeError("shape '[32, 0]' is invalid for input of size 16")
+
+    monkeypatch.setattr(Linear4bit, "forward", fail)
+    store = tmp_path / "s.zarr"
+    with pytest.raises(ModelError, match=r"with --quantize 4bit, bitsandbytes could not run the "
+                                         r"4bit layers of .* on cpu \(its CPU 4-bit kernels pack "
+                                         r".*RuntimeError: shape .*drop --quantize or use "
+                                         r"--quantize 8bit"):
+        extract(llama_dir, make_suite([item("I love it", "love")]), store, device="cpu",
+                quantize="4bit", progress=False)
+    assert not store.exists()

@@ -448,6 +448,16 @@ def load_model(
         try:
             hidden = hidden_states(network, ids)
         except (TypeError, ValueError, RuntimeError) as error:
+            if quantize is not None:  # the quantised layers, not the model: say so
+                narrow = (" (its CPU 4-bit kernels pack the weights in blocks of 64 input "
+                          "features: a layer narrower than that fails)"
+                          if quantize == "4bit" and target_device.type == "cpu" else "")
+                raise ModelError(
+                    f"with --quantize {quantize}, bitsandbytes could not run the {quantize} layers "
+                    f"of {given!r} on {target_device}{narrow}: {type(error).__name__}: "
+                    f"{str(error).rstrip('. ')}; drop --quantize"
+                    + (" or use --quantize 8bit" if quantize == "4bit" else "")
+                ) from error
             raise ModelError(
                 f"{type(network).__name__} of {given!r} did not run on a test input "
                 f"({type(error).__name__}: {error}); emb needs a text model that returns hidden "
