@@ -81,6 +81,18 @@ def test_an_empty_list_in_python_is_an_analysis_error(
         ANALYSES[name].function(ds, **{keyword: []})
 
 
+def _example_store(path: Path, name: str, *, constant: bool = False) -> Path:
+    """A store of the analysis record's example suite of ``name`` (``constant``: every embedding
+    vector the same)."""
+    ds = ANALYSES[name].example()[0].compute()
+    if constant:
+        ds["embedding"] = ds["embedding"].copy(
+            data=np.ones(ds["embedding"].shape, ds["embedding"].dtype))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zarr's note on fixed-width string dtypes
+        return write_store(path, {ANALYSES[name].suite: ds})
+
+
 # -- --cv-folds 0 ("none", as the option's message says) -------------------------------------------
 def test_valence_subspace_without_cross_validation_reports_its_valnorm(tmp_path: Path) -> None:
     """``--cv-folds 0`` (no cross-validated accuracy, which the option allows) left the table
@@ -88,10 +100,7 @@ def test_valence_subspace_without_cross_validation_reports_its_valnorm(tmp_path:
     "internal error: ValueError: attempt to get argmax of an empty sequence"). The ValNorm of the
     projection is computed all the same: it is reported, and the accuracy is said to be absent,
     never printed as nan."""
-    ds, _ = ANALYSES["valence-subspace"].example()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        store = write_store(tmp_path / "i.zarr", {"intersectional": ds.compute()})
+    store = _example_store(tmp_path / "i.zarr", "valence-subspace")
     out = tmp_path / "o"
     ok = run_emb("analyze", "valence-subspace", "--store", str(store), "--out", str(out),
                  "--no-plots", "--quiet", "--cv-folds", "0")
@@ -154,12 +163,7 @@ def test_a_schema_version_no_emb_wrote_is_called_damaged_not_newer(
 # -- a store whose vectors are all the same (a broken checkpoint, a collapsed layer) ------------------
 def _constant_store(path: Path, name: str) -> Path:
     """The record's example suite of ``name`` with every embedding vector the same."""
-    ds, _ = ANALYSES[name].example()
-    ds = ds.compute()
-    ds["embedding"] = ds["embedding"].copy(data=np.ones(ds["embedding"].shape, ds["embedding"].dtype))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return write_store(path, {ANALYSES[name].suite: ds})
+    return _example_store(path, name, constant=True)
 
 
 @pytest.mark.parametrize("name, extra", [
@@ -184,10 +188,7 @@ def test_an_analysis_of_identical_vectors_draws_and_prints_no_nan(tmp_path: Path
 def test_vast_on_an_intersectional_suite_names_the_lexicon_plainly(tmp_path: Path) -> None:
     """``emb analyze vast --suite intersectional`` (its words have a lexicon, but in the settings
     'phrase' and 'alone') said "lexicon np.str_('toy') has no items in setting 'phrase'"."""
-    ds, _ = ANALYSES["intersectional"].example()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        store = write_store(tmp_path / "i.zarr", {"intersectional": ds.compute()})
+    store = _example_store(tmp_path / "i.zarr", "intersectional")
     outcome = run_emb("analyze", "vast", "--store", str(store), "--suite", "intersectional",
                       "--out", str(tmp_path / "o"), "--no-plots", "--quiet")
     message = assert_refused(outcome, codes=(1,), mentions=["lexicon 'toy'", "setting"])
@@ -199,10 +200,7 @@ def test_sc_weat_on_a_setting_without_lexicon_words_says_which_settings_have_the
 ) -> None:
     """``emb analyze sc-weat --suite intersectional`` (its lexicon words only in the setting
     'alone') said "no words given to select; pass at least one word", though none was given."""
-    ds, _ = ANALYSES["intersectional"].example()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        store = write_store(tmp_path / "i.zarr", {"intersectional": ds.compute()})
+    store = _example_store(tmp_path / "i.zarr", "intersectional")
     outcome = run_emb("analyze", "sc-weat", "--store", str(store), "--suite", "intersectional",
                       "--out", str(tmp_path / "o"), "--no-plots", "--quiet")
     message = assert_refused(outcome, codes=(1,), mentions=["lexicon 'toy'", "'phrase'",
@@ -328,10 +326,7 @@ def test_similarity_refuses_a_benchmark_or_pooling_named_twice_or_not_at_all(
 def test_stereotype_refuses_a_comparison_given_twice(tmp_path: Path) -> None:
     """``--group female_names,male_names`` twice wrote 576 rows for 72 (every row 8 times) and
     printed each headline line repeatedly, with exit 0."""
-    ds, _ = ANALYSES["stereotype"].example()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        store = write_store(tmp_path / "s.zarr", {"stereotype": ds.compute()})
+    store = _example_store(tmp_path / "s.zarr", "stereotype")
     outcome = run_emb("analyze", "stereotype", "--store", str(store), "--out", str(tmp_path / "o"),
                       "--no-plots", "--quiet", "--group", "female_names,male_names",
                       "--group", "female_names,male_names")
