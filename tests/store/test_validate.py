@@ -303,7 +303,7 @@ def test_only_errors_of_reading_stored_bytes_are_called_damage():
     with pytest.raises(CorruptStoreError, match=r"x\.zarr is damaged.*emb validate --deep x\.zarr"):
         with damage_reported(["x.zarr"]):
             raise zipfile.BadZipFile("Bad CRC-32 for file 's/embedding/c/0/0/0/0'")
-    with pytest.raises(CorruptStoreError, match="its checksum does not match") as raised:
+    with pytest.raises(CorruptStoreError, match="its CRC-32C checksum does not match: the stored bytes changed") as raised:
         with damage_reported(["x.zarr"]):
             raise ValueError("Stored and computed checksum do not match. Stored: "
                              "b'\\xba\\x01\\x7f'. Computed: b'\\x00\\x11\\x22'.")

@@ -386,8 +386,8 @@ def damage_text(err: BaseException) -> str:
     (zarr's message quotes both checksums as raw bytes), other errors by their type and message
     with any raw bytes left out and cut to 200 characters."""
     text = str(err).rstrip(". ")
-    if isinstance(err, ValueError) and "checksum" in text.lower():
-        return "its checksum does not match: the stored bytes changed"
+    if "checksum" in text.lower():
+        return "its CRC-32C checksum does not match: the stored bytes changed"
     text = _RAW_BYTES.sub("…", text)
     return f"{type(err).__name__}: {text if len(text) <= 200 else text[:199] + '…'}"
 

@@ -54,7 +54,15 @@ from zarr.storage import WrapperStore
 
 from emb.errors import CorruptStoreError, EmbError, StoreError
 from emb.schemas import datamodel as dm
-from emb.store._nodes import _ZIP_DAMAGE, BadMetadata, crc32, is_damage, read_bytes, read_json
+from emb.store._nodes import (
+    _ZIP_DAMAGE,
+    BadMetadata,
+    crc32,
+    damage_text,
+    is_damage,
+    read_bytes,
+    read_json,
+)
 from emb.store.manifest import MANIFEST_VERSION, describe_key
 from emb.store.validate import shard_key
 
@@ -180,21 +188,13 @@ class SuiteReads:
 
     def damaged(self, what: str, *, cause: BaseException | None = None) -> CorruptStoreError:
         """The error for damaged stored bytes (``what``: the object and what is wrong with it)."""
-        because = f" ({_cause(cause)})" if cause else ""
+        because = f" ({damage_text(cause)})" if cause else ""
         return CorruptStoreError(
             f"the stored data of suite {self.name!r} in {self.location} is damaged: {what}{because}; "
             f"nothing was computed from it; run 'emb validate --deep {self.location}' for the "
             "whole report, and restore the store from a copy or re-extract the suite with "
             "--overwrite"
         )
-
-
-def _cause(err: BaseException) -> str:
-    """A decoding error in words (zarr's checksum message quotes raw bytes: left out)."""
-    text = str(err).rstrip(". ")
-    if "checksum" in text.lower():
-        return "its CRC-32C checksum does not match"
-    return f"{type(err).__name__}: {text[:200]}"
 
 
 class VerifiedStore(WrapperStore[Any]):
