@@ -72,12 +72,13 @@ def _library_options(analysis: Any, given: Mapping[str, Any]) -> dict[str, Any]:
             out[option.name] = bool(value)
             continue
         values = list(value)
+        if option.multiple and option.type in ("str", "layer"):
+            values = _split_values(values)
+        if all(isinstance(v, str) and not v.strip() for v in values):  # --test '', --setting ','
+            raise click.UsageError(
+                f"{option.cli_flag} is empty; give a value or leave it out (its default is used "
+                "then)")
         if option.multiple:
-            values = _split_values(values) if option.type in ("str", "layer") else values
-            if not values:  # --test '' or --setting ',': given, but naming nothing
-                raise click.UsageError(
-                    f"{option.cli_flag} is empty; give at least one or leave it out (its "
-                    "default is used then)")
             if option.type == "layer":
                 values = [_layer(v) for v in values]
             out[option.name] = values
@@ -87,10 +88,6 @@ def _library_options(analysis: Any, given: Mapping[str, Any]) -> dict[str, Any]:
                     f"{analysis.name} takes one {option.cli_flag}; got {len(values)}: "
                     f"{', '.join(map(str, values))}"
                 )
-            if isinstance(values[0], str) and not values[0].strip():  # --test '': not "not given"
-                raise click.UsageError(
-                    f"{option.cli_flag} is empty; give a value or leave it out (its default "
-                    "is used then)")
             out[option.name] = _layer(values[0]) if option.type == "layer" else values[0]
     return out
 
