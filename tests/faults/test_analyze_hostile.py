@@ -235,13 +235,31 @@ def test_valence_subspace_of_identical_vectors_prints_no_nan_and_the_n_of_its_r(
     store = _constant_store(tmp_path / "c.zarr", "valence-subspace")
     out = tmp_path / "o"
     ok = run_emb("analyze", "valence-subspace", "--store", str(store), "--out", str(out),
-                 "--no-plots", "--quiet")
+                 "--quiet")
     assert ok.code == 0, str(ok)
     headline = ok.stdout.splitlines()[2]
     assert "nan" not in headline.lower() and "undefined by cosine" in headline, ok.stdout
+    # every word's projection is the same number: its r is undefined too, not the ~1e-16 of
+    # the rounding of their mean (which also named a "highest projection r" of 9e-17)
+    assert "r = undefined by projection" in headline, ok.stdout
+    assert "highest projection r" not in ok.stdout, ok.stdout
     table = pd.read_csv(out / "valence_subspace.csv")
     assert (table["n"] == table["n"].max()).all() and table["n"].max() > 3
-    assert table["r_cosine"].isna().all()
+    assert table["r_cosine"].isna().all() and table["r_projection"].isna().all()
+    assert (out / "valence_subspace_valnorm_curves.png").stat().st_size > 0
+
+
+def test_numbers_made_undefined_are_one_plain_warning(tmp_path: Path) -> None:
+    """numpy's "warning: invalid value encountered in divide (RuntimeWarning)" (SC-WEAT's 0/0 of
+    identical vectors; "Degrees of freedom <= 0 for slice" in seed-sensitivity) named neither the
+    input nor what it means: one plain line per command says it."""
+    store = _constant_store(tmp_path / "c.zarr", "sc-weat")
+    ok = run_emb("analyze", "sc-weat", "--store", str(store), "--out", str(tmp_path / "o"),
+                 "--quiet")
+    assert ok.code == 0, str(ok)
+    lines = [line for line in ok.stderr.splitlines() if line.startswith("warning:")]
+    assert lines == [line for line in lines if "encountered" not in line and "Runtime" not in line]
+    assert sum("some numbers are undefined" in line for line in lines) == 1, ok.stderr
 
 
 def test_ibd_with_a_group_given_twice_is_one_clear_error(stores: dict[str, Path],

@@ -47,16 +47,39 @@ def _debug() -> bool:
 def one_line_warnings() -> Iterator[None]:
     """Print warnings as ``warning: …`` lines on stderr: emb's own (every time, e.g. targets at
     position 0 of a causal model, words left out of a test) as they are, others with their
-    category; never Python's ``file:line: Category`` and the line of code that warned."""
+    category; never Python's ``file:line: Category`` and the line of code that warned.
+
+    numpy's floating-point warnings (0/0 of identical vectors, a variance of one value) name no
+    input and no remedy: they become one plain line per command (as they are with
+    ``EMB_DEBUG``); the numbers they concern are NaN in the results, which say why."""
     with warnings.catch_warnings():
         warnings.simplefilter("always", EmbWarning)
+        said: set[str] = set()
 
         def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            if issubclass(category, RuntimeWarning) and not _debug() and str(message).startswith(
+                _UNDEFINED_NUMBERS
+            ):
+                if "undefined" in said:
+                    return
+                said.add("undefined")
+                message, category = (
+                    "some numbers are undefined (0/0, or a spread of fewer than two values: "
+                    "identical vectors, a constant score, a cell with too few words); they are "
+                    "NaN in the results, and the summary says where", EmbWarning)
             tail = "" if issubclass(category, EmbWarning) else f" ({category.__name__})"
             click.echo(f"warning: {message}{tail}", err=True)
 
         warnings.showwarning = show
         yield
+
+
+#: How numpy's floating-point RuntimeWarnings begin (0/0, x/0, statistics of empty or one-value
+#: slices): numbers made NaN, not an error of the input.
+_UNDEFINED_NUMBERS = (
+    "invalid value encountered in", "divide by zero encountered in", "Degrees of freedom <= 0",
+    "Mean of empty slice", "All-NaN slice encountered", "All-NaN axis encountered",
+)
 
 
 def _settle_store_io() -> None:

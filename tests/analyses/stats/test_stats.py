@@ -332,6 +332,25 @@ def test_correlation_degenerate_cases():
     assert perfect.pvalue == pytest.approx(0.0, abs=1e-12)
 
 
+@pytest.mark.parametrize("value", [-0.4472135954999579, 0.4472135954999579, 0.1])
+def test_a_constant_whose_mean_rounds_has_no_correlation(value: float) -> None:
+    """40 equal values whose mean is not exactly the value (the sum rounds): the deviations are
+    ~1e-17, not 0, and r was their rounding noise (~1e-16: valence-subspace's ValNorm of
+    identical vectors) instead of undefined, as scipy's (ConstantInputWarning, NaN)."""
+    x = np.full(40, value)
+    assert (x.sum() / 40 != value) == (value != 0.1)  # ±1/√5: the mean is off by rounding
+    y = np.random.default_rng(0).standard_normal(40)
+    with pytest.warns(scipy.stats.ConstantInputWarning):
+        assert np.isnan(scipy.stats.pearsonr(x, y).statistic)
+    for method in (stats.pearson, stats.spearman):
+        got = method(x, y)
+        assert np.isnan(got.r) and np.isnan(got.pvalue) and got.n == 40
+        assert np.isnan(method(y, x).r)
+    # beside a column that varies, in one batch: only the constant one is undefined
+    both = stats.pearson(np.stack([x, y + 1]), np.stack([y, y]))
+    assert np.isnan(both.r[0]) and both.r[1] == pytest.approx(1.0)
+
+
 # ------------------------------------------------------------------ multiple comparisons
 
 

@@ -121,8 +121,17 @@ def _pearson_r(x: np.ndarray, y: np.ndarray, mask: np.ndarray) -> tuple[np.ndarr
         ny = np.sqrt(np.einsum("...i,...i->...", dy, dy))
         r = np.einsum("...i,...i->...", dx / nx[..., None], dy / ny[..., None])
     r = np.clip(r, -1.0, 1.0)
-    r = np.where((n >= 2) & (nx > 0) & (ny > 0), r, np.nan)
+    # a constant input has no r; tested on the values, not on the deviations from the mean,
+    # which the rounding of the mean leaves non-zero (r ~ 1e-16 of identical values otherwise)
+    r = np.where((n >= 2) & (nx > 0) & (ny > 0) & ~_constant(x, mask) & ~_constant(y, mask),
+                 r, np.nan)
     return r, n
+
+
+def _constant(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Whether the values of ``x`` under ``mask`` are all equal, along the last axis."""
+    return np.where(mask, x, -np.inf).max(axis=-1, initial=-np.inf) == np.where(
+        mask, x, np.inf).min(axis=-1, initial=np.inf)
 
 
 def _floor(p: np.ndarray, r: np.ndarray) -> np.ndarray:

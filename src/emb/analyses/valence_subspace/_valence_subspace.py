@@ -409,7 +409,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
     ]
     if "svc_converged" in frame and not frame["svc_converged"].astype(bool).all():
         notes.append(f"{int((~frame['svc_converged'].astype(bool)).sum())} fits did not converge.")
-    if "r_projection" in frame:
+    if "r_projection" in frame and frame["r_projection"].notna().any():
         best = frame.loc[frame["r_projection"].idxmax()]
         notes.append(
             f"highest projection r (exploratory, chosen after looking): {best['r_projection']:.3f} "
