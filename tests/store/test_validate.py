@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import zlib
 from pathlib import Path
@@ -254,9 +255,11 @@ def _set_attribute(path: Path, key: str, value) -> None:
          "string ('x'), not a positive whole number"),
         ("s", "suite", {"settings": 3}, "'suite.settings' attribute holds a number (3), not a list"),
         ("s", "suite", None, "lost its 'suite' attribute, though the suite is there"),
+        ("s", "model", {"n_layers": "x"}, "'model.n_layers' attribute holds a string ('x'), "
+         "not a whole number ≥ 0"),
     ],
     ids=["extraction-int", "suite-str", "model-list", "block-size-str", "settings-int",
-         "suite-deleted"],
+         "suite-deleted", "model-layers-str"],
 )
 def test_a_suite_attribute_of_the_wrong_type_is_corrupt(store, where, key, value, needle):
     """Mistyped attributes were 'complete' to validate, and tracebacks (AttributeError, ValueError)
@@ -280,6 +283,28 @@ def test_a_root_model_attribute_that_is_not_an_object_is_corrupt(store):
         emb.open_store(str(store))
     with pytest.raises(CorruptStoreError, match="'model' holds a string.*a new store"):
         extract(FakeRunner(), words_suite(5, name="u"), str(store), progress=False)
+
+
+@pytest.mark.parametrize("field, value, needle", [
+    ("n_layers", "x", "'model.n_layers' holds a string ('x'), not a whole number ≥ 0"),
+    ("hidden_size", -3, "'model.hidden_size' holds a number (-3), not a positive whole number"),
+    ("model_id", [1, 2], "'model.model_id' holds a list ([1, 2]), not a string"),
+    ("revision", 7, "'model.revision' holds a number (7), not a string or null"),
+    ("causal", "yes", "'model.causal' holds a string ('yes'), not true or false"),
+])
+def test_a_root_model_field_of_the_wrong_type_is_corrupt(store, field, value, needle):
+    """The fields of the model's provenance were not checked: a store edited by hand was
+    'complete', and 'emb info' showed "x layers + embeddings", "-3-d", a model named "[1, 2]"."""
+    import json
+
+    doc = json.loads((store / "zarr.json").read_text())
+    assert field in doc["attributes"]["model"] or field in ("n_layers", "hidden_size", "causal")
+    doc["attributes"]["model"][field] = value
+    (store / "zarr.json").write_text(json.dumps(doc))
+    code, out = validate(store)
+    assert code == 2 and "corrupt" in out and needle in out, out
+    with pytest.raises(CorruptStoreError, match=re.escape(needle) + ".*emb validate"):
+        emb.open_store(str(store))
 
 
 def test_a_suite_whose_metadata_was_deleted_is_reported_damaged_not_absent(store):

@@ -377,20 +377,49 @@ def _described(value: Any) -> str:
 
 
 def root_attribute_problem(attrs: dict[str, Any]) -> str | None:
-    """Why the root's emb attributes cannot be read (None: they can)."""
+    """Why the root's emb attributes cannot be read (None: they can): ``model`` must be an
+    object, and the provenance fields emb reads and shows of their type."""
     model = attrs.get(dm.ATTR_MODEL)
+    fix = "restore the root zarr.json from a copy"
     if dm.ATTR_MODEL in attrs and not isinstance(model, dict):
         return (f"the store's root attribute '{dm.ATTR_MODEL}' holds {_described(model)}, not "
-                "the model's provenance (an object); restore the root zarr.json from a copy")
+                f"the model's provenance (an object); {fix}")
+    for field_name, kind in _MODEL_FIELDS.items():
+        if isinstance(model, dict) and field_name in model and (
+                wanted := _wrong_type(model[field_name], kind)):
+            return (f"the store's root attribute '{dm.ATTR_MODEL}.{field_name}' holds "
+                    f"{_described(model[field_name])}, not {wanted}; {fix}")
     return None
 
+
+#: the model's provenance fields that emb reads, shows or compares (``ModelInfo``), and their
+#: types: a store edited by hand said "x layers + embeddings" or named its model "[1, 2]"
+_MODEL_FIELDS: dict[str, Any] = {
+    "model_id": str, "source": str, "revision": (str, None), "fingerprint": (str, None),
+    "architecture": (str, None), "model_type": (str, None), "n_layers": "count",
+    "hidden_size": int, "is_encoder_decoder": bool, "causal": bool,
+}
 
 #: the attributes of a suite group that must hold JSON objects, and their typed fields
 _GROUP_MAPPINGS = {
     dm.ATTR_SUITE: {"settings": list, "stimulus_sets": list, "content_hash": str},
     dm.ATTR_EXTRACTION: {"poolings": list, "block_size": int},
-    dm.ATTR_MODEL: {},
+    dm.ATTR_MODEL: _MODEL_FIELDS,
 }
+
+
+def _wrong_type(value: Any, kind: Any) -> str | None:
+    """What ``value`` should have been (None: it is of ``kind``): ``int`` a positive whole
+    number, ``"count"`` a whole number ≥ 0, ``(str, None)`` a string or null."""
+    if kind is int or kind == "count":
+        least = 1 if kind is int else 0
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= least
+        return None if ok else ("a positive whole number" if least else "a whole number ≥ 0")
+    if kind == (str, None):
+        return None if value is None or isinstance(value, str) else "a string or null"
+    if kind is bool:
+        return None if isinstance(value, bool) else "true or false"
+    return None if isinstance(value, kind) else ("a list" if kind is list else "a string")
 
 
 def _attribute_problems(name: str, attrs: dict[str, Any]) -> list[str]:
@@ -407,17 +436,9 @@ def _attribute_problems(name: str, attrs: dict[str, Any]) -> list[str]:
                             f"object ({fix})")
             continue
         for field_name, kind in fields.items():
-            if field_name not in value:
-                continue
-            got = value[field_name]
-            if kind is int:
-                ok = isinstance(got, int) and not isinstance(got, bool) and got > 0
-                wanted = "a positive whole number"
-            else:
-                ok, wanted = isinstance(got, kind), ("a list" if kind is list else "a string")
-            if not ok:
+            if field_name in value and (wanted := _wrong_type(value[field_name], kind)):
                 problems.append(f"{name}: its '{key}.{field_name}' attribute holds "
-                                f"{_described(got)}, not {wanted} ({fix})")
+                                f"{_described(value[field_name])}, not {wanted} ({fix})")
     return problems
 
 
