@@ -50,7 +50,7 @@ def one_line_warnings() -> Iterator[None]:
     category; never Python's ``file:line: Category`` and the line of code that warned.
 
     numpy's floating-point warnings (0/0 of identical vectors, a variance of one value) name no
-    input and no remedy: they become one plain line per command (as they are with
+    input and no remedy: they become one plain line per command (shown as they are with
     ``EMB_DEBUG``); the numbers they concern are NaN in the results, which say why."""
     with warnings.catch_warnings():
         warnings.simplefilter("always", EmbWarning)
@@ -64,9 +64,9 @@ def one_line_warnings() -> Iterator[None]:
                     return
                 said.add("undefined")
                 message, category = (
-                    "some numbers are undefined (0/0, or a spread of fewer than two values: "
-                    "identical vectors, a constant score, a cell with too few words); they are "
-                    "NaN in the results, and the summary says where", EmbWarning)
+                    "some numbers are undefined (0/0, or a spread of fewer than two values, as "
+                    "identical vectors, a constant score or a cell with too few words give); "
+                    "they are NaN in the results, and the summary says where", EmbWarning)
             tail = "" if issubclass(category, EmbWarning) else f" ({category.__name__})"
             click.echo(f"warning: {message}{tail}", err=True)
 
