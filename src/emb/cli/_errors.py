@@ -54,15 +54,16 @@ def one_line_warnings() -> Iterator[None]:
     ``EMB_DEBUG``); the numbers they concern are NaN in the results, which say why."""
     with warnings.catch_warnings():
         warnings.simplefilter("always", EmbWarning)
-        said: set[str] = set()
+        undefined_said = False
 
         def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+            nonlocal undefined_said
             if issubclass(category, RuntimeWarning) and not _debug() and str(message).startswith(
                 _UNDEFINED_NUMBERS
             ):
-                if "undefined" in said:
+                if undefined_said:
                     return
-                said.add("undefined")
+                undefined_said = True
                 message, category = (
                     "some numbers are undefined (0/0, or a spread of fewer than two values, as "
                     "identical vectors, a constant score or a cell with too few words give); "

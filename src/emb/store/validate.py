@@ -384,11 +384,10 @@ def root_attribute_problem(attrs: dict[str, Any]) -> str | None:
     if dm.ATTR_MODEL in attrs and not isinstance(model, dict):
         return (f"the store's root attribute '{dm.ATTR_MODEL}' holds {_described(model)}, not "
                 f"the model's provenance (an object); {fix}")
-    for field_name, kind in _MODEL_FIELDS.items():
-        if isinstance(model, dict) and field_name in model and (
-                wanted := _wrong_type(model[field_name], kind)):
-            return (f"the store's root attribute '{dm.ATTR_MODEL}.{field_name}' holds "
-                    f"{_described(model[field_name])}, not {wanted}; {fix}")
+    if found := _field_problems(model or {}, _MODEL_FIELDS):
+        field_name, held, wanted = found[0]
+        return (f"the store's root attribute '{dm.ATTR_MODEL}.{field_name}' holds {held}, not "
+                f"{wanted}; {fix}")
     return None
 
 
@@ -406,6 +405,13 @@ _GROUP_MAPPINGS = {
     dm.ATTR_EXTRACTION: {"poolings": list, "block_size": int},
     dm.ATTR_MODEL: _MODEL_FIELDS,
 }
+
+
+def _field_problems(value: dict[str, Any], fields: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(field, what it holds, what it should hold) of each field of ``value`` not of its kind in
+    ``fields`` (a field left out is not a problem)."""
+    return [(name, _described(value[name]), wanted) for name, kind in fields.items()
+            if name in value and (wanted := _wrong_type(value[name], kind))]
 
 
 def _wrong_type(value: Any, kind: Any) -> str | None:
@@ -435,10 +441,8 @@ def _attribute_problems(name: str, attrs: dict[str, Any]) -> list[str]:
             problems.append(f"{name}: its '{key}' attribute holds {_described(value)}, not an "
                             f"object ({fix})")
             continue
-        for field_name, kind in fields.items():
-            if field_name in value and (wanted := _wrong_type(value[field_name], kind)):
-                problems.append(f"{name}: its '{key}.{field_name}' attribute holds "
-                                f"{_described(value[field_name])}, not {wanted} ({fix})")
+        problems += [f"{name}: its '{key}.{field_name}' attribute holds {held}, not {wanted} ({fix})"
+                     for field_name, held, wanted in _field_problems(value, fields)]
     return problems
 
 
