@@ -356,3 +356,33 @@ def test_figures_say_which_p_marks_a_cell_and_where_chance_lies(ds, result, subs
     assert "p (uncorrected)" in figures.heat_table(plain).axes[0].get_xlabel()
     legend = valnorm_curves(subspace).legends[0]
     assert "chance accuracy (0.5)" in [t.get_text() for t in legend.get_texts()]
+
+
+def test_valnorm_figure_says_where_r_is_undefined_and_lists_only_lines_drawn(subspace):
+    """A constant score (identical vectors) has no ValNorm r at any layer: the figure's legend
+    listed the two ValNorm lines though none was drawn, and the panel did not say why."""
+    from emb.analyses.valence_subspace._figures import valnorm_curves
+
+    def texts(figure):
+        legend = [t.get_text() for t in figure.legends[0].get_texts()]
+        notes = [t.get_text() for ax in figure.axes for t in ax.texts]
+        return legend, notes
+
+    legend, notes = texts(valnorm_curves(subspace))
+    assert "ValNorm by projection (r, 95% CI)" in legend and "band: Fisher-z 95% CI" in legend
+    assert not notes
+    blank = subspace.copy()
+    for name in ("r_projection", "ci_low_projection", "ci_high_projection",
+                 "r_cosine", "ci_low_cosine", "ci_high_cosine"):
+        blank[name] = xr.full_like(subspace[name], np.nan)
+    legend, notes = texts(valnorm_curves(blank))
+    assert not any("ValNorm" in label or "band" in label for label in legend), legend
+    assert "SVC accuracy (cross-validated)" in legend
+    assert len(notes) == blank.sizes["pooling"]
+    assert all("r undefined" in n and "by projection and by cosine" in n for n in notes), notes
+    # undefined by cosine only: the projection's line is drawn and listed, the note names cosine
+    half = subspace.copy()
+    half["r_cosine"] = xr.full_like(subspace["r_cosine"], np.nan)
+    legend, notes = texts(valnorm_curves(half))
+    assert "ValNorm by projection (r, 95% CI)" in legend and "ValNorm by cosine (r, 95% CI)" not in legend
+    assert notes and all("(by cosine:" in n for n in notes), notes

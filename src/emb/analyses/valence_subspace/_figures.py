@@ -61,17 +61,27 @@ def valnorm_curves(result: xr.Dataset) -> Figure:
     for ax in axes.flat[len(cells):]:
         ax.set_visible(False)
     has_r = "r_projection" in result
+    banded = False
     for ax, (model, pooling) in zip(axes.flat, cells, strict=False):
+        undefined = []
         if has_r:
             for kind, style, color in (("projection", "-", COLOUR_A), ("cosine", "--", COLOUR_B)):
                 r = np.asarray(at_model(result[f"r_{kind}"], model).sel(pooling=pooling).values, float)
                 lo = np.asarray(at_model(result[f"ci_low_{kind}"], model).sel(pooling=pooling).values, float)
                 hi = np.asarray(at_model(result[f"ci_high_{kind}"], model).sel(pooling=pooling).values, float)
                 ok = np.isfinite(r)
+                if not ok.any():  # a constant score at every layer: no line, and the panel says so
+                    undefined.append(kind)
+                    continue
                 ax.plot(layers[ok], r[ok], style, color=color, marker="o", ms=3, lw=1.5,
                         label=f"ValNorm by {kind} (r, 95% CI)")
                 band = ok & np.isfinite(lo) & np.isfinite(hi)
+                banded |= bool(band.any())
                 ax.fill_between(layers[band], lo[band], hi[band], color=color, alpha=0.15, lw=0)
+        if undefined:
+            ax.text(0.5, 0.3, f"ValNorm r undefined at every layer\n(by {' and by '.join(undefined)}: "
+                    "a constant score)", transform=ax.transAxes, ha="center", va="center",
+                    fontsize=7, color="0.25")
         acc = np.asarray(at_model(result["svc_accuracy"], model).sel(pooling=pooling).values, float)
         ok = np.isfinite(acc)
         ax.plot(layers[ok], acc[ok], ":", color="0.35", lw=1.4, label="SVC accuracy (cross-validated)")
@@ -88,8 +98,13 @@ def valnorm_curves(result: xr.Dataset) -> Figure:
         ax.grid(alpha=0.3)
     for row in axes:
         row[0].set_ylabel("Pearson's r / accuracy")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    if has_r:
+    handles, labels = [], []
+    for ax in axes.flat[: len(cells)]:  # every line drawn in some panel, once
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    if banded:
         handles.append(Patch(color="0.7", alpha=0.4))
         labels.append("band: Fisher-z 95% CI")
     fg.fitted_legend(fig, handles, labels, loc="outside lower center", ncols=2, frameon=False,
