@@ -190,8 +190,9 @@ def layer_major(shape: tuple[int, ...], dtype: Any, *, zeros: bool = False) -> n
 
 def write_seconds(values: np.ndarray, directory: str | os.PathLike[str] | None = None) -> float:
     """Seconds one writer thread takes to encode ``values`` ((items, L, P, F), as a runner
-    returns them) as emb's shards and write them once (into a temporary file of ``directory``,
-    default the system's): what the write path costs per item on this machine, for the estimate."""
+    returns them) as emb's shards and write them once, synced to the disk as the writer does
+    (into a temporary file of ``directory``, default the system's): what the write path costs
+    per item on this machine, for the estimate."""
     import tempfile
     import time
 
@@ -212,5 +213,6 @@ def write_seconds(values: np.ndarray, directory: str | os.PathLike[str] | None =
     with tempfile.TemporaryDirectory(dir=directory) as tmp:
         t0 = time.perf_counter()
         for i, start in enumerate(range(0, n - block + 1, block)):
-            write_parts(Path(tmp) / str(i), encoder.encode(values[start : start + block]).parts or ())
+            write_parts(Path(tmp) / str(i), encoder.encode(values[start : start + block]).parts or (),
+                        durable=True)  # as the writer does: on the disk before the block's marker
         return (time.perf_counter() - t0) * n / max(block, (n // block) * block)
