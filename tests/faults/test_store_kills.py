@@ -207,10 +207,10 @@ def test_a_full_temporary_disk_leaves_the_estimate_without_write_time_not_an_int
     real = _nodes.write_parts
     scratch = Path(tempfile.gettempdir()).resolve()
 
-    def full_scratch(path, parts):
+    def full_scratch(path, parts, **options):
         if Path(path).resolve().is_relative_to(scratch) and not Path(path).resolve().is_relative_to(store):
             raise OSError(errno.ENOSPC, "No space left on device")
-        return real(path, parts)
+        return real(path, parts, **options)
 
     monkeypatch.setattr(_shard_bytes, "write_parts", full_scratch)
     estimates = []
