@@ -21,5 +21,5 @@ fi
 "$venv/bin/python" -m uv pip install -q --python "$venv/bin/python" --resolution lowest-direct \
     -e ".[test]"
 "$venv/bin/python" -m uv pip list --python "$venv/bin/python" 2>/dev/null \
-    | grep -E -i '^(numpy|scipy|scikit-learn|xarray|zarr|numcodecs|dask|fsspec|pandas|click|tqdm|matplotlib|jsonschema|pyyaml|h5netcdf|h5py|threadpoolctl|pytest|hypothesis|zstandard|statsmodels|psutil) '
+    | grep -E -i '^(numpy|scipy|scikit-learn|xarray|zarr|numcodecs|dask|fsspec|pandas|click|tqdm|matplotlib|jsonschema|pyyaml|h5netcdf|h5py|threadpoolctl|pytest|hypothesis|zstandard|statsmodels|psutil|pytest-xdist) '
 "$venv/bin/python" -m pytest -q -ra -p no:cacheprovider tests/store tests/analyses tests/test_imports.py
