@@ -375,8 +375,10 @@ def outer_xlabels(axes: Sequence[Any]) -> None:
 
 
 def legend(fig: Figure, axes: Sequence[Any], extra: Sequence[tuple[Any, str]] = (),
-           *, ncols: int | None = None, title: str | None = None, markerscale: float = 1.0) -> None:
-    """One legend below the panels: every labelled line once, then the explanations."""
+           *, ncols: int | None = None, title: str | None = None, markerscale: float = 1.0,
+           **kwargs: Any) -> None:
+    """One legend below the panels: every labelled line once, then the explanations
+    (``kwargs``: more of ``fig.legend``'s, as ``fontsize``)."""
     handles, labels = [], []
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -389,7 +391,7 @@ def legend(fig: Figure, axes: Sequence[Any], extra: Sequence[tuple[Any, str]] = 
     if handles:
         fitted_legend(fig, handles, labels, loc="outside lower center", frameon=False, title=title,
                       ncols=ncols or min(len(labels), 4), handlelength=2.2, columnspacing=1.2,
-                      markerscale=markerscale)
+                      markerscale=markerscale, **kwargs)
 
 
 #: A legend entry longer than this (characters) is wrapped before its legend loses a column.

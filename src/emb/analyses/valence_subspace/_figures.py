@@ -98,17 +98,9 @@ def valnorm_curves(result: xr.Dataset) -> Figure:
         ax.grid(alpha=0.3)
     for row in axes:
         row[0].set_ylabel("Pearson's r / accuracy")
-    handles, labels = [], []
-    for ax in axes.flat[: len(cells)]:  # every line drawn in some panel, once
-        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            if label not in labels:
-                handles.append(handle)
-                labels.append(label)
-    if banded:
-        handles.append(Patch(color="0.7", alpha=0.4))
-        labels.append("band: Fisher-z 95% CI")
-    fg.fitted_legend(fig, handles, labels, loc="outside lower center", ncols=2, frameon=False,
-                     fontsize=7)
+    # every line drawn in some panel, once
+    fg.legend(fig, axes.flat[: len(cells)], [(Patch(color="0.7", alpha=0.4), "band: Fisher-z 95% CI")]
+              if banded else [], ncols=2, fontsize=7)
     lexicon = result.attrs.get("lexicon", "")
     fig.suptitle(f"Valence subspace by layer (Figure 2){f' — {lexicon}' if lexicon else ''}", fontsize=10)
     return fig
