@@ -376,9 +376,10 @@ def outer_xlabels(axes: Sequence[Any]) -> None:
 
 def legend(fig: Figure, axes: Sequence[Any], extra: Sequence[tuple[Any, str]] = (),
            *, ncols: int | None = None, title: str | None = None, markerscale: float = 1.0,
-           **kwargs: Any) -> None:
-    """One legend below the panels: every labelled line once, then the explanations
-    (``kwargs``: more of ``fig.legend``'s, as ``fontsize``)."""
+           loc: str = "outside lower center", **kwargs: Any) -> None:
+    """One legend below the panels (or at ``loc``): every labelled line of every panel once (a
+    line drawn only in a later panel too), then the explanations (``kwargs``: more of
+    ``fig.legend``'s, as ``fontsize``)."""
     handles, labels = [], []
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -389,7 +390,7 @@ def legend(fig: Figure, axes: Sequence[Any], extra: Sequence[tuple[Any, str]] = 
         handles.append(h)
         labels.append(lab)
     if handles:
-        fitted_legend(fig, handles, labels, loc="outside lower center", frameon=False, title=title,
+        fitted_legend(fig, handles, labels, loc=loc, frameon=False, title=title,
                       ncols=ncols or min(len(labels), 4), handlelength=2.2, columnspacing=1.2,
                       markerscale=markerscale, **kwargs)
 

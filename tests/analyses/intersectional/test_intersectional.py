@@ -386,3 +386,20 @@ def test_valnorm_figure_says_where_r_is_undefined_and_lists_only_lines_drawn(sub
     legend, notes = texts(valnorm_curves(half))
     assert "ValNorm by projection (r, 95% CI)" in legend and "ValNorm by cosine (r, 95% CI)" not in legend
     assert notes and all("(by cosine:" in n for n in notes), notes
+
+
+def test_experiment3_legend_when_the_first_model_has_no_shares(result):
+    """A first model without a finite share draws no bars; the legend still names the bars of the
+    models below it (it used to read the first row's only, and came out empty)."""
+    from emb.analyses.intersectional._figures import experiment3_shares
+
+    shares = result[["share", "position_share", "n_extreme"]]
+    empty = shares.copy(data={"share": shares["share"] * np.nan,
+                              "position_share": shares["position_share"] * np.nan,
+                              "n_extreme": shares["n_extreme"]})
+    two = xr.concat([empty, shares], dim=pd.Index(["m1", "m2"], name="model"))
+    two.attrs = result.attrs
+    fig = experiment3_shares(two)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        f"{e} {int(np.max(result['n_extreme'].values)):,} phrases" for e in ("top", "bottom")]

@@ -230,3 +230,22 @@ def test_agreement_is_spearman_over_the_tests_of_the_table() -> None:
                 & (agree.pair == "abs_d~ect_bias")].iloc[0]
     assert len(cell) == 4 and int(row["n_tests"]) == 4
     assert row["agreement"] == pytest.approx(spearmanr(cell["abs_d"], cell["ect_bias"]).statistic, abs=1e-12)
+
+
+def test_the_reliability_legend_lists_a_test_drawn_only_in_a_later_panel() -> None:
+    """A test without a value for the first model (NaN at every layer) is drawn in the second
+    model's panel: the legend names it (it used to read the first panel's lines only)."""
+    import xarray as xr
+
+    from emb.analyses.robustness._figures import reliability_by_layer
+
+    values = np.array([[[0.8, 0.7, 0.6], [np.nan] * 3], [[0.5, 0.4, 0.3], [0.2, 0.1, 0.0]]])
+    result = xr.Dataset(
+        {"reliability": (("model", "test", "layer"), values)},
+        coords={"model": ["m1", "m2"], "test": ["flowers", "careers"], "layer": [0, 1, 2]},
+    ).expand_dims(setting=["bleached"], pooling=["mean"])
+    fig = reliability_by_layer(result)
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["flowers", "careers"]
+    # each panel: its tests' lines and the line at 0
+    assert [len(ax.get_lines()) for ax in fig.axes if ax.get_visible()][:2] == [2, 3]

@@ -269,10 +269,8 @@ def convergence(result: xr.Dataset, *, model: Any = None) -> Figure:
     right.set_title("p of the combined z falls with N")
     for ax in (left, right):
         ax.grid(alpha=0.3, which="major")
-    handles, labels = left.get_legend_handles_labels()
-    handles.append(Line2D([], [], color="0.5", lw=0.8, ls=":"))
-    labels.append("p = 0.05")
-    fig.legend(handles, labels, loc="outside right center", frameon=False, title="test")
+    fg.legend(fig, [left, right], [(Line2D([], [], color="0.5", lw=0.8, ls=":"), "p = 0.05")],
+              loc="outside right center", ncols=1, title="test")
     fig.suptitle(_title(model, f"CEAT at layer {int(cell['layer'])}, "
                                f"{str(cell['pooling'].values)} pooling: uncertainty as N grows"
                                + (f" ({int(result.attrs.get('n_bootstrap', 0))} bootstrap "

@@ -11,6 +11,8 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from emb.analyses import _figure as fg
+
 __all__ = ["accuracy_by_layer", "roc_curves"]
 
 _METHOD = {"ibd": "IBD", "eibd": "EIBD (emergent)"}
@@ -124,8 +126,7 @@ def accuracy_by_layer(res: xr.Dataset, *, setting: str, pooling: str, model: Any
         ax.set_xlabel("layer", fontsize=8.5)
         ax.tick_params(labelsize=7.5)
     axes[0].set_ylabel("detection accuracy", fontsize=8.5)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
+    fg.legend(fig, axes, ncols=3, fontsize=7)
     where = f"{model}: " if model is not None else ""
     n_words = int(np.asarray(res["n_attributes"].values).reshape(-1)[0])
     fig.suptitle(f"{where}IBD / EIBD accuracy by layer — setting {setting}, pooling {pooling}, "

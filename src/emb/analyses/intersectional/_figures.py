@@ -20,6 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import PercentFormatter
 
+from emb.analyses import _figure as fg
+
 # the helpers and colours of the paper's figures, shared with the valence-subspace figure
 from emb.analyses.valence_subspace._figures import COLOUR_A as _A
 from emb.analyses.valence_subspace._figures import COLOUR_B as _B
@@ -199,8 +201,7 @@ def experiment3_shares(result: xr.Dataset) -> Figure:
             ax.set_title(f"{extreme} {k:,}: at position", fontsize=8)
         fig.colorbar(image, ax=list(row[1:]), shrink=0.8, format=PercentFormatter(1.0, decimals=0),
                      label="share of the set")
-    handles, labels = grid[0, 0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=2, frameon=False, fontsize=8)
+    fg.legend(fig, list(grid[:, 0]), ncols=2, fontsize=8)
     fig.suptitle(
         f"Experiment 3 (Figure 4): most pleasant (top) and unpleasant (bottom) "
         f"{result.attrs.get('extreme_share', 0.1):.0%}, {pooling} pooling", fontsize=10,

@@ -204,8 +204,7 @@ def _layer_panels(result: xr.Dataset, variable: str, ylabel: str, title: str, *,
         if layers.size == 1:
             ax.set_xticks([float(layers[0])], [f"layer {int(layers[0])}"])
     axes[0].set_ylabel(ylabel)
-    handles, labels_ = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels_, loc="outside lower center", frameon=False, ncols=min(len(labels_), 3))
+    fg.legend(fig, axes, ncols=min(len(members), 3))
     fig.suptitle(fg.wrap(f"{title} — setting {setting}, {pooling} pooling{tag}", 60))
     return fig
 
