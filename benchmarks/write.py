@@ -22,7 +22,13 @@ window of precomputed vectors included) and as the growth during the timed run:
   array assignment on one writer thread, one window queued, its shard read back for the
   manifest), when asked (``--old``);
 - ``shards``: with ``--shards N``, the suite as N shards (``--shard I/N``) run one after another
-  into one store, against one run.
+  into one store, against one run;
+- ``emb @SRC``: with ``--compare SRC``, ``emb`` run from another checkout's ``src`` (the commit
+  before a change), alternating with this one.
+
+``--shapes tiny`` (8 features, 200,000 items) prints emb's own cost per item, the model and the
+bytes taken away: on a GPU it is serial with the forward pass (GPT-2 small runs ~35 us an item
+on an H100), so it bounds emb's share of the forward pass's throughput whatever the write path.
 
 Targets: emb >= 0.8 × the floor's items/s; N shards in turn <= 1.1 × one run.
 """
@@ -45,7 +51,9 @@ from typing import Any
 
 import numpy as np
 
-SHAPES = {"gpt2": (12, 768), "llama": (22, 2048)}  # (blocks, hidden): layers 0..L
+#: (blocks, hidden): layers 0..L; "tiny" (8 features) writes almost nothing: emb's per-item
+#: costs (planning, coordinates, the suite's hash, the windows' bookkeeping, the markers) show
+SHAPES = {"gpt2": (12, 768), "llama": (22, 2048), "tiny": (12, 8)}
 POOLINGS = ("first", "last", "mean", "max")
 
 
@@ -209,9 +217,10 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 def _run(spec: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(dir=spec.get("tmp")) as tmp:
         spec = {**spec, "dir": tmp}
+        env = None if not spec.get("src") else {**os.environ, "PYTHONPATH": spec["src"]}
         out = subprocess.run(
             [sys.executable, __file__, "--child", json.dumps(spec)],
-            capture_output=True, text=True, check=False,
+            capture_output=True, text=True, check=False, env=env,
         )
         if out.returncode:
             raise SystemExit(f"{spec['variant']} failed:\n{out.stderr[-3000:]}")
@@ -227,6 +236,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="rounds: the floor, then emb (and the others), one after the other")
     parser.add_argument("--shards", type=int, default=0, help="also N shards in turn into one store")
     parser.add_argument("--old", action="store_true", help="also the zarr path (before this one)")
+    parser.add_argument("--compare", default=None, metavar="SRC",
+                        help="also emb from another checkout's src directory, alternating")
     parser.add_argument("--tmp", default=None, help="directory of the stores (default: the system's)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -236,15 +247,16 @@ def main() -> None:
 
     print(f"{len(os.sched_getaffinity(0))} cores; stores under {args.tmp or tempfile.gettempdir()}")
     for shape in args.shapes.split(","):
-        n = args.n or {"gpt2": 8192, "llama": 2048}[shape]
+        n = args.n or {"gpt2": 8192, "llama": 2048, "tiny": 200_000}[shape]
         spec = {"shape": shape, "n": n, "tmp": args.tmp, "shards": args.shards}
         times: dict[str, list[float]] = {}
         rss: dict[str, tuple[float, float]] = {}
         variants = ["floor", "emb"] + (["zarr path"] if args.old else []) + (
-            ["shards"] if args.shards else [])
+            ["shards"] if args.shards else []) + (["emb @SRC"] if args.compare else [])
         for _ in range(args.repeat):
             for variant in variants:
-                result = _run({**spec, "variant": variant})
+                result = _run({**spec, "variant": "emb", "src": args.compare} if variant == "emb @SRC"
+                              else {**spec, "variant": variant})
                 times.setdefault(variant, []).append(result["seconds"])
                 rss[variant] = max(rss.get(variant, (0.0, 0.0)), (result["peak_mib"], result["rss_mib"]))
         memory = {k: _run({**spec, "variant": "emb", "n": k * n, "copies": True}) for k in (1, 2)}
@@ -256,7 +268,8 @@ def main() -> None:
             if variant == "shards":
                 continue
             t = float(np.median(times[variant]))
-            print(f"  {variant:<10} {t:7.2f} s  {n / t:9,.0f} items/s  {size / t:6.2f} GB/s  "
+            print(f"  {variant:<10} {t:7.2f} s  {n / t:9,.0f} items/s  {t / n * 1e6:6.1f} us/item  "
+                  f"{size / t:6.2f} GB/s  "
                   f"peak RSS {rss[variant][0]:5.0f} MiB (+{rss[variant][1]:.0f} in the run)")
         for k, run in memory.items():
             print(f"  emb, new arrays per window, {k * n:,} items: {run['seconds']:.2f} s, peak RSS "
@@ -269,6 +282,11 @@ def main() -> None:
             t_old = float(np.median(times["zarr path"]))
             print(f"  ratio zarr path / floor items/s = {t_floor / t_old:.2f}; emb / zarr path = "
                   f"{t_old / t_emb:.2f}")
+        if args.compare:
+            t_src = float(np.median(times["emb @SRC"]))
+            paired = sorted(s / e for s, e in zip(times["emb @SRC"], times["emb"], strict=True))
+            print(f"  ratio emb / emb @SRC items/s = {t_src / t_emb:.2f}; in each round: "
+                  f"{', '.join(f'{r:.2f}' for r in paired)}")
         if args.shards:
             t_shards = float(np.median(times["shards"]))
             print(f"  {args.shards} shards in turn {t_shards:7.2f} s = {t_shards / t_emb:.2f} × one run "

@@ -42,7 +42,6 @@ def test_a_resuming_worker_scans_the_group_once_and_reads_its_markers_once_a_ste
     scans = _count(monkeypatch, _write_checks, "suite_status")
     marker_reads = _count(monkeypatch, writer, "read_markers")
     scan_reads = _count(monkeypatch, validate, "read_markers")
-    done_reads = _count(monkeypatch, writer, "read_done")
     scan_done_reads = _count(monkeypatch, validate, "read_done")
     _run(path, "2/3")
     # the check before the lock scanned it; under the guard its attributes were unchanged
@@ -50,10 +49,11 @@ def test_a_resuming_worker_scans_the_group_once_and_reads_its_markers_once_a_ste
     # the scan reads the markers once (done and per shard); the worker once before its
     # windows and once in settle (which wrote nothing: 3/3 has not run)
     assert len(scan_reads) == 1 and not scan_done_reads
-    assert len(marker_reads) == 2 and not done_reads
-    scans.clear(), marker_reads.clear(), done_reads.clear()
+    # (the writer reads markers only through read_markers: a read by finish() is counted there)
+    assert len(marker_reads) == 2
+    scans.clear(), marker_reads.clear()
     _run(path, "3/3")  # finishes the suite: finish() takes settle's markers
-    assert len(scans) == 1 and len(marker_reads) == 2 and not done_reads
+    assert len(scans) == 1 and len(marker_reads) == 2
     one = str(tmp_path / "one.zarr")
     _run(one)
     assert snapshot(path) == snapshot(one)

@@ -249,8 +249,8 @@ class StoreWriter:
         root = self._opened()
         sources: dict[RowKey, tuple[str, int]] = {}
         used: list[str] = []
-        keys = None if wanted is None else set(wanted)
-        contexts_wanted = None if keys is None else pd.Index(list({k[0] for k in keys}), dtype=object)
+        keys: set[RowKey] | None = None
+        contexts_wanted = None
         for other in suite_names(root.store) if only is None else only:
             if other == name:
                 continue
@@ -273,6 +273,9 @@ class StoreWriter:
                     f"complete in {root.store}; re-extract {name!r} with --overwrite"
                 ) from None
             used.append(other)
+            if wanted is not None and keys is None:  # made once, and only where a suite can give
+                keys = set(wanted)  # rows (a store of one suite: never; 1.7 us an item)
+                contexts_wanted = pd.Index(list({k[0] for k in keys}), dtype=object)
             if contexts_wanted is None:
                 rows = range(len(contexts))
             else:  # the rows whose context is wanted (hashed in C), then their spans
