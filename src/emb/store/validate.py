@@ -452,21 +452,9 @@ def shard_key(name: str, array: zarr.Array, block: int) -> str:
 
 
 def read_done(done: Any) -> np.ndarray:
-    """Block markers; a marker that cannot be decoded counts as not done."""
-    out = np.zeros(done.shape[0], dtype=bool)
-    try:
-        out[:] = np.asarray(done[:]) == 1
-    except RemoteStoreError:  # the server, not the markers
-        raise
-    except Exception:  # noqa: BLE001 - a torn marker write: fall back to one block at a time
-        for i in range(done.shape[0]):
-            try:
-                out[i] = int(done[i]) == 1
-            except RemoteStoreError:
-                raise
-            except Exception:  # noqa: BLE001
-                out[i] = False
-    return out
+    """Block markers (``DONE``); a marker that cannot be decoded counts as not done (read by
+    :func:`~emb.store.shards.read_markers`: a local store's one-byte files directly)."""
+    return read_markers(done) == DONE
 
 
 def _required_arrays(attrs: dict[str, Any]) -> tuple[str, ...]:
