@@ -93,8 +93,10 @@ def test_weat_reports_the_bca_interval_and_says_so() -> None:
     sets = json.loads(res.attrs["words"])["WEAT1"]
     cell = ds.isel(item=np.flatnonzero(ds["setting"].values == "bleached")).sel(pooling="last", layer=3)
     item_words = cell["word"].values.astype(str)
+    # in float64, as weat computes its cosines (float32 ones round the bounds differently in
+    # their 8th digit, and how differently depends on the machine's BLAS kernels)
     vec = {r: np.stack([cell.embedding.values[list(item_words).index(w)] for w in sets[r]])
-           for r in ("X", "Y", "A", "B")}
+           .astype(np.float64) for r in ("X", "Y", "A", "B")}
     unit = {r: v / np.linalg.norm(v, axis=1, keepdims=True) for r, v in vec.items()}
     cos = np.vstack([unit["X"], unit["Y"]]) @ np.vstack([unit["A"], unit["B"]]).T
     low, high = stats.weat_bootstrap(cos, len(sets["X"]), len(sets["A"]), n_bootstrap=300, seed=4)
