@@ -18,8 +18,8 @@ settings.load_profile("emb")
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: the tiny and small model fixtures, for every test directory
-pytest_plugins = ("tests.model_fixtures",)
+#: the tiny and small model fixtures, for every test directory; the timeline of a run (EMB_TEST_TIMELINE)
+pytest_plugins = ("tests.model_fixtures", "tests._timeline")
 
 
 def _data_dir() -> Path:
