@@ -49,6 +49,7 @@ def _analyze(name: str, store: Path, out: Path, *args: str) -> tuple[str, ...]:
 
 
 def _short(outcome) -> None:
+    """A short message from a run that read little (its peak memory measured: run it fresh)."""
     assert len(outcome.stderr) < MAX_MESSAGE, f"{len(outcome.stderr):,} characters of stderr"
     assert outcome.peak_rss_mib < MAX_RSS_MIB, str(outcome)
 
@@ -68,7 +69,7 @@ def test_a_tests_file_of_nested_aliases_is_refused_at_once(stores: dict[str, Pat
     bomb = tmp_path / "bomb.yaml"
     bomb.write_text(ALIAS_BOMB)
     outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--test", str(bomb)),
-                      timeout=120)
+                      timeout=120, fresh=True)
     assert_refused(outcome, codes=(1,), mentions=["bomb.yaml", "alias", "line 1"])
     _short(outcome)
     assert not (tmp_path / "o").exists()
@@ -83,7 +84,8 @@ def test_a_tests_file_nested_thousands_deep_is_refused(stores: dict[str, Path], 
                                                        kind: str, text: str) -> None:
     deep = tmp_path / f"deep.{kind}"
     deep.write_text(text)
-    outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--test", str(deep)))
+    outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--test", str(deep)),
+                      fresh=True)
     assert_refused(outcome, codes=(1,), mentions=["deep.", "nested deeper"])
     _short(outcome)
 
@@ -96,7 +98,8 @@ def test_a_refusal_quotes_at_most_a_few_hundred_characters(stores: dict[str, Pat
                                                            tmp_path: Path, body: str) -> None:
     tests = tmp_path / "tests.json"
     tests.write_text(body.replace("KEY", "k" * 1_000_000))
-    outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--test", str(tests)))
+    outcome = run_emb(*_analyze("weat", stores["weat"], tmp_path / "o", "--test", str(tests)),
+                      fresh=True)
     assert_refused(outcome, codes=(1,), mentions=["tests.json", "…"])
     _short(outcome)
 
