@@ -5,17 +5,20 @@ child process without paying Python's start-up and the imports of torch, transfo
 One server per test process, started at its first run: a Python process that imports what a run
 of ``emb`` imports, then forks one child per run. The child is a process of its own, as the
 console script's is: a new session (its process group killed on a timeout), the run's working
-directory, environment, stdin, stdout and stderr files and ``sys.argv``; it runs the CLI's entry
-point and ends as the interpreter ends, as far as a run can tell (its exit status read from
-``SystemExit``, non-daemon threads joined, ``atexit`` functions run, output flushed), with the
-exit status the server reports back.
+directory, environment, stdin, stdout and stderr files and ``sys.argv``; a ``PYTHONPATH`` with
+more entries than the server's is put on ``sys.path`` and its ``sitecustomize`` imported, as at
+start-up (the fault injection of tests/faults/_inject); it runs the CLI's entry point and ends as
+the interpreter ends, as far as a run can tell (its exit status read from ``SystemExit``,
+non-daemon threads joined, ``atexit`` functions run, output flushed), with the exit status the
+server reports back.
 
 What a fork cannot give is served by a new process instead (:func:`unforkable` says why): an
 environment that differs from the server's in a variable that is read at start-up or at import
-(``PYTHONPATH``, ``LD_*``, locale, thread counts, ``TMPDIR``, …: only ``EMB_*``, ``AWS_*`` and
-pytest's own variables may differ), a stdin that is an inherited descriptor, or a run made while
-the server is busy with another (runs started together stay together). A forked child's peak
-memory counts the server's pages, so :class:`Outcome` reports none for it.
+(``LD_*``, locale, thread counts, ``TMPDIR``, …: only ``EMB_*``, ``AWS_*``, pytest's own
+variables, those the server's imports set themselves and a longer ``PYTHONPATH`` may differ), a
+stdin that is an inherited descriptor, or a run made while the server is busy with another (runs
+started together stay together). A forked child's peak memory counts the server's pages, so
+:class:`~tests._hostile.Outcome` reports none for it.
 
 ``EMB_HOSTILE_FORK=0`` runs every case in a new process, as before.
 """
@@ -62,6 +65,9 @@ for name in json.loads(sys.argv[2]):
         importlib.import_module(name)
     except Exception:  # a module this install lacks: its run imports it as a new process would
         pass
+# PYTHONPATH's entries sit right after the script's directory ('' for -c)
+base_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+assert sys.path[1 : 1 + len(base_path)] == base_path, (sys.path, base_path)
 gc.collect()
 gc.freeze()  # the imported objects stay shared with every child (no copy-on-write by the GC)
 
@@ -96,6 +102,12 @@ def _child(request):
     sys.argv = ["-c", *request["args"]]
     code = 0
     try:
+        if request["path"] is not None:  # more on PYTHONPATH: Python's start-up, from there on
+            sys.path[1 : 1 + len(base_path)] = request["path"]
+            try:
+                import sitecustomize  # noqa: F401 - the fault injection of tests/faults/_inject
+            except ImportError:
+                pass
         exec(compile(request["code"], "<string>", "exec"), {"__name__": "__main__"})
     except SystemExit as exit_:  # as the interpreter reads it (Python/pythonrun.c)
         if exit_.code is None or isinstance(exit_.code, int):
@@ -124,7 +136,9 @@ def _child(request):
     os._exit(code)
 
 
-_send({"env": dict(os.environ)})  # as the imports left it (scikit-learn sets KMP_* variables)
+# the environment as the imports left it (scikit-learn sets KMP_* variables); whether a
+# sitecustomize module was imported at start-up (a run's own could then not be imported first)
+_send({"env": dict(os.environ), "sitecustomize": "sitecustomize" in sys.modules})
 while True:
     request = _read()
     pid = os.fork()
@@ -136,16 +150,31 @@ while True:
 """
 
 
-def unforkable(env: Mapping[str, str], base: Mapping[str, str],
-               imported: Mapping[str, str]) -> list[str]:
+def unforkable(env: Mapping[str, str], base: Mapping[str, str], imported: Mapping[str, str],
+               *, path: bool) -> list[str]:
     """The variables that keep a run with the environment ``env`` from being forked from a server
     started with ``base`` whose imports set ``imported`` (scikit-learn's ``KMP_*``, torch's
     compiler cache): those ``env`` sets otherwise than ``base``, but for the ones read at run time
-    (:data:`RUN_TIME`) and those the imports set, left unset or set alike (a new process' imports
-    set them so too)."""
+    (:data:`RUN_TIME`), those the imports set, left unset or set alike (a new process' imports
+    set them so too), and, where ``path``, a ``PYTHONPATH`` that adds entries to the server's
+    (:func:`extended_path`)."""
     keys = set(env) | set(base)
     return sorted(k for k in keys if env.get(k) != base.get(k) and not k.startswith(RUN_TIME)
-                  and not (k in imported and env.get(k) in (None, imported[k])))
+                  and not (k in imported and env.get(k) in (None, imported[k]))
+                  and not (k == "PYTHONPATH" and path and extended_path(env, base) is not None))
+
+
+def extended_path(env: Mapping[str, str], base: Mapping[str, str]) -> list[str] | None:
+    """``env``'s ``PYTHONPATH`` entries where they hold ``base``'s in the same order and more
+    (the fault injection's directory: its ``sitecustomize`` runs at start-up); else None."""
+    entries, ours = _entries(env), _entries(base)
+    rest = iter(entries)
+    in_order = all(entry in rest for entry in ours)  # ours, a subsequence of entries
+    return entries if in_order and len(entries) > len(ours) else None
+
+
+def _entries(env: Mapping[str, str]) -> list[str]:
+    return [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
 
 
 class ForkServer:
@@ -164,8 +193,9 @@ class ForkServer:
         theirs.close()
         self.reader = ours.makefile("rb")
         self.env = dict(env)
-        after = self._receive()["env"]
-        self.imported = {k: v for k, v in after.items() if self.env.get(k) != v}  # its imports set
+        started = self._receive()
+        self.imported = {k: v for k, v in started["env"].items() if self.env.get(k) != v}
+        self.sitecustomize = started["sitecustomize"]
 
     def _receive(self) -> dict:
         line = self.reader.readline()
@@ -177,8 +207,10 @@ class ForkServer:
     def start(self, args: list[str], *, cwd: str, env: Mapping[str, str], stdin: str | None,
               stdout: str, stderr: str) -> int:
         """Fork the run; its pid (its process group's id). :meth:`wait` gives how it ended."""
+        path = extended_path(env, self.env) if env.get("PYTHONPATH") != self.env.get(
+            "PYTHONPATH") else None
         request = {"args": args, "cwd": cwd, "env": dict(env), "stdin": stdin, "stdout": stdout,
-                   "stderr": stderr, "code": self.code}
+                   "stderr": stderr, "code": self.code, "path": path}
         self.channel.sendall((json.dumps(request) + "\n").encode())
         return int(self._receive()["pid"])
 
@@ -215,7 +247,7 @@ def server(base: Mapping[str, str], env: Mapping[str, str],
             current = ForkServer(base, code)
             _servers[os.getpid()] = current
             atexit.register(current.close)
-    differ = unforkable(env, current.env, current.imported)
+    differ = unforkable(env, current.env, current.imported, path=not current.sitecustomize)
     if differ:
         return None, f"its environment sets {', '.join(differ)}"
     if not current.lock.acquire(blocking=False):

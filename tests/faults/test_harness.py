@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests._hostile import run_emb
+from tests.faults._disk import injected
 from tests._servers import silent_server
 
 #: a command of each ending: done (0), an emb error (1), a usage error (2)
@@ -55,3 +56,21 @@ def test_a_forked_run_that_hangs_is_killed_at_its_timeout():
                           env={"EMB_CONNECT_TIMEOUT": "600", "EMB_READ_TIMEOUT": "600"})
     assert outcome.started_anew == "" and outcome.timed_out and outcome.code == -9
     assert time.monotonic() - start < 30
+
+
+def test_the_fault_injection_loads_in_a_forked_run_as_at_start_up(tmp_path):
+    """tests/faults/_inject's sitecustomize, on a longer PYTHONPATH: killed before the run's first
+    change to the file system, forked or new."""
+    vectors, suite = tmp_path / "v.txt", tmp_path / "s.yaml"
+    vectors.write_text("2 3\nlove 1 0 0\nwar 0 1 0\n", encoding="utf-8")
+    suite.write_text("name: s\nitems:\n  - {context: 'This is {target}.', word: love}\n",
+                     encoding="utf-8")
+    args = ("extract", "--model", vectors, "--suite", suite, "-q")
+    for fresh in (False, True):
+        store = tmp_path / f"{fresh}.zarr"
+        killed = run_emb(*args, "--store", store, env=injected(EMB_FAULT_KILL_AT_OP=1),
+                         fresh=fresh)
+        assert killed.code == -9 and not store.exists(), killed
+        assert killed.started_anew == ("fresh=True" if fresh else "")
+    done = run_emb(*args, "--store", tmp_path / "s.zarr", env=injected(EMB_FAULT_KILL_AT_OP=10**6))
+    assert done.code == 0 and done.started_anew == "", done
