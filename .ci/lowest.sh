@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Proves the floors in pyproject.toml: installs the lowest versions of emb's direct dependencies
 # that it allows (the base install and the test extra, not the extract extra: no torch) into a
-# fresh virtual environment, and runs the store and analyses tests there.
+# fresh virtual environment, and runs there the tests that exercise the floors: the imports, the
+# store (every read and write path: local, zip, HTTP, S3), the contract of every analysis (its
+# kernel, tables, figures and summary on its example), the shared statistics (against scipy and
+# statsmodels) and the result files (CSV, Parquet, netCDF, JSON); their fast tier (-m "not slow":
+# the crash, race and coverage campaigns exercise no other library call, and the main run has
+# them). The main run (the README's test command) runs every test at the highest versions.
 #   bash .ci/lowest.sh            # a new venv in a temporary directory, removed afterwards
 #   LOWEST_VENV=/tmp/low bash .ci/lowest.sh   # keep (and reuse) the venv there
 set -euo pipefail
@@ -22,4 +27,4 @@ fi
     -e ".[test]"
 "$venv/bin/python" -m uv pip list --python "$venv/bin/python" 2>/dev/null \
     | grep -E -i '^(numpy|scipy|scikit-learn|xarray|zarr|numcodecs|dask|fsspec|pandas|click|tqdm|matplotlib|jsonschema|pyyaml|h5netcdf|h5py|threadpoolctl|pytest|hypothesis|zstandard|statsmodels|psutil|pytest-xdist) '
-"$venv/bin/python" -m pytest -q -ra -p no:cacheprovider tests/store tests/analyses tests/test_imports.py
+"$venv/bin/python" -m pytest -q -ra -p no:cacheprovider --dist worksteal --durations=10 -m "not slow" tests/test_imports.py tests/store tests/analyses/test_contract.py tests/analyses/stats tests/cli/test_outputs.py
