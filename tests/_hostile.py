@@ -98,7 +98,8 @@ def _environment(env: Mapping[str, str] | None,
     merged = dict(os.environ if base is None else base)
     merged.pop("EMB_DEBUG", None)  # the user's view: no traceback unless a test asks for one
     src = str(Path(__file__).resolve().parents[1] / "src")
-    merged["PYTHONPATH"] = os.pathsep.join(p for p in (src, merged.get("PYTHONPATH", "")) if p)
+    rest = [p for p in merged.get("PYTHONPATH", "").split(os.pathsep) if p and p != src]
+    merged["PYTHONPATH"] = os.pathsep.join([src, *rest])  # once: Python drops a repeated entry
     if env:
         merged.update(env)
     return merged

@@ -3,8 +3,12 @@ package import no torch; the analyses import none of the extract side."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,3 +68,124 @@ def test_the_options_sit_on_the_ground_floor():
             "('emb.stimuli', 'emb.backends', 'emb.analyses', 'emb.extract', 'emb.store', 'emb.cli'))]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- the import graph, read from the source (no module is run) ------------------------------------
+_SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted((_SRC / "emb").rglob("*.py")):
+        name = ".".join(path.relative_to(_SRC).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: Mapping[str, Path]) -> list[tuple[int, str, list[str]]]:
+    """Every import of module ``name`` (at its top or inside a function; not those only for type
+    checkers) as (line, the emb module it reaches, the names it takes from it)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(node) for block in ast.walk(tree)
+                   if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+                   for node in ast.walk(block)}
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                parts = parts[:len(parts) - node.level + 1]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                out.append((node.lineno, full, []) if full in modules else
+                           (node.lineno, base, [alias.name]))
+    return [(line, target, names) for line, target, names in out
+            if target == "emb" or target.startswith("emb.")]
+
+
+def _reached(target: str, modules: Mapping[str, Path]) -> str:
+    while target not in modules:
+        target = target.rpartition(".")[0]
+    return target
+
+
+def test_no_import_circle() -> None:
+    """No module of emb imports one that imports it back, directly or around a circle (imports
+    inside functions count: a circle there is one layer that knows the one above it)."""
+    modules = _modules()
+    graph = {name: {_reached(t, modules) for _, t, _ in _imports(name, path, modules)} - {name}
+             for name, path in modules.items()}
+    circles, index, low, stack, on_stack = [], {}, {}, [], set()
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            part = []
+            while (member := stack.pop()) != node:
+                on_stack.discard(member)
+                part.append(member)
+            on_stack.discard(node)
+            if part:
+                circles.append(sorted([node, *part]))
+
+    for name in graph:
+        if name not in index:
+            visit(name)
+    assert not circles, circles
+
+
+def _families() -> dict[str, list[str]]:
+    """Each analysis family's module (``emb.analyses.weat``) and its public names."""
+    import importlib
+
+    from emb.analyses.registry import ANALYSES
+
+    names = {".".join(a.function.__module__.split(".")[:3]) for a in ANALYSES.values()}
+    return {n: list(importlib.import_module(n).__all__) for n in sorted(names)}
+
+
+def _family_of(module: str, families: Mapping[str, Any]) -> str | None:
+    return next((f for f in families if module == f or module.startswith(f + ".")), None)
+
+
+def test_a_family_takes_only_another_familys_public_names() -> None:
+    """A family (a module or package of ``emb.analyses`` with a record in the registry) reaches
+    another family only through that family's package and its ``__all__`` (``from
+    emb.analyses.similarity import word_similarity``), never its private modules or names; what
+    several families share sits in a shared module below them (``emb.analyses.wordsets`` for the
+    WEAT-style tests, ``emb.analyses.ratings`` for the human ratings, ``_figure``, ``stats``), and a
+    shared module imports no family. A change to one family's insides then changes no other."""
+    modules, families = _modules(), _families()
+    assert {"emb.analyses.weat", "emb.analyses.peers", "emb.analyses.vast"} <= set(families)
+    wrong = []
+    for name, path in modules.items():
+        if not name.startswith("emb.analyses.") or name == "emb.analyses.registry":
+            continue
+        own = _family_of(name, families)
+        for line, target, taken in _imports(name, path, modules):
+            other = _family_of(target, families)
+            if other is None or other == own:
+                continue
+            where = f"{path.relative_to(_SRC)}:{line} imports {target}"
+            if own is None:
+                wrong.append(f"{where}: a shared module imports the family {other}")
+            elif target != other:
+                wrong.append(f"{where}: a module inside the family {other}")
+            elif private := [n for n in (taken or ["*"]) if n not in families[other]]:
+                wrong.append(f"{where}: {private}, not in {other}.__all__")
+    assert not wrong, "\n".join(wrong)

@@ -226,7 +226,7 @@ def test_per_word_residuals_match_statsmodels_ols() -> None:
 
 
 def test_summary_table_shows_a_p_below_float_range_by_its_order() -> None:
-    from emb.analyses.valnorm import correlation_summary
+    from emb.analyses.ratings import correlation_summary
 
     frame = pd.DataFrame({
         "model": "m", "lexicon": "lex", "setting": "bleached", "pooling": "last", "layer": [0, 1],

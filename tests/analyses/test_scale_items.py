@@ -19,7 +19,7 @@ from emb.analyses._run import common_stimuli
 from emb.analyses._select import item_text, text_column
 from emb.analyses.ceat import _ceat, ceat
 from emb.analyses.stats.anisotropy import first_items, random_pairs
-from emb.analyses.weat._contexts import per_stimulus
+from emb.analyses.wordsets.contexts import per_stimulus
 from tests.analyses._synthetic import ceat_dataset
 from tests.analyses._synthetic_intersectional import intersectional_dataset
 

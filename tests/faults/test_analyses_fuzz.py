@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, currently_in_test_context, event, example, given, settings
 from hypothesis import strategies as st
 
-from emb.analyses.weat._tests_file import TestSpec, load_tests, parse_tests, split_tests
+from emb.analyses.wordsets.tests_file import TestSpec, load_tests, parse_tests, split_tests
 from emb.errors import AnalysisError, EmbError
 from emb.report import build_report
 from emb.results import ResultsError, read_run
@@ -160,7 +160,7 @@ def test_raw_text_tests_files(text: str) -> None:
 
 def test_a_tests_file_over_its_size_limit_is_refused_unread(tmp_path: Path,
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from emb.analyses.weat import _tests_file as _weat_tests
+    from emb.analyses.wordsets import tests_file as _weat_tests
 
     monkeypatch.setattr(_weat_tests, "MAX_FILE_BYTES", 100)
     path = tmp_path / "big.yaml"

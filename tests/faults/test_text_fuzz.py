@@ -42,7 +42,7 @@ import xarray as xr
 
 from emb._documents import control_character
 from emb._pair_files import read_pair_file
-from emb.analyses.weat._tests_file import custom_test, parse_tests
+from emb.analyses.wordsets.tests_file import custom_test, parse_tests
 from emb.errors import AnalysisError, EmbWarning, LexiconError, SuiteError
 from emb.stimuli.lexicon import load_lexicon
 from emb.stimuli.suites import Item, Suite, load_suite

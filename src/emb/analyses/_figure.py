@@ -73,6 +73,9 @@ LINESTYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
 MARKERS = ("o", "s", "^", "D", "v")
 #: A curve with more layers than this gets its plain markers thinned (they would hide the line).
 DENSE_LAYERS = 12
+#: The colours of the two values of an attribute pair (A, B), and of projection and cosine
+#: (the valence-subspace and intersectional figures).
+COLOUR_A, COLOUR_B = "#1b6ca8", "#d1495b"
 
 F = TypeVar("F", bound=Callable[..., Figure])
 
@@ -484,6 +487,27 @@ def sel(da: xr.DataArray, **indexers: Any) -> xr.DataArray:
     """``da.sel`` for the indexers whose dim exists (a ``None`` value is skipped)."""
     use = {k: v for k, v in indexers.items() if v is not None and k in da.dims}
     return da.sel(use) if use else da
+
+
+def model_list(result: xr.Dataset) -> list[Any]:
+    """The models of a run over several stores, or ``[None]`` for one store (no ``model`` dim)."""
+    return list(result["model"].values) if "model" in result.dims else [None]
+
+
+def at_model(da: xr.DataArray, model: Any) -> xr.DataArray:
+    """``da`` at one of :func:`model_list`'s models (``None``: ``da`` as it is)."""
+    return da.sel(model=model) if model is not None and "model" in da.dims else da
+
+
+def model_label(model: Any) -> str:
+    """A model of :func:`model_list` as a title's words (``""`` for ``None``)."""
+    return "" if model is None else str(model)
+
+
+def declared_pooling(result: xr.Dataset) -> str:
+    """The pooling a one-pooling figure draws: ``last`` where the result has it, else its first."""
+    poolings = [str(p) for p in result["pooling"].values]
+    return "last" if "last" in poolings else poolings[0]
 
 
 def one_model(result: xr.Dataset) -> tuple[xr.Dataset, str]:

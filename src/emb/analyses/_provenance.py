@@ -137,7 +137,7 @@ def _unknown_lines(extraction: Mapping[str, Any], who: str, what: str, suite: An
 def context_notes(result: xr.Dataset) -> list[str]:
     """The summary line of a result computed on a suite of words in many contexts (``ceat``)
     read as one vector per word (its ``contexts`` attribute,
-    :func:`emb.analyses.weat._contexts.contexts_record`): what each word's vector is and how
+    :func:`emb.analyses.wordsets.contexts.contexts_record`): what each word's vector is and how
     many contexts lie behind it. Empty for any other result."""
     record = _loaded(result.attrs.get("contexts"))
     if not isinstance(record, Mapping):

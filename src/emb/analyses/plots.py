@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from emb.analyses import _figure as fg
+from emb.analyses.ratings import figure_panels
 from emb.errors import AnalysisError
 
 __all__ = [
@@ -38,11 +39,6 @@ __all__ = [
     "tokenization_curves",
     "word_scatter",
 ]
-
-#: Kept for callers of the former private helpers (tests, other families).
-_sel = fg.sel
-_PALETTE = fg.PALETTE
-
 
 def _setting_colors(settings: Sequence[Any]) -> dict[Any, str]:
     return fg.colors_for(settings, kind="setting")
@@ -436,8 +432,6 @@ def similarity_curves(
     prefix = "similarity_" if variable.startswith("similarity_") else ""
     result, tag = fg.one_model(result)
     da = result[variable]
-    from emb.analyses.similarity import figure_panels
-
     # a pooling the similarity suite was not extracted with, a benchmark without a rho: no panel
     # (no empty panels; the summary names each one left out, and why: figure_panels)
     kept_poolings, datasets, _ = figure_panels(result, variable=variable)

@@ -28,13 +28,9 @@ from emb.analyses._analysis import (
     Option,
     Summary,
     check_options,
-    front,
-    integer_columns,
-    mc_floor,
     own_pooling_rows,
     small_n_notes,
     small_n_of,
-    tidy_frame,
     with_set_sizes,
 )
 from emb.analyses._select import (
@@ -49,6 +45,7 @@ from emb.analyses._select import (
     settings_present,
     unique_in_order,
 )
+from emb.analyses.ratings import declared_cell, pooling_words, word_table
 from emb.analyses.stats._work import plan
 from emb.analyses.stats.association import (
     MIN_ATTRIBUTE_WORDS,
@@ -372,46 +369,6 @@ def _subtokens(items: xr.Dataset) -> np.ndarray:
 
 
 # -- tables, figures, summary ----------------------------------------------------------------------
-def word_table(result: xr.Dataset, *, value: str = "effect_size") -> pd.DataFrame:
-    """One row per (model, [lexicon,] setting, word, pooling, layer): the word's SC-WEAT
-    (``value``), its residual, p (if any), rating and subtoken count."""
-    per_cell = [v for v in (value, "residual", "p", "p_mc_se")
-                if v in result and "word" in result[v].dims]
-    frame = tidy_frame(result, per_cell, drop_all_nan=[value])
-    per_word = [v for v in ("rating", "n_subtokens") if v in result and "word" in result[v].dims]
-    if per_word and len(frame):
-        words = result[per_word].reset_coords(drop=True).to_dataframe().reset_index()
-        frame = frame.merge(words, how="left")
-    if "p" in per_cell:
-        n_used = int(result.attrs.get("n_permutations_used", 0) or 0)
-        frame.insert(int(frame.columns.get_loc("p")) + 1, "p_at_floor",
-                     mc_floor(frame["p"], np.full(len(frame), n_used)))
-    frame = integer_columns(frame, ("layer", "n_subtokens"))
-    return front(frame, ("model", "lexicon", "setting", "word", "pooling", "layer", value,
-                         "rating", "n_subtokens", "residual", "p", "p_at_floor", "p_mc_se"))
-
-
-def pooling_words(cell: pd.DataFrame) -> str:
-    """The pooling of a declared cell's rows: ``last``, or each model's (``ctx: last, w2v:
-    static``) when a static store sits beside a contextual one."""
-    if cell["pooling"].nunique() == 1 or "model" not in cell:
-        return str(cell["pooling"].iloc[0])
-    own = cell.drop_duplicates("model")
-    return ", ".join(f"{m}: {p}" for m, p in zip(own["model"], own["pooling"], strict=True))
-
-
-def declared_cell(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of a per-word table at the declared cell: each model's top layer and the
-    default pooling (``last``, else the first)."""
-    if frame.empty:
-        return frame
-    value = next((c for c in ("effect_size", "sc_weat") if c in frame), None)  # valnorm's: sc_weat
-    cell, _ = own_pooling_rows(frame, value, DEFAULT_POOLINGS)  # a static store: static
-    keys = [k for k in ("model",) if k in cell]
-    top = cell.groupby(keys)["layer"].transform("max") if keys else cell["layer"].max()
-    return cell[cell["layer"] == top]
-
-
 def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     """``sc_weat``: one row per (model, setting, word, pooling, layer) with the word's rating,
     subtoken count and residual from the least-squares line of SC-WEAT on the rating."""

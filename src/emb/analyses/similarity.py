@@ -45,6 +45,7 @@ from emb.analyses._select import (
     provenance_attrs,
     refuse_repeats,
 )
+from emb.analyses.ratings import panel_notes
 from emb.analyses.stats import correlation_ci, spearman
 from emb.analyses.stats.nullify import MAX_K, nullified_pair_cosines
 from emb.errors import AnalysisError, MissingStimuliError
@@ -589,48 +590,6 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     best = layer_table(frame[frame["k"] == 0].dropna(subset=["rho"]), "rho",
                        ("model", "dataset", "pooling"), extra=("ci_low", "ci_high", "n"))
     return {"similarity": frame, "similarity_best_layers": best}
-
-
-def figure_panels(result: xr.Dataset, *, variable: str = "rho") -> tuple[list[Any], list[Any], list[str]]:
-    """The poolings and benchmarks the word-similarity figure of a one-model ``result`` draws
-    (:func:`emb.analyses.plots.similarity_curves`: one panel per pooling and benchmark), and a
-    line for each one left out and why: a panel without a single ρ would be an empty axes.
-
-    Examples
-    --------
-    >>> r = xr.Dataset({"rho": (("dataset", "pooling"), [[0.5, np.nan], [np.nan, np.nan]])},
-    ...                coords={"dataset": ["ws353", "rw"], "pooling": ["last", "max"]})
-    >>> figure_panels(r)[:2]
-    (['last'], ['ws353'])
-    """
-    from emb.analyses._figure import labels
-
-    da = result[variable]
-
-    def finite(**at: Any) -> bool:
-        sub = da.sel({k: v for k, v in at.items() if k in da.dims})
-        return bool(np.isfinite(np.asarray(sub.values, dtype=np.float64)).any())
-
-    poolings = labels(result, "pooling")
-    datasets = labels(result, "dataset")
-    kept_poolings = [p for p in poolings if finite(pooling=p)]
-    kept_datasets = [d for d in datasets if finite(dataset=d, pooling=kept_poolings)]
-    notes = [f"pooling {p!r}: no panel, no rho at any layer (the similarity suite holds no vectors "
-             "of this pooling: it was extracted without it)"
-             for p in poolings if p not in kept_poolings and p is not None]
-    notes += [f"benchmark {d!r}: no panel, no rho in any cell (its human scores or its pairs' "
-              "cosines are constant)" for d in datasets if d not in kept_datasets and d is not None]
-    return kept_poolings, kept_datasets, notes
-
-
-def panel_notes(result: xr.Dataset, *, variable: str = "rho") -> list[str]:
-    """:func:`figure_panels`' lines for every model of ``result`` (prefixed by its name when
-    there are several)."""
-    if "model" not in result.dims:
-        return figure_panels(result, variable=variable)[2]
-    several = result.sizes["model"] > 1
-    return [f"{m}: {n}" if several else n for m in result["model"].values
-            for n in figure_panels(result.sel(model=m), variable=variable)[2]]
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:

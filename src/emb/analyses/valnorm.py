@@ -23,22 +23,14 @@ import xarray as xr
 from emb._text import unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
-    DEFAULT_POOLINGS,
-    DEFAULT_SETTINGS,
     Analysis,
     Option,
     Summary,
-    add_log10_p,
     check_options,
     coord_values,
-    default_of,
-    format_p,
-    format_p_column,
     front,
     integer_columns,
     layer_table,
-    own_pooling_rows,
-    p_below_range,
     slug,
     tidy_frame,
 )
@@ -49,11 +41,20 @@ from emb.analyses._select import (
     own_descriptions,
     parse_subset,
     provenance_attrs,
-    select_words,
     settings_present,
     unique_in_order,
 )
-from emb.analyses.sc_weat import declared_cell, pooling_words, word_table
+from emb.analyses.ratings import (
+    N_POLAR,
+    STAT_NAMES,
+    correlation_summary,
+    correlation_table,
+    declared_cell,
+    polar_selection,
+    pooling_words,
+    rated_poles,
+    word_table,
+)
 from emb.analyses.stats.association import rating_residuals, sc_weat_effect_sizes
 from emb.errors import AnalysisError, MissingStimuliError
 from emb.options import DDOF, WORD_SET
@@ -63,9 +64,6 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = ["ANALYSIS", "N_POLAR", "polar_selection", "rated_poles", "valnorm"]
-
-#: Polar words per pole for the arousal / dominance variants (the WEAT valence sets have 25).
-N_POLAR = 25
 
 # --------------------------------------------------------------------------------------------
 # ValNorm / VAST
@@ -77,63 +75,6 @@ def _positions(mask: np.ndarray) -> slice | np.ndarray:
     if pos.size and pos[-1] - pos[0] + 1 == pos.size:
         return slice(int(pos[0]), int(pos[-1]) + 1)  # contiguous: a plain slice of the chunks
     return pos
-
-
-def polar_selection(
-    ds: xr.Dataset, pole: str, setting: str, lexicon: str, has_lexicon_label: bool,
-    words: Sequence[str] | None = None,
-) -> xr.Dataset:
-    """The ``pole`` (pleasant/unpleasant) items of one setting, per lexicon when labelled so.
-
-    Shared by :func:`valnorm` and :func:`emb.analyses.vast.vast`, so both pick the same polar
-    words (raises :class:`~emb.errors.MissingStimuliError` when the suite has none): all the
-    suite's ``pole`` words, or ``words`` (those present in every compared setting).
-    """
-    if words is None:
-        words = unique_in_order(
-            np.asarray(item_values(ds, "word"))[label_mask(ds, stimulus_set=pole)].astype(str)
-        )
-    if not words:
-        raise MissingStimuliError(
-            f"this Dataset has no {pole!r} polar words (stimulus_set={pole!r}); "
-            "extract the built-in 'vast' suite, which adds the 25 + 25 WEAT valence words"
-        )
-    labels: dict[str, Any] = {}
-    if has_lexicon_label and label_mask(
-        ds, setting=setting, stimulus_set=pole, lexicon=lexicon
-    ).any():
-        labels["lexicon"] = lexicon
-    return select_words(ds, words, setting=setting, stimulus_set=pole, **labels)
-
-
-def rated_poles(
-    ds: xr.Dataset, mask: np.ndarray, ratings: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """Items (boolean masks within ``mask``) of the high and low poles of a rating: the suite's
-    ``polar_<rating>`` labels when present, else the ``N_POLAR`` highest and lowest rated words.
-    Shared by :func:`valnorm` and :func:`emb.analyses.vast.vast`."""
-    label = f"polar_{ratings}"
-    if label in ds.variables:
-        pos = np.flatnonzero(mask)  # only the masked items' labels are lower-cased
-        values = np.char.lower(np.asarray(item_values(ds, label))[pos].astype(str))
-        high, low = np.zeros_like(mask), np.zeros_like(mask)
-        high[pos[values == "high"]] = True
-        low[pos[values == "low"]] = True
-        if high.any() and low.any():
-            return high, low
-    rating = item_values(ds, ratings).astype(np.float64)
-    pos = np.flatnonzero(mask & np.isfinite(rating))
-    if pos.size < 2 * N_POLAR + 3:
-        raise AnalysisError(
-            f"{pos.size} rated lexicon items are too few to take the {N_POLAR} highest and "
-            f"{N_POLAR} lowest on {ratings!r} as polar words"
-        )
-    order = pos[np.argsort(rating[pos], kind="stable")]
-    high = np.zeros_like(mask)
-    low = np.zeros_like(mask)
-    high[order[-N_POLAR:]] = True
-    low[order[:N_POLAR]] = True
-    return high, low
 
 
 #: Fewest rated target words a correlation is computed from (r of 2 points is ±1, p undefined).
@@ -384,20 +325,6 @@ def _word_labels(words: np.ndarray) -> np.ndarray:
 
 
 # -- tables, figures, summary ----------------------------------------------------------------------
-#: Statistics of a correlation, in table order.
-STAT_NAMES = ("r", "p", "n", "ci_low", "ci_high", "spearman_r", "spearman_p")
-
-
-def correlation_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """A tidy table of correlations with the exact ``log10_p`` (and ``spearman_log10_p``) beside
-    each p, which is floored at the smallest normal double (see
-    :data:`emb.analyses.stats.P_FLOOR`). Shared by ``valnorm`` and ``vast``."""
-    frame = add_log10_p(frame, r="r", n="n", p="p", method="pearson")
-    frame = add_log10_p(frame, r="spearman_r", n="n", p="spearman_p", method="spearman")
-    frame = p_below_range(frame)  # a p below float range only as its log10, never 2.2e-308
-    return p_below_range(frame, p="spearman_p", log10_p="spearman_log10_p")
-
-
 def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     """``valnorm``: one row per (model, lexicon, setting, pooling, layer); ``valnorm_words``: one
     row per word and cell (its SC-WEAT, rating, subtoken count, residual);
@@ -439,54 +366,6 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
                     title=f"SC-WEAT vs {rating} — {lex}, top layer ({layers}), "
                           f"{pooling_words(cell)} pooling")
     return figs
-
-
-def correlation_summary(
-    frame: pd.DataFrame,
-    *,
-    title: str,
-    keys: Sequence[str] = ("model", "lexicon", "setting", "pooling"),
-    correction: str = "none",
-    family: str = "",
-) -> Summary:
-    """Headline: r [95% CI] (n), p at the top layer of the first setting (``bleached`` preferred)
-    and the ``last`` pooling (else the first), per model and lexicon; table: every setting ×
-    pooling, top-layer r beside the best layer (labelled exploratory). With a ``correction``
-    (its ``p_adjusted`` in ``frame``), the adjusted p is shown and named, with its ``family``.
-    Shared by ``valnorm`` and ``vast``."""
-    frame = frame.dropna(subset=["r"])
-    if frame.empty:
-        return Summary(title=f"{title}: no correlations (every cell is NaN)")
-    adjusted = correction != "none" and "p_adjusted" in frame
-    extra = ("ci_low", "ci_high", "n", "p", "log10_p") + (("p_adjusted",) if adjusted else ())
-    table = layer_table(frame, "r", keys, extra=extra)
-    setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS) if "setting" in frame else None
-    head = table[table["setting"] == setting] if setting is not None else table
-    # each model at the declared pooling, or its own without it (a static store: static)
-    head, pooling = own_pooling_rows(head, "r", DEFAULT_POOLINGS)
-    headline = [f"declared cell: top layer, setting {setting!r}, pooling {pooling}"]
-    method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(correction, correction)
-    for _, row in head.iterrows():
-        label = " / ".join(str(row[k]) for k in ("model", "lexicon") if k in row)
-        p_text = format_p(float(row["p"]), log10_p=row.get("log10_p")) if "p" in row else ""
-        if adjusted:
-            p_text += f", {method}-adjusted p = {float(row['p_adjusted']):.3g}"
-        headline.append(
-            f"{label}: r = {row['r']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
-            f"(n = {int(row['n'])}), {p_text} at layer {row['top_layer']}"
-        )
-    table = format_p_column(table)  # a p below float range as its order (≈ 10^-680.4)
-    notes = ["CI: 95% from Fisher's z. p: two-sided, the exact permutation p over at most 9 "
-             "words, else exact for Pearson's r under normality; a p "
-             "below the float range (2.2e-308) is shown by its order (≈ 10^x) here and left "
-             "empty in the table files' p, its exact order in log10_p.",
-             "best layer (exploratory): the layer of the highest r in that row, chosen after "
-             "looking; report the declared cell."]
-    if adjusted:
-        notes.insert(1, f"p_adjusted: {method} correction over {family or 'the layers'}.")
-    else:
-        notes.insert(1, "No multiple-comparison correction.")
-    return Summary(title=title, headline=headline, table=table, notes=notes)
 
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:

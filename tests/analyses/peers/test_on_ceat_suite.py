@@ -18,7 +18,7 @@ from scipy.spatial import distance
 import emb
 from emb.analyses import ANALYSES
 from emb.analyses._examples import suite_dataset
-from emb.analyses.weat._contexts import per_stimulus
+from emb.analyses.wordsets.contexts import per_stimulus
 from emb.cli.main import main
 from tests.analyses._synthetic import ceat_dataset, write_store
 

@@ -150,8 +150,8 @@ def test_planted_effects_are_recovered() -> None:
 
 
 def test_ripa_default_pairs_drop_a_missing_words_pair_and_reference_shifts() -> None:
-    from emb.analyses.peers._peers import _pairs
-    from emb.analyses.weat._tests_file import TestSpec
+    from emb.analyses.wordsets import target_pairs as _pairs
+    from emb.analyses.wordsets.tests_file import TestSpec
 
     spec = json.loads((Path(emb.__file__).parent / "data" / "weat_tests.json").read_text())["tests"]
     weat4 = next(t for t in spec if t["id"] == "WEAT4")

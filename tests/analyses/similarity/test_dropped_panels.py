@@ -13,7 +13,8 @@ import pytest
 
 from emb.analyses import ANALYSES, run_analysis
 from emb.analyses._examples import similarity_dataset, similarity_pairs
-from emb.analyses.similarity import figure_panels, word_similarity
+from emb.analyses.ratings import figure_panels
+from emb.analyses.similarity import word_similarity
 from emb.errors import AnalysisError
 from tests.analyses.test_figure_canvas import figure_problems
 

@@ -22,14 +22,6 @@ from matplotlib.ticker import PercentFormatter
 
 from emb.analyses import _figure as fg
 
-# the helpers and colours of the paper's figures, shared with the valence-subspace figure
-from emb.analyses.valence_subspace._figures import COLOUR_A as _A
-from emb.analyses.valence_subspace._figures import COLOUR_B as _B
-from emb.analyses.valence_subspace._figures import at_model as _one
-from emb.analyses.valence_subspace._figures import declared_pooling as _pooling
-from emb.analyses.valence_subspace._figures import model_label as _label
-from emb.analyses.valence_subspace._figures import model_list as _models
-
 __all__ = ["distributions", "experiment3_shares", "heat_table"]
 
 _LINK = "#2a9d4b"
@@ -60,21 +52,21 @@ def _half_violin(ax: Any, values: np.ndarray, y: float, sign: float, color: str)
 def heat_table(result: xr.Dataset, *, alpha: float = 0.05) -> Figure:
     """Effect sizes of the 12 pairs (rows) for every model (columns), at the top layer and the
     declared pooling; ``*`` marks p < alpha (``p_adjusted`` when a correction was asked)."""
-    pooling = _pooling(result)
+    pooling = fg.declared_pooling(result)
     pvar = "p_adjusted" if "p_adjusted" in result else "p"
-    models = _models(result)
+    models = fg.model_list(result)
     pairs = [str(p) for p in result["pair"].values]
     d = np.full((len(pairs), len(models)), np.nan)
     p = np.full_like(d, np.nan)
     layers = []
     for j, model in enumerate(models):
-        es = _one(result["effect_size"], model).sel(pooling=pooling)
+        es = fg.at_model(result["effect_size"], model).sel(pooling=pooling)
         top = _top_layer(es)
         layers.append(top)
         if top is None:
             continue
         d[:, j] = es.sel(layer=top).values
-        p[:, j] = _one(result[pvar], model).sel(pooling=pooling, layer=top).values
+        p[:, j] = fg.at_model(result[pvar], model).sel(pooling=pooling, layer=top).values
     vmax = max(0.5, float(np.nanmax(np.abs(d))) if np.isfinite(d).any() else 0.5)
     fig = Figure(figsize=(min(7.0, max(4.2, 2.6 + 0.9 * len(models))), 4.8), layout="constrained")
     ax = fig.subplots()
@@ -88,7 +80,7 @@ def heat_table(result: xr.Dataset, *, alpha: float = 0.05) -> Figure:
     ax.set_yticks(range(len(pairs)), [q.replace("/", " vs ") for q in pairs], fontsize=8)
     ax.set_xticks(
         range(len(models)),
-        [f"{_label(m) or 'model'}\nlayer {layer}" for m, layer in zip(models, layers, strict=True)],
+        [f"{fg.model_label(m) or 'model'}\nlayer {layer}" for m, layer in zip(models, layers, strict=True)],
         fontsize=8,
     )
     ax.tick_params(length=0)
@@ -113,15 +105,15 @@ def distributions(result: xr.Dataset) -> Figure:
     """Projections of "person" in the experiment-2 phrases, grouped by slot value: per pair the A
     phrases (upper half-violin, circle = mean) and B phrases (lower half, square = mean), means
     joined by a line; one panel per model, top layer, declared pooling."""
-    pooling = _pooling(result)
-    models = _models(result)
+    pooling = fg.declared_pooling(result)
+    models = fg.model_list(result)
     pairs = list(zip(result["category"].values, result["value_a"].values,
                      result["value_b"].values, strict=True))
     fig = Figure(figsize=(min(7.0, 2.2 + 2.6 * len(models)), 5.2), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(models), sharey=True, squeeze=False)[0])
     is2 = np.asarray(result["experiment"].values) == 2
     for ax, model in zip(axes, models, strict=True):
-        proj = _one(result["projection"], model).sel(pooling=pooling)
+        proj = fg.at_model(result["projection"], model).sel(pooling=pooling)
         top = _top_layer(proj)
         if top is None:
             continue
@@ -131,21 +123,21 @@ def distributions(result: xr.Dataset) -> Figure:
             labels = np.asarray(result[str(category)].values).astype(str)
             groups = [values[is2 & (labels == a)], values[is2 & (labels == b)]]
             means = []
-            for g, sign, color in zip(groups, (1.0, -1.0), (_A, _B), strict=True):
+            for g, sign, color in zip(groups, (1.0, -1.0), (fg.COLOUR_A, fg.COLOUR_B), strict=True):
                 g = g[np.isfinite(g)]
                 means.append(g.mean() if g.size else np.nan)
                 _half_violin(ax, g, y, sign, color)
             ax.plot(means, [y, y], color=_LINK, lw=2.2, zorder=3)
-            ax.plot(means[0], y, "o", color=_A, ms=5, zorder=4)
-            ax.plot(means[1], y, "s", color=_B, ms=5, zorder=4)
+            ax.plot(means[0], y, "o", color=fg.COLOUR_A, ms=5, zorder=4)
+            ax.plot(means[1], y, "s", color=fg.COLOUR_B, ms=5, zorder=4)
         ax.set_yticks(range(len(pairs)), [f"{a} / {b}" for _, a, b in pairs][::-1], fontsize=8)
         ax.set_xlabel("projection on the valence direction (→ more pleasant)")
-        ax.set_title(f"{_label(model) + ', ' if model is not None else ''}layer {top}", fontsize=9)
+        ax.set_title(f"{fg.model_label(model) + ', ' if model is not None else ''}layer {top}", fontsize=9)
         ax.grid(axis="x", alpha=0.3)
     n = int(is2.sum())
     handles = [
-        Line2D([], [], marker="o", color=_A, ls="none", label="A (first value): mean; upper half"),
-        Line2D([], [], marker="s", color=_B, ls="none", label="B (second value): mean; lower half"),
+        Line2D([], [], marker="o", color=fg.COLOUR_A, ls="none", label="A (first value): mean; upper half"),
+        Line2D([], [], marker="s", color=fg.COLOUR_B, ls="none", label="B (second value): mean; lower half"),
         Line2D([], [], color=_LINK, lw=2.2, label="difference of the means"),
     ]
     fig.legend(handles=handles, loc="outside lower center", ncols=1 if len(models) == 1 else 3,
@@ -159,8 +151,8 @@ def experiment3_shares(result: xr.Dataset) -> Figure:
     """Experiment 3 at the top layer and declared pooling: per model, the share of the top and
     bottom phrases holding each value (bars), and the share with the value at each position
     (heat maps, one for the top set, one for the bottom set)."""
-    pooling = _pooling(result)
-    models = _models(result)
+    pooling = fg.declared_pooling(result)
+    models = fg.model_list(result)
     values = [str(v) for v in result["value"].values]
     positions = [int(p) for p in result["position"].values]
     k = int(np.max(result["n_extreme"].values))
@@ -169,18 +161,18 @@ def experiment3_shares(result: xr.Dataset) -> Figure:
     y = np.arange(len(values))
     drawn = []
     for model in models:
-        share = _one(result["position_share"], model).sel(pooling=pooling)
+        share = fg.at_model(result["position_share"], model).sel(pooling=pooling)
         top = _top_layer(share)
         if top is not None:
             drawn.append(float(np.nanmax(share.sel(layer=top).values)))
     vmax = max(0.2, np.ceil(max(drawn, default=0.0) * 10) / 10)
     for row, model in zip(grid, models, strict=True):
-        share = _one(result["share"], model).sel(pooling=pooling)
+        share = fg.at_model(result["share"], model).sel(pooling=pooling)
         top = _top_layer(share)
         if top is None:
             continue
         share = share.sel(layer=top)
-        at = _one(result["position_share"], model).sel(pooling=pooling, layer=top)
+        at = fg.at_model(result["position_share"], model).sel(pooling=pooling, layer=top)
         ax = row[0]
         for offset, extreme, color in ((-0.2, "top", _TOP), (0.2, "bottom", _BOTTOM)):
             ax.barh(y + offset, share.sel(extreme=extreme).values, height=0.4, color=color,
@@ -191,7 +183,7 @@ def experiment3_shares(result: xr.Dataset) -> Figure:
         ax.set_xlim(0, 1)
         ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
         ax.set_xlabel("phrases holding the value")
-        ax.set_title(f"{_label(model) + ', ' if model is not None else ''}layer {top}", fontsize=9)
+        ax.set_title(f"{fg.model_label(model) + ', ' if model is not None else ''}layer {top}", fontsize=9)
         for ax, extreme in zip(row[1:], ("top", "bottom"), strict=True):
             grid_values = at.sel(extreme=extreme).transpose("value", "position").values
             image = ax.imshow(grid_values, cmap="Greys", vmin=0, vmax=vmax, aspect="auto")

@@ -13,28 +13,29 @@ import pandas as pd
 import xarray as xr
 
 from emb.analyses._analysis import (
-    DEFAULT_POOLINGS,
-    DEFAULT_SETTINGS,
     MAX_PERMUTATIONS,
     Analysis,
     Option,
     Summary,
     check_options,
-    default_of,
-    format_p,
     front,
     integer_columns,
     mc_floor,
-    own_pooling_rows,
-    small_n_notes,
     tidy_frame,
     with_set_sizes,
 )
 from emb.analyses._select import own_descriptions, provenance_attrs, public_in_package
 from emb.analyses.stats import multilevel as ml
-from emb.analyses.weat._family import per_test, vectors
-from emb.analyses.weat._resolve import TEST_OPTIONS
-from emb.analyses.weat._tests_file import TestSpec
+from emb.analyses.wordsets import (
+    TEST_OPTIONS,
+    TestSpec,
+    cell_summary,
+    declared_cell,
+    p_text,
+    per_test,
+    top_rows,
+    vectors,
+)
 from emb.options import ALTERNATIVE, DDOF, MIN_WORDS, N_PERMUTATIONS, WORD_SET
 
 if TYPE_CHECKING:
@@ -205,22 +206,14 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     frame = tables["ml_eat"].dropna(subset=["effect_size"])
     if frame.empty:
         return Summary(title="ML-EAT: no effect sizes (every cell is NaN)")
-    setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
     # each model at the declared pooling, or its own without it (a static store: static)
-    cell, pooling = own_pooling_rows(frame[frame["setting"] == setting], "effect_size", DEFAULT_POOLINGS)
-    keys = [k for k in ("model", "test") if k in cell]
+    cell, setting, pooling = declared_cell(frame, "effect_size")
     rows = []
-    for key, group in cell.groupby(keys, sort=False):
-        top = group.loc[group["layer"].idxmax()]
-        row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-        def p_text(col: str, n_col: str, top: pd.Series = top) -> str:
-            return format_p(float(top[col]), n_permutations=int(top[n_col]),
-                            floor=bool(top[f"{col}_at_floor"])).removeprefix("p ").removeprefix("= ")
-
+    for row, top in top_rows(cell):
         row.update({"layer": int(top["layer"]), "d": round(float(top["effect_size"]), 3),
-                    "p": p_text("p", "n_permutations"),
-                    "d_X": round(float(top["d_X"]), 3), "p_X": p_text("p_X", "target_n_permutations"),
-                    "d_Y": round(float(top["d_Y"]), 3), "p_Y": p_text("p_Y", "target_n_permutations"),
+                    "p": p_text(top, "p", "n_permutations"),
+                    "d_X": round(float(top["d_X"]), 3), "p_X": p_text(top, "p_X", "target_n_permutations"),
+                    "d_Y": round(float(top["d_Y"]), 3), "p_Y": p_text(top, "p_Y", "target_n_permutations"),
                     "pattern": top["pattern_name"]})
         rows.append(row)
     counts = cell.groupby("pattern_name").size().sort_values(ascending=False)
@@ -233,10 +226,8 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
         "Patterns over every layer of this cell: " + "; ".join(
             f"{name} {int(c)}" for name, c in counts.items()) + ".",
     ]
-    notes += small_n_notes(result)
-    return Summary(title="ML-EAT (multilevel embedding association test)",
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
-                   table=pd.DataFrame(rows), notes=notes)
+    return cell_summary("ML-EAT (multilevel embedding association test)", result,
+                        setting=setting, pooling=pooling, rows=rows, notes=notes)
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:

@@ -19,17 +19,12 @@ import pandas as pd
 import xarray as xr
 
 from emb.analyses._analysis import (
-    DEFAULT_POOLINGS,
-    DEFAULT_SETTINGS,
     Analysis,
     Option,
     Summary,
     check_options,
-    default_of,
     front,
     integer_columns,
-    own_pooling_rows,
-    small_n_notes,
     tidy_frame,
     with_set_sizes,
 )
@@ -39,9 +34,16 @@ from emb.analyses._select import (
     public_in_package,
 )
 from emb.analyses.stats import peers as kernels
-from emb.analyses.weat._family import per_test, vectors
-from emb.analyses.weat._resolve import TEST_OPTIONS
-from emb.analyses.weat._tests_file import TestSpec
+from emb.analyses.wordsets import (
+    TEST_OPTIONS,
+    TestSpec,
+    cell_summary,
+    declared_cell,
+    per_test,
+    target_pairs,
+    top_rows,
+    vectors,
+)
 from emb.options import MIN_WORDS, SEED_32, WORD_SET
 
 if TYPE_CHECKING:
@@ -60,37 +62,6 @@ _NAMES = {
     "rnsb": ("RNSB (relative negative sentiment bias)",
              "KL divergence from uniform of the targets' normalised P(B); 0 = no bias"),
 }
-
-
-def _defined(test: TestSpec) -> tuple[list[str], list[str]] | None:
-    """X's and Y's word lists as the packaged WEAT test ``test.name`` defines them (their order
-    pairs them), when the test's words are drawn from them; None for other tests."""
-    from emb import data
-
-    for spec in data.read_json("weat_tests.json")["tests"]:
-        if spec.get("id") == test.name:
-            xs, ys = list(spec["target_x"]["words"]), list(spec["target_y"]["words"])
-            if set(test.words["X"]) <= set(xs) and set(test.words["Y"]) <= set(ys):
-                return xs, ys
-    return None
-
-
-def _pairs(test: TestSpec, method: str) -> np.ndarray:
-    """RIPA's pairs (index in X, index in Y). Default: the i-th words of a packaged test's X and
-    Y lists (Caliskan et al.'s order), a pair kept only when both of its words are in the store (a
-    missing word drops its pair, never shifts the others); the lists of other tests (files, your
-    own) are their definitions. ``reference`` (WEFE): the i-th of the words *found*, up to the
-    shorter set."""
-    found_x, found_y = test.words["X"], test.words["Y"]
-    defined = None if method == "reference" else _defined(test)
-    if defined is None:
-        k = min(len(found_x), len(found_y))
-        return np.stack([np.arange(k), np.arange(k)], axis=1).reshape(-1, 2)
-    pos_x = {w: i for i, w in enumerate(found_x)}
-    pos_y = {w: i for i, w in enumerate(found_y)}
-    pairs = [(pos_x[wx], pos_y[wy]) for wx, wy in zip(*defined, strict=False)
-             if wx in pos_x and wy in pos_y]
-    return np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
 
 
 def _run(
@@ -119,7 +90,7 @@ def _run(
     def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
         kwargs: dict[str, Any] = {"n_x": n["X"], "n_y": n["Y"]}
         if metric == "ripa":
-            kwargs["pairs"] = _pairs(test, method)
+            kwargs["pairs"] = target_pairs(test, method)
             function: Callable[..., np.ndarray] = kernels.ripa
         elif metric == "rnsb":
             kwargs.update(n_a=n["A"], seed=int(seed), holdout=method == "reference")
@@ -368,14 +339,10 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     long_name, meaning = _NAMES[metric]
     if frame.empty:
         return Summary(title=f"{long_name}: no values (every cell is NaN)")
-    setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
     # each model at the declared pooling, or its own without it (a static store: static)
-    cell, pooling = own_pooling_rows(frame[frame["setting"] == setting], metric, DEFAULT_POOLINGS)
+    cell, setting, pooling = declared_cell(frame, metric)
     rows = []
-    keys = [k for k in ("model", "test") if k in cell]
-    for key, group in cell.groupby(keys, sort=False):
-        top = group.loc[group["layer"].idxmax()]
-        row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+    for row, top in top_rows(cell):
         if "x_group" in top:
             row["groups"] = f"{top['x_group']} vs {top['y_group']} / {top['a_group']} vs {top['b_group']}"
         row["layer"] = int(top["layer"])
@@ -392,10 +359,7 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
     if metric == "rnsb":
         notes.append(f"Seeded (random_state {result.attrs.get('seed')}); B is the negative class.")
     notes.append("No p-value: these metrics have no test of their own; use weat's permutation p.")
-    notes += small_n_notes(result)
-    return Summary(title=long_name,
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
-                   table=pd.DataFrame(rows), notes=notes)
+    return cell_summary(long_name, result, setting=setting, pooling=pooling, rows=rows, notes=notes)
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:

@@ -17,22 +17,22 @@ from emb.analyses._analysis import (
     check_options,
     front,
     integer_columns,
-    small_n_notes,
     tidy_frame,
-    with_set_sizes,
 )
 from emb.analyses._select import own_descriptions, public_in_package
 from emb.analyses.stats import robustness as rb
-from emb.analyses.weat._family import (
+from emb.analyses.wordsets import (
+    ROLES,
     TEST_CHOICE,
+    TestSpec,
+    cell_summary,
     declared_cell,
     per_test,
     test_attrs,
+    test_table,
     top_rows,
     vectors,
-    with_groups,
 )
-from emb.analyses.weat._tests_file import ROLES, TestSpec
 from emb.options import DDOF
 
 if TYPE_CHECKING:
@@ -190,13 +190,11 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     top = words[words["rank"] == 1][[*keys, "word", "role", "influence"]].rename(
         columns={"word": "top_word", "role": "top_word_role", "influence": "top_influence"})
     main = main.merge(top, how="left", on=keys)
-    main = integer_columns(with_groups(main, result), ("layer",))
-    main = front(main, ("model", "test", "x_group", "y_group", "a_group", "b_group", "setting",
-                        "pooling", "layer", "effect_size", "jackknife_se", *_QUANTILES))
+    main = test_table(main, result, first=("effect_size", "jackknife_se", *_QUANTILES))
     words = integer_columns(words.drop(columns=["member"]), ("layer", "rank"))
     words = front(words.sort_values([*keys, "rank"]), (*keys, "rank", "role", "word", "influence",
                                                        "d_without"))
-    return {"seed_sensitivity": with_set_sizes(main, result),
+    return {"seed_sensitivity": main,
             "seed_sensitivity_words": words.reset_index(drop=True)}
 
 
@@ -222,10 +220,8 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
         f"2 words of X and of Y and 1 of A and of B; seeded, seed {result.attrs['seed']}); a wide "
         "range means the effect depends on which words stand for each category.",
     ]
-    notes += small_n_notes(result)
-    return Summary(title="Seed sensitivity (leave-one-word-out and random subsets of d)",
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
-                   table=pd.DataFrame(rows), notes=notes)
+    return cell_summary("Seed sensitivity (leave-one-word-out and random subsets of d)", result,
+                        setting=setting, pooling=pooling, rows=rows, notes=notes)
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:

@@ -18,13 +18,8 @@ from emb.analyses._analysis import (
     Option,
     Summary,
     check_options,
-    format_p,
-    front,
-    integer_columns,
     mc_floor,
-    small_n_notes,
     tidy_frame,
-    with_set_sizes,
 )
 from emb.analyses._select import item_values, own_descriptions, public_in_package
 from emb.analyses.stats import (
@@ -34,16 +29,20 @@ from emb.analyses.stats import (
     weat_effect_size,
 )
 from emb.analyses.stats import robustness as rb
-from emb.analyses.weat._family import (
+from emb.analyses.wordsets import (
+    ROLES,
+    SET_SIZES,
     TEST_CHOICE,
+    TestSpec,
+    cell_summary,
     declared_cell,
+    p_text,
     per_test,
     test_attrs,
+    test_table,
     top_rows,
     vectors,
-    with_groups,
 )
-from emb.analyses.weat._tests_file import ROLES, TestSpec
 from emb.errors import AnalysisError
 from emb.options import DDOF
 
@@ -281,11 +280,8 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     frame = frame.merge(counts, how="left")
     frame.insert(int(frame.columns.get_loc("permutation_p")) + 1, "permutation_p_at_floor",
                  mc_floor(frame["permutation_p"], frame["n_permutations"].astype(float)))
-    frame = integer_columns(with_groups(frame, result), ("layer", "n_permutations"))
-    frame = front(frame, ("model", "test", "x_group", "y_group", "a_group", "b_group", "setting",
-                          "pooling", "layer", *_STATS))
-    return {"empirical_null": with_set_sizes(frame, result,
-                                             variables=("pool_size", "n_x", "n_y", "n_a", "n_b", "small_n"))}
+    return {"empirical_null": test_table(frame, result, first=_STATS, integers=("layer", "n_permutations"),
+                                         sizes=("pool_size", *SET_SIZES))}
 
 
 def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
@@ -300,10 +296,8 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
             "layer": int(top["layer"]), "d": round(float(top["effect_size"]), 3),
             "null 95%": f"[{top['null_low']:.2f}, {top['null_high']:.2f}]",
             "percentile": f"{100 * float(top['null_percentile']):.1f}",
-            "empirical p": format_p(float(top["empirical_p"]), n_permutations=n_null,
-                                    floor=bool(top["empirical_p_at_floor"])).removeprefix("p ").removeprefix("= "),
-            "permutation p": format_p(float(top["permutation_p"]), n_permutations=int(top["n_permutations"]),
-                                      floor=bool(top["permutation_p_at_floor"])).removeprefix("p ").removeprefix("= "),
+            "empirical p": p_text(top, "empirical_p", n_null),
+            "permutation p": p_text(top, "permutation_p", "n_permutations"),
         })
         rows.append(row)
     notes = [
@@ -313,10 +307,8 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
         f"empirical p ({result.attrs['alternative']}): (1 + null d as extreme) / (1 + {n_null}); "
         "permutation p: WEAT's re-splits of the targets, beside it. Neither is corrected.",
     ]
-    notes += small_n_notes(result)
-    return Summary(title="Empirical null (WEAT's d against random attribute sets)",
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
-                   table=pd.DataFrame(rows), notes=notes)
+    return cell_summary("Empirical null (WEAT's d against random attribute sets)", result,
+                        setting=setting, pooling=pooling, rows=rows, notes=notes)
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:

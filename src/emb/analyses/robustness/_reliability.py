@@ -17,26 +17,24 @@ from emb.analyses._analysis import (
     Option,
     Summary,
     check_options,
-    front,
     integer_columns,
-    small_n_notes,
     tidy_frame,
-    with_set_sizes,
 )
 from emb.analyses._select import own_descriptions, public_in_package
-from emb.analyses.peers._peers import _pairs
 from emb.analyses.stats import peers as pk
 from emb.analyses.stats import robustness as rb
-from emb.analyses.weat._family import (
+from emb.analyses.wordsets import (
     TEST_CHOICE,
+    TestSpec,
+    cell_summary,
     declared_cell,
     per_test,
+    target_pairs,
     test_attrs,
+    test_table,
     top_rows,
     vectors,
-    with_groups,
 )
-from emb.analyses.weat._tests_file import TestSpec
 from emb.options import DDOF
 
 if TYPE_CHECKING:
@@ -142,7 +140,7 @@ def reliability(
         out = xr.apply_ufunc(
             _kernel, vectors(data, test, chosen), input_core_dims=[["item", "feature"]],
             output_core_dims=[["stat"]],
-            kwargs={"n_x": n["X"], "n_y": n["Y"], "n_a": n["A"], "pairs": _pairs(test, "default"),
+            kwargs={"n_x": n["X"], "n_y": n["Y"], "n_a": n["A"], "pairs": target_pairs(test, "default"),
                     "n_splits": int(n_splits), "seed": int(seed), "ddof": int(ddof)},
             dask="parallelized", output_dtypes=[np.float64],
             dask_gufunc_kwargs={"output_sizes": {"stat": len(_VARS)}})
@@ -181,13 +179,11 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     """``reliability``: one row per (model, test, setting, pooling, layer); ``metric_agreement``:
     one row per (model, setting, pooling, layer, pair of metrics) with the tests behind it."""
     main = tidy_frame(result, list(_VARS), drop_all_nan=["abs_d"])
-    main = integer_columns(with_groups(main, result), ("layer",))
-    main = front(main, ("model", "test", "x_group", "y_group", "a_group", "b_group", "setting",
-                        "pooling", "layer", *_VARS))
+    main = test_table(main, result, first=_VARS)
     agree = tidy_frame(result, ["agreement"])
     counts = result["n_tests"].reset_coords(drop=True).to_dataframe().reset_index()
     agree = integer_columns(agree.merge(counts, how="left"), ("layer", "n_tests"))
-    return {"reliability": with_set_sizes(main, result), "metric_agreement": agree}
+    return {"reliability": main, "metric_agreement": agree}
 
 
 def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
@@ -214,10 +210,8 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
         n = int(at["n_tests"].max()) if at["n_tests"].notna().any() else 0
         notes.append(f"Agreement of the metrics over {n} tests at layer {top_layer} (Spearman r of "
                      f"|d|, |RIPA|, 1 - ECT, MAC): {text or 'needs at least 3 tests'}.")
-    notes += small_n_notes(result)
-    return Summary(title="Reliability (split-half, Spearman-Brown) and agreement across metrics",
-                   headline=[f"declared cell: top layer, setting {setting!r}, pooling {pooling}"],
-                   table=pd.DataFrame(rows), notes=notes)
+    return cell_summary("Reliability (split-half, Spearman-Brown) and agreement across metrics",
+                        result, setting=setting, pooling=pooling, rows=rows, notes=notes)
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:

@@ -1,11 +1,8 @@
 """The valence-subspace analysis' figure (matplotlib Figure, no pyplot): ValNorm by projection vs
-by cosine, by layer (Omrani Sabbaghi et al. 2023, Figure 2), and the helpers and colours the
-intersectional figures share (:mod:`emb.analyses.intersectional._figures`).
+by cosine, by layer (Omrani Sabbaghi et al. 2023, Figure 2).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 import xarray as xr
@@ -15,42 +12,21 @@ from matplotlib.ticker import MaxNLocator
 
 from emb.analyses import _figure as fg
 
-__all__ = ["COLOUR_A", "COLOUR_B", "at_model", "declared_pooling", "model_label", "model_list",
-           "valnorm_curves"]
-
-#: The colours of the two values of an attribute pair (A, B), and of projection and cosine.
-COLOUR_A, COLOUR_B = "#1b6ca8", "#d1495b"
-
-
-def model_list(result: xr.Dataset) -> list[Any]:
-    return list(result["model"].values) if "model" in result.dims else [None]
-
-
-def at_model(da: xr.DataArray, model: Any) -> xr.DataArray:
-    return da.sel(model=model) if model is not None and "model" in da.dims else da
-
-
-def declared_pooling(result: xr.Dataset) -> str:
-    poolings = [str(p) for p in result["pooling"].values]
-    return "last" if "last" in poolings else poolings[0]
-
-
-def model_label(model: Any) -> str:
-    return "" if model is None else str(model)
+__all__ = ["valnorm_curves"]
 
 
 def valnorm_curves(result: xr.Dataset) -> Figure:
     """ValNorm by projection (solid) and by cosine SC-WEAT (dashed) by layer, with Fisher-z 95 %
     bands, and the classifier's cross-validated accuracy (dotted); a panel per pooling (one model)
     or per model at the declared pooling (several), two columns."""
-    models = model_list(result)
+    models = fg.model_list(result)
     # one model: a panel per pooling; several (the paper's Figure 2): a panel per model at the
     # declared pooling (every pooling is in the table), or at its own where it has not that one
     # (a static store beside a contextual one: static)
     if len(models) == 1:
         cells = [(models[0], str(p)) for p in result["pooling"].values]
     else:
-        declared = declared_pooling(result)
+        declared = fg.declared_pooling(result)
         cells = [(m, str(fg.own_poolings(result.sel(model=[m]), "svc_accuracy", (declared,))[0]))
                  for m in models]
     layers = np.asarray(result["layer"].values)
@@ -65,10 +41,10 @@ def valnorm_curves(result: xr.Dataset) -> Figure:
     for ax, (model, pooling) in zip(axes.flat, cells, strict=False):
         undefined = []
         if has_r:
-            for kind, style, color in (("projection", "-", COLOUR_A), ("cosine", "--", COLOUR_B)):
-                r = np.asarray(at_model(result[f"r_{kind}"], model).sel(pooling=pooling).values, float)
-                lo = np.asarray(at_model(result[f"ci_low_{kind}"], model).sel(pooling=pooling).values, float)
-                hi = np.asarray(at_model(result[f"ci_high_{kind}"], model).sel(pooling=pooling).values, float)
+            for kind, style, color in (("projection", "-", fg.COLOUR_A), ("cosine", "--", fg.COLOUR_B)):
+                r = np.asarray(fg.at_model(result[f"r_{kind}"], model).sel(pooling=pooling).values, float)
+                lo = np.asarray(fg.at_model(result[f"ci_low_{kind}"], model).sel(pooling=pooling).values, float)
+                hi = np.asarray(fg.at_model(result[f"ci_high_{kind}"], model).sel(pooling=pooling).values, float)
                 ok = np.isfinite(r)
                 if not ok.any():  # a constant score at every layer: no line, and the panel says so
                     undefined.append(kind)
@@ -82,16 +58,16 @@ def valnorm_curves(result: xr.Dataset) -> Figure:
             ax.text(0.5, 0.3, f"ValNorm r undefined at every layer\n(by {' and by '.join(undefined)}: "
                     "a constant score)", transform=ax.transAxes, ha="center", va="center",
                     fontsize=7, color="0.25")
-        acc = np.asarray(at_model(result["svc_accuracy"], model).sel(pooling=pooling).values, float)
+        acc = np.asarray(fg.at_model(result["svc_accuracy"], model).sel(pooling=pooling).values, float)
         ok = np.isfinite(acc)
         ax.plot(layers[ok], acc[ok], ":", color="0.35", lw=1.4, label="SVC accuracy (cross-validated)")
         ax.axhline(0.5, color="0.35", lw=0.7, ls=(0, (1, 3)), label="chance accuracy (0.5)")
         ax.axhline(0, color="0.6", lw=0.8)
         n = ""
         if has_r:
-            counts = np.asarray(at_model(result["n"], model).values)
+            counts = np.asarray(fg.at_model(result["n"], model).values)
             n = f", n = {int(np.nanmax(counts))}" if counts.size else ""
-        ax.set_title(f"{model_label(model) + ': ' if model is not None else ''}{pooling} pooling{n}", fontsize=9)
+        ax.set_title(f"{fg.model_label(model) + ': ' if model is not None else ''}{pooling} pooling{n}", fontsize=9)
         ax.set_xlabel("layer")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_ylim(min(-0.2, ax.get_ylim()[0]), 1.02)

@@ -21,7 +21,7 @@ from emb.analyses._select import (
     label_mask,
     settings_present,
 )
-from emb.analyses.valnorm import polar_selection, rated_poles
+from emb.analyses.ratings import polar_selection, rated_poles
 from emb.analyses.vast._kernels import (
     _STATS,
     _best_kernel,

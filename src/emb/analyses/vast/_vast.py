@@ -54,9 +54,9 @@ from emb.analyses._select import (
     refuse_repeats,
     settings_present,
 )
-from emb.analyses.similarity import panel_notes, suite_pairs, word_similarity
+from emb.analyses.ratings import STAT_NAMES, correlation_summary, correlation_table, panel_notes
+from emb.analyses.similarity import suite_pairs, word_similarity
 from emb.analyses.stats.nullify import MAX_K
-from emb.analyses.valnorm import STAT_NAMES, correlation_summary, correlation_table
 from emb.analyses.vast._blocks import (
     RATINGS,
     SETTINGS,
@@ -469,7 +469,7 @@ def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, F
     for lex in coord_values(result, "lexicon"):
         for rating in ratings:
             if "r" in result and np.isfinite(
-                np.asarray(plots._sel(result["r"], lexicon=lex, rating=rating).values, dtype=float)
+                np.asarray(fg.sel(result["r"], lexicon=lex, rating=rating).values, dtype=float)
             ).any():
                 suffix = "" if rating in (None, "valence") else f"_{slug(rating)}"
                 for part_key, part in fg.store_groups(result, "r"):  # a static store: its own
@@ -521,7 +521,7 @@ def _run_notes(result: xr.Dataset) -> list[str]:
 
 
 def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
-    """The settings experiment for valence (see :func:`emb.analyses.valnorm.correlation_summary`),
+    """The settings experiment for valence (see :func:`emb.analyses.ratings.correlation_summary`),
     and a note on the nullification at its declared k (k = 0 vs the top layer's sweep)."""
     table = tables["vast"]
     rows = table[(table["experiment"] == "settings") & (table["rating"] == "valence")]

@@ -33,13 +33,17 @@ from emb.analyses._select import (
     public_in_package,
 )
 from emb.analyses.stats._work import plan
-from emb.analyses.weat._contexts import is_context_suite, per_stimulus
-from emb.analyses.weat._resolve import MIN_TARGET_WORDS, TEST_OPTIONS, gather_test, resolve_tests
 from emb.analyses.weat._summary import _CORRECTIONS, _FAMILIES, summary
 from emb.analyses.weat._tables import tables
-from emb.analyses.weat._tests_file import (
+from emb.analyses.wordsets import (
+    MIN_TARGET_WORDS,
     ROLES,
+    TEST_OPTIONS,
     TestSpec,
+    gather_test,
+    is_context_suite,
+    per_stimulus,
+    resolve_tests,
 )
 from emb.errors import AnalysisError
 from emb.options import ALTERNATIVE, CORRECTION, DDOF, MIN_WORDS, N_PERMUTATIONS, WORD_SET
@@ -205,7 +209,7 @@ def weat(
     tests : str, path, mapping or a sequence of them, optional
         Tests of the suite to run by name (default: every test in it, e.g. WEAT1–WEAT10),
         and/or test-definition files (``.yaml``/``.yml``/``.json``) or mappings that give X, Y,
-        A and B by word lists or by labels (layout: :mod:`emb.analyses.weat._tests_file`), which work
+        A and B by word lists or by labels (layout: :mod:`emb.analyses.wordsets.tests_file`), which work
         on any suite.
     x, y, a, b : sequence of str, optional
         Your own target (X, Y) and attribute (A, B) word lists, instead of ``tests``; the test

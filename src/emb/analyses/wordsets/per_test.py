@@ -1,5 +1,5 @@
-"""What every family over WEAT-style tests shares (peers, ml-eat, robustness): running a kernel over every resolved test, the
-per-test sizes and flags, and the declared cell of a summary."""
+"""Running a kernel over every resolved WEAT-style test: the test's vectors, the per-test sizes
+and flags, the result's attributes."""
 
 from __future__ import annotations
 
@@ -8,25 +8,16 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import xarray as xr
 
-from emb.analyses._analysis import (
-    DEFAULT_POOLINGS,
-    DEFAULT_SETTINGS,
-    Option,
-    default_of,
-    own_pooling_rows,
-    small_n_of,
-)
+from emb.analyses._analysis import Option, small_n_of
 from emb.analyses._select import provenance_attrs
-from emb.analyses.weat._contexts import is_context_suite, per_stimulus
-from emb.analyses.weat._resolve import TEST_OPTIONS, gather_test, resolve_tests
-from emb.analyses.weat._tests_file import ROLES, TestSpec
+from emb.analyses.wordsets.contexts import is_context_suite, per_stimulus
+from emb.analyses.wordsets.resolve import TEST_OPTIONS, gather_test, resolve_tests
+from emb.analyses.wordsets.tests_file import ROLES, TestSpec
 from emb.options import MIN_WORDS, WORD_SET
 
-__all__ = ["TEST_CHOICE", "declared_cell", "per_test", "test_attrs", "with_groups"]
+__all__ = ["TEST_CHOICE", "per_test", "test_attrs", "vectors"]
 
 #: The options that choose the tests (as ``weat``'s) and flag small sets.
 TEST_CHOICE = (
@@ -55,7 +46,7 @@ def per_test(
     groups as coordinates.
 
     A suite of words in many contexts (``ceat``) is read as one vector per word, the mean of its
-    contexts (:func:`~emb.analyses.weat._contexts.per_stimulus`); the result's ``contexts``
+    contexts (:func:`~emb.analyses.wordsets.contexts.per_stimulus`); the result's ``contexts``
     attribute says so (keep it: :func:`test_attrs` does)."""
     if is_context_suite(ds):
         ds = per_stimulus(ds)
@@ -132,32 +123,3 @@ def test_attrs(name: str, test_list: list[TestSpec], dropped: Mapping[str, str],
         "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
         **provenance_attrs(ds),
     }
-
-
-def with_groups(frame: pd.DataFrame, result: xr.Dataset) -> pd.DataFrame:
-    """``frame`` with the tests' group names (x_group … b_group) joined on ``test``."""
-    cols = [c for c in ("x_group", "y_group", "a_group", "b_group") if c in result.coords]
-    if not cols or "test" not in frame:
-        return frame
-    groups = pd.DataFrame({"test": [str(t) for t in result["test"].values],
-                           **{c: [str(v) for v in np.asarray(result[c].values)] for c in cols}})
-    return frame.merge(groups, how="left", on="test")
-
-
-def declared_cell(frame: pd.DataFrame) -> tuple[pd.DataFrame, Any, str]:
-    """The rows of the declared cell's setting and pooling (``bleached`` …, ``last`` …; a model
-    without that pooling at its own, a static store's ``static``), the setting and the words
-    for the pooling (every row counts as a value: the callers dropped their NaN rows; see :func:`emb.analyses._analysis.own_pooling_rows`)."""
-    setting = default_of(frame["setting"].unique(), DEFAULT_SETTINGS)
-    cell, pooling = own_pooling_rows(frame[frame["setting"] == setting], None, DEFAULT_POOLINGS)
-    return cell, setting, pooling
-
-
-def top_rows(cell: pd.DataFrame) -> list[tuple[dict[str, Any], pd.Series]]:
-    """Per (model, test) the row of its top layer, with its keys."""
-    keys = [k for k in ("model", "test") if k in cell]
-    out = []
-    for key, group in cell.groupby(keys, sort=False):
-        row = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-        out.append((row, group.loc[group["layer"].idxmax()]))
-    return out

@@ -16,7 +16,7 @@ import xarray as xr
 from emb._text import cut, names, unknown_names
 from emb.analyses._analysis import Option
 from emb.analyses._select import label_mask, refuse_repeats, select_positions, settings_present
-from emb.analyses.weat._tests_file import (
+from emb.analyses.wordsets.tests_file import (
     ROLES,
     TestSpec,
     custom_test,
