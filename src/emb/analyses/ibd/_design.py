@@ -9,6 +9,7 @@ genders), the comparisons of each target group and the validation labels.
 
 from __future__ import annotations
 
+import functools
 import json
 import warnings
 from collections.abc import Mapping, Sequence
@@ -99,7 +100,9 @@ def design(
     settings: Sequence[str] | None,
     reference: bool,
 ) -> Design:
-    """The name sets, comparisons and validation labels of an ``ibd`` analysis.
+    """The name sets, comparisons and validation labels of an ``ibd`` analysis, in named stages:
+    the settings compared, the suite's groups and their names, the attribute words, the target
+    groups (and the contrast), the comparisons, the validation labels.
 
     Raises
     ------
@@ -113,43 +116,14 @@ def design(
             f"this Dataset lacks the labels {missing_labels}: it is not an 'ibd' suite; extract "
             "it with 'emb extract --model M --suite ibd --store S'"
         )
-    present = settings_present(ds)
-    if settings is None:
-        chosen = [s for s in present if s in ("alone", "bleached")] or present
-    else:
-        chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
-        if not chosen:
-            raise AnalysisError("settings is empty; give at least one or leave it out")
-        refuse_repeats("settings", chosen)
-        unknown = [s for s in chosen if s not in present]
-        if unknown:
-            raise AnalysisError(f"settings {unknown} are not in this suite; it has {present}")
+    chosen = _settings(settings_present(ds), settings)
     col = {k: item_values(ds, k).astype(str) for k in ("word", "setting", *LABELS)}
     params = _parameters(ds)
     notes: list[str] = []
-
-    def words_where(mask: np.ndarray) -> list[str]:
-        per = [set(col["word"][mask & (col["setting"] == s)]) for s in chosen]
-        common = set.intersection(*per)
-        uneven = set.union(*per) - common
-        if uneven:
-            notes.append(f"words not in every setting, left out: {sorted(uneven)[:10]}")
-        return [w for w in unique_in_order(col["word"][mask]) if w in common]
-
-    is_name = col["role"] == "name"
-    suite_groups = unique_in_order(col["group"][is_name])
-    total = {g: list(v) for g, v in params.get("groups", {}).items()} or {}
-    for g in suite_groups:
-        total.setdefault(g, unique_in_order(col["word"][is_name & (col["group"] == g)]))
-    race, gender = {}, {}
-    for g in total:
-        mask = is_name & (col["group"] == g)
-        if mask.any():
-            race[g], gender[g] = str(col["race"][mask][0]), str(col["gender"][mask][0])
-        else:
-            race[g], gender[g] = g.split("_", 1) if "_" in g else (g, "")
+    words_where = functools.partial(_words_in_every_setting, col, chosen, notes)
+    is_name, is_attr = col["role"] == "name", col["role"] == "attribute"
+    total, race, gender = _groups(col, params, is_name)
     names = {g: words_where(is_name & (col["group"] == g)) for g in total}
-    is_attr = col["role"] == "attribute"
     attributes = words_where(is_attr)
     attributes_total = list(params.get("attributes", [])) or attributes
     if len(attributes) < 2:
@@ -171,17 +145,68 @@ def design(
         m: set(validation.get(m, {})) or {v for x in col[f"{m}_of"][is_attr] for v in x.split("|") if v}
         for m in METHODS
     }
-    if groups is None:
-        wanted = [g for g in DEFAULT_GROUPS if g in total] or sorted(validated["ibd"])
-        wanted = [g for g in wanted if g != contrast]  # the contrast is evaluated as such
-        explicit = False
-    else:
-        wanted = [groups] if isinstance(groups, str) else [str(g) for g in groups]
-        unknown = [g for g in wanted if g not in total]
-        if unknown:
-            raise AnalysisError(f"groups {unknown} are not in this suite; it has {list(total)}")
-        refuse_repeats("groups", wanted)
-        explicit = True
+    targets, roles = _targets(total, live, validated, groups=groups, contrast=contrast, notes=notes)
+    sets, pairs, ibd_pairs, eibd_pairs, constituent_pairs = _comparisons(
+        targets, live, names, race, gender, reference=reference, notes=notes)
+    return Design(
+        settings=chosen, groups=names, total=total, race=race, gender=gender,
+        attributes=attributes, attributes_total=attributes_total, targets=targets, roles=roles,
+        sets=sets, pairs=pairs, ibd_pairs=ibd_pairs, eibd_pairs=eibd_pairs,
+        constituent_pairs=constituent_pairs,
+        labels=_labels(col, chosen[0], is_attr, targets, attributes), notes=notes,
+    )
+
+
+def _settings(present: list[str], settings: Sequence[str] | None) -> list[str]:
+    """The settings compared: ``settings`` checked against those ``present``, by default
+    ``alone`` and ``bleached`` where the suite has them (else all)."""
+    if settings is None:
+        return [s for s in present if s in ("alone", "bleached")] or present
+    chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
+    if not chosen:
+        raise AnalysisError("settings is empty; give at least one or leave it out")
+    refuse_repeats("settings", chosen)
+    unknown = [s for s in chosen if s not in present]
+    if unknown:
+        raise AnalysisError(f"settings {unknown} are not in this suite; it has {present}")
+    return chosen
+
+
+def _words_in_every_setting(col: Mapping[str, np.ndarray], chosen: list[str], notes: list[str],
+                            mask: np.ndarray) -> list[str]:
+    """The words of ``mask`` that every chosen setting has, in order; a note names the others."""
+    per = [set(col["word"][mask & (col["setting"] == s)]) for s in chosen]
+    common = set.intersection(*per)
+    uneven = set.union(*per) - common
+    if uneven:
+        notes.append(f"words not in every setting, left out: {sorted(uneven)[:10]}")
+    return [w for w in unique_in_order(col["word"][mask]) if w in common]
+
+
+def _groups(col: Mapping[str, np.ndarray], params: Mapping[str, Any], is_name: np.ndarray,
+            ) -> tuple[dict[str, list[str]], dict[str, str], dict[str, str]]:
+    """Every group of the suite with its names as defined (the suite's parameters, else its
+    items), and each group's race and gender (its items' labels, else its key's two parts)."""
+    total = {g: list(v) for g, v in params.get("groups", {}).items()} or {}
+    for g in unique_in_order(col["group"][is_name]):
+        total.setdefault(g, unique_in_order(col["word"][is_name & (col["group"] == g)]))
+    race, gender = {}, {}
+    for g in total:
+        mask = is_name & (col["group"] == g)
+        if mask.any():
+            race[g], gender[g] = str(col["race"][mask][0]), str(col["gender"][mask][0])
+        else:
+            race[g], gender[g] = g.split("_", 1) if "_" in g else (g, "")
+    return total, race, gender
+
+
+def _targets(total: Mapping[str, list[str]], live: list[str], validated: Mapping[str, set[str]], *,
+             groups: Sequence[str] | None, contrast: str | None, notes: list[str],
+             ) -> tuple[list[str], list[str]]:
+    """The target groups (those asked for, or the defaults, with names and a validation list)
+    and each one's role (``target``, or ``contrast`` for the contrast group appended)."""
+    wanted = _wanted(total, validated, groups=groups, contrast=contrast)
+    explicit = groups is not None
     unvalidated = [g for g in wanted if not all(g in validated[m] for m in METHODS)]
     if unvalidated and explicit:
         raise AnalysisError(
@@ -199,31 +224,61 @@ def design(
             f"the groups with names are {live}"
         )
     roles = ["target"] * len(targets)
-    if contrast is not None:
-        if contrast not in total:
-            raise AnalysisError(f"contrast {contrast!r} is not a group of this suite: {list(total)}")
-        if contrast in wanted:
-            raise AnalysisError(
-                f"the contrast group {contrast!r} is also a target group ({name_list(wanted)}): the "
-                "exported CEAT tests would compare it with itself (X = Y, and no words in A or B, "
-                "as words detected for both groups are left out of both); give another "
-                "--contrast (the default is european_male), leave that group out of --group, or "
-                "--contrast none"
-            )
-        if contrast not in targets:
-            if contrast in live and all(contrast in validated[m] for m in METHODS):
-                targets.append(contrast)
-                roles.append("contrast")
-            else:
-                notes.append(f"contrast {contrast!r} has no names (or no validation list): "
-                              "no CEAT tests can be exported")
+    if contrast is None:
+        return targets, roles
+    return _with_contrast(contrast, total, live, validated, wanted, targets, roles, notes)
+
+
+def _wanted(total: Mapping[str, list[str]], validated: Mapping[str, set[str]], *,
+            groups: Sequence[str] | None, contrast: str | None) -> list[str]:
+    """The groups asked for (checked), or by default the paper's (else every validated one)
+    but the contrast."""
+    if groups is None:
+        wanted = [g for g in DEFAULT_GROUPS if g in total] or sorted(validated["ibd"])
+        return [g for g in wanted if g != contrast]  # the contrast is evaluated as such
+    wanted = [groups] if isinstance(groups, str) else [str(g) for g in groups]
+    unknown = [g for g in wanted if g not in total]
+    if unknown:
+        raise AnalysisError(f"groups {unknown} are not in this suite; it has {list(total)}")
+    refuse_repeats("groups", wanted)
+    return wanted
+
+
+def _with_contrast(contrast: str, total: Mapping[str, list[str]], live: list[str],
+                   validated: Mapping[str, set[str]], wanted: list[str], targets: list[str],
+                   roles: list[str], notes: list[str]) -> tuple[list[str], list[str]]:
+    """The targets and roles with the contrast group appended (checked; a note where it has no
+    names or no validation list)."""
+    if contrast not in total:
+        raise AnalysisError(f"contrast {contrast!r} is not a group of this suite: {list(total)}")
+    if contrast in wanted:
+        raise AnalysisError(
+            f"the contrast group {contrast!r} is also a target group ({name_list(wanted)}): the "
+            "exported CEAT tests would compare it with itself (X = Y, and no words in A or B, "
+            "as words detected for both groups are left out of both); give another "
+            "--contrast (the default is european_male), leave that group out of --group, or "
+            "--contrast none"
+        )
+    if contrast not in targets:
+        if contrast in live and all(contrast in validated[m] for m in METHODS):
+            targets.append(contrast)
+            roles.append("contrast")
+        else:
+            notes.append(f"contrast {contrast!r} has no names (or no validation list): "
+                         "no CEAT tests can be exported")
+    return targets, roles
+
+
+def _comparisons(targets: list[str], live: list[str], names: Mapping[str, list[str]],
+                 race: Mapping[str, str], gender: Mapping[str, str], *, reference: bool,
+                 notes: list[str]) -> tuple[dict[str, list[str]], list[tuple[str, str, str]],
+                                            dict[str, list[int]], dict[str, list[int]],
+                                            dict[str, list[int]]]:
+    """The name sets (each group, race and gender), the pairs of sets compared, and per target
+    the indices of its IBD, EIBD (intersectional) and constituent (race, gender) pairs."""
     races = unique_in_order([race[g] for g in live])
     genders = unique_in_order([gender[g] for g in live])
-    sets: dict[str, list[str]] = {g: names[g] for g in live}
-    for r in races:
-        sets[r] = [n for g in live if race[g] == r for n in names[g]]
-    for s in genders:
-        sets[s] = [n for g in live if gender[g] == s for n in names[g]]
+    sets = _name_sets(live, names, race, gender, races, genders)
     pairs: list[tuple[str, str, str]] = []
 
     def pair(first: str, second: str, kind: str) -> int:
@@ -253,9 +308,27 @@ def design(
                 f"group {g!r} has nothing to be compared with in this store (groups with names: "
                 f"{live}); IBD and EIBD need at least two races and two genders with names"
             )
+    return sets, pairs, ibd_pairs, eibd_pairs, constituent_pairs
+
+
+def _name_sets(live: list[str], names: Mapping[str, list[str]], race: Mapping[str, str],
+               gender: Mapping[str, str], races: list[str], genders: list[str]) -> dict[str, list[str]]:
+    """Each group's names, then each race's and each gender's (its groups' names together)."""
+    sets: dict[str, list[str]] = {g: names[g] for g in live}
+    for r in races:
+        sets[r] = [n for g in live if race[g] == r for n in names[g]]
+    for s in genders:
+        sets[s] = [n for g in live if gender[g] == s for n in names[g]]
+    return sets
+
+
+def _labels(col: Mapping[str, np.ndarray], setting: str, is_attr: np.ndarray, targets: list[str],
+            attributes: list[str]) -> np.ndarray:
+    """(target, method, attribute): whether the suite's validation lists give the attribute word
+    to the target group, for each method (read from the items of one ``setting``)."""
     labels = np.zeros((len(targets), len(METHODS), len(attributes)), dtype=bool)
     attr_index = {w: i for i, w in enumerate(attributes)}
-    first_setting = col["setting"] == chosen[0]
+    first_setting = col["setting"] == setting
     for method_i, m in enumerate(METHODS):
         for word, of in zip(col["word"][is_attr & first_setting], col[f"{m}_of"][is_attr & first_setting],
                             strict=True):
@@ -264,10 +337,4 @@ def design(
             owners = set(of.split("|"))
             for group_i, g in enumerate(targets):
                 labels[group_i, method_i, attr_index[word]] = g in owners
-    return Design(
-        settings=chosen, groups=names, total=total, race=race, gender=gender,
-        attributes=attributes, attributes_total=attributes_total, targets=targets, roles=roles,
-        sets=sets, pairs=pairs, ibd_pairs=ibd_pairs, eibd_pairs=eibd_pairs,
-        constituent_pairs=constituent_pairs,
-        labels=labels, notes=notes,
-    )
+    return labels
