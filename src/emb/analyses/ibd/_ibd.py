@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -42,7 +42,7 @@ from emb.analyses._select import (
     public_in_package,
     select_words,
 )
-from emb.analyses.ibd._design import METHODS, design, readable_names, title_of
+from emb.analyses.ibd._design import METHODS, Design, design, readable_names, title_of
 from emb.analyses.ibd._export import (
     DETECTOR,
     declared_cell,
@@ -288,7 +288,36 @@ def ibd(
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
     d = design(ds, groups=groups, contrast=contrast, settings=settings, reference=reference)
+    out = _detection(_scores(ds, d), d, rule=rule, eibd_threshold=eibd_threshold, grid=grid)
+    titles = readable_names(ds)
+    out = out.assign_coords(group_role=("group", d.roles), candidate=np.arange(out.sizes["candidate"]),
+                            group_name=("group", [title_of(titles, g) for g in d.targets]))
+    out = _with_set_sizes(out, d, min_words=int(min_words))
+    for var, text in _LONG_NAMES.items():
+        out[var].attrs["long_name"] = text
+    order = [x for x in ("setting", "group", DETECTOR, "attribute", "pair", "candidate", "layer",
+                         "pooling") if x in out.dims]
+    out = out.transpose(*order, ...)
+    out.attrs = {
+        "analysis": "ibd",
+        "method": method,
+        "rule": rule,
+        "eibd_threshold": eibd_threshold,
+        "thresholds": "exact" if grid is None else json.dumps(grid.tolist()),
+        "contrast": contrast or "",
+        **_design_attrs(d, titles),
+        "export_tests": export or "",
+        "min_words": int(min_words),
+        "small_sets": json.dumps({x: len(v) for x, v in d.sets.items() if len(v) < int(min_words)},
+                                 ensure_ascii=False),
+        **provenance_attrs(ds),
+    }
+    return out
 
+
+def _scores(ds: xr.Dataset, d: Design) -> xr.DataArray:
+    """The association score of every attribute word with every pair of name sets compared
+    (lazy): ``(setting, layer, pooling, attribute, pair)``, each pair labelled by its sets and kind."""
     # embeddings of the names present and the attribute words, per setting
     all_names = [n for g in d.groups if g in d.sets for n in d.sets[g]]
     index = {n: i for i, n in enumerate(all_names)}
@@ -315,12 +344,19 @@ def ibd(
         dask="parallelized", output_dtypes=[np.float64],
         dask_gufunc_kwargs={"output_sizes": {"pair": len(d.pairs)}, "allow_rechunk": True},
     )
-    score = score.assign_coords(
+    return score.assign_coords(
         pair=[f"{a}|{b}" for a, b, _ in d.pairs],
         pair_first=("pair", [a for a, _, _ in d.pairs]),
         pair_second=("pair", [b for _, b, _ in d.pairs]),
         pair_kind=("pair", [k for _, _, k in d.pairs]),
     )
+
+
+def _detection(score: xr.DataArray, d: Design, *, rule: str, eibd_threshold: str,
+               grid: np.ndarray | None) -> xr.Dataset:
+    """Per target group and detector (IBD, EIBD): the scores that bound a detected word, the
+    threshold chosen on the ROC against the validation labels, the words detected and the
+    classification metrics, and the ROC itself."""
     group_index = pd.Index(d.targets, name="group")
     plain = score.reset_coords(drop=True)
     high, high_eibd = (
@@ -357,7 +393,7 @@ def ibd(
     tn = n_neg - fp
     valid = chosen.notnull()
     metrics = stats.detection.classification_metrics(tp, fp, tn, fn)
-    out = xr.Dataset(
+    return xr.Dataset(
         {
             "score": score,
             "ibd_score": high,
@@ -380,33 +416,30 @@ def ibd(
             "roc_fpr": roc_fp / n_neg.where(n_neg > 0),
         }
     )
-    titles = readable_names(ds)
-    out = out.assign_coords(group_role=("group", d.roles), candidate=np.arange(out.sizes["candidate"]),
-                            group_name=("group", [title_of(titles, g) for g in d.targets]))
+
+
+def _with_set_sizes(out: xr.Dataset, d: Design, *, min_words: int) -> xr.Dataset:
+    """``out`` with each name set's size (with vectors, and as defined), its small-set flag,
+    each group's flag for a small set among its comparisons, and the attribute counts."""
     name_sets = list(d.total)
     out["n_names"] = ("name_set", [len(d.groups[g]) for g in name_sets])
     out["n_names_total"] = ("name_set", [len(d.total[g]) for g in name_sets])
-    out["small_n"] = ("name_set", [len(d.groups[g]) < int(min_words) for g in name_sets])
+    out["small_n"] = ("name_set", [len(d.groups[g]) < min_words for g in name_sets])
     out = out.assign_coords(name_set=name_sets)
     compared = {g: {g, *(x for i in (*d.ibd_pairs[g], *d.eibd_pairs[g], *d.constituent_pairs[g])
                          for x in d.pairs[i][:2])} for g in d.targets}
-    out["small_n_compared"] = ("group", [any(len(d.sets[x]) < int(min_words) for x in compared[g])
+    out["small_n_compared"] = ("group", [any(len(d.sets[x]) < min_words for x in compared[g])
                                          for g in d.targets])
     out["n_attributes"] = len(d.attributes)
     out["n_attributes_total"] = len(d.attributes_total)
-    for var, text in _LONG_NAMES.items():
-        out[var].attrs["long_name"] = text
-    order = [x for x in ("setting", "group", DETECTOR, "attribute", "pair", "candidate", "layer",
-                         "pooling") if x in out.dims]
-    out = out.transpose(*order, ...)
+    return out
+
+
+def _design_attrs(d: Design, titles: Mapping[str, str]) -> dict[str, str]:
+    """The result's attributes that record the design: groups, settings, every comparison, the
+    names and titles, what is missing from the store, the design's notes."""
     missing_names = {g: [n for n in d.total[g] if n not in d.groups[g]] for g in d.total}
-    out.attrs = {
-        "analysis": "ibd",
-        "method": method,
-        "rule": rule,
-        "eibd_threshold": eibd_threshold,
-        "thresholds": "exact" if grid is None else json.dumps(grid.tolist()),
-        "contrast": contrast or "",
+    return {
         "groups": json.dumps(d.targets),
         "settings": json.dumps(d.settings),
         "ibd_comparisons": json.dumps({g: [d.pairs[i][1] for i in d.ibd_pairs[g]] for g in d.targets}),
@@ -422,13 +455,7 @@ def ibd(
         "missing_attributes": json.dumps([w for w in d.attributes_total if w not in d.attributes],
                                          ensure_ascii=False),
         "notes": json.dumps(d.notes, ensure_ascii=False),
-        "export_tests": export or "",
-        "min_words": int(min_words),
-        "small_sets": json.dumps({x: len(v) for x, v in d.sets.items() if len(v) < int(min_words)},
-                                 ensure_ascii=False),
-        **provenance_attrs(ds),
     }
-    return out
 
 
 _LONG_NAMES = {

@@ -74,34 +74,10 @@ def resolve_tests(
         Every test is empty, a name is defined twice, a user's set is ill-formed or has one
         target word, or a setting is not in ``ds``.
     """
-    custom = custom_test(x, y, a, b, tests)
-    built_in: list[TestSpec] = []  # the store suite's own tests: their overlaps are warned about
-    if custom is not None:
-        test_list = [custom]
-    else:
-        suite_names, definitions = split_tests(tests)
-        test_list = [t for d in definitions for t in parse_tests(d, ds)]
-        if suite_names or not definitions:
-            built_in = suite_tests(ds, suite_names or None, include_excluded)
-            test_list = built_in + test_list
-        seen = [t.name for t in test_list]
-        twice = sorted({n for n in seen if seen.count(n) > 1})
-        if twice:
-            raise AnalysisError(f"test name(s) {names(twice)} are defined twice; give each test its own name")
-    dropped: dict[str, str] = {}
-    for test in built_in:  # a test file's or custom test's sets are the user's: refused below
-        empty = [r for r in ROLES if not test.words[r]]
-        few = [r for r in ("X", "Y") if 0 < len(test.words[r]) < MIN_TARGET_WORDS]
-        if empty:
-            dropped[str(test.name)] = (
-                f"no {', '.join(empty)} words in this suite"
-                + (" after removing the excluded ones" if not include_excluded
-                   and "excluded" in ds.variables else ""))
-        elif few:
-            dropped[str(test.name)] = (
-                " and ".join(f"{len(test.words[r])} {r} word ({cut(', '.join(test.words[r]), 60)})"
-                            for r in few)
-                + f" in this suite, and d needs at least {MIN_TARGET_WORDS} per target set")
+    test_list, built_in = _listed_tests(ds, tests=tests, x=x, y=y, a=a, b=b,
+                                        include_excluded=include_excluded)
+    # a test file's or custom test's sets are the user's: refused below
+    dropped = _too_small(ds, built_in, include_excluded=include_excluded)
     if dropped:
         if len(dropped) == len(test_list):
             raise AnalysisError(
@@ -127,18 +103,63 @@ def resolve_tests(
     for test in test_list:
         _check_target_sizes(test)
 
+    return test_list, dropped, _chosen_settings(ds, settings)
+
+
+def _listed_tests(ds: xr.Dataset, *, tests: Any, x: Sequence[str] | None, y: Sequence[str] | None,
+                  a: Sequence[str] | None, b: Sequence[str] | None, include_excluded: bool,
+                  ) -> tuple[list[TestSpec], list[TestSpec]]:
+    """Every test asked for (the user's four sets; or the suite's tests by name, test files and
+    mappings), and those of them that are the store suite's own (their overlaps are warned
+    about, not refused)."""
+    custom = custom_test(x, y, a, b, tests)
+    if custom is not None:
+        return [custom], []
+    built_in: list[TestSpec] = []
+    suite_names, definitions = split_tests(tests)
+    test_list = [t for d in definitions for t in parse_tests(d, ds)]
+    if suite_names or not definitions:
+        built_in = suite_tests(ds, suite_names or None, include_excluded)
+        test_list = built_in + test_list
+    seen = [t.name for t in test_list]
+    twice = sorted({n for n in seen if seen.count(n) > 1})
+    if twice:
+        raise AnalysisError(f"test name(s) {names(twice)} are defined twice; give each test its own name")
+    return test_list, built_in
+
+
+def _too_small(ds: xr.Dataset, built_in: list[TestSpec], *, include_excluded: bool) -> dict[str, str]:
+    """The suite's own tests with an empty set or a one-word target set in this store, and why."""
+    dropped: dict[str, str] = {}
+    for test in built_in:
+        empty = [r for r in ROLES if not test.words[r]]
+        few = [r for r in ("X", "Y") if 0 < len(test.words[r]) < MIN_TARGET_WORDS]
+        if empty:
+            dropped[str(test.name)] = (
+                f"no {', '.join(empty)} words in this suite"
+                + (" after removing the excluded ones" if not include_excluded
+                   and "excluded" in ds.variables else ""))
+        elif few:
+            dropped[str(test.name)] = (
+                " and ".join(f"{len(test.words[r])} {r} word ({cut(', '.join(test.words[r]), 60)})"
+                            for r in few)
+                + f" in this suite, and d needs at least {MIN_TARGET_WORDS} per target set")
+    return dropped
+
+
+def _chosen_settings(ds: xr.Dataset, settings: str | Sequence[str] | None) -> list[str]:
+    """The settings asked for (checked against the suite's), by default every one it has."""
     present = settings_present(ds)
     if settings is None:
-        chosen = present
-    else:
-        chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
-        if not chosen:
-            raise AnalysisError("settings is empty; give at least one or leave it out")
-        refuse_repeats("settings", chosen)
-        unknown = [s for s in chosen if not label_mask(ds, setting=s).any()]
-        if unknown:
-            raise AnalysisError(unknown_names("setting", unknown, present, "this suite"))
-    return test_list, dropped, chosen
+        return present
+    chosen = [settings] if isinstance(settings, str) else [str(s) for s in settings]
+    if not chosen:
+        raise AnalysisError("settings is empty; give at least one or leave it out")
+    refuse_repeats("settings", chosen)
+    unknown = [s for s in chosen if not label_mask(ds, setting=s).any()]
+    if unknown:
+        raise AnalysisError(unknown_names("setting", unknown, present, "this suite"))
+    return chosen
 
 
 def gather_test(ds: xr.Dataset, test: TestSpec, settings: list[str]) -> xr.DataArray:
