@@ -350,6 +350,40 @@ def _pair_rho(
     return np.stack([np.asarray(res.r, dtype=np.float64), np.asarray(res.pvalue, dtype=np.float64)])
 
 
+def _selected(ds: xr.Dataset, *, poolings: Sequence[str] | None,
+              layers: Sequence[int] | None) -> xr.DataArray:
+    """The suite's embedding at the poolings and layers asked for (each checked)."""
+    emb = ds["embedding"]
+    for dim, wanted in (("pooling", poolings), ("layer", layers)):
+        if wanted is None:
+            continue
+        present = [v.item() if hasattr(v, "item") else v for v in ds[dim].values]
+        absent = [w for w in wanted if w not in present]
+        if absent:
+            raise AnalysisError(unknown_names(dim, absent, present,
+                                              f"the similarity suite of {_source(ds)}"))
+        emb = emb.sel({dim: list(wanted)})
+    return emb
+
+
+def _refuse_missing(ds: xr.Dataset, sub: pd.DataFrame, pos1: list[int | None],
+                    pos2: list[int | None], keep: np.ndarray, *, name: str, setting: str) -> None:
+    """Refuse a benchmark with a word the store lacks, naming them and what to do."""
+    absent = sorted(
+        {w for w, p in zip(sub["word1"], pos1, strict=True) if p is None}
+        | {w for w, p in zip(sub["word2"], pos2, strict=True) if p is None}
+    )
+    raise MissingStimuliError(
+        f"{len(absent)} word(s) of {name} ({int((~keep).sum())} of {len(sub)} pairs) are "
+        f"missing from setting {setting!r} of the similarity suite in {_source(ds)}: "
+        f"{absent[:10]}{' …' if len(absent) > 10 else ''}. Extract a similarity suite "
+        "with these pairs into a new group ('emb extract --model MODEL --suite similarity "
+        "--pairs DIR --name similarity_new --store STORE', then 'emb analyze similarity "
+        "--suite similarity_new'), or drop (and count) those pairs: --allow-missing on "
+        "the command line, allow_missing=True in Python"
+    )
+
+
 @own_descriptions
 def word_similarity(
     ds: xr.Dataset,
@@ -437,22 +471,8 @@ def word_similarity(
             refuse_repeats(name, list(chosen))  # a benchmark twice: its pairs counted twice
     pairs = suite_pairs(ds, pairs, datasets)
     check_options(ANALYSIS, k_max=k_max, word_set=word_set)
-    if "setting" not in ds.coords and "setting" not in ds:
-        raise AnalysisError("the Dataset has no 'setting' coordinate; is it an emb suite group?")
-    settings_present = sorted(set(np.asarray(ds["setting"].values).astype(str)))
-    if setting not in settings_present:
-        raise AnalysisError(unknown_names("setting", [setting], settings_present,
-                                          f"the similarity suite of {_source(ds)}"))
-    emb = ds["embedding"]
-    for dim, wanted in (("pooling", poolings), ("layer", layers)):
-        if wanted is None:
-            continue
-        present = [v.item() if hasattr(v, "item") else v for v in ds[dim].values]
-        absent = [w for w in wanted if w not in present]
-        if absent:
-            raise AnalysisError(unknown_names(dim, absent, present,
-                                              f"the similarity suite of {_source(ds)}"))
-        emb = emb.sel({dim: list(wanted)})
+    _check_setting(ds, setting)
+    emb = _selected(ds, poolings=poolings, layers=layers)
     exact = _word_index(ds, setting)
     lower: dict[str, int] = {}
     for w, pos in exact.items():
@@ -467,19 +487,7 @@ def word_similarity(
         pos2 = [_lookup(w, exact, lower) for w in sub["word2"]]
         keep = np.array([a is not None and b is not None for a, b in zip(pos1, pos2, strict=True)])
         if not keep.all() and not allow_missing:
-            absent = sorted(
-                {w for w, p in zip(sub["word1"], pos1, strict=True) if p is None}
-                | {w for w, p in zip(sub["word2"], pos2, strict=True) if p is None}
-            )
-            raise MissingStimuliError(
-                f"{len(absent)} word(s) of {name} ({int((~keep).sum())} of {len(sub)} pairs) are "
-                f"missing from setting {setting!r} of the similarity suite in {_source(ds)}: "
-                f"{absent[:10]}{' …' if len(absent) > 10 else ''}. Extract a similarity suite "
-                "with these pairs into a new group ('emb extract --model MODEL --suite similarity "
-                "--pairs DIR --name similarity_new --store STORE', then 'emb analyze similarity "
-                "--suite similarity_new'), or drop (and count) those pairs: --allow-missing on "
-                "the command line, allow_missing=True in Python"
-            )
+            _refuse_missing(ds, sub, pos1, pos2, keep, name=name, setting=setting)
         if keep.sum() < 3:  # no rho: left out with its reason, the other benchmarks go on
             dropped[name] = (f"only {int(keep.sum())} of {len(sub)} pairs have both words in "
                              "the store (Spearman's rho needs at least 3)")
@@ -522,7 +530,7 @@ def word_similarity(
             "other pairs with --pairs DIR"
         )
     dim = pd.Index([n for n in names if n not in dropped], name="dataset")
-    result = xr.Dataset(
+    result = _described(xr.Dataset(
         {
             "rho": xr.concat(rhos, dim=dim),
             "p": xr.concat(ps, dim=dim),
@@ -530,22 +538,7 @@ def word_similarity(
             "n_missing": ("dataset", np.array(missing_counts)),
             "n_words": ("dataset", np.array(n_words)),
         }
-    )
-    result = result.assign_coords(k=np.arange(k_max + 1))
-    result = result.transpose("dataset", "pooling", "layer", "k")
-    low, high = xr.apply_ufunc(
-        correlation_ci, result["rho"], result["n"], kwargs={"method": "spearman"},
-        output_core_dims=[[], []], dask="parallelized", output_dtypes=[np.float64, np.float64],
-    )
-    result["ci_low"] = low.transpose(*result["rho"].dims)
-    result["ci_high"] = high.transpose(*result["rho"].dims)
-    result["rho"].attrs = {"long_name": "Spearman's rho, cosine vs human score", "setting": setting}
-    result["p"].attrs = {"long_name": "two-sided p-value of rho (t approximation; exact "
-                                      "permutation p over at most 9 pairs)"}
-    for bound in ("ci_low", "ci_high"):
-        result[bound].attrs = {"long_name": f"95% CI of rho, {bound.removeprefix('ci_')} bound "
-                                            "(Fisher z with the Bonett-Wright standard error)"}
-    result["n_missing"].attrs = {"long_name": "pairs dropped: a word is missing from the store"}
+    ), k_max=k_max, setting=setting)
     result.attrs.update(
         {
             **provenance_attrs(ds),
@@ -563,6 +556,37 @@ def word_similarity(
             "notes": json.dumps([f"benchmark {n!r} left out: {why}." for n, why in dropped.items()]),
         }
     )
+    return result
+
+
+def _check_setting(ds: xr.Dataset, setting: str) -> None:
+    """Refuse a Dataset without settings, or a setting it lacks."""
+    if "setting" not in ds.coords and "setting" not in ds:
+        raise AnalysisError("the Dataset has no 'setting' coordinate; is it an emb suite group?")
+    settings_present = sorted(set(np.asarray(ds["setting"].values).astype(str)))
+    if setting not in settings_present:
+        raise AnalysisError(unknown_names("setting", [setting], settings_present,
+                                          f"the similarity suite of {_source(ds)}"))
+
+
+def _described(result: xr.Dataset, *, k_max: int, setting: str) -> xr.Dataset:
+    """The benchmarks' rho, p and counts with ``k`` labelled, the dims in order, rho's 95 % CI
+    and every variable's long name."""
+    result = result.assign_coords(k=np.arange(k_max + 1))
+    result = result.transpose("dataset", "pooling", "layer", "k")
+    low, high = xr.apply_ufunc(
+        correlation_ci, result["rho"], result["n"], kwargs={"method": "spearman"},
+        output_core_dims=[[], []], dask="parallelized", output_dtypes=[np.float64, np.float64],
+    )
+    result["ci_low"] = low.transpose(*result["rho"].dims)
+    result["ci_high"] = high.transpose(*result["rho"].dims)
+    result["rho"].attrs = {"long_name": "Spearman's rho, cosine vs human score", "setting": setting}
+    result["p"].attrs = {"long_name": "two-sided p-value of rho (t approximation; exact "
+                                      "permutation p over at most 9 pairs)"}
+    for bound in ("ci_low", "ci_high"):
+        result[bound].attrs = {"long_name": f"95% CI of rho, {bound.removeprefix('ci_')} bound "
+                                            "(Fisher z with the Bonett-Wright standard error)"}
+    result["n_missing"].attrs = {"long_name": "pairs dropped: a word is missing from the store"}
     return result
 
 
