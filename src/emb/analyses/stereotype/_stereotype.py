@@ -291,12 +291,7 @@ def stereotype(
     check_options(ANALYSIS, basis=basis, test=test, correction=correction, method=method)
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
-    for label in _LABELS:
-        if label not in ds.variables:
-            raise AnalysisError(
-                f"this Dataset has no {label!r} label: it is not a 'stereotype' suite. Run "
-                "'emb extract --suite stereotype --dictionary FILE' first"
-            )
+    _check_suite(ds)
     col = {k: item_values(ds, k).astype(str) for k in _LABELS}
     kind_col = item_values(ds, "kind").astype(str) if "kind" in ds.variables else np.full(ds.sizes["item"], "")
     role = col["role"]
@@ -326,17 +321,10 @@ def stereotype(
         held_first = held_pos[np.concatenate([[0], np.cumsum(held_counts)[:-1]])]
         unit_dims, unit_dirs, unit_words = (col["dimension"][held_first], col["direction"][held_first],
                                             col["word"][held_first])
-    else:
+    else:  # leave-one-sense-out: the senses themselves
         held_pos, held_counts = np.array([], dtype=np.int64), np.array([], dtype=np.int64)
-        unit_dims, unit_dirs, unit_words = sense_dims, sense_dirs, col["word"][first]
-        units = senses
-    rows_dim, rows_unit = [], []
-    for k, name in enumerate(names):
-        parts = HIGHER_ORDER.get(name, (name,)) if bases[k] == "2d" else (name,)
-        for j in np.flatnonzero(np.isin(unit_dims, parts)):
-            rows_dim.append(k)
-            rows_unit.append(j)
-    heldout_rows, heldout_unit = np.array(rows_dim, dtype=np.int64), np.array(rows_unit, dtype=np.int64)
+        unit_dims, unit_dirs, unit_words, units = sense_dims, sense_dirs, col["word"][first], senses
+    heldout_rows, heldout_unit = _heldout_rows(names, bases, unit_dims)
     unit_high = unit_dirs[heldout_unit] == "high"
 
     order = np.concatenate([sense_pos, member_pos, held_pos]).astype(np.int64)
@@ -380,6 +368,52 @@ def stereotype(
     ).transpose("member", "dimension", "layer", "pooling")
     heldout = heldout.assign_coords(layer=layer_index).transpose("heldout", "layer", "pooling")
 
+    out = _profiles(coords, member_group, pairs, test=test)
+    if correction != "none":
+        out["p_adjusted"] = _adjusted(out["p"], names, bases, correction)
+
+    out = _with_accuracy(out, heldout, names, heldout_rows, heldout_unit, unit_high=unit_high,
+                         unit_dirs=unit_dirs, unit_words=unit_words, units=units)
+    for var in ("mean_a", "mean_b", "d", "t", "df", "p", "accuracy", "accuracy_centred"):
+        out[var] = out[var].transpose(*[d for d in ("comparison", "dimension", "layer", "pooling") if d in out[var].dims])
+    out["d"].attrs["long_name"] = "Cohen's d (A − B, pooled SD)"
+    out["p"].attrs["long_name"] = f"two-sided p of {test.capitalize()}'s t-test"
+    out["accuracy"].attrs["long_name"] = "direction accuracy, cut-off 0"
+    out["accuracy_centred"].attrs["long_name"] = "direction accuracy, cut-off = mean held-out coordinate"
+    out.attrs = {
+        "analysis": "stereotype",
+        "basis": basis,
+        "groups": json.dumps([list(p) for p in pairs]),
+        "test": test,
+        "correction": correction,
+        "method": method,
+        "layer_mean": "projections" if method == "reference" else "representations",
+        "pinv_dtype": pinv_dtype,
+        "heldout": "extended" if extended else "leave-one-sense-out",
+        "senses": json.dumps({n: {"high": int(h.sum()), "low": int(lo.sum())}
+                              for n, h, lo in zip(names, high, low, strict=True)}),
+        **provenance_attrs(ds),
+    }
+    return out
+
+
+
+def _heldout_rows(names: list[str], bases: list[str], unit_dims: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The held-out units scored on each dimension: (dimension index, unit index) rows, a
+    higher-order dimension of the 2-d basis scored on the units of its parts."""
+    rows_dim, rows_unit = [], []
+    for k, name in enumerate(names):
+        parts = HIGHER_ORDER.get(name, (name,)) if bases[k] == "2d" else (name,)
+        for j in np.flatnonzero(np.isin(unit_dims, parts)):
+            rows_dim.append(k)
+            rows_unit.append(j)
+    return np.array(rows_dim, dtype=np.int64), np.array(rows_unit, dtype=np.int64)
+
+
+def _profiles(coords: xr.DataArray, member_group: np.ndarray, pairs: list[tuple[str, str]], *,
+              test: str) -> xr.Dataset:
+    """Per comparison of two populations: each dimension's means, d, t, df and p of the members'
+    coordinates z-scored over the two populations, their sizes, the coordinates and z-scores."""
     profiles, zs = [], []
     for a, b in pairs:
         in_a, in_b = member_group == a, member_group == b
@@ -403,12 +437,16 @@ def stereotype(
                             group_b=("comparison", [b for _, b in pairs]))
     out["coordinate"] = coords
     out["z"] = xr.concat(zs, dim="comparison").transpose("comparison", "member", "dimension", "layer", "pooling")
-    if correction != "none":
-        adjusted = [stats.adjust(out["p"].sel(dimension=[n for n, x in zip(names, bases, strict=True) if x == bb]),
-                                 method=correction, dims=("dimension",))
-                    for bb in dict.fromkeys(bases)]
-        out["p_adjusted"] = xr.concat(adjusted, dim="dimension").reindex(dimension=names)
+    return out
 
+
+
+def _with_accuracy(out: xr.Dataset, heldout: xr.DataArray, names: list[str], heldout_rows: np.ndarray,
+                   heldout_unit: np.ndarray, *, unit_high: np.ndarray, unit_dirs: np.ndarray,
+                   unit_words: np.ndarray, units: Any) -> xr.Dataset:
+    """``out`` with each dimension's direction accuracy on the held-out units (cut-off 0 and
+    centred), their count, and the held-out coordinates labelled by dimension, direction, word
+    and sense."""
     accuracy, centred = xr.apply_ufunc(
         _accuracy, heldout.chunk({"heldout": -1}) if heldout.chunks else heldout,
         input_core_dims=[["heldout"]], output_core_dims=[["dimension"], ["dimension"]],
@@ -425,27 +463,26 @@ def stereotype(
         heldout_word=("heldout", unit_words[heldout_unit].tolist()),
         heldout_sense=("heldout", [units[j] for j in heldout_unit]),
     )
-    for var in ("mean_a", "mean_b", "d", "t", "df", "p", "accuracy", "accuracy_centred"):
-        out[var] = out[var].transpose(*[d for d in ("comparison", "dimension", "layer", "pooling") if d in out[var].dims])
-    out["d"].attrs["long_name"] = "Cohen's d (A − B, pooled SD)"
-    out["p"].attrs["long_name"] = f"two-sided p of {test.capitalize()}'s t-test"
-    out["accuracy"].attrs["long_name"] = "direction accuracy, cut-off 0"
-    out["accuracy_centred"].attrs["long_name"] = "direction accuracy, cut-off = mean held-out coordinate"
-    out.attrs = {
-        "analysis": "stereotype",
-        "basis": basis,
-        "groups": json.dumps([list(p) for p in pairs]),
-        "test": test,
-        "correction": correction,
-        "method": method,
-        "layer_mean": "projections" if method == "reference" else "representations",
-        "pinv_dtype": pinv_dtype,
-        "heldout": "extended" if extended else "leave-one-sense-out",
-        "senses": json.dumps({n: {"high": int(h.sum()), "low": int(lo.sum())}
-                              for n, h, lo in zip(names, high, low, strict=True)}),
-        **provenance_attrs(ds),
-    }
     return out
+
+
+
+def _check_suite(ds: xr.Dataset) -> None:
+    """Refuse a Dataset that is not a ``stereotype`` suite (a label missing), saying what to run."""
+    for label in _LABELS:
+        if label not in ds.variables:
+            raise AnalysisError(
+                f"this Dataset has no {label!r} label: it is not a 'stereotype' suite. Run "
+                "'emb extract --suite stereotype --dictionary FILE' first"
+            )
+
+
+def _adjusted(p: xr.DataArray, names: list[str], bases: list[str], correction: str) -> xr.DataArray:
+    """p corrected over the dimensions of each basis (the family: one basis' dimensions)."""
+    adjusted = [stats.adjust(p.sel(dimension=[n for n, x in zip(names, bases, strict=True) if x == bb]),
+                             method=correction, dims=("dimension",))
+                for bb in dict.fromkeys(bases)]
+    return xr.concat(adjusted, dim="dimension").reindex(dimension=names)
 
 
 # -- tables, figures, summary ----------------------------------------------------------------------
