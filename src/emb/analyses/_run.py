@@ -152,14 +152,23 @@ def run_analysis(
         plain = plain_strings(ds)
         baselines.append(_baselines(plain, standardize))
         results.append(analysis.function(_standardized(plain, standardize), **kwargs))
+    index = pd.Index([str(m) for m in datasets], name="model")
+    out = _stacked(results, list(datasets), index)
+    if len(results) > 1:
+        out.attrs["notes"] = json.dumps(_model_notes(results, list(datasets), store_note))
+    return _with_baselines(out, baselines, index, standardize)
+
+
+def _stacked(results: list[xr.Dataset], models: list[Any], index: pd.Index) -> xr.Dataset:
+    """The models' results concatenated along ``model`` (outer join), each variable with its
+    attributes, and as attributes those every model shares plus ``models``: each one's own."""
     shared = dict(results[0].attrs)
     for res in results[1:]:
         shared = {k: v for k, v in shared.items() if k in res.attrs and res.attrs[k] == v}
     provenance = {
         model: {k: v for k, v in res.attrs.items() if k not in shared}
-        for model, res in zip(datasets, results, strict=True)
+        for model, res in zip(models, results, strict=True)
     }
-    index = pd.Index([str(m) for m in datasets], name="model")
     out = xr.concat(
         [r.drop_attrs(deep=False) for r in results],
         dim=index,
@@ -173,9 +182,7 @@ def run_analysis(
         if source:
             out[name].attrs = dict(source)
     out.attrs = _jsonable_attrs({**shared, "models": provenance})
-    if len(results) > 1:
-        out.attrs["notes"] = json.dumps(_model_notes(results, list(datasets), store_note))
-    return _with_baselines(out, baselines, index, standardize)
+    return out
 
 
 def _standardized(ds: xr.Dataset, how: str) -> xr.Dataset:
