@@ -51,6 +51,7 @@ from emb.store._nodes import (
     text_values,
 )
 from emb.store._verify import READS_KEY, checked_variable, suite_reads, verified_store
+from emb.store._zarr import chunk_key
 from emb.store.names import is_group_name
 from emb.store.shards import ShardProgress, describe_shards
 from emb.store.validate import (
@@ -634,7 +635,7 @@ def _written(group: zarr.Group, emb_arr: Any, complete: bool) -> tuple[int, int 
     """(items, bytes) of the suite's written blocks: the items they hold and the size of their
     embedding shards in the store, one stat per shard (bytes None when the backend cannot say).
     A block is one shard along ``item`` (:mod:`emb.store.writer`)."""
-    shard = tuple(int(c) for c in emb_arr.metadata.chunk_grid.chunk_shape)
+    shard = tuple(int(c) for c in (emb_arr.shards or emb_arr.chunks))
     n = int(emb_arr.shape[0])
     grid = [math.ceil(s / c) for s, c in zip(emb_arr.shape, shard, strict=True)]
     done = _done_blocks(group)
@@ -646,7 +647,7 @@ def _written(group: zarr.Group, emb_arr: Any, complete: bool) -> tuple[int, int 
     if not items:
         return 0, 0
     prefix = f"{group.path}/{dm.EMBEDDING}/"
-    keys = [prefix + emb_arr.metadata.encode_chunk_key((i, *rest)) for i in blocks
+    keys = [prefix + chunk_key(emb_arr, (i, *rest)) for i in blocks
             for rest in itertools.product(*(range(g) for g in grid[1:]))]
     try:
         sizes = object_sizes(group.store, keys)

@@ -16,7 +16,6 @@ manifest existed (store schema 1) are checked the old way, and the report says s
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,14 +23,12 @@ from typing import Any, Literal
 
 import numpy as np
 import zarr
-from zarr.core.array import AsyncArray
-from zarr.core.sync import sync as zarr_sync
-from zarr.storage._common import make_store_path
 
 from emb.errors import CorruptStoreError, RemoteStoreError, StoreError
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path, open_zarr_store
 from emb.store._nodes import BadMetadata, child_names, object_sizes, read_json, read_jsons
+from emb.store._zarr import arrays_from_metadata, chunk_key, dimension_names
 from emb.store.manifest import check_manifest
 from emb.store.names import is_group_name
 from emb.store.shards import (
@@ -448,7 +445,7 @@ def _attribute_problems(name: str, attrs: dict[str, Any]) -> list[str]:
 
 def shard_key(name: str, array: zarr.Array, block: int) -> str:
     """The store key of block ``block``'s shard of suite ``name``'s embedding."""
-    return f"{name}/{dm.EMBEDDING}/" + array.metadata.encode_chunk_key((block, 0, 0, 0))
+    return f"{name}/{dm.EMBEDDING}/" + chunk_key(array, (block, 0, 0, 0))
 
 
 def read_done(done: Any) -> np.ndarray:
@@ -479,7 +476,7 @@ def _open_arrays(
     fit = {key: meta for key, meta in zip(keys, metas, strict=True)
            if isinstance(meta, dict) and meta.get("zarr_format") == 3
            and meta.get("node_type") == "array"}
-    opened = dict(zip(fit, _arrays_of(zstore, {f"{name}/{key}": m for key, m in fit.items()}),
+    opened = dict(zip(fit, arrays_from_metadata(zstore, {f"{name}/{key}": m for key, m in fit.items()}),
                       strict=True))
     arrays = {}
     for key, meta in zip(keys, metas, strict=True):
@@ -511,28 +508,6 @@ def _open_arrays(
     return arrays
 
 
-def _arrays_of(zstore: Any, metas: dict[str, dict[str, Any]]) -> list[zarr.Array | Exception]:
-    """The array at each path opened read-only from its metadata document (what
-    ``zarr.open_array(zstore, path=path, mode="r", zarr_format=3)`` does after reading it), or
-    the error opening it raised."""
-
-    async def one(path: str, meta: dict[str, Any]) -> zarr.Array:
-        store_path = await make_store_path(zstore, path=path, mode="r")
-        return zarr.Array(AsyncArray(metadata=meta, store_path=store_path))  # type: ignore[arg-type]
-
-    async def every() -> list[zarr.Array | Exception]:
-        return list(await asyncio.gather(*(one(p, m) for p, m in metas.items()),
-                                         return_exceptions=True))
-
-    if not metas:
-        return []
-    found = zarr_sync(every())
-    for item in found:  # KeyboardInterrupt and the like are not an array's problem
-        if isinstance(item, BaseException) and not isinstance(item, Exception):
-            raise item
-    return found
-
-
 def _validate_suite(
     zstore: Any,
     name: str,
@@ -560,7 +535,7 @@ def _validate_suite(
     emb_arr = arrays[dm.EMBEDDING]
     n_items = emb_arr.shape[0]
     for coord in (c for c in arrays if c not in (dm.EMBEDDING, f"{dm.PROGRESS_GROUP}/done")):
-        dims = arrays[coord].metadata.dimension_names or ()
+        dims = dimension_names(arrays[coord])
         if dims[:1] == ("item",) and arrays[coord].shape[0] != n_items:
             problems.append(f"{name}: '{coord}' has {arrays[coord].shape[0]} items, embedding has {n_items}")
             return "corrupt"
