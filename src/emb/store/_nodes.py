@@ -21,7 +21,6 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import zarr.storage
 
 from emb.errors import CorruptStoreError, EmbError, StoreError
@@ -52,7 +51,6 @@ __all__ = [
     "read_jsons",
     "read_many",
     "put_object",
-    "text_values",
     "write_parts",
 ]
 
@@ -437,14 +435,3 @@ def damage_reported(locations: Sequence[str]) -> Iterator[None]:
                 f"and this persists, run {advice}"
             ) from err
         raise
-
-
-def text_values(values: Any) -> np.ndarray:
-    """Text read back from a store as an object array of ``str``, whatever its on-disk type:
-    UTF-8 bytes (schema 2), numpy StringDType or ``<U`` (schema 1, plain zarr reads)."""
-    array = np.asarray(values)
-    if array.dtype.kind == "O" and array.size and isinstance(array.flat[0], bytes):
-        return np.array([v.decode("utf-8") for v in array.ravel()], dtype=object).reshape(array.shape)
-    if array.dtype.kind == "S":
-        return np.char.decode(array, "utf-8").astype(object)
-    return array.astype(object)

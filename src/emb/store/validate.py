@@ -26,6 +26,7 @@ import zarr
 
 from emb.errors import CorruptStoreError, RemoteStoreError, StoreError
 from emb.schemas import datamodel as dm
+from emb.store._compat import coordinate_names, manifest_written
 from emb.store._location import is_url, local_path, open_zarr_store
 from emb.store._nodes import BadMetadata, child_names, object_sizes, read_json, read_jsons
 from emb.store._zarr import arrays_from_metadata, chunk_key, dimension_names
@@ -456,11 +457,8 @@ def read_done(done: Any) -> np.ndarray:
 
 def _required_arrays(attrs: dict[str, Any]) -> tuple[str, ...]:
     """The arrays a suite group must hold: the embedding, its done-markers, and every coordinate
-    the group declares (its ``coordinates`` attribute; schema-1 groups without one: the item
-    coordinates of the data model)."""
-    declared = attrs.get("coordinates")
-    coords = tuple(str(declared).split()) if isinstance(declared, str) else dm.ITEM_COORDS
-    return (dm.EMBEDDING, *coords, f"{dm.PROGRESS_GROUP}/done")
+    of the group (:func:`emb.store._compat.coordinate_names`)."""
+    return (dm.EMBEDDING, *coordinate_names(attrs), f"{dm.PROGRESS_GROUP}/done")
 
 
 def _open_arrays(
@@ -548,7 +546,7 @@ def _validate_suite(
         return "corrupt"
     block = int((attrs.get(dm.ATTR_EXTRACTION) or {}).get("block_size", emb_arr.chunks[0]))
     try:
-        manifest = _manifest(zstore, name, complete=complete, version=version)
+        manifest = _manifest(zstore, name, complete=complete, attrs=attrs)
     except BadMetadata as err:
         problems.append(f"{name}: {err}; restore {name}/{dm.PROGRESS_GROUP}/zarr.json from a "
                         f"copy, or re-extract the suite with --name {name} --overwrite")
@@ -619,8 +617,11 @@ def suite_shards(
     return tuple(shard_progress(record, read_markers(done)))
 
 
-def _manifest(zstore: Any, name: str, *, complete: bool, version: Any) -> dict[str, Any] | None:
-    """The suite's manifest; None where it has none (an unfinished suite, store schema 1).
+def _manifest(
+    zstore: Any, name: str, *, complete: bool, attrs: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The suite's manifest; None where it has none (an unfinished suite, or a suite of a schema
+    written without one: :func:`emb.store._compat.manifest_written`).
 
     Raises
     ------
@@ -633,14 +634,14 @@ def _manifest(zstore: Any, name: str, *, complete: bool, version: Any) -> dict[s
     if meta is not None and not is_group_doc(meta):
         raise BadMetadata(f"its bookkeeping group's metadata ({key}) is not a zarr v3 group's "
                           f"(it holds {_described(meta)})")
-    attrs = (meta or {}).get("attributes") or {}
-    if not isinstance(attrs, dict):
-        raise BadMetadata(f"its bookkeeping group's attributes ({key}) hold {_described(attrs)}, "
+    progress = (meta or {}).get("attributes") or {}
+    if not isinstance(progress, dict):
+        raise BadMetadata(f"its bookkeeping group's attributes ({key}) hold {_described(progress)}, "
                           "not an object")
-    manifest = attrs.get(dm.ATTR_MANIFEST)
+    manifest = progress.get(dm.ATTR_MANIFEST)
     if manifest is not None and not isinstance(manifest, dict):
         raise BadMetadata(f"its manifest ({key}) holds {_described(manifest)}, not an object")
-    if manifest is None and complete and version != 1:
+    if manifest is None and complete and manifest_written(attrs):
         where = "is missing" if meta is None else "has no 'manifest' attribute"
         raise BadMetadata(f"it is marked complete, but {key} {where}: the manifest that lists "
                           "what the suite holds is gone, so the suite cannot be checked")
