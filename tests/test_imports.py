@@ -189,3 +189,59 @@ def test_a_family_takes_only_another_familys_public_names() -> None:
             elif private := [n for n in (taken or ["*"]) if n not in families[other]]:
                 wrong.append(f"{where}: {private}, not in {other}.__all__")
     assert not wrong, "\n".join(wrong)
+
+
+#: names of zarr's own private attributes that emb once reached for (a store's open state, a
+#: zip store's file, a wrapper's store, a codec's numcodecs object): only the adapter may
+_ZARR_PRIVATE_NAMES = frozenset({
+    "_blosc_codec", "_tunable_attrs", "_ensure_open", "_is_open", "_zf", "_sync_open",
+    "_with_store", "_get_many", "_set_many", "_check_writable", "_store_dict", "async_array",
+})
+
+
+def _zarr_internals(path: Path) -> list[tuple[int, str]]:
+    """(line, what) of each use of zarr's internals in the module at ``path``: an import of
+    ``zarr.core``, ``zarr.abc``, ``zarr.codecs`` or a private module or name of zarr's; an attribute
+    chain ``zarr.core…``, ``zarr.codecs…``; a module name of those as a string; one of
+    :data:`_ZARR_PRIVATE_NAMES`."""
+    import re
+
+    internal = re.compile(r"zarr\.(core|abc|codecs)(\.\w+)*|zarr(\.\w+)*\._\w+(\.\w+)*")
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if internal.fullmatch(a.name)]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "zarr":
+            names = [f"{node.module}.{a.name}" for a in node.names]
+            found += [(node.lineno, n) for n in names if internal.fullmatch(n)]
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _ZARR_PRIVATE_NAMES:
+                found.append((node.lineno, node.attr))
+            chain, part = [node.attr], node.value
+            while isinstance(part, ast.Attribute):
+                chain.append(part.attr)
+                part = part.value
+            dotted = ".".join([getattr(part, "id", "?"), *reversed(chain)])
+            if internal.fullmatch(dotted):
+                found.append((node.lineno, dotted))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and internal.fullmatch(node.value):
+            found.append((node.lineno, node.value))
+    return found
+
+
+def test_zarrs_internals_are_used_in_one_module_of_the_store() -> None:
+    """zarr is floored, not capped: every use of its internals sits in ``emb.store._zarr``,
+    whose tests pin them (``tests/store/test_zarr_adapter.py``); every other module uses zarr's
+    public API and that module."""
+    import emb
+
+    src = Path(emb.__file__).parent
+    adapter = src / "store" / "_zarr.py"
+    assert _zarr_internals(adapter), "the check finds nothing even in the adapter"
+    found = {
+        f"{path.relative_to(src)}:{line}": what
+        for path in sorted(src.rglob("*.py")) if path != adapter
+        for line, what in _zarr_internals(path)
+    }
+    assert not found, found

@@ -14,7 +14,7 @@ import pytest
 SCRIPT = textwrap.dedent('''
     import asyncio, contextlib, contextvars, sys
     import click
-    from zarr.core.sync import sync
+    from emb.store._zarr import sync  # zarr's event loop, as the store runs its I/O there
     from emb.cli._errors import EmbCommand
     from emb.errors import StoreError
 

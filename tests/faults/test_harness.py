@@ -11,8 +11,8 @@ import time
 import pytest
 
 from tests._hostile import run_emb
-from tests.faults._disk import injected
 from tests._servers import silent_server
+from tests.faults._disk import injected
 
 #: a command of each ending: done (0), an emb error (1), a usage error (2)
 COMMANDS = [("suites",), ("info", "no-such.zarr"), ("analyze", "weat", "--no-such-option")]

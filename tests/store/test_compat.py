@@ -164,3 +164,70 @@ def test_a_newer_schema_is_refused_in_one_line(tmp_path):
         assert len(result.output.strip().splitlines()) == 1 and result.exception.__class__ is SystemExit
     result = CliRunner().invoke(main, ["validate", str(copy)])
     assert result.exit_code == 2 and "upgrade emb" in result.output
+
+
+@pytest.mark.parametrize(("fixture", "version"), [(V1, 1), (V2, 2), (V3, 3), (V4, 4)])
+def test_every_schema_is_presented_as_the_current_one(fixture, version):
+    """The fixture of each schema (the same suite, the same seeded model) opens as the current
+    schema's: the same coordinates (text as ``str``), the same vectors bit for bit; only the
+    group's own record of its schema (and what a schema added: a generation id) tells them
+    apart. The stored bytes are untouched (:mod:`emb.store._compat` presents them when opened)."""
+    from emb.store import _compat
+
+    store = emb.open_store(str(fixture))
+    ds, current = store.dataset("mini"), emb.open_store(str(V4)).dataset("mini")
+    assert ds.attrs[dm.ATTR_SCHEMA_VERSION] == version
+    assert ds.embedding.dtype == current.embedding.dtype and ds.embedding.dims == current.embedding.dims
+    assert ds.embedding.values.tobytes() == current.embedding.values.tobytes()  # bit for bit
+    assert set(ds.coords) == set(current.coords)
+    for name in current.coords:
+        xr.testing.assert_identical(ds[name].variable, current[name].variable)
+    attrs = dict(zarr.open_group(zarr.storage.ZipStore(fixture, mode="r"), path="mini", mode="r").attrs)
+    assert _compat.coordinate_names(attrs) == tuple(attrs["coordinates"].split())
+    assert _compat.manifest_written(attrs) == (version > 1)
+    assert ds.attrs[dm.ATTR_SUITE] == current.attrs[dm.ATTR_SUITE]
+
+
+def test_the_presentation_of_older_text_labels_and_coordinates():
+    from emb.store import _compat
+
+    words = ["love", "café", ""]
+    for stored in (np.array([w.encode() for w in words], dtype=object),  # schemas 2, 3
+                   np.array(words, dtype=np.dtypes.StringDType()),  # schemas 1, 4
+                   np.array(words), np.array([w.encode() for w in words])):
+        text = _compat.text(stored)
+        assert text.dtype == object and text.tolist() == words and all(type(w) is str for w in text)
+    assert _compat.is_text(np.dtype(object), {"_Encoding": "utf-8"})
+    assert _compat.is_text(np.dtypes.StringDType(), {}) and not _compat.is_text(np.dtype(object), {})
+    flags = xr.Variable(("item",), np.array(["true", "false", "true"], dtype=object), {"a": 1})
+    assert _compat.label("excluded", flags).values.tolist() == [True, False, True]
+    assert _compat.label("excluded", flags).attrs == {"a": 1}
+    assert _compat.label("word", flags) is flags  # the data model's own names are never labels
+    mixed = xr.Variable(("item",), np.array(["true", ""], dtype=object))
+    assert _compat.label("note", mixed) is mixed
+    assert _compat.coordinate_names({dm.ATTR_SCHEMA_VERSION: 1}) == dm.ITEM_COORDS
+    assert _compat.coordinate_names({"coordinates": "word valence"}) == ("word", "valence")
+    assert not _compat.manifest_written({dm.ATTR_SCHEMA_VERSION: 1})
+    assert _compat.manifest_written({dm.ATTR_SCHEMA_VERSION: dm.STORE_SCHEMA_VERSION})
+
+
+def test_no_module_but_the_compat_one_branches_on_the_schema_version():
+    """A comparison of a schema version with a schema's number (``version != 1``) sits in
+    :mod:`emb.store._compat` alone; elsewhere the version is only checked to be readable."""
+    import ast
+
+    src = Path(emb.__file__).parent
+    numbers = set(dm.READABLE_SCHEMA_VERSIONS)
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        if path.name == "_compat.py" and path.parent.name == "store":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Compare):
+                continue
+            text = ast.unparse(node)
+            constants = [c.value for c in ast.walk(node) if isinstance(c, ast.Constant)]
+            if "schema" in text.lower() or "version" in text.lower():
+                if any(type(c) is int and c in numbers for c in constants):
+                    found.append(f"{path.relative_to(src)}:{node.lineno}: {text}")
+    assert not found, found

@@ -1,7 +1,9 @@
 """The shards assembled in memory (:mod:`emb.store._shard_bytes`) are byte for byte the shards
 zarr's own array assignment writes (the path before them, still taken for arrays of other codecs):
 float16 and float32 storage, a last block shorter than a shard, a layer subset, ``--shard``, and
-object storage on the moto server; the manifest's sizes and CRC-32s are those of the stored bytes."""
+object storage on the moto server; the manifest's sizes and CRC-32s are those of the stored bytes.
+These run whole extractions; the encoder alone, against zarr's writer over many layouts and the
+codecs it refuses, is pinned by ``tests/store/test_zarr_adapter.py``."""
 
 from __future__ import annotations
 
@@ -117,26 +119,6 @@ def test_assembled_shards_on_s3_equal_zarrs_own_written_locally(s3_bucket, tmp_p
     _check_same(new, _local(tmp_path / "old.zarr"), shards=6)
 
 
-def test_the_encoder_refuses_what_it_cannot_frame_and_leaves_other_codecs_to_zarr(tmp_path):
-    import zarr
-
-    from emb.store._layout import chunk_codecs, compressor
-
-    def array(compressors, shards=(8, 3, 4, 8), chunks=(8, 1, 4, 8)):
-        return zarr.create_array(
-            zarr.storage.LocalStore(tmp_path / str(len(list(tmp_path.iterdir())))),
-            shape=(20, 3, 4, 8), dtype="float16", chunks=chunks, shards=shards,
-            compressors=compressors, fill_value=np.nan,
-        )
-
-    encoder = ShardEncoder.of(array(chunk_codecs()))
-    assert encoder is not None
-    assert ShardEncoder.of(array((compressor(),))) is None  # schema 2: zarr writes
-    assert ShardEncoder.of(array(chunk_codecs(), chunks=(4, 1, 4, 8))) is None
-    with pytest.raises(ValueError, match="does not fit"):
-        encoder.encode(np.zeros((9, 3, 4, 8), np.float16))
-
-
 def test_the_encoder_finds_a_non_finite_value_in_any_inner_chunk():
     import zarr
 
@@ -153,23 +135,6 @@ def test_the_encoder_finds_a_non_finite_value_in_any_inner_chunk():
             broken = values.copy()
             broken[3, layer, 2, 7] = bad
             assert not encoder.encode(broken).finite and not all_finite(broken)
-
-
-def test_a_layer_major_block_encodes_where_it_lies_to_the_same_bytes():
-    import zarr
-
-    from emb.store._layout import chunk_codecs
-
-    encoder = ShardEncoder.of(zarr.create_array(
-        zarr.storage.MemoryStore(), shape=(20, 3, 4, 8), dtype="float16", chunks=(8, 1, 4, 8),
-        shards=(8, 3, 4, 8), compressors=chunk_codecs(), fill_value=np.nan,
-    ))
-    values = np.random.default_rng(0).standard_normal((8, 3, 4, 8)).astype(np.float16)
-    major = layer_major(values.shape, values.dtype)
-    major[:] = values
-    assert major[:, 1].flags.c_contiguous and not values[:, 1].flags.c_contiguous
-    a, b = encoder.encode(values), encoder.encode(major)
-    assert a.data == b.data and a.crc32 == b.crc32 == digest(a.data) and a.size == len(a.data)
 
 
 def test_parts_are_written_whole_through_a_temporary(tmp_path, monkeypatch):

@@ -196,10 +196,9 @@ def test_a_local_stores_objects_read_as_zarr_reads_them(tmp_path):
     """read_bytes, read_many and object_sizes read a local store's files themselves: what
     zarr's LocalStore gives for a file, a missing one, a directory, a path under a file."""
     import zarr
-    from zarr.core.buffer import default_buffer_prototype
-    from zarr.core.sync import sync
 
     from emb.store import _nodes
+    from emb.store._zarr import prototype, sync
 
     (tmp_path / "g" / "sub").mkdir(parents=True)
     (tmp_path / "g" / "f").write_bytes(b"abc")
@@ -208,7 +207,7 @@ def test_a_local_stores_objects_read_as_zarr_reads_them(tmp_path):
     keys = ["g/f", "g/e", "g/missing", "g/sub", "g/f/under", "nowhere/x"]
 
     def zarrs(key):
-        got = sync(store.get(key, prototype=default_buffer_prototype()))
+        got = sync(store.get(key, prototype=prototype()))
         return None if got is None else got.to_bytes()
 
     expected = [zarrs(k) for k in keys]

@@ -94,8 +94,9 @@ def _settle_store_io() -> None:
     error. Cancelled on their own loop, they unwind in their own context and print nothing; what
     still remains is shown only with ``EMB_DEBUG``.
     """
-    sync = sys.modules.get("zarr.core.sync")  # never imports zarr: a run that did not load it
-    loop = getattr(sync, "loop", [None])[0] if sync is not None else None  # has nothing pending
+    store = sys.modules.get("emb.store")  # never imports the store (nor zarr): a run that did
+    io_loop = getattr(store, "io_loop", None)  # not load it has nothing pending on zarr's loop
+    loop = io_loop() if io_loop is not None else None
     if loop is not None and loop.is_running() and not loop.is_closed():
 
         async def cancel_pending() -> None:

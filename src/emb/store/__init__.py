@@ -6,6 +6,7 @@ from emb.store._nodes import damage_reported
 from emb.store._shard_bytes import layer_major, write_seconds
 from emb.store._verify import check_unchanged
 from emb.store._write_checks import open_for_writing
+from emb.store._zarr import io_loop
 from emb.store.names import check_group_name
 from emb.store.shards import COPIES_PENDING, DONE, ShardRecord
 from emb.store.store import (
@@ -34,6 +35,7 @@ __all__ = [
     "check_unchanged",
     "damage_reported",
     "describe",
+    "io_loop",
     "layer_major",
     "open_for_writing",
     "open_store",

@@ -31,11 +31,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync as zarr_sync
-
 from emb.schemas import datamodel as dm
 from emb.store._nodes import BadMetadata, named_children, read_json
+from emb.store._zarr import as_buffer
+from emb.store._zarr import sync as zarr_sync
 
 __all__ = [
     "backoff_runs", "delete_pending", "describe_runs", "merged", "pending_runs", "write_run",
@@ -52,8 +51,7 @@ def _key(name: str, run: str) -> str:
 def write_run(zstore: Any, name: str, record: Mapping[str, Any]) -> None:
     """Write (or rewrite) the run record ``record`` of suite ``name`` (its own object)."""
     data = json.dumps(dict(record), sort_keys=True).encode()
-    buffer = default_buffer_prototype().buffer.from_bytes(data)
-    zarr_sync(zstore.set(_key(name, str(record["run"])), buffer))
+    zarr_sync(zstore.set(_key(name, str(record["run"])), as_buffer(data)))
 
 
 def _pending_names(zstore: Any, name: str) -> list[str]:

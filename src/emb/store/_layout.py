@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 import zarr
-import zarr.codecs
 
 from emb.errors import CorruptStoreError
 from emb.store._nodes import damage_text, is_damage
+from emb.store._zarr import Codec, blosc_codec, crc32c_codec
 
 __all__ = ["BOOLEAN_TEXT", "block_size_for", "boolean_label", "chunk_codecs", "coord_layout", "compressor", "read_rows"]
 
@@ -32,17 +32,17 @@ def block_size_for(n_layers: int, n_poolings: int, n_features: int, itemsize: in
     return size
 
 
-def compressor() -> zarr.codecs.BloscCodec:
+def compressor() -> Codec:
     # Blosc-LZ4, no shuffle, clevel 1.  Most of what compresses is repetition: a word of one
     # subtoken has first = last = mean = max, and an inner chunk holds a layer's four poolings
     # side by side, so LZ4 stores three of them as back-references.  Measured on MiniLM-L6 VAST
     # vectors (Warriner + corpus, 39% multi-subtoken words): ratio 1.82 at 6.3 GB/s encode and
     # 15 GB/s decode.  Bit-shuffle scatters those repeats: 1.57 at 1.8 / 3.7 GB/s (it gains 9%
     # only on vectors with nothing repeated); zstd 2.0-2.3 at 0.2-0.7 GB/s encode.
-    return zarr.codecs.BloscCodec(cname="lz4", clevel=1, shuffle="noshuffle")
+    return blosc_codec(cname="lz4", clevel=1, shuffle="noshuffle")
 
 
-def chunk_codecs() -> tuple[zarr.codecs.BloscCodec, zarr.codecs.Crc32cCodec]:
+def chunk_codecs() -> tuple[Codec, Codec]:
     """The bytes-to-bytes codecs of each inner chunk of ``embedding`` (store schema 3): Blosc
     (:func:`compressor`), then a CRC-32C of the compressed bytes appended (zarr's ``crc32c``
     codec), which zarr checks whenever it reads the chunk.
@@ -57,7 +57,7 @@ def chunk_codecs() -> tuple[zarr.codecs.BloscCodec, zarr.codecs.Crc32cCodec]:
     before schema 3 are verified against their manifest instead (see
     :mod:`emb.store._verify`).
     """
-    return compressor(), zarr.codecs.Crc32cCodec()
+    return compressor(), crc32c_codec()
 
 
 #: How a boolean label is spelt in a suite (``stimuli.suites.core``: a label is a string or a

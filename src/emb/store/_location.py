@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import zarr.storage
-from zarr.core.sync import sync
 
 from emb._outputs import refuse_inside_store
 from emb.errors import RemoteStoreError, StoreError
 from emb.store._remote import RemoteStore, is_http, open_url_store
+from emb.store._zarr import sync
 
 __all__ = ["check_writable", "is_url", "local_path", "open_zarr_store", "store_size"]
 

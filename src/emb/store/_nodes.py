@@ -21,13 +21,18 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import zarr
 import zarr.storage
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync
 
 from emb.errors import CorruptStoreError, EmbError, StoreError
+from emb.store._zarr import (
+    CODEC_CODE,
+    STORAGE_CODE,
+    as_buffer,
+    opened,
+    prototype,
+    sync,
+    zip_member_sizes,
+)
 
 __all__ = [
     "BadMetadata",
@@ -46,7 +51,6 @@ __all__ = [
     "read_jsons",
     "read_many",
     "put_object",
-    "text_values",
     "write_parts",
 ]
 
@@ -66,19 +70,11 @@ class DamagedObject(ValueError):
 #: deflated one: zlib.error, or EOFError when it ends early)
 _ZIP_DAMAGE = (zipfile.BadZipFile, zlib.error, EOFError)
 #: the code that decodes stored bytes: an error raised there means the bytes do not decode
-_DECODERS = re.compile(r"(^|[/\\])(numcodecs|zarr[/\\]codecs)[/\\]")
+_DECODERS = re.compile(r"(^|[/\\])(numcodecs|" + CODEC_CODE + r")[/\\]")
 
 
 async def _collect(items: AsyncIterator[str]) -> list[str]:
     return [item async for item in items]
-
-
-def _opened(zstore: Any) -> Any:
-    # zip stores open lazily and list nothing before; an open store's _ensure_open does nothing
-    # but costs a round trip to zarr's event loop (17 of them a shard worker)
-    if not getattr(zstore, "_is_open", False):
-        sync(zstore._ensure_open())
-    return zstore
 
 
 def local_root(zstore: Any) -> Path | None:
@@ -98,7 +94,7 @@ def local_root(zstore: Any) -> Path | None:
 def child_names(zstore: Any, prefix: str = "") -> list[str]:
     """Names directly under ``prefix`` (objects and sub-prefixes), sorted; temporary files a
     killed write left behind (``*.partial``, see zarr's LocalStore) are not names of anything."""
-    names = sync(_collect(_opened(zstore).list_dir(prefix)))
+    names = sync(_collect(opened(zstore).list_dir(prefix)))
     # an HTTP server's index page names sub-directories with a trailing "/" ("vast/")
     return sorted({n.rstrip("/") for n in names if not n.endswith(".partial")})
 
@@ -115,7 +111,7 @@ def named_children(zstore: Any, prefix: str, *, starts: str, ends: str) -> list[
 
 def list_prefix(zstore: Any, prefix: str) -> list[str]:
     """Every object key under ``prefix`` (a group path, without trailing ``/``)."""
-    keys = sync(_collect(_opened(zstore).list_prefix(prefix.rstrip("/") + "/")))
+    keys = sync(_collect(opened(zstore).list_prefix(prefix.rstrip("/") + "/")))
     return sorted(k for k in keys if k.startswith(prefix.rstrip("/") + "/"))
 
 
@@ -123,7 +119,7 @@ async def _get(zstore: Any, key: str) -> bytes | None | DamagedObject:
     """An object's bytes, None when it does not exist, or the :class:`DamagedObject` (its
     cause set) when it exists but cannot be read back; ``zstore`` opened."""
     try:
-        buffer = await zstore.get(key, prototype=default_buffer_prototype())
+        buffer = await zstore.get(key, prototype=prototype())
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError, KeyError):
         return None
     except _ZIP_DAMAGE as err:
@@ -139,7 +135,7 @@ def read_many(zstore: Any, keys: Sequence[str]) -> list[bytes | None | DamagedOb
     root = local_root(zstore)
     if root is not None:
         return [_read_file(root / key) for key in keys]
-    zstore = _opened(zstore)
+    zstore = opened(zstore)
 
     async def every() -> list[bytes | None | DamagedObject]:
         gate = asyncio.Semaphore(_CONCURRENCY)
@@ -170,7 +166,7 @@ def read_bytes(zstore: Any, key: str) -> bytes | None:
         It exists but cannot be read back (a zip member whose bytes changed).
     """
     root = local_root(zstore)
-    raw = _read_file(root / key) if root is not None else sync(_get(_opened(zstore), key))
+    raw = _read_file(root / key) if root is not None else sync(_get(opened(zstore), key))
     if isinstance(raw, DamagedObject):
         raise raw
     return raw
@@ -228,9 +224,9 @@ def object_sizes(zstore: Any, keys: Sequence[str]) -> dict[str, int | None]:
     root = local_root(zstore)
     if root is not None:  # the stat the store's getsize makes, here
         return {k: _file_size(root / k) for k in keys}
-    zstore = _opened(zstore)
+    zstore = opened(zstore)
     if isinstance(zstore, zarr.storage.ZipStore):
-        entries = {info.filename: info.file_size for info in zstore._zf.infolist()}
+        entries = zip_member_sizes(zstore)
         return {k: entries.get(k) for k in keys}
 
     async def one(key: str, gate: asyncio.Semaphore) -> int | None:
@@ -311,7 +307,7 @@ def put_object(zstore: Any, key: str, data: bytes) -> None:
     if root is not None and not zstore.read_only:
         write_parts(root / key, (data,))
     else:
-        sync(zstore.set(key, default_buffer_prototype().buffer.from_bytes(data)))
+        sync(zstore.set(key, as_buffer(data)))
 
 
 def digest(data: bytes) -> str:
@@ -399,7 +395,7 @@ _RAW_BYTES = re.compile(r"(?<!\w)b'(?:[^'\\]|\\.)*'" + r'|(?<!\w)b"(?:[^"\\]|\\.
 def _read_failure(err: BaseException) -> bool:
     """An OSError raised while the store was read (a disk's I/O error, a connection lost)."""
     return isinstance(err, OSError) and any(
-        re.search(r"(^|[/\\])(zarr[/\\]storage|fsspec|s3fs|aiohttp)[/\\]", f.filename)
+        re.search(r"(^|[/\\])(" + STORAGE_CODE + r"|fsspec|s3fs|aiohttp)[/\\]", f.filename)
         or f.filename.endswith("zipfile.py")
         for f in traceback.extract_tb(err.__traceback__)
     )
@@ -439,14 +435,3 @@ def damage_reported(locations: Sequence[str]) -> Iterator[None]:
                 f"and this persists, run {advice}"
             ) from err
         raise
-
-
-def text_values(values: Any) -> np.ndarray:
-    """Text read back from a store as an object array of ``str``, whatever its on-disk type:
-    UTF-8 bytes (schema 2), numpy StringDType or ``<U`` (schema 1, plain zarr reads)."""
-    array = np.asarray(values)
-    if array.dtype.kind == "O" and array.size and isinstance(array.flat[0], bytes):
-        return np.array([v.decode("utf-8") for v in array.ravel()], dtype=object).reshape(array.shape)
-    if array.dtype.kind == "S":
-        return np.char.decode(array, "utf-8").astype(object)
-    return array.astype(object)

@@ -27,20 +27,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import threading
 import zipfile
 from collections.abc import AsyncIterator, Awaitable, Iterable
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import fsspec
 import fsspec.core
 import zarr.storage
-from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
-from zarr.core.sync import sync
 
 from emb._network import Network, network
 from emb.errors import RemoteStoreError, StoreError
 from emb.store._requests import Requests, one_line, transient
+from emb.store._zarr import Buffer, BufferPrototype, ZipFileStore, prototype, sync
 
 __all__ = [
     "RemoteStore",
@@ -205,7 +203,7 @@ class RemoteStore(zarr.storage.FsspecStore):
                 yield key
 
 
-class RemoteZipStore(zarr.storage.ZipStore):
+class RemoteZipStore(ZipFileStore):
     """zarr's read-only ``ZipStore`` over a zip file at an fsspec URL, read in place by byte
     ranges (zarr's own ``FsspecStore`` over fsspec's zip filesystem lists no group at the root);
     a failure of the server is one :class:`RemoteStoreError`, as in :class:`RemoteStore`."""
@@ -232,15 +230,12 @@ class RemoteZipStore(zarr.storage.ZipStore):
     def _requests(self) -> Requests:
         return Requests(self.url, self.settings, retry_reads=is_http(self.url))
 
-    def _sync_open(self) -> None:
-        if self._is_open:
-            raise ValueError("store is already open")
-        self._lock = threading.RLock()
+    def open_zip(self) -> tuple[IO[bytes], zipfile.ZipFile]:
         with self._requests().translated("read", None):
-            self._file = fsspec.open(self.url, mode="rb", **self.storage_options).open()
-            size = getattr(self._file, "size", None)
+            file = fsspec.open(self.url, mode="rb", **self.storage_options).open()
+            size = getattr(file, "size", None)
             if not size:  # fsspec streams a file of unknown size: no seeking to a zip's end
-                self._file.close()
+                file.close()
                 raise StoreError(
                     f"{self.url} is not a zip file emb can read: the server gives no size for it "
                     "(an empty file, or no Content-Length), and a zip is read from its end; share "
@@ -248,9 +243,9 @@ class RemoteZipStore(zarr.storage.ZipStore):
                     "store directory"
                 )
             try:
-                self._zf = zipfile.ZipFile(self._file, mode="r")
+                return file, zipfile.ZipFile(file, mode="r")
             except (zipfile.BadZipFile, ValueError) as err:  # ValueError: fsspec's seek before 0
-                self._file.close()
+                file.close()
                 cause = err.__context__  # zipfile calls a failing read "not a zip file"
                 if cause is not None and transient(cause):
                     raise self._requests().failure(cause, "read", None) from cause
@@ -258,7 +253,6 @@ class RemoteZipStore(zarr.storage.ZipStore):
                     f"{self.url} is not a zip file ({size} bytes; {one_line(err)}); share a "
                     "store packed with 'emb zip', or the store directory"
                 ) from err
-        self._is_open = True
 
     async def get(self, key: str, prototype: BufferPrototype, byte_range: Any = None) -> Buffer | None:
         async def call() -> Buffer | None:
@@ -275,12 +269,6 @@ class RemoteZipStore(zarr.storage.ZipStore):
             return await super(RemoteZipStore, self).get_partial_values(prototype, key_ranges)
 
         return await self._requests().read(key_ranges[0][0] if key_ranges else None, call)
-
-    def close(self) -> None:
-        super().close()
-        file = getattr(self, "_file", None)
-        if file is not None:
-            file.close()
 
     def __repr__(self) -> str:
         return f"RemoteZipStore({self.url!r})"
@@ -384,7 +372,7 @@ def _reach(zstore: RemoteStore, url: str, *, mode: str) -> None:
     """Read the store's root metadata once (a missing one is fine for writing: a new store):
     missing credentials, an unreachable endpoint or a refused request surface here as one
     RemoteStoreError; a bucket that does not exist as one StoreError."""
-    found = sync(zstore.get("zarr.json", prototype=default_buffer_prototype()))
+    found = sync(zstore.get("zarr.json", prototype=prototype()))
     if found is not None or protocol(url) not in _BUCKETED:
         return
     bucket = zstore.path.strip("/").split("/")[0]

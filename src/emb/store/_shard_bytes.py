@@ -9,8 +9,9 @@ then the index: one ``(offset, nbytes)`` pair of little-endian uint64 per inner 
 twice for a chunk not written; emb writes every chunk), followed by its own CRC-32C.  A block
 shorter than the shard (the suite's last) is padded with the array's fill value, as zarr pads an
 edge chunk.  The same codec objects zarr would use encode the chunks (the numcodecs ``Blosc`` of
-the array's ``BloscCodec``, ``google_crc32c`` as zarr's ``Crc32cCodec``); only the framing is
-written here, and a test keeps its bytes equal to zarr's own array assignment.
+the array's ``BloscCodec``, ``google_crc32c`` as zarr's ``Crc32cCodec``), read from the array's
+codecs by :func:`emb.store._zarr.shard_chain`; only the framing is written here, and the tests of
+that adapter (``tests/store/test_zarr_adapter.py``) keep its bytes equal to zarr's own writer's.
 
 An array whose codecs are not that chain (a store of schema 1 or 2 being resumed) has no
 encoder: its blocks are written by zarr (:meth:`ShardEncoder.of` returns None).
@@ -29,11 +30,9 @@ from typing import Any
 import google_crc32c
 import numpy as np
 import zarr
-from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, ShardingCodec
-from zarr.codecs.sharding import ShardingCodecIndexLocation
-from zarr.core.indexing import morton_order_iter
 
 from emb.store._nodes import crc32_update, write_parts
+from emb.store._zarr import shard_chain
 
 __all__ = ["EncodedShard", "ShardEncoder", "all_finite", "layer_major", "write_parts", "write_seconds"]
 
@@ -96,41 +95,19 @@ class ShardEncoder:
     def of(cls, array: zarr.Array) -> ShardEncoder | None:
         """The encoder of ``array``'s shards, or None when its codecs are not the chain this
         module writes (then zarr writes its blocks)."""
-        meta = array.metadata
-        codecs = getattr(meta, "codecs", ())
-        if len(codecs) != 1 or not isinstance(codecs[0], ShardingCodec):
+        chain = shard_chain(array)
+        if chain is None:
             return None
-        sharding = codecs[0]
-        inner, index = tuple(sharding.codecs), tuple(sharding.index_codecs)
-        if (
-            sharding.index_location != ShardingCodecIndexLocation.end
-            or len(inner) != 3
-            or not isinstance(inner[0], BytesCodec)
-            or not isinstance(inner[1], BloscCodec)
-            or not isinstance(inner[2], Crc32cCodec)
-            or len(index) != 2
-            or not isinstance(index[0], BytesCodec)
-            or not isinstance(index[1], Crc32cCodec)
-            or (index[0].endian is not None and index[0].endian.value != "little")
-            or inner[1]._tunable_attrs  # typesize or shuffle left to zarr's choice
-        ):
-            return None
-        shard_shape = tuple(int(n) for n in meta.chunk_grid.chunk_shape)
-        chunk_shape = tuple(int(n) for n in sharding.chunk_shape)
+        shard_shape, chunk_shape = chain.shard_shape, chain.chunk_shape
         if (
             len(shard_shape) != 4
             or chunk_shape != (shard_shape[0], 1, *shard_shape[2:])
-            or tuple(meta.shape[1:]) != shard_shape[1:]
+            or tuple(array.shape[1:]) != shard_shape[1:]
         ):
             return None
-        dtype = np.dtype(array.dtype)
-        endian = inner[0].endian
-        if dtype.itemsize > 1 and endian is not None:
-            dtype = dtype.newbyteorder("<" if endian.value == "little" else ">")
-        per_shard = (1, shard_shape[1], 1, 1)
         return cls(
-            shard_shape=shard_shape, dtype=dtype, fill_value=meta.fill_value,
-            blosc=inner[1]._blosc_codec, order=tuple(morton_order_iter(per_shard)),
+            shard_shape=shard_shape, dtype=chain.dtype, fill_value=chain.fill_value,
+            blosc=chain.blosc, order=chain.order,
         )
 
     def encode(self, values: np.ndarray) -> EncodedShard:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,10 +47,6 @@ import xarray as xr
 import zarr
 from xarray.backends import BackendArray
 from xarray.core import indexing
-from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
-from zarr.core.buffer import Buffer, BufferPrototype, default_buffer_prototype
-from zarr.core.sync import sync
-from zarr.storage import WrapperStore
 
 from emb.errors import CorruptStoreError, EmbError, StoreError
 from emb.schemas import datamodel as dm
@@ -62,6 +58,15 @@ from emb.store._nodes import (
     is_damage,
     read_bytes,
     read_json,
+)
+from emb.store._zarr import (
+    Buffer,
+    BufferPrototype,
+    ByteRequest,
+    ReadWrapper,
+    prototype,
+    slice_buffer,
+    sync,
 )
 from emb.store.manifest import MANIFEST_VERSION, describe_key
 from emb.store.validate import shard_key
@@ -118,11 +123,11 @@ def _identity(group_raw: bytes | None, progress_raw: bytes | None) -> Identity:
 
 
 async def _read_identity(zstore: Any, name: str) -> Identity:
-    prototype = default_buffer_prototype()
+    buffers = prototype()
 
     async def raw(key: str) -> bytes | None:
         try:
-            buffer = await zstore.get(key, prototype)
+            buffer = await zstore.get(key, buffers)
         except (FileNotFoundError, KeyError, NotADirectoryError, *_ZIP_DAMAGE):
             return None
         return None if buffer is None else buffer.to_bytes()
@@ -197,7 +202,7 @@ class SuiteReads:
         )
 
 
-class VerifiedStore(WrapperStore[Any]):
+class VerifiedStore(ReadWrapper):
     """A read-only view of a store that verifies every object a suite's manifest lists: each
     must exist, and one without a checksum of its own (``chunk_checked`` are those with one) is
     compared with the manifest's size and CRC-32 when it is first read (see the module)."""
@@ -221,7 +226,7 @@ class VerifiedStore(WrapperStore[Any]):
         self._verified: set[str] = set()
         self._pending: dict[str, asyncio.Future[Buffer]] = {}
 
-    def _with_store(self, store: Any) -> VerifiedStore:
+    def rewrapped(self, store: Any) -> VerifiedStore:
         return VerifiedStore(
             store, listed=self._listed, chunk_checked=self._chunk_checked, reads=self._reads,
             block=self._block, n_items=self._n_items,
@@ -246,7 +251,7 @@ class VerifiedStore(WrapperStore[Any]):
         self, key: str, prototype: BufferPrototype, byte_range: ByteRequest | None = None
     ) -> Buffer | None:
         try:
-            return await self._store.get(key, prototype, byte_range)
+            return await self.inner.get(key, prototype, byte_range)
         except _ZIP_DAMAGE as err:
             raise await self._fail(key, "cannot be read back", err) from err
 
@@ -262,7 +267,7 @@ class VerifiedStore(WrapperStore[Any]):
                 raise await self._fail(key, "is missing, though the suite's manifest lists it")
             return buffer
         whole = await self._whole(key, prototype, entry)
-        return _slice(whole, byte_range)
+        return slice_buffer(whole, byte_range)
 
     async def _whole(self, key: str, prototype: BufferPrototype, entry: tuple[int, str]) -> Buffer:
         """The object read whole and checked against the manifest, once however many tasks ask."""
@@ -304,27 +309,8 @@ class VerifiedStore(WrapperStore[Any]):
     ) -> list[Buffer | None]:
         return list(await asyncio.gather(*(self.get(k, prototype, r) for k, r in key_ranges)))
 
-    async def _get_many(
-        self, requests: Iterable[tuple[str, BufferPrototype, ByteRequest | None]]
-    ) -> AsyncGenerator[tuple[str, Buffer | None], None]:
-        for key, prototype, byte_range in requests:
-            yield key, await self.get(key, prototype, byte_range)
-
     async def set(self, key: str, value: Buffer) -> None:
         raise StoreError(f"a suite opened for reading is not written ({key})")
-
-
-def _slice(whole: Buffer, byte_range: ByteRequest | None) -> Buffer:
-    n = len(whole)
-    if byte_range is None:
-        return whole
-    if isinstance(byte_range, RangeByteRequest):
-        return whole[byte_range.start : min(byte_range.end, n)]
-    if isinstance(byte_range, OffsetByteRequest):
-        return whole[byte_range.offset :]
-    if isinstance(byte_range, SuffixByteRequest):
-        return whole[max(0, n - byte_range.suffix) :]
-    raise TypeError(f"unknown byte request {byte_range!r}")
 
 
 class CheckedArray(BackendArray):

@@ -51,9 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import zarr.codecs
 import zarr.storage
-from zarr.core.sync import sync as zarr_sync
 
 from emb.errors import EmbWarning, RemoteStoreError, StoreError, StoreLockedError
 from emb.schemas import datamodel as dm
@@ -68,6 +66,8 @@ from emb.store._nodes import (
     read_many,
 )
 from emb.store._remote import RemoteStore
+from emb.store._zarr import as_buffer, chunk_key, only_bytes_codec, prototype
+from emb.store._zarr import sync as zarr_sync
 from emb.store.lock import WriterLock, lock_path, locked
 
 __all__ = [
@@ -229,14 +229,8 @@ def create_once(zstore: Any, key: str, data: bytes) -> bool:
             return True
     if read_bytes(zstore, key) is not None:
         return False
-    zarr_sync(zstore.set(key, _buffer(data)))
+    zarr_sync(zstore.set(key, as_buffer(data)))
     return True
-
-
-def _buffer(data: bytes) -> Any:
-    from zarr.core.buffer import default_buffer_prototype
-
-    return default_buffer_prototype().buffer.from_bytes(data)
 
 
 def _delete(zstore: Any, key: str) -> None:
@@ -404,11 +398,9 @@ def _plain_bytes(done: Any) -> bool:
     """Whether ``done`` is laid out as emb lays out the markers: uint8, one value a chunk, no
     codec but the bytes codec (each chunk object is that one byte)."""
     try:
-        meta = done.metadata
         return (
-            meta.zarr_format == 3 and done.dtype == np.uint8 and done.ndim == 1
-            and tuple(done.chunks) == (1,) and len(meta.codecs) == 1
-            and isinstance(meta.codecs[0], zarr.codecs.BytesCodec)
+            only_bytes_codec(done) and done.dtype == np.uint8 and done.ndim == 1
+            and tuple(done.chunks) == (1,)
         )
     except (AttributeError, TypeError, ValueError):
         return False
@@ -421,8 +413,8 @@ def _read_plain_markers(done: Any) -> np.ndarray:
     :func:`~emb.store._nodes.local_root`): a chunk that is missing is the fill value, one that
     is not one byte (a torn write) or cannot be read is 0."""
     zstore, prefix = done.store_path.store, done.store_path.path
-    fill = int(done.metadata.fill_value)
-    keys = [f"{prefix}/{done.metadata.encode_chunk_key((i,))}" for i in range(done.shape[0])]
+    fill = int(done.fill_value)
+    keys = [f"{prefix}/{chunk_key(done, (i,))}" for i in range(done.shape[0])]
 
     def value(raw: bytes | None) -> int:
         if raw is None:
@@ -442,11 +434,9 @@ def _read_plain_markers(done: Any) -> np.ndarray:
         return np.array([read(k) for k in keys], dtype=np.uint8)
 
     async def one(key: str, gate: Any) -> int:
-        from zarr.core.buffer import default_buffer_prototype
-
         async with gate:
             try:
-                buffer = await zstore.get(key, prototype=default_buffer_prototype())
+                buffer = await zstore.get(key, prototype=prototype())
             except RemoteStoreError:  # the server, not the markers
                 raise
             except Exception:  # noqa: BLE001 - a marker that cannot be read reads as not written
@@ -469,10 +459,10 @@ def write_marker(done: Any, index: int, marker: int) -> None:
     goes through zarr, which deletes the chunk rather than write it."""
     zstore = done.store_path.store
     if (
-        marker != int(done.metadata.fill_value) and 0 <= marker <= 255
+        marker != int(done.fill_value) and 0 <= marker <= 255
         and local_root(zstore) is not None and not zstore.read_only and _plain_bytes(done)
     ):
-        key = f"{done.store_path.path}/{done.metadata.encode_chunk_key((int(index),))}"
+        key = f"{done.store_path.path}/{chunk_key(done, (int(index),))}"
         put_object(zstore, key, bytes([marker]))
     else:
         done[index] = marker

@@ -39,8 +39,8 @@ from emb.errors import (
     StoreError,
 )
 from emb.schemas import datamodel as dm
+from emb.store import _compat as compat
 from emb.store._backoffs import backoff_runs, describe_runs
-from emb.store._layout import boolean_label
 from emb.store._location import is_url, local_path, open_zarr_store, store_size
 from emb.store._nodes import (
     BadMetadata,
@@ -48,9 +48,9 @@ from emb.store._nodes import (
     damage_reported,
     object_sizes,
     read_json,
-    text_values,
 )
 from emb.store._verify import READS_KEY, checked_variable, suite_reads, verified_store
+from emb.store._zarr import chunk_key
 from emb.store.names import is_group_name
 from emb.store.shards import ShardProgress, describe_shards
 from emb.store.validate import (
@@ -568,40 +568,35 @@ def _run_chunks(
 
 
 def _coordinates(group: zarr.Group, ds: xr.Dataset) -> dict[str, xr.Variable]:
-    """Every coordinate of ``ds`` in memory, text as ``str`` objects, a boolean label as ``bool``.
+    """Every coordinate of ``ds`` in memory, as the current store schema holds it whatever the
+    schema of the suite (:mod:`emb.store._compat`): text as ``str`` objects, a boolean label as
+    ``bool``.
 
-    Text (UTF-8 bytes of schema 2 and 3, zarr ``string`` of schema 1 and 4) is read straight
-    from its zarr array and converted in one pass: through xarray's lazy decoding and its
-    object-array conversion the same coordinates took ~10 µs per item (a 4-million-item suite
-    spent 40 s opening).  The values and attributes are those xarray's decoding gives (a test
-    checks).  A label of only "true"/"false" text (stores before schema 4) is read as the
-    ``bool`` that schema 4 writes (:func:`emb.store._layout.boolean_label`), so every schema
-    reads alike.
+    Text is read straight from its zarr array and converted in one pass: through xarray's lazy
+    decoding and its object-array conversion the same coordinates took ~10 µs per item (a
+    4-million-item suite spent 40 s opening).  The values and attributes are those xarray's
+    decoding gives (a test checks).
     """
     out: dict[str, xr.Variable] = {}
     names = [n for n in ds.coords if n not in ds.indexes] + list(ds.indexes)  # the order of before
     for name in names:
         coord = ds.coords[name]
-        dtype = np.dtype(coord.encoding.get("dtype", "f8"))
-        raw_text = (coord.encoding.get("_Encoding") == "utf-8" and dtype.kind == "O") or dtype.kind == "T"
-        if raw_text:
-            values = _shared_text(text_values(np.asarray(group[str(name)][...])))
+        if compat.is_text(np.dtype(coord.encoding.get("dtype", "f8")), coord.encoding):
+            values = _shared_text(compat.text(np.asarray(group[str(name)][...])))
             variable = xr.Variable(coord.dims, values, coord.attrs, fastpath=True)
         else:
             variable = _plain(coord).variable
-        if name not in dm.RESERVED_NAMES and (flags := boolean_label(variable.values)) is not None:
-            variable = xr.Variable(coord.dims, flags, coord.attrs)
-        out[str(name)] = variable
+        out[str(name)] = compat.label(str(name), variable)
     return out
 
 
 def _plain(coord: xr.DataArray) -> xr.DataArray:
     """A coordinate loaded into memory, text turned into ``str`` objects (numpy StringDType,
-    which schema-1 and schema-4 stores read as, does not survive ``astype(str)``)."""
+    which zarr's ``string`` reads as, does not survive ``astype(str)``)."""
     values = np.asarray(coord.values)
     if values.dtype.kind in "TUS" or (values.dtype.kind == "O" and values.size
                                       and isinstance(values.flat[0], bytes)):
-        values = _shared_text(text_values(values))
+        values = _shared_text(compat.text(values))
     return xr.DataArray(values, dims=coord.dims, attrs=coord.attrs)
 
 
@@ -634,7 +629,7 @@ def _written(group: zarr.Group, emb_arr: Any, complete: bool) -> tuple[int, int 
     """(items, bytes) of the suite's written blocks: the items they hold and the size of their
     embedding shards in the store, one stat per shard (bytes None when the backend cannot say).
     A block is one shard along ``item`` (:mod:`emb.store.writer`)."""
-    shard = tuple(int(c) for c in emb_arr.metadata.chunk_grid.chunk_shape)
+    shard = tuple(int(c) for c in (emb_arr.shards or emb_arr.chunks))
     n = int(emb_arr.shape[0])
     grid = [math.ceil(s / c) for s, c in zip(emb_arr.shape, shard, strict=True)]
     done = _done_blocks(group)
@@ -646,7 +641,7 @@ def _written(group: zarr.Group, emb_arr: Any, complete: bool) -> tuple[int, int 
     if not items:
         return 0, 0
     prefix = f"{group.path}/{dm.EMBEDDING}/"
-    keys = [prefix + emb_arr.metadata.encode_chunk_key((i, *rest)) for i in blocks
+    keys = [prefix + chunk_key(emb_arr, (i, *rest)) for i in blocks
             for rest in itertools.product(*(range(g) for g in grid[1:]))]
     try:
         sizes = object_sizes(group.store, keys)

@@ -16,7 +16,6 @@ manifest existed (store schema 1) are checked the old way, and the report says s
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,14 +23,13 @@ from typing import Any, Literal
 
 import numpy as np
 import zarr
-from zarr.core.array import AsyncArray
-from zarr.core.sync import sync as zarr_sync
-from zarr.storage._common import make_store_path
 
 from emb.errors import CorruptStoreError, RemoteStoreError, StoreError
 from emb.schemas import datamodel as dm
+from emb.store._compat import coordinate_names, manifest_written
 from emb.store._location import is_url, local_path, open_zarr_store
 from emb.store._nodes import BadMetadata, child_names, object_sizes, read_json, read_jsons
+from emb.store._zarr import arrays_from_metadata, chunk_key, dimension_names
 from emb.store.manifest import check_manifest
 from emb.store.names import is_group_name
 from emb.store.shards import (
@@ -448,7 +446,7 @@ def _attribute_problems(name: str, attrs: dict[str, Any]) -> list[str]:
 
 def shard_key(name: str, array: zarr.Array, block: int) -> str:
     """The store key of block ``block``'s shard of suite ``name``'s embedding."""
-    return f"{name}/{dm.EMBEDDING}/" + array.metadata.encode_chunk_key((block, 0, 0, 0))
+    return f"{name}/{dm.EMBEDDING}/" + chunk_key(array, (block, 0, 0, 0))
 
 
 def read_done(done: Any) -> np.ndarray:
@@ -459,11 +457,8 @@ def read_done(done: Any) -> np.ndarray:
 
 def _required_arrays(attrs: dict[str, Any]) -> tuple[str, ...]:
     """The arrays a suite group must hold: the embedding, its done-markers, and every coordinate
-    the group declares (its ``coordinates`` attribute; schema-1 groups without one: the item
-    coordinates of the data model)."""
-    declared = attrs.get("coordinates")
-    coords = tuple(str(declared).split()) if isinstance(declared, str) else dm.ITEM_COORDS
-    return (dm.EMBEDDING, *coords, f"{dm.PROGRESS_GROUP}/done")
+    of the group (:func:`emb.store._compat.coordinate_names`)."""
+    return (dm.EMBEDDING, *coordinate_names(attrs), f"{dm.PROGRESS_GROUP}/done")
 
 
 def _open_arrays(
@@ -479,7 +474,7 @@ def _open_arrays(
     fit = {key: meta for key, meta in zip(keys, metas, strict=True)
            if isinstance(meta, dict) and meta.get("zarr_format") == 3
            and meta.get("node_type") == "array"}
-    opened = dict(zip(fit, _arrays_of(zstore, {f"{name}/{key}": m for key, m in fit.items()}),
+    opened = dict(zip(fit, arrays_from_metadata(zstore, {f"{name}/{key}": m for key, m in fit.items()}),
                       strict=True))
     arrays = {}
     for key, meta in zip(keys, metas, strict=True):
@@ -511,28 +506,6 @@ def _open_arrays(
     return arrays
 
 
-def _arrays_of(zstore: Any, metas: dict[str, dict[str, Any]]) -> list[zarr.Array | Exception]:
-    """The array at each path opened read-only from its metadata document (what
-    ``zarr.open_array(zstore, path=path, mode="r", zarr_format=3)`` does after reading it), or
-    the error opening it raised."""
-
-    async def one(path: str, meta: dict[str, Any]) -> zarr.Array:
-        store_path = await make_store_path(zstore, path=path, mode="r")
-        return zarr.Array(AsyncArray(metadata=meta, store_path=store_path))  # type: ignore[arg-type]
-
-    async def every() -> list[zarr.Array | Exception]:
-        return list(await asyncio.gather(*(one(p, m) for p, m in metas.items()),
-                                         return_exceptions=True))
-
-    if not metas:
-        return []
-    found = zarr_sync(every())
-    for item in found:  # KeyboardInterrupt and the like are not an array's problem
-        if isinstance(item, BaseException) and not isinstance(item, Exception):
-            raise item
-    return found
-
-
 def _validate_suite(
     zstore: Any,
     name: str,
@@ -560,7 +533,7 @@ def _validate_suite(
     emb_arr = arrays[dm.EMBEDDING]
     n_items = emb_arr.shape[0]
     for coord in (c for c in arrays if c not in (dm.EMBEDDING, f"{dm.PROGRESS_GROUP}/done")):
-        dims = arrays[coord].metadata.dimension_names or ()
+        dims = dimension_names(arrays[coord])
         if dims[:1] == ("item",) and arrays[coord].shape[0] != n_items:
             problems.append(f"{name}: '{coord}' has {arrays[coord].shape[0]} items, embedding has {n_items}")
             return "corrupt"
@@ -573,7 +546,7 @@ def _validate_suite(
         return "corrupt"
     block = int((attrs.get(dm.ATTR_EXTRACTION) or {}).get("block_size", emb_arr.chunks[0]))
     try:
-        manifest = _manifest(zstore, name, complete=complete, version=version)
+        manifest = _manifest(zstore, name, complete=complete, attrs=attrs)
     except BadMetadata as err:
         problems.append(f"{name}: {err}; restore {name}/{dm.PROGRESS_GROUP}/zarr.json from a "
                         f"copy, or re-extract the suite with --name {name} --overwrite")
@@ -644,8 +617,11 @@ def suite_shards(
     return tuple(shard_progress(record, read_markers(done)))
 
 
-def _manifest(zstore: Any, name: str, *, complete: bool, version: Any) -> dict[str, Any] | None:
-    """The suite's manifest; None where it has none (an unfinished suite, store schema 1).
+def _manifest(
+    zstore: Any, name: str, *, complete: bool, attrs: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The suite's manifest; None where it has none (an unfinished suite, or a suite of a schema
+    written without one: :func:`emb.store._compat.manifest_written`).
 
     Raises
     ------
@@ -658,14 +634,14 @@ def _manifest(zstore: Any, name: str, *, complete: bool, version: Any) -> dict[s
     if meta is not None and not is_group_doc(meta):
         raise BadMetadata(f"its bookkeeping group's metadata ({key}) is not a zarr v3 group's "
                           f"(it holds {_described(meta)})")
-    attrs = (meta or {}).get("attributes") or {}
-    if not isinstance(attrs, dict):
-        raise BadMetadata(f"its bookkeeping group's attributes ({key}) hold {_described(attrs)}, "
+    progress = (meta or {}).get("attributes") or {}
+    if not isinstance(progress, dict):
+        raise BadMetadata(f"its bookkeeping group's attributes ({key}) hold {_described(progress)}, "
                           "not an object")
-    manifest = attrs.get(dm.ATTR_MANIFEST)
+    manifest = progress.get(dm.ATTR_MANIFEST)
     if manifest is not None and not isinstance(manifest, dict):
         raise BadMetadata(f"its manifest ({key}) holds {_described(manifest)}, not an object")
-    if manifest is None and complete and version != 1:
+    if manifest is None and complete and manifest_written(attrs):
         where = "is missing" if meta is None else "has no 'manifest' attribute"
         raise BadMetadata(f"it is marked complete, but {key} {where}: the manifest that lists "
                           "what the suite holds is gone, so the suite cannot be checked")

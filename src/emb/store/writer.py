@@ -41,11 +41,8 @@ import numpy as np
 import xarray as xr
 import zarr
 import zarr.api.asynchronous
-import zarr.codecs
 import zarr.errors
 import zarr.storage
-from zarr.core.buffer import default_buffer_prototype
-from zarr.core.sync import sync as zarr_sync
 
 from emb.errors import CorruptStoreError, StoreError, StoreLockedError
 from emb.schemas import datamodel as dm
@@ -55,6 +52,8 @@ from emb.store._location import is_url, local_path
 from emb.store._nodes import digest, list_prefix, named_children, read_bytes
 from emb.store._shard_bytes import EncodedShard, ShardEncoder, all_finite, write_parts
 from emb.store._write_checks import ROOT_LOCK_WAIT_S, plan_group
+from emb.store._zarr import as_buffer
+from emb.store._zarr import sync as zarr_sync
 from emb.store.lock import WriterLock, locked
 from emb.store.manifest import build_manifest, covered
 from emb.store.names import check_group_name
@@ -82,8 +81,6 @@ __all__ = [
     "block_size_for",
     "read_rows",
 ]
-
-_BUFFER = default_buffer_prototype().buffer
 
 
 def _delete_group(zstore: Any, name: str, *, flags: bool) -> None:
@@ -510,7 +507,7 @@ class SuiteWriter:
                     # on the disk before its marker is written (a crash of the machine)
                     write_parts(Path(zstore.root) / key, encoded.parts, durable=True)
                 else:  # one PUT
-                    zarr_sync(zstore.set(key, _BUFFER.from_bytes(encoded.data)))
+                    zarr_sync(zstore.set(key, as_buffer(encoded.data)))
                 entry: tuple[int, str] | None = (encoded.size, encoded.crc32)
             else:
                 self.array[start:stop] = values

@@ -37,9 +37,9 @@ import zarr
 from emb.errors import RemoteStoreError, StoreError
 from emb.schemas import datamodel as dm
 from emb.store import writer as _writer
+from emb.store._compat import text
 from emb.store._layout import read_rows
 from emb.store._location import is_url, local_path, open_zarr_store
-from emb.store._nodes import text_values
 from emb.store._write_checks import (
     check_group,
     check_store,
@@ -260,7 +260,7 @@ class StoreWriter:
                     raise KeyError(other)
                 if extraction_differences(node.attrs[dm.ATTR_EXTRACTION], extraction):
                     raise KeyError(other)
-                contexts = text_values(node["context"][:])
+                contexts = text(node["context"][:])
                 starts = np.asarray(node["char_start"][:])
                 ends = np.asarray(node["char_end"][:])
             except RemoteStoreError:  # the server, not a damaged suite
