@@ -580,10 +580,31 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         f"grouping: {result.attrs.get('grouping')}; phrases dropped: "
         f"{result.attrs.get('phrases_dropped')}.",
     ]
-    acc = result["svc_accuracy"]
+    notes.append("valence direction: cross-validated SVC accuracy at the top layer: "
+                 + ", ".join(_accuracy_words(result["svc_accuracy"], pooling)))
+    if flat:
+        notes.append(_flat_note(result, flat, everywhere=False))
+    notes += _experiment3_notes(tables["intersectional_ranks"], cell, keys)
+    best = frame.loc[frame["effect_size"].abs().idxmax()]
+    notes.append(
+        f"largest |d| over all {len(frame)} cells (exploratory, not a test): {best['pair']} "
+        f"d = {best['effect_size']:.2f} at layer {int(best['layer'])}, {best['pooling']} pooling"
+        + (f", {best['model']}" if "model" in best else "")
+    )
+    return Summary(
+        title="Intersectional valence bias: d of 'person' projections, A vs B phrases (Table 2)",
+        headline=[f"declared cell: top layer, pooling {pooling_text}"],
+        table=pd.DataFrame(rows),
+        notes=notes,
+    )
+
+
+def _accuracy_words(acc: xr.DataArray, pooling: str) -> list[str]:
+    """Each model's cross-validated SVC accuracy at its top layer, at the declared pooling or
+    the model's own (a static store: static, said so)."""
     models = list(acc["model"].values) if "model" in acc.dims else [None]
     shown = []
-    for model in models:  # at the declared pooling, or the model's own (a static store: static)
+    for model in models:
         one = acc.sel(model=model) if model is not None else acc
         has = [str(p) for p in one["pooling"].values
                if np.isfinite(np.asarray(one.sel(pooling=p).values, dtype=float)).any()]
@@ -592,10 +613,14 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
         if one.sizes["layer"]:
             shown.append(f"{'' if model is None else f'{model} '}{float(one.isel(layer=-1)):.2f}"
                          + ("" if own == pooling else f" ({own} pooling)"))
-    notes.append("valence direction: cross-validated SVC accuracy at the top layer: " + ", ".join(shown))
-    if flat:
-        notes.append(_flat_note(result, flat, everywhere=False))
-    ranks = tables["intersectional_ranks"].dropna(subset=["share"])
+    return shown
+
+
+def _experiment3_notes(ranks: pd.DataFrame, cell: pd.DataFrame, keys: list[str]) -> list[str]:
+    """Experiment 3 at each model's top layer and declared pooling: the values most often among
+    the top and the bottom phrases."""
+    notes = []
+    ranks = ranks.dropna(subset=["share"])
     ranks = ranks[ranks["position"] == "any"].merge(
         cell[[*keys, "pooling"]].drop_duplicates(), how="inner")  # each model's declared pooling
     for key, part in ranks.groupby(keys, sort=False) if keys else [((), ranks)]:
@@ -610,18 +635,7 @@ def _summary(result: xr.Dataset, tables: dict[str, pd.DataFrame]) -> Summary:
                 f"experiment 3 ({label}top layer), {extreme} {int(part['n_phrases'].iloc[0])} "
                 f"phrases: most often {listed}"
             )
-    best = frame.loc[frame["effect_size"].abs().idxmax()]
-    notes.append(
-        f"largest |d| over all {len(frame)} cells (exploratory, not a test): {best['pair']} "
-        f"d = {best['effect_size']:.2f} at layer {int(best['layer'])}, {best['pooling']} pooling"
-        + (f", {best['model']}" if "model" in best else "")
-    )
-    return Summary(
-        title="Intersectional valence bias: d of 'person' projections, A vs B phrases (Table 2)",
-        headline=[f"declared cell: top layer, pooling {pooling_text}"],
-        table=pd.DataFrame(rows),
-        notes=notes,
-    )
+    return notes
 
 
 def _example() -> tuple[xr.Dataset, dict[str, Any]]:
