@@ -159,28 +159,40 @@ def _role_spec(where: str, value: Any) -> dict[str, Any]:
         )
     if "words" not in value and "labels" not in value:
         raise AnalysisError(f"{where} needs 'words' (a list) or 'labels' (label: value), or both")
-    words = value.get("words")
-    if words is not None:
-        if isinstance(words, str) or not isinstance(words, list | tuple):
-            raise AnalysisError(f"{where}.words must be a list of words; got {_kind(words)}")
-        bad = [w for w in words if not isinstance(w, str | int | float) or isinstance(w, bool)]
-        if bad:
-            raise AnalysisError(f"{where}.words holds non-words {names(bad)}")
-        words = [str(w) for w in words]
-        if not words:
-            raise AnalysisError(f"{where}.words is empty")
-    labels = value.get("labels")
-    if labels is not None:
-        if not isinstance(labels, Mapping) or not labels:
-            raise AnalysisError(f"{where}.labels must map label names to a value or a list of values")
-        labels = {
-            str(k): [str(x) for x in v] if isinstance(v, list | tuple) else str(v)
-            for k, v in labels.items()
-        }
+    words = _role_words(where, value.get("words"))
+    labels = _role_labels(where, value.get("labels"))
     name = value.get("name")
     if name is not None and not isinstance(name, str | int | float):
         raise AnalysisError(f"{where}.name must be a string; got {_kind(name)}")
     return {"words": words, "labels": labels, "name": None if name is None else str(name)}
+
+
+def _role_words(where: str, words: Any) -> list[str] | None:
+    """A role's ``words`` (None where it has none) as strings, checked."""
+    if words is None:
+        return None
+    if isinstance(words, str) or not isinstance(words, list | tuple):
+        raise AnalysisError(f"{where}.words must be a list of words; got {_kind(words)}")
+    bad = [w for w in words if not isinstance(w, str | int | float) or isinstance(w, bool)]
+    if bad:
+        raise AnalysisError(f"{where}.words holds non-words {names(bad)}")
+    words = [str(w) for w in words]
+    if not words:
+        raise AnalysisError(f"{where}.words is empty")
+    return words
+
+
+def _role_labels(where: str, labels: Any) -> dict[str, Any] | None:
+    """A role's ``labels`` (None where it has none): label → a value or a list of values, as
+    strings, checked."""
+    if labels is None:
+        return None
+    if not isinstance(labels, Mapping) or not labels:
+        raise AnalysisError(f"{where}.labels must map label names to a value or a list of values")
+    return {
+        str(k): [str(x) for x in v] if isinstance(v, list | tuple) else str(v)
+        for k, v in labels.items()
+    }
 
 
 def _label_words(ds: xr.Dataset, where: str, labels: Mapping[str, Any]) -> list[str]:
