@@ -311,29 +311,9 @@ def sc_weat_lexicon(
     kept = compared.poles or {}
     parts = []
     for setting in chosen:
-        target_words = list(words) if words is not None else [
-            w for w in unique_in_order(
-                words_col[label_mask(ds, setting=setting, stimulus_set="lexicon", lexicon=lex)])
-            if compared.lexicon is None or w in compared.lexicon
-        ]
-        if not target_words:  # e.g. another family's suite: its lexicon words in other settings
-            having = [s for s in settings_present(ds)
-                      if label_mask(ds, setting=s, stimulus_set="lexicon", lexicon=lex).any()]
-            raise AnalysisError(
-                f"lexicon {lex!r} has no words in setting {setting!r} of this suite; the settings "
-                f"with its words are {having}: choose among them with --setting (settings= in "
-                "Python)")
-        polar = {}
-        for pole, given in (("pleasant", attribute_a), ("unpleasant", attribute_b)):
-            polar[pole] = list(given) if given is not None else kept.get(pole) or unique_in_order(
-                words_col[label_mask(ds, setting=setting, stimulus_set=pole, lexicon=lex)]
-            )
-            if not polar[pole]:
-                raise AnalysisError(
-                    f"this suite has no {pole} polar words of lexicon {lex!r} in setting "
-                    f"{setting!r}; give them with {'--a' if pole == 'pleasant' else '--b'} "
-                    f"({'attribute_a' if pole == 'pleasant' else 'attribute_b'}= in Python), or "
-                    "analyse a 'vast' suite")
+        target_words = _lexicon_words(ds, words_col, words, compared.lexicon, lex=lex, setting=setting)
+        polar = _polar_words(ds, words_col, {"pleasant": attribute_a, "unpleasant": attribute_b},
+                             kept, lex=lex, setting=setting)
         res = sc_weat(
             ds, words=target_words, setting=setting, attribute_a=polar["pleasant"],
             attribute_b=polar["unpleasant"], ddof=ddof, n_permutations=n_permutations, seed=seed,
@@ -360,6 +340,43 @@ def sc_weat_lexicon(
                       "rating": rating, "min_words": int(min_words), "word_set": word_set,
                       "notes": json.dumps(list(compared.notes))})
     return out.transpose("setting", "word", ...)
+
+
+def _lexicon_words(ds: xr.Dataset, words_col: np.ndarray, words: Sequence[str] | None,
+                   compared: Any, *, lex: str, setting: str) -> list[str]:
+    """The target words of one setting: those given, else the lexicon's (those compared across
+    the stores); refused where the setting has none."""
+    target_words = list(words) if words is not None else [
+        w for w in unique_in_order(
+            words_col[label_mask(ds, setting=setting, stimulus_set="lexicon", lexicon=lex)])
+        if compared is None or w in compared
+    ]
+    if not target_words:  # e.g. another family's suite: its lexicon words in other settings
+        having = [s for s in settings_present(ds)
+                  if label_mask(ds, setting=s, stimulus_set="lexicon", lexicon=lex).any()]
+        raise AnalysisError(
+            f"lexicon {lex!r} has no words in setting {setting!r} of this suite; the settings "
+            f"with its words are {having}: choose among them with --setting (settings= in "
+            "Python)")
+    return target_words
+
+
+def _polar_words(ds: xr.Dataset, words_col: np.ndarray, given: Mapping[str, Sequence[str] | None],
+                 kept: Mapping[str, Any], *, lex: str, setting: str) -> dict[str, list[str]]:
+    """The pleasant and unpleasant attribute words of one setting: those given, else those kept
+    across the stores, else the suite's; refused where a pole has none."""
+    polar = {}
+    for pole, words in given.items():
+        polar[pole] = list(words) if words is not None else kept.get(pole) or unique_in_order(
+            words_col[label_mask(ds, setting=setting, stimulus_set=pole, lexicon=lex)]
+        )
+        if not polar[pole]:
+            raise AnalysisError(
+                f"this suite has no {pole} polar words of lexicon {lex!r} in setting "
+                f"{setting!r}; give them with {'--a' if pole == 'pleasant' else '--b'} "
+                f"({'attribute_a' if pole == 'pleasant' else 'attribute_b'}= in Python), or "
+                "analyse a 'vast' suite")
+    return polar
 
 
 def _subtokens(items: xr.Dataset) -> np.ndarray:
