@@ -169,8 +169,8 @@ def _floor(pool: np.ndarray, n: int, block: int, directory: Path) -> None:
 
 def child(spec: dict[str, Any]) -> dict[str, Any]:
     """One variant, in this (child) process: its seconds and peak RSS above its data."""
-    from emb.extract import pipeline
-    from emb.extract import settings as extraction_settings
+    from emb.extraction import pipeline
+    from emb.extraction import settings as extraction_settings
     from emb.store import layer_major
     from emb.store import writer as store_writer
 

@@ -30,11 +30,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_import_emb_is_light_and_names_the_front_door() -> None:
-    code = ("import sys, emb; assert not any(m in sys.modules for m in ('zarr', 'xarray', 'torch')); "
-            "assert callable(emb.extract) and callable(emb.analyze); "
-            "import emb.extract.pipeline; assert 'torch' not in sys.modules")
+    code = ("import sys, types, emb; "
+            "assert not any(m in sys.modules for m in ('zarr', 'xarray', 'torch')); "
+            "assert isinstance(emb.extract, types.FunctionType) and callable(emb.analyze); "
+            "import emb.extraction.pipeline; assert 'torch' not in sys.modules; "
+            "assert emb.extract is emb.api.extract, 'a submodule import must not replace it'")
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert emb.analyze is emb.api.analyze and "extract" in emb.__all__
+    assert emb.analyze is emb.api.analyze and emb.extract is emb.api.extract
+    assert "extract" in emb.__all__
 
 
 def test_analyze_writes_the_files_and_numbers_of_the_cli(store: Path, tmp_path: Path) -> None:

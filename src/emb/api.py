@@ -12,9 +12,8 @@ chunked, where results go) is made here, so that Python gets exactly what the co
     run.summary, run.tables["weat"], run.figures, run.dataset
 
 Options are checked by their declarations (:mod:`emb.options`): a wrong value gets the same
-message here as from the CLI. :func:`extract` is the extract room's own door
-(:mod:`emb.extract.front`, handed on here), so that ``emb.extract``, the package, is callable as it
-without an import back up; importing this module imports no torch.
+message here as from the CLI. Both are plain functions, and ``emb.extract`` and ``emb.analyze``
+are these two; importing this module imports no torch (each imports what it runs when called).
 """
 
 from __future__ import annotations
@@ -34,20 +33,92 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from emb.analyses import Analysis, Summary
-    from emb.extract.front import extract
+    from emb.extraction.settings import SuiteReport
 
 __all__ = ["Analyzed", "analyze", "extract"]
 
 
-def __getattr__(name: str) -> Any:  # the extract door, imported when asked for
-    if name == "extract":
-        from emb.extract.front import extract
-
-        return extract
-    raise AttributeError(f"module 'emb.api' has no attribute {name!r}")
-
-
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+# -- extract -------------------------------------------------------------------------------------------
+def extract(
+    model: str | os.PathLike[str],
+    suites: Any,
+    store: str | os.PathLike[str],
+    *,
+    group_names: Sequence[str] | None = None,
+    progress: bool = True,
+    on_estimate: Callable[[Any], object] | None = None,
+    on_note: Callable[[str], object] | None = None,
+    **options: Any,
+) -> list[SuiteReport]:
+    """Build the suites, choose the backend that opens ``model`` and write every layer's
+    embeddings into ``store``: what ``emb extract`` does (``emb.extract``).
+
+    Parameters
+    ----------
+    model
+        A Hugging Face model id, local directory, ``.gguf`` file, static vectors file, or what
+        an installed backend opens.
+    suites
+        One or a list of: a built-in suite's name (``"weat"``) or a suite file, built with the
+        suite options among ``options`` (shared by every named suite that declares them, as
+        the CLI's flags are); a ``(name, {option: value})`` pair, built with its own options;
+        or a built :class:`~emb.stimuli.suites.Suite`.
+    store
+        The store's path or fsspec URL (created when missing).
+    group_names
+        The store group of each suite (default: the suite's name; ``--name``).
+    progress
+        Show a progress bar.
+    on_estimate, on_note
+        Called with the estimate of size and time, and with each note of the run (default:
+        nothing is printed).
+    **options
+        The pipeline's keywords (:func:`emb.extraction.extract`: ``dtype``, ``storage_dtype``,
+        ``batch_size``, ``device``, ``poolings``, ``layers``, ``shard``, ``bos``,
+        ``bos_token``, ``overwrite``, ``dry_run`` …), the suites' options (``emb suites``) and
+        the backends' options (``revision``, ``trust_remote_code``, ``format`` …).
+
+    Returns
+    -------
+    list of SuiteReport
+        One per suite (empty for a dry run).
+
+    Raises
+    ------
+    OptionError
+        An option no requested suite or backend takes, or that cannot apply.
+    SuiteError, ModelError, StoreError
+        From the suites, the backend and the store.
+    """
+    import warnings
+
+    from emb.backends import check_options
+    from emb.errors import EmbWarning
+    from emb.extraction.front import as_given, backend_option_names, build, suite_option_names
+    from emb.extraction.pipeline import extract as run_extract
+    from emb.stimuli import suite_warnings
+
+    backends = backend_option_names()
+    backend_options = {k: options.pop(k) for k in list(options) if k in backends}
+    suite_names = suite_option_names()
+    suite_options = {k: options.pop(k) for k in list(options) if k in suite_names}
+    built = build(suites, {k: as_given(v) for k, v in suite_options.items()},
+                  shared=backend_options)
+    for line in suite_warnings(built):
+        if on_note is None:
+            warnings.warn(line, EmbWarning, stacklevel=2)
+        else:
+            on_note(line)
+    backend = check_options(model, backend_options, suites=built)
+    backend.quiet()
+    if isinstance(options.get("poolings"), str):
+        options["poolings"] = tuple(p.strip() for p in options["poolings"].split(",") if p.strip())
+    return run_extract(model, built, store, names=list(group_names) if group_names else None,
+                       progress=progress, on_estimate=on_estimate, on_note=on_note,
+                       **options, **backend_options)
 
 
 # -- analyze -------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ run costs the extraction and not Python's start-up and torch's import (~10 s a p
 made in a child too.
 
 Blocks of 8 items, one block a compute window (``block_size_for`` and the pipeline's
-``window_blocks`` default patched, as tests/extract/test_shards_model.py patches the first):
+``window_blocks`` default patched, as tests/extraction/test_shards_model.py patches the first):
 a small suite spans many shards and windows.
 
 PLAN: {"model": DIR, "suite": FILE, "dir": DIR, "disk": DIR, "real_disk": BOOL, "cases": [...]},
@@ -40,7 +40,7 @@ import time
 import traceback
 from pathlib import Path
 
-import emb.extract.pipeline as pipeline
+import emb.extraction.pipeline as pipeline
 import emb.store.writer as writer
 
 pipeline.extract.__kwdefaults__["window_blocks"] = 1

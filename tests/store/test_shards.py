@@ -24,8 +24,8 @@ import emb
 from emb.backends.devices import check_device
 from emb.cli.main import main
 from emb.errors import EmbError, StoreLockedError, StoreMismatchError
-from emb.extract.pipeline import extract
-from emb.extract.shards import Shard, parse_shard, partition
+from emb.extraction.pipeline import extract
+from emb.extraction.shards import Shard, parse_shard, partition
 from emb.store._location import open_zarr_store
 from emb.store.lock import WriterLock, lock_path
 from emb.store.shards import read_record, shard_lock_path
@@ -356,7 +356,7 @@ _WORKER = textwrap.dedent(
     """
     import sys, time
     sys.path[:0] = [{src!r}, {repo!r}]
-    from emb.extract.pipeline import extract
+    from emb.extraction.pipeline import extract
     from tests.store.test_shards import BLOCK, WINDOW, BatchRunner, repeat_suite
 
     class Slow(BatchRunner):
@@ -508,7 +508,7 @@ def test_pending_blocks_settled_by_another_worker_keep_the_manifest_right(tmp_pa
     settling step, worker 2 runs whole, fills them in and completes the suite; worker 3 then
     finds every block done and writes the manifest again: with the shards' sizes and checksums
     as they are now, not as worker 3 first wrote them (a store 'emb validate' called corrupt)."""
-    import emb.extract.pipeline as pipeline
+    import emb.extraction.pipeline as pipeline
 
     want = one_process(tmp_path)
     path = str(tmp_path / "sharded.zarr")

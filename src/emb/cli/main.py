@@ -36,7 +36,7 @@ def _suite_options() -> list[Any]:
     An option several generators declare is one flag: repeatable when any of them takes several
     values, its help joined; ``bool`` options are flags.
     """
-    from emb.extract.front import backend_option_names
+    from emb.extraction.front import backend_option_names
     from emb.stimuli.suites import BUILTIN_SUITES
 
     seen: dict[str, list[Any]] = {}

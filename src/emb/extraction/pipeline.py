@@ -11,7 +11,7 @@ An interrupted run resumes with the windows that still have unwritten blocks, re
 such window whole, so its batches and therefore its vectors are bitwise those of an
 uninterrupted run.
 
-With ``shard="I/N"`` a worker computes only its shard of the windows (:mod:`emb.extract.shards`,
+With ``shard="I/N"`` a worker computes only its shard of the windows (:mod:`emb.extraction.shards`,
 coordinated through the store's shard record); the worker that writes the last block completes
 the suite, bitwise what one process writes.
 
@@ -38,12 +38,12 @@ from emb import backends
 from emb._documents import show
 from emb.backends.devices import check_device
 from emb.errors import EmbError, EmbWarning, StoreError
-from emb.extract import settings as extraction_settings
-from emb.extract._backoff_record import Mark, run_record
-from emb.extract._plan import BlockSources, Plan
-from emb.extract._prepared import Prepared, first_position, position_zero_fix
-from emb.extract.settings import ExtractionSettings, SuiteReport, parse_layers, parse_settings
-from emb.extract.shards import (
+from emb.extraction import settings as extraction_settings
+from emb.extraction._backoff_record import Mark, run_record
+from emb.extraction._plan import BlockSources, Plan
+from emb.extraction._prepared import Prepared, first_position, position_zero_fix
+from emb.extraction.settings import ExtractionSettings, SuiteReport, parse_layers, parse_settings
+from emb.extraction.shards import (
     Shard,
     available_rows,
     check_count,
@@ -59,7 +59,7 @@ from emb.store.shards import other_shard_count
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.backends import Runner
-    from emb.extract.estimate import Estimate
+    from emb.extraction.estimate import Estimate
     from emb.stimuli.suites import Suite
     from emb.store import ShardRecord, SuiteWriter
 
@@ -121,7 +121,7 @@ def extract(
         Subtoken poolings to store, a subset of ``first, last, mean, max``.
     dtype, storage_dtype
         Model compute dtype; dtype of the stored vectors (float16 halves the size; see
-        :data:`emb.extract._prepared.FLOAT16_NOTE`).
+        :data:`emb.extraction._prepared.FLOAT16_NOTE`).
     batch_size, device, bos
         Batching, ``auto``/``cpu``/``cuda``/``cuda:K`` (GPU K), BOS policy (None = the tokenizer's own behaviour).
     bos_token
@@ -144,13 +144,13 @@ def extract(
     dry_run
         Tokenise, estimate the store's size and the time (``on_estimate``), write nothing.
     on_estimate
-        Called with the :class:`~emb.extract.estimate.Estimate` before anything is written.
+        Called with the :class:`~emb.extraction.estimate.Estimate` before anything is written.
     on_note
         Called with each line the runner has to say about the suites it prepared (static
         vectors: the words with a vector), before anything is written.
     shard
         ``"I/N"``: compute and write only shard I (1-based) of N of each suite's windows (see
-        :mod:`emb.extract.shards`); the worker that finds every block written finishes the
+        :mod:`emb.extraction.shards`); the worker that finds every block written finishes the
         suite.  Every worker must be given the same N, suites and settings.
     **backend_options
         The options of the backend that opens ``model`` (:attr:`emb.backends.Backend.options`):
@@ -279,7 +279,7 @@ def extract(
             _check_shard_count(target, prepared, shard, block_size, settings.storage_dtype,
                                complete=complete)
         if dry_run or on_estimate is not None:
-            from emb.extract.estimate import estimate_extraction
+            from emb.extraction.estimate import estimate_extraction
 
             # the contexts this run computes, tokenised now (the whole run's, or its shard's)
             work = [_work(target, prep, plan, st, shard, block_size, settings.storage_dtype)
@@ -477,7 +477,7 @@ def _check_shard_count(
     storage_dtype: str,
     complete: Set[str] = frozenset(),
 ) -> None:
-    """Refuse a shard count above a suite's compute windows (:func:`~emb.extract.shards.check_count`),
+    """Refuse a shard count above a suite's compute windows (:func:`~emb.extraction.shards.check_count`),
     with the block and window sizes the suite will be written with (those stored, on a resume),
     and one other than the shard record's of a suite not ``complete`` (as claiming the shard
     would; a dry run never claims it; a complete suite has nothing left to claim)."""

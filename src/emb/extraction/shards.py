@@ -1,7 +1,7 @@
 """Sharded extraction: which compute windows the worker ``--shard I/N`` computes and writes.
 
 A suite's blocks are computed in windows of ``window_blocks`` blocks (see
-:mod:`emb.extract.pipeline`).  The shard plan cuts the windows, in suite order, into ``N``
+:mod:`emb.extraction.pipeline`).  The shard plan cuts the windows, in suite order, into ``N``
 contiguous runs of about equal cost, the cost of a window being the tokens of the contexts first
 computed there.  The plan is a pure function of the suite, the tokenizer and the settings (block
 size, window size): every worker computes the same plan without talking to the others, a killed
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from emb.errors import EmbError
-from emb.extract._plan import Key, Plan
+from emb.extraction._plan import Key, Plan
 from emb.store import COPIES_PENDING, DONE, ShardRecord
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:suite 'v'.* position 0 :emb.erro
 
 import emb  # noqa: E402
 from emb.backends import Runner  # noqa: E402
-from emb.extract.pipeline import extract  # noqa: E402
+from emb.extraction.pipeline import extract  # noqa: E402
 from emb.stimuli.suites import Item, Suite  # noqa: E402
 
 WORDS = "love war peace happiness unbelievably bridge cat dog catastrophe wonderful terrible".split()

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from emb.extract._plan import Plan, item_coords
+from emb.extraction._plan import Plan, item_coords
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.backends import Runner
-    from emb.extract.settings import ExtractionSettings
+    from emb.extraction.settings import ExtractionSettings
     from emb.stimuli.suites import Suite
 
 __all__ = ["FLOAT16_NOTE", "Prepared", "bos_added", "first_position", "position_zero_fix",
