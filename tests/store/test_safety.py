@@ -60,7 +60,7 @@ def test_bad_group_name_is_refused_and_nothing_is_deleted(tmp_path, name):
             progress=False)
     before = tree(path)
     with pytest.raises(StoreError, match="is not allowed") as err:
-        extract(FakeRunner(), words_suite(7, name="c"), str(path), names=[name], progress=False,
+        extract(FakeRunner(), words_suite(7, name="c"), str(path), group_names=[name], progress=False,
                 overwrite=True)
     assert "--name" in str(err.value) and "np.str_" not in str(err.value)
     assert tree(path) == before

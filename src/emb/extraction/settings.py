@@ -1,44 +1,133 @@
-"""The settings of an extraction and the report of one suite's: the records written to the store
-(:class:`ExtractionSettings`, :class:`SuiteReport`) and the parsers of the user's choices
-(poolings, dtypes, batch size, layers).  Torch-free.
+"""The settings of an extraction: the one frozen :class:`ExtractionSettings` of a run, parsed
+once from the options given (:func:`parse_settings`, by their declarations in
+:mod:`emb.extraction.options`) and handed down whole to the pipeline, the runner and the store's
+write handle; what a suite's extraction attributes record of it (:meth:`ExtractionSettings.to_dict`);
+and the report of one suite's extraction (:class:`SuiteReport`). Torch-free.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emb._documents import show
-from emb.errors import EmbError
-from emb.schemas import datamodel as dm
+from emb._text import unknown_names
+from emb.errors import EmbError, OptionError
+from emb.extraction.options import (
+    BATCH_SIZE,
+    BLOCK_SIZE,
+    BOS,
+    BOS_TOKEN,
+    DEVICE,
+    DRY_RUN,
+    DTYPE,
+    GROUP_NAMES,
+    LAYERS,
+    OPTIONS,
+    OVERWRITE,
+    POOLINGS,
+    SHARD,
+    STORAGE_DTYPE,
+    WINDOW_BLOCKS,
+)
 
-__all__ = ["ExtractionSettings", "SuiteReport", "parse_layers", "parse_settings"]
+if TYPE_CHECKING:  # pragma: no cover
+    from emb.extraction.shards import Shard
+
+__all__ = ["RECORDED", "ExtractionSettings", "SuiteReport", "parse_layers", "parse_settings"]
+
+#: The settings a suite's extraction attributes record (its identity: a stored group must match
+#: them), in the order written.
+RECORDED = ("poolings", "dtype", "storage_dtype", "batch_size", "device", "bos", "bos_token")
 
 
 @dataclass(frozen=True, kw_only=True)
 class ExtractionSettings:
-    """How embeddings were computed and stored (written to each suite's attributes)."""
+    """The settings of one extraction, each field an option of :data:`emb.extraction.options.OPTIONS`
+    (its default the record's).
 
-    poolings: tuple[str, ...] = dm.POOLINGS
-    dtype: str = "float32"
-    storage_dtype: str = "float16"
-    batch_size: int = 64
-    device: str = "auto"
-    bos: bool | None = None
-    bos_token: str | None = None  # put first instead of the tokenizer's BOS (--bos-token)
+    Made by :func:`parse_settings` from what a run was given; the pipeline then sets what the
+    loaded model decides (``dtype="auto"``'s dtype, the device, the poolings a runner stores, each
+    suite's BOS policy) with :func:`dataclasses.replace`. :meth:`to_dict` is what each suite's
+    extraction attributes record (:data:`RECORDED`); the other fields say how this run writes.
+    """
+
+    group_names: tuple[str, ...] | None = GROUP_NAMES.default
+    poolings: tuple[str, ...] = POOLINGS.default
+    dtype: str = DTYPE.default
+    storage_dtype: str = STORAGE_DTYPE.default
+    batch_size: int = BATCH_SIZE.default
+    device: str = DEVICE.default
+    shard: Shard | None = SHARD.default
+    bos: bool | None = BOS.default
+    bos_token: str | None = BOS_TOKEN.default  # put first instead of the tokenizer's BOS
+    overwrite: bool = OVERWRITE.default
+    layers: tuple[int, ...] | None = LAYERS.default  # None: all
+    dry_run: bool = DRY_RUN.default
+    block_size: int | None = BLOCK_SIZE.default  # None: the store's rule
+    window_blocks: int = WINDOW_BLOCKS.default
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["poolings"] = list(self.poolings)
-        return d
+        """The recorded settings (:data:`RECORDED`), as a suite's extraction attributes hold them."""
+        return {"poolings": list(self.poolings), **{k: getattr(self, k) for k in RECORDED[1:]}}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ExtractionSettings:
-        fields = {k: d[k] for k in ("dtype", "storage_dtype", "batch_size", "device", "bos", "bos_token") if k in d}
-        return cls(poolings=tuple(d.get("poolings", dm.POOLINGS)), **fields)
+        """The recorded settings of a suite's extraction attributes (the others: their defaults)."""
+        fields = {k: d[k] for k in RECORDED[1:] if k in d}
+        return cls(poolings=tuple(d.get("poolings", POOLINGS.default)), **fields)
+
+    @property
+    def shard_label(self) -> str | None:
+        """The shard in the store's file names (``shard-2-of-8``), or None."""
+        return self.shard.label if self.shard is not None else None
+
+
+#: The records by keyword.
+_BY_NAME = {option.name: option for option in OPTIONS}
+
+
+def parse_settings(given: Mapping[str, Any] | None = None, /, **options: Any) -> ExtractionSettings:
+    """The settings of a run from the options given (``given`` and ``options`` together; None:
+    not given, the default): the one validator of the extraction's options.
+
+    Each value is parsed by its record (:meth:`emb.options.Option.parse`); then what two options
+    decide together: ``bos_token`` implies ``bos=True`` (and is refused with ``bos=False``), and
+    ``shard`` is refused with ``overwrite``.
+
+    Raises
+    ------
+    OptionError
+        An option the pipeline does not take, a value its record refuses (the record's one
+        message, as from the CLI), or two options that contradict each other.
+    """
+    values = {**(given or {}), **options}
+    unknown = sorted(set(values) - set(_BY_NAME))
+    if unknown:
+        raise OptionError(unknown_names("option", unknown, list(_BY_NAME), "the extraction's options"))
+    parsed: dict[str, Any] = {}
+    for name, value in values.items():
+        if value is None:
+            continue
+        option = _BY_NAME[name]
+        try:
+            parsed[name] = option.parse(value)
+        except OptionError as err:
+            raise OptionError(str(err), option=option.cli_flag if option.cli else None) from None
+    if parsed.get("bos_token") is not None:
+        if parsed.get("bos") is False:
+            raise OptionError(
+                f"--bos-token {show(parsed['bos_token'])} asks for that token first and --no-bos "
+                "for no BOS token; give one of them")
+        parsed["bos"] = True
+    if parsed.get("shard") is not None and parsed.get("overwrite"):
+        raise OptionError(
+            "--overwrite cannot be combined with --shard: every worker would delete what the "
+            "others wrote; replace the suite once without --shard (or delete it), then start the "
+            "shards")
+    return ExtractionSettings(**parsed)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,54 +154,28 @@ class SuiteReport:
         return asdict(self)
 
 
-def parse_settings(
-    poolings: Sequence[str], dtype: str, storage_dtype: str, batch_size: int
-) -> tuple[str, ...]:
-    pools = tuple(poolings)
-    bad = [p for p in pools if p not in dm.POOLINGS]
-    if bad or not pools or len(set(pools)) != len(pools):
-        raise EmbError(
-            f"poolings must be distinct names among {list(dm.POOLINGS)}; got {list(pools)}"
-        )
-    if dtype not in ("float32", "float16", "bfloat16", "auto"):
-        raise EmbError(f"dtype must be float32, float16, bfloat16 or auto; got {dtype!r}")
-    if storage_dtype not in ("float16", "float32"):
-        raise EmbError(f"storage dtype must be float16 or float32; got {storage_dtype!r}")
-    if batch_size < 1:
-        raise EmbError(f"batch size must be >= 1; got {batch_size}")
-    return pools
-
-
-#: One layer of ``--layers``: ASCII digits with an optional sign.
-_LAYER = re.compile(r"[+-]?[0-9]+")
-
-
 def parse_layers(spec: str | Sequence[int] | None, n_blocks: int) -> list[int]:
-    """The stored layers (0..L, increasing) from ``"all"``, ``"0,6,-1"`` or a list of ints.
+    """The stored layers (0..L, increasing) from ``"all"``/None, ``"0,6,-1"`` or a list of ints
+    (negative: from the top), for a model of ``n_blocks`` blocks.
 
     Raises
     ------
+    OptionError
+        A value :data:`~emb.extraction.options.LAYERS` refuses (not integers).
     EmbError
-        A layer outside -(L+1)..L, or a value that is not an integer.
+        A layer outside -(L+1)..L.
     """
-    if spec is None or (isinstance(spec, str) and spec.strip().lower() in ("", "all")):
+    layers = LAYERS.parse(spec)
+    if layers is None:
         return list(range(n_blocks + 1))
-    raw = spec.split(",") if isinstance(spec, str) else list(spec)
     out = set()
-    for value in raw:
-        text = str(value).strip()
-        # ASCII digits with an optional sign: int() would also take "１", "٢" and "1_0" (as 10)
-        if isinstance(value, bool) or not _LAYER.fullmatch(text):
-            raise EmbError(f"layers must be 'all' or integers like '0,6,-1'; got {show(value)}")
-        layer = int(text)
+    for layer in layers:
         if not -(n_blocks + 1) <= layer <= n_blocks:
             raise EmbError(
                 f"layer {layer} does not exist: the model has layers 0..{n_blocks} "
                 f"(or -1..-{n_blocks + 1} from the top)"
             )
         out.add(layer % (n_blocks + 1))
-    if not out:
-        raise EmbError("no layers given; pass 'all' or a list such as '0,6,-1'")
     return sorted(out)
 
 
