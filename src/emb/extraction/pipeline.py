@@ -309,6 +309,10 @@ def _fixed_seconds(
 
     from emb.stimuli.suites import Suite as SuiteType
 
+    if not set(settings.poolings) <= set(dm.POOLINGS):
+        # a runner's own pooling (static vectors' "static") is none a run can ask for, so no
+        # miniature run stands for it: such a run's fixed costs are not measured
+        return 0.0, 0
     k = max(2, min(blocks, FIXED_BLOCKS))
     items = tuple(suite.items[i % len(suite.items)] for i in range(k)) if suite.items else ()
     kinds: list[Shard | None] = [None]
