@@ -36,6 +36,7 @@ from emb.options import (
     REFERENCE,
     RELATIVE_DEPTH,
     STANDARDIZE,
+    STORES,
     SUITE,
     TABLE_FORMAT,
 )
@@ -310,9 +311,7 @@ def command_line(analysis: Analysis, stores: Sequence[str], options: Mapping[str
     …) where they differ from their defaults."""
     if sys.argv and Path(sys.argv[0]).name == "emb":
         return ["emb", *sys.argv[1:]]
-    args = ["emb", "analyze", analysis.name]
-    for store in stores:
-        args += ["--store", store]
+    args = ["emb", "analyze", analysis.name, *STORES.argv(list(stores))]
     declared = {o.name: o for o in (*analysis.options, analysis.seed)}
     for key, value in options.items():
         if key == "method":  # the CLI's switch for method="reference"

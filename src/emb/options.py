@@ -64,6 +64,7 @@ __all__ = [
     "SEED",
     "SEED_32",
     "STANDARDIZE",
+    "STORES",
     "SUITE",
     "TABLE_FORMAT",
     "WORD_SET",
@@ -432,6 +433,11 @@ STANDARDIZE = Option(name="standardize", choices=("none", "center", "zscore"), d
 
 
 # -- the run's own options of every analysis (emb analyze's flags, emb.analyze's keywords) -------
+#: The stores an analysis reads, each ``[LABEL=]PATH`` (repeatable).
+STORES = Option(name="stores", multiple=True, flag="--store", metavar="[LABEL=]PATH", required=True,
+                help="Store path or URL (a .zip, s3://, https://…); repeat for several models; "
+                     "LABEL=PATH names the model in tables and figures (a path that exists is "
+                     "taken whole, even with an '=' in it).")
 #: The store group read: one for every store, or ``LABEL=GROUP`` for one store (repeatable).
 SUITE = Option(name="suite", multiple=True, metavar="[LABEL=]GROUP",
                help="The store group to read; LABEL=GROUP for the store labelled LABEL (--store "

@@ -35,6 +35,7 @@ from emb.options import (
     REFERENCE,
     RELATIVE_DEPTH,
     STANDARDIZE,
+    STORES,
     SUITE,
     TABLE_FORMAT,
 )
@@ -107,11 +108,8 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
     params = analysis.parameters()
     owner = f"analysis {analysis.name!r}"
     options = [
-        click.option("--store", "stores", multiple=True, required=True, metavar="[LABEL=]PATH",
-                     callback=_check_stores,
-                     help="Store path or URL (a .zip, s3://, https://…); repeat for several "
-                          "models; LABEL=PATH names the model in tables and figures (a path "
-                          "that exists is taken whole, even with an '=' in it)."),
+        click.option(STORES.cli_flag, STORES.name, multiple=True, required=STORES.required,
+                     metavar=STORES.metavar, callback=_check_stores, help=STORES.help),
         click.option(SUITE.cli_flag, SUITE.name, multiple=True, metavar=SUITE.metavar,
                      help=f"{SUITE.help}  [default: {analysis.suite}]"),
         click.option(OUT.cli_flag, "out_dir", type=click.Path(file_okay=False), default=None,
