@@ -26,7 +26,7 @@ import torch
 
 from emb.backends import load_model
 from emb.backends.tokens import locate_subtokens
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.stimuli.suites import Item, Suite
 
 

@@ -197,7 +197,7 @@ def _reset(device: torch.device) -> None:
 
 def _time_extract(runner, suite, store: Path, batch_size: int, label: str) -> None:
     """items/s and peak memory of emb extract and of the forward pass alone on the same batches."""
-    from emb.extract.pipeline import extract
+    from emb.extraction.pipeline import extract
 
     device = runner.device
     encodings = runner.encode([it.context for it in suite.items],
@@ -299,7 +299,7 @@ def main() -> None:
     args = parser.parse_args()
 
     try:  # emb itself and its store stack (zarr, xarray …) must be importable here
-        import emb.extract.pipeline  # noqa: F401
+        import emb.extraction.pipeline  # noqa: F401
     except ImportError as error:
         raise SystemExit(f"emb cannot be imported ({error}); run from the repository root with "
                          "PYTHONPATH=src and emb's 'extract' dependencies installed") from error
@@ -394,7 +394,7 @@ def main() -> None:
         print("\n== 4. --device-map auto, --layers 0,2, out-of-memory back-off")
         from emb.backends import load_model
         from emb.backends._backoff import InjectedOOM
-        from emb.extract.pipeline import extract
+        from emb.extraction.pipeline import extract
 
         small = _build(dict(shape, num_hidden_layers=4), device, dtype)
         saved = tmp_path / "four-blocks"

@@ -156,7 +156,7 @@ def write_store(path: Path, n: int, long: int) -> None:
 def _stage(stage: str, n: int, long: int, store: str) -> float:
     """Run one stage in this process; returns its seconds."""
     if stage == "suite":
-        from emb.extract._plan import Plan
+        from emb.extraction._plan import Plan
         from emb.stimuli.suites import Suite
         doc = suite_document(n, long)
         t0 = time.perf_counter()

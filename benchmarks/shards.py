@@ -34,7 +34,7 @@ from fingerprint import tiny_gpt2  # noqa: E402
 
 from emb.backends import load_model  # noqa: E402
 from emb.errors import EmbError  # noqa: E402
-from emb.extract.pipeline import extract  # noqa: E402
+from emb.extraction.pipeline import extract  # noqa: E402
 from emb.stimuli.suites import Item, Suite  # noqa: E402
 
 

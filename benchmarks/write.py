@@ -169,15 +169,16 @@ def _floor(pool: np.ndarray, n: int, block: int, directory: Path) -> None:
 
 def child(spec: dict[str, Any]) -> dict[str, Any]:
     """One variant, in this (child) process: its seconds and peak RSS above its data."""
-    from emb.extract import pipeline
-    from emb.extract import settings as extraction_settings
+    from emb.extraction import pipeline
+    from emb.extraction import settings as extraction_settings
+    from emb.extraction.options import WINDOW_BLOCKS
     from emb.store import layer_major
     from emb.store import writer as store_writer
 
     n_blocks, hidden = SHAPES[spec["shape"]]
     storage = np.dtype("float16")
     block = store_writer.block_size_for(n_blocks + 1, len(POOLINGS), hidden, storage.itemsize)
-    window = block * pipeline.WINDOW_BLOCKS
+    window = block * WINDOW_BLOCKS.default
     rng = np.random.default_rng(0)
     pool = layer_major((window, n_blocks + 1, len(POOLINGS), hidden), storage)
     for start in range(0, window, 8):  # a few rows at a time: no temporary of the window's size

@@ -44,7 +44,7 @@ RUN_TIME = ("EMB_", "AWS_", "PYTEST_")
 #: (the extract stage's model stack, the analyses, the store), never anything that starts a thread
 #: or an event loop
 PRELOAD = (
-    "emb.cli.main", "emb.api", "emb.extract.pipeline", "emb.extract.estimate", "emb.backends.hf",
+    "emb.cli.main", "emb.api", "emb.extraction.pipeline", "emb.extraction.estimate", "emb.backends.hf",
     "emb.backends._hf_runner", "emb.backends._hf_loading", "emb.backends._hf_placement",
     "emb.backends.static", "emb.analyses", "emb.analyses.registry", "emb.store", "emb.results",
     "emb.report", "torch", "torch._dynamo", "sympy", "transformers", "accelerate", "safetensors",

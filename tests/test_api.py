@@ -30,11 +30,14 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_import_emb_is_light_and_names_the_front_door() -> None:
-    code = ("import sys, emb; assert not any(m in sys.modules for m in ('zarr', 'xarray', 'torch')); "
-            "assert callable(emb.extract) and callable(emb.analyze); "
-            "import emb.extract.pipeline; assert 'torch' not in sys.modules")
+    code = ("import sys, types, emb; "
+            "assert not any(m in sys.modules for m in ('zarr', 'xarray', 'torch')); "
+            "assert isinstance(emb.extract, types.FunctionType) and callable(emb.analyze); "
+            "import emb.extraction.pipeline; assert 'torch' not in sys.modules; "
+            "assert emb.extract is emb.api.extract, 'a submodule import must not replace it'")
     subprocess.run([sys.executable, "-c", code], check=True)
-    assert emb.analyze is emb.api.analyze and "extract" in emb.__all__
+    assert emb.analyze is emb.api.analyze and emb.extract is emb.api.extract
+    assert "extract" in emb.__all__
 
 
 def test_analyze_writes_the_files_and_numbers_of_the_cli(store: Path, tmp_path: Path) -> None:
@@ -107,3 +110,31 @@ def test_extract_writes_the_store_of_the_cli(data_dir: Path, tmp_path: Path) -> 
 def test_extract_refuses_an_option_no_requested_suite_takes(tmp_path: Path) -> None:
     with pytest.raises(OptionError, match="--lexicon belongs to suite"):
         emb.extract("x.txt", "weat", tmp_path / "s.zarr", lexicon=["warriner"])
+
+
+def test_the_command_line_is_spelled_by_the_declarations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ``emb analyze`` command a Python run records: each value by its option's declaration
+    (:meth:`emb.options.Option.argv`), what equals a default left out."""
+    from emb.analyses import ANALYSES
+    from emb.api import command_line
+
+    monkeypatch.setattr(sys, "argv", ["python"])
+    weat = ANALYSES["weat"]
+    run = {"suite": None, "out": None, "table_format": "auto", "figure_formats": (),
+           "relative_depth": False, "figures": True, "overwrite": False}
+    assert command_line(weat, ["s.zarr"], {}, **run) == ["emb", "analyze", "weat", "--store", "s.zarr"]
+    given = command_line(
+        weat, ["a=x.zarr", "b=y.zarr"],
+        {"alternative": "less", "seed": 3, "method": "reference", "tests": ["WEAT1", "WEAT7"]},
+        suite={"a": "weat", "b": "weat_eot"}, out="o", table_format=["csv", "latex"],
+        figure_formats=["pdf"], relative_depth=True, figures=False, overwrite=True,
+        standardize="center")
+    assert given == ["emb", "analyze", "weat", "--store", "a=x.zarr", "--store", "b=y.zarr",
+                     "--alternative", "less", "--seed", "3", "--reference", "--test", "WEAT1",
+                     "--test", "WEAT7", "--suite", "a=weat", "--suite", "b=weat_eot", "--out", "o",
+                     "--format", "csv", "--format", "latex", "--figure-format", "pdf",
+                     "--standardize", "center", "--relative-depth", "--no-plots", "--overwrite"]
+    # the command parses: every flag is one of emb analyze weat's
+    flags = {f for p in main.commands["analyze"].get_command(None, "weat").params
+             for f in getattr(p, "opts", ())}
+    assert {a for a in given if a.startswith("--")} <= flags

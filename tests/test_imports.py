@@ -15,7 +15,7 @@ import pytest
 
 @pytest.mark.parametrize(
     "module",
-    ["emb", "emb.store", "emb.analyses", "emb.extract", "emb.stimuli", "emb.stimuli.suites",
+    ["emb", "emb.store", "emb.analyses", "emb.extraction", "emb.stimuli", "emb.stimuli.suites",
      "emb.backends", "emb.backends.hf", "emb.backends.static", "emb.cli.main", "emb.options",
      "emb.api"],
 )
@@ -27,7 +27,7 @@ def test_import_does_not_pull_torch(module):
 
 def test_analyses_do_not_import_extract():
     code = ("import sys, emb.analyses; bad = [m for m in sys.modules if m.startswith("
-            "('emb.extract', 'emb.stimuli', 'emb.backends'))]; assert not bad, bad")
+            "('emb.extraction', 'emb.stimuli', 'emb.backends'))]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -44,7 +44,7 @@ def test_the_cli_and_the_analyses_import_without_sklearn_scipy_stats_or_matplotl
 def test_stimuli_import_no_backend_and_no_pipeline():
     """The stimuli sit below the backends and the pipeline: a suite is built without them."""
     code = ("import sys, emb.stimuli; bad = [m for m in sys.modules if m.startswith("
-            "('emb.extract', 'emb.backends'))]; assert not bad, bad")
+            "('emb.extraction', 'emb.backends'))]; assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -56,7 +56,7 @@ def test_every_module_of_the_analyses_imports_neither_torch_nor_the_extraction()
             "[importlib.import_module(n) for n in names]; "
             "assert 'emb.analyses.weat._figures' in sys.modules, names; "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers') "
-            "or m.startswith(('emb.extract', 'emb.stimuli', 'emb.backends', 'emb.cli'))]; "
+            "or m.startswith(('emb.extraction', 'emb.stimuli', 'emb.backends', 'emb.cli'))]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -65,7 +65,7 @@ def test_the_options_sit_on_the_ground_floor():
     """``emb.options`` is imported by the stimuli, the backends and the analyses, which may not
     import each other: it imports none of them (nor the store, nor the CLI)."""
     code = ("import sys, emb.options; bad = [m for m in sys.modules if m.startswith("
-            "('emb.stimuli', 'emb.backends', 'emb.analyses', 'emb.extract', 'emb.store', 'emb.cli'))]; "
+            "('emb.stimuli', 'emb.backends', 'emb.analyses', 'emb.extraction', 'emb.store', 'emb.cli'))]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -25,12 +25,8 @@ def __getattr__(name: str) -> Any:  # keep `import emb` light; the store pulls i
         from emb import store
 
         return getattr(store, name)
-    if name == "analyze":
-        from emb.api import analyze
+    if name in ("analyze", "extract"):  # the front door's two plain functions
+        from emb import api
 
-        return analyze
-    if name == "extract":  # the package, callable: emb.extract(model, suites, store, ...)
-        import emb.extract
-
-        return emb.extract
+        return getattr(api, name)
     raise AttributeError(f"module 'emb' has no attribute {name!r}")

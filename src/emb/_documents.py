@@ -16,7 +16,7 @@ dropped the timestamp type), the tags ``!!timestamp``, ``!!binary``, ``!!set``, 
 otherwise expands to gigabytes ("billion laughs"), and an alias inside its own anchor makes a
 circular document. Messages quote at most a few hundred characters of what they found.
 
-This module sits at the package's top so that both ``emb.extract`` and ``emb.analyses`` read
+This module sits at the package's top so that both ``emb.extraction`` and ``emb.analyses`` read
 documents with it (neither imports the other).
 """
 

@@ -12,9 +12,8 @@ chunked, where results go) is made here, so that Python gets exactly what the co
     run.summary, run.tables["weat"], run.figures, run.dataset
 
 Options are checked by their declarations (:mod:`emb.options`): a wrong value gets the same
-message here as from the CLI. :func:`extract` is the extract room's own door
-(:mod:`emb.extract.front`, handed on here), so that ``emb.extract``, the package, is callable as it
-without an import back up; importing this module imports no torch.
+message here as from the CLI. Both are plain functions, and ``emb.extract`` and ``emb.analyze``
+are these two; importing this module imports no torch (each imports what it runs when called).
 """
 
 from __future__ import annotations
@@ -29,25 +28,119 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from emb.options import (
+    FIGURE_FORMATS,
+    NO_PLOTS,
+    OUT,
+    OVERWRITE,
+    REFERENCE,
+    RELATIVE_DEPTH,
+    STANDARDIZE,
+    STORES,
+    SUITE,
+    TABLE_FORMAT,
+)
+
 if TYPE_CHECKING:
     import xarray as xr
     from matplotlib.figure import Figure
 
     from emb.analyses import Analysis, Summary
-    from emb.extract.front import extract
+    from emb.extraction.settings import SuiteReport
 
 __all__ = ["Analyzed", "analyze", "extract"]
 
 
-def __getattr__(name: str) -> Any:  # the extract door, imported when asked for
-    if name == "extract":
-        from emb.extract.front import extract
-
-        return extract
-    raise AttributeError(f"module 'emb.api' has no attribute {name!r}")
-
-
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+
+
+# -- extract -------------------------------------------------------------------------------------------
+def extract(
+    model: str | os.PathLike[str],
+    suites: Any,
+    store: str | os.PathLike[str],
+    *,
+    progress: bool = True,
+    storage_options: dict[str, Any] | None = None,
+    on_estimate: Callable[[Any], object] | None = None,
+    on_note: Callable[[str], object] | None = None,
+    **options: Any,
+) -> list[SuiteReport]:
+    """Build the suites, choose the backend that opens ``model`` and write every layer's
+    embeddings into ``store``: what ``emb extract`` does (``emb.extract``).
+
+    Parameters
+    ----------
+    model
+        A Hugging Face model id, local directory, ``.gguf`` file, static vectors file, or what
+        an installed backend opens.
+    suites
+        One or a list of: a built-in suite's name (``"weat"``) or a suite file, built with the
+        suite options among ``options`` (shared by every named suite that declares them, as
+        the CLI's flags are); a ``(name, {option: value})`` pair, built with its own options;
+        or a built :class:`~emb.stimuli.suites.Suite`.
+    store
+        The store's path or fsspec URL (created when missing).
+    progress
+        Show a progress bar.
+    storage_options
+        fsspec options of a store URL.
+    on_estimate, on_note
+        Called with the estimate of size and time, and with each note of the run (default:
+        nothing is printed).
+    **options
+        The pipeline's options (:data:`emb.extraction.options.OPTIONS`, the flags of ``emb
+        extract``: ``group_names`` (``--name``), ``poolings``, ``dtype``, ``storage_dtype``,
+        ``batch_size``, ``device``, ``shard``, ``bos``, ``bos_token``, ``overwrite``,
+        ``layers``, ``dry_run``; and ``block_size``, ``window_blocks``), parsed once into the
+        run's :class:`~emb.extraction.settings.ExtractionSettings`; the suites' options (``emb
+        suites``) and the backends' options (``revision``, ``trust_remote_code``, ``format`` …).
+
+    Returns
+    -------
+    list of SuiteReport
+        One per suite (empty for a dry run).
+
+    Raises
+    ------
+    OptionError
+        An option no requested suite, backend or the pipeline takes, a value its declaration
+        refuses (the message ``emb extract`` gives), or an option that cannot apply.
+    SuiteError, ModelError, StoreError
+        From the suites, the backend and the store.
+    """
+    import warnings
+
+    from emb._text import unknown_names
+    from emb.backends import check_options
+    from emb.errors import EmbWarning, OptionError
+    from emb.extraction.front import as_given, backend_option_names, build, suite_option_names
+    from emb.extraction.options import OPTIONS
+    from emb.extraction.pipeline import extract as run_extract
+    from emb.extraction.settings import parse_settings
+    from emb.stimuli import suite_warnings
+
+    backends = backend_option_names()
+    backend_options = {k: options.pop(k) for k in list(options) if k in backends}
+    suite_names = suite_option_names()
+    suite_options = {k: options.pop(k) for k in list(options) if k in suite_names}
+    pipeline = [o.name for o in OPTIONS]
+    if unknown := [k for k in options if k not in pipeline]:
+        raise OptionError(unknown_names("option", unknown, pipeline + sorted(suite_names | backends),
+                                        "the options of emb.extract"))
+    settings = parse_settings(options)  # the rest: the pipeline's, each checked by its record
+    built = build(suites, {k: as_given(v) for k, v in suite_options.items()},
+                  shared=backend_options)
+    for line in suite_warnings(built):
+        if on_note is None:
+            warnings.warn(line, EmbWarning, stacklevel=2)
+        else:
+            on_note(line)
+    backend = check_options(model, backend_options, suites=built)
+    backend.quiet()
+    return run_extract(model, built, store, settings, progress=progress,
+                       storage_options=storage_options, on_estimate=on_estimate,
+                       on_note=on_note, **backend_options)
 
 
 # -- analyze -------------------------------------------------------------------------------------------
@@ -211,47 +304,32 @@ def default_out(names: Sequence[str], analysis: Analysis) -> Path:
 def command_line(analysis: Analysis, stores: Sequence[str], options: Mapping[str, Any], *,
                  suite: SuiteSpec, out: str | None, table_format: str | Sequence[str],
                  figure_formats: Sequence[str], relative_depth: bool, figures: bool,
-                 overwrite: bool, standardize: str = "none") -> list[str]:
+                 overwrite: bool, standardize: str = STANDARDIZE.default) -> list[str]:
     """The command as typed when run from a shell, else the ``emb analyze`` command that gives
-    the same run (the results' sidecar records it)."""
+    the same run (the results' sidecar records it), spelled by the options' declarations
+    (:meth:`emb.options.Option.argv`): the analysis' own, then the run's (:data:`emb.options.SUITE`
+    …) where they differ from their defaults."""
     if sys.argv and Path(sys.argv[0]).name == "emb":
         return ["emb", *sys.argv[1:]]
-    args = ["emb", "analyze", analysis.name]
-    for store in stores:
-        args += ["--store", store]
-    flags = {o.name: o for o in analysis.options}
+    args = ["emb", "analyze", analysis.name, *STORES.argv(list(stores))]
+    declared = {o.name: o for o in (*analysis.options, analysis.seed)}
     for key, value in options.items():
-        if key == "method":
-            args += ["--reference"] if value == "reference" else []
-        elif key == "seed":
-            args += ["--seed", str(value)]
-        elif flags[key].type == "bool":
-            args.append(flags[key].cli_flag if value else "--no-" + flags[key].cli_flag[2:])
+        if key == "method":  # the CLI's switch for method="reference"
+            args += REFERENCE.argv(True) if value == "reference" else []
         else:
-            for v in value if isinstance(value, list) else [value]:
-                args += [flags[key].cli_flag, str(v)]
+            args += declared[key].argv(value)
     if isinstance(suite, Mapping):
-        for label, group in suite.items():
-            args += ["--suite", f"{label}={group}"]
-    elif isinstance(suite, str):
-        args += ["--suite", suite]
-    elif suite:
-        for spec in suite:
-            args += ["--suite", str(spec)]
-    if out:
-        args += ["--out", str(out)]
+        suites = [f"{label}={group}" for label, group in suite.items()]
+    else:
+        suites = [suite] if isinstance(suite, str) else [str(spec) for spec in suite or ()]
     formats = [table_format] if isinstance(table_format, str) else list(table_format)
-    if formats != ["auto"]:
-        for fmt in formats:
-            args += ["--format", str(fmt)]
-    for fmt in figure_formats or ():
-        args += ["--figure-format", str(fmt)]
-    if standardize != "none":
-        args += ["--standardize", str(standardize)]
-    for flag, given in (("relative-depth", relative_depth), ("no-plots", not figures),
-                        ("overwrite", overwrite)):
-        if given:
-            args.append("--" + flag)
+    for option, value in ((SUITE, suites), (OUT, str(out) if out else None),
+                          (TABLE_FORMAT, formats), (FIGURE_FORMATS, list(figure_formats or ())),
+                          (STANDARDIZE, standardize), (RELATIVE_DEPTH, relative_depth),
+                          (NO_PLOTS, not figures), (OVERWRITE, overwrite)):
+        default = list(option.default) if option.multiple and option.default else option.default
+        if value not in (None, False, [], default):
+            args += option.argv(value)
     return args
 
 
@@ -339,11 +417,11 @@ def analyze(
     overwrite: bool = False,
     scheduler: str | None = None,
     figures: bool = True,
-    figure_formats: Sequence[str] = ("png",),
+    figure_formats: Sequence[str] = FIGURE_FORMATS.default,
     table_format: str | Sequence[str] = "auto",
     dpi: int = 200,
     relative_depth: bool = False,
-    standardize: str = "none",
+    standardize: str = STANDARDIZE.default,
     progress: Callable[[Any], AbstractContextManager[Any] | None] | None = None,
     on_note: Callable[[str], object] | None = None,
     command: Sequence[str] | None = None,
@@ -442,13 +520,13 @@ def analyze(
             suite=suite_record(suite_groups(suite, names, analysis.suite)),
             command=list(command) if command is not None else command_line(
                 analysis, specs, options, suite=suite, out=given_out, table_format=table_format,
-                figure_formats=() if tuple(figure_formats) == ("png",) else figure_formats,
+                figure_formats=() if tuple(figure_formats) == FIGURE_FORMATS.default else figure_formats,
                 relative_depth=relative_depth, figures=figures, overwrite=overwrite,
                 standardize=standardize),
             figures=figures,
             dpi=dpi,
             table_format=table_format,
-            figure_formats=tuple(figure_formats) or ("png",),
+            figure_formats=tuple(figure_formats) or FIGURE_FORMATS.default,
             figure_options=figure_options,
         )
     except BaseException:  # an error, Ctrl-C: no empty directory left behind

@@ -1,12 +1,15 @@
-"""Options declared once: the one :class:`Option` record of suites, backends and analyses.
+"""Options declared once: the one :class:`Option` record of suites, backends, the extraction and
+analyses.
 
 A suite generator (:class:`emb.stimuli.suites.SuiteGenerator`), a backend
-(:class:`emb.backends.Backend`) and an analysis (:class:`emb.analyses.Analysis`) each declare the
-keyword options they take as :class:`Option` records, the way scikit-learn declares
-``_parameter_constraints``. From those records alone
+(:class:`emb.backends.Backend`), the extraction pipeline (:data:`emb.extraction.options.OPTIONS`)
+and an analysis (:class:`emb.analyses.Analysis`) each declare the keyword options they take as
+:class:`Option` records, the way scikit-learn declares ``_parameter_constraints``. From those
+records alone
 
-- the CLI generates its flags (``emb extract --contexts``, ``emb analyze weat --alternative``:
-  :mod:`emb.cli._options`), with the declared choices and bounds;
+- the CLI generates its flags (``emb extract --contexts``, ``emb extract --batch-size``, ``emb
+  analyze weat --alternative``: :mod:`emb.cli._options`), with the declared choices and bounds,
+  and a command line is spelled back from values (:meth:`Option.argv`);
 - one validator (:meth:`Option.parse` for values that may need converting, :meth:`Option.check`
   for values an analysis function got) refuses a bad value with one message, the same from
   Python and from the CLI: ``"--alternative (alternative= in Python) of weat must be one of
@@ -14,15 +17,18 @@ keyword options they take as :class:`Option` records, the way scikit-learn decla
 
 The options most analyses share (``alternative``, ``correction``, ``ddof``, ``n_permutations``,
 ``seed``, the LinearSVC's ``C`` and ``cv_folds``) are declared here once; a family takes one as it
-is, or with its own help (``DDOF.but(help=...)``). This module sits on the ground floor: it
-imports nothing of emb but the errors and the text helpers.
+is, or with its own help (``DDOF.but(help=...)``). So are those the extraction pipeline shares
+with the backends' runners below it (``dtype``, ``device``, ``batch_size``), whose defaults the
+runners' signatures read from here. This module sits on the ground floor: it imports nothing of
+emb but the errors and the text helpers.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
@@ -35,19 +41,31 @@ from emb.errors import EmbError, OptionError
 
 __all__ = [
     "ALTERNATIVE",
+    "BATCH_SIZE",
     "CORRECTION",
     "CV_FOLDS",
     "C_SVC",
     "DDOF",
+    "DEVICE",
+    "DTYPE",
+    "FIGURE_FORMATS",
     "MAX_BOOTSTRAP",
     "MAX_COUNT",
     "MAX_PERMUTATIONS",
     "MAX_SEED",
     "METHOD",
     "MIN_WORDS",
+    "NO_PLOTS",
     "N_PERMUTATIONS",
+    "OUT",
+    "OVERWRITE",
+    "REFERENCE",
+    "RELATIVE_DEPTH",
     "SEED",
     "SEED_32",
+    "STANDARDIZE",
+    "STORES",
+    "SUITE",
     "TABLE_FORMAT",
     "WORD_SET",
     "Option",
@@ -113,12 +131,24 @@ class Option:
         warned about once per run with the one name to use.
     low, high : number, optional
         Bounds of an ``int`` or ``float`` option (inclusive unless ``low_open``/``high_open``).
-        An ``int`` option's default bounds are 0 and :data:`MAX_COUNT`; a ``float`` option must
-        be finite. The CLI and the function refuse a value outside them with one message.
+        An ``int`` option's default bounds are 0 and :data:`MAX_COUNT` (``high=math.inf``: no
+        upper bound); a ``float`` option must be finite. The CLI and the function refuse a value
+        outside them with one message.
     default : any
         The default of an option that is no keyword of a signature (``None``: not given).
     required : bool
         Whether a value must be given.
+    parser : callable, optional
+        For a value no type, choices and bounds describe (a device, a shard ``I/N``, a list of
+        layers): converts a given value (a string of the CLI or a Python value, or one it
+        returned before) and raises ``ValueError`` or ``TypeError`` on one it refuses, which
+        :meth:`parse` turns into the one message.
+    expects : str, optional
+        What a value must be, in words, for the message (default: from the type, choices and
+        bounds).
+    cli : bool
+        Whether the option has a flag (False: a keyword of the Python API only, named so in
+        messages: ``window_blocks=``).
     """
 
     name: str
@@ -136,6 +166,9 @@ class Option:
     high_open: bool = False
     default: Any = None
     required: bool = False
+    parser: Callable[[Any], Any] | None = dataclasses.field(default=None, repr=False, compare=False)
+    expects: str | None = None
+    cli: bool = True
 
     def __post_init__(self) -> None:
         if not isinstance(self.type, str):
@@ -162,7 +195,7 @@ class Option:
         """The allowed values in words: ``an integer from 2 to 1,000,000,000``."""
         low, high = self.bounds
         if self.type == "int":
-            return f"an integer from {low:,} to {high:,}"
+            return f"an integer >= {low:,}" if high == math.inf else f"an integer from {low:,} to {high:,}"
         return "a finite number" + (f" {self.float_bounds}" if self.float_bounds else "")
 
     @property
@@ -176,6 +209,8 @@ class Option:
     @property
     def expected(self) -> str:
         """What a value must be, in words (the validator's message)."""
+        if self.expects is not None:
+            return self.expects
         if self.choices is not None:
             return "one of " + ", ".join(self.choices)
         if self.type in ("int", "float"):
@@ -209,8 +244,18 @@ class Option:
 
     @property
     def spelled(self) -> str:
-        """How messages name the option: the CLI flag first, then the Python keyword."""
-        return f"{self.cli_flag} ({self.name}= in Python)"
+        """How messages name the option: the CLI flag first, then the Python keyword (the
+        keyword alone for an option without a flag)."""
+        return f"{self.cli_flag} ({self.name}= in Python)" if self.cli else f"{self.name}="
+
+    def argv(self, value: Any) -> list[str]:
+        """The command-line arguments that give ``value`` (the CLI's spelling of a run's value):
+        a switch, or its ``--no-`` form, for a ``bool``; the flag and each value of a
+        ``multiple`` option; the flag and the value otherwise."""
+        if self.type == "bool":
+            return [self.cli_flag if value else "--no-" + self.cli_flag.removeprefix("--")]
+        values = list(value) if self.multiple and isinstance(value, list | tuple) else [value]
+        return [arg for v in values for arg in (self.cli_flag, str(v))]
 
     def message(self, value: Any, *, owner: str | None = None) -> str:
         """The one message of a refused value: what is wrong, what was found (and so what to
@@ -221,9 +266,12 @@ class Option:
     # -- the validator -------------------------------------------------------------------------
     def check(self, value: Any, *, owner: str | None = None,
               error: type[EmbError] = OptionError) -> Any:
-        """``value`` unchanged when it is allowed (its choices, its numeric bounds); ``error``
-        with :meth:`message` otherwise. Nothing is converted (see :meth:`parse`)."""
-        if self.choices is not None and not self.multiple:
+        """``value`` unchanged when it is allowed (its choices, its numeric bounds, its parser);
+        ``error`` with :meth:`message` otherwise. Nothing is converted (see :meth:`parse`)."""
+        if self.parser is not None:
+            if value is not None:
+                self.parse(value, owner=owner, error=error)
+        elif self.choices is not None and not self.multiple:
             if not isinstance(value, str) or value not in self.choices:
                 raise error(self.message(value, owner=owner))
         elif self.type in ("int", "float") and not self.multiple and not self.in_range(value):
@@ -238,6 +286,11 @@ class Option:
             if self.required:
                 raise error(f"{self.spelled} is required: {self.help}")
             return self.default
+        if self.parser is not None:
+            try:
+                return self.parser(value)
+            except (TypeError, ValueError, OverflowError):
+                raise error(self.message(value, owner=owner)) from None
         if self.multiple:
             values = (
                 [value]
@@ -272,7 +325,8 @@ class Option:
             "help": self.help,
             "choices": list(self.choices) if self.choices else None,
             "required": self.required,
-            "bounds": list(self.bounds) if self.type in ("int", "float") else None,
+            "bounds": ([None if b == math.inf else b for b in self.bounds]
+                       if self.type in ("int", "float") else None),
         }
 
 
@@ -373,6 +427,72 @@ WORD_SET = Option(name="word_set", choices=("common", "per-setting"),
 #: vector over the suite's items (the common direction that makes any two words look similar,
 #: Ethayarajh 2019), ``zscore`` also scales every dimension to unit variance (the rogue dimensions
 #: of Timkey & van Schijndel 2021).
-STANDARDIZE = Option(name="standardize", choices=("none", "center", "zscore"),
+STANDARDIZE = Option(name="standardize", choices=("none", "center", "zscore"), default="none",
                      help="standardise each layer before any cosine: subtract its mean vector "
                           "(center), and scale every dimension to unit variance (zscore)")
+
+
+# -- the run's own options of every analysis (emb analyze's flags, emb.analyze's keywords) -------
+#: The stores an analysis reads, each ``[LABEL=]PATH`` (repeatable).
+STORES = Option(name="stores", multiple=True, flag="--store", metavar="[LABEL=]PATH", required=True,
+                help="Store path or URL (a .zip, s3://, https://…); repeat for several models; "
+                     "LABEL=PATH names the model in tables and figures (a path that exists is "
+                     "taken whole, even with an '=' in it).")
+#: The store group read: one for every store, or ``LABEL=GROUP`` for one store (repeatable).
+SUITE = Option(name="suite", multiple=True, metavar="[LABEL=]GROUP",
+               help="The store group to read; LABEL=GROUP for the store labelled LABEL (--store "
+                    "LABEL=PATH) alone, so that differently named suites of two models compare "
+                    "in one run; repeatable")
+#: Where an analysis' files are written (None: the default directory).
+OUT = Option(name="out", metavar="DIRECTORY", help="Output directory")
+#: Replace an earlier run's files there.
+OVERWRITE = Option(name="overwrite", type="bool", default=False,
+                   help="Replace an earlier run's files in the output directory, the default "
+                        "one or --out (refused otherwise).")
+#: The figures' file formats.
+FIGURE_FORMATS = Option(name="figure_formats", multiple=True, flag="--figure-format",
+                        choices=("png", "pdf", "svg"), default=("png",),
+                        help="Figure file format; repeat for several")
+#: Figures along the relative depth of the layers.
+RELATIVE_DEPTH = Option(name="relative_depth", type="bool", default=False,
+                        help="Figures: x = layer / last layer (compares models of different "
+                             "depth).")
+#: No figures (``figures=False`` in Python).
+NO_PLOTS = Option(name="no_plots", type="bool", default=False, help="Do not draw figures.")
+#: The authors' published code (``method="reference"`` in Python, :data:`METHOD`).
+REFERENCE = Option(name="reference", type="bool", default=False,
+                   help="Reproduce the authors' published code instead of the correct method "
+                        "(see METHODS.md).")
+
+# -- the extraction's options that the backends' runners take too -----------------------------------
+#: ``auto``, ``cpu``, ``mps``, ``cuda``, or ``cuda:K`` (GPU K), any case (ASCII digits: not "１").
+_DEVICE = re.compile(r"(auto|cpu|mps|cuda)(?::([0-9]+))?", re.ASCII)
+
+
+def _device(value: Any) -> str:
+    """A device spec, normalised (``"CUDA:1"`` -> ``"cuda:1"``); whether CUDA is there and GPU K
+    exists is checked when the model loads (:func:`emb.backends.load_model`)."""
+    if not isinstance(value, str):
+        raise TypeError(value)
+    text = value.strip().lower()
+    match = _DEVICE.fullmatch(text)
+    if match is None or (match.group(2) is not None and match.group(1) in ("auto", "cpu")):
+        raise ValueError(value)
+    return text
+
+
+#: The model's compute dtype (``emb extract --dtype``; :func:`emb.backends.load`).
+DTYPE = Option(name="dtype", choices=("float32", "float16", "bfloat16", "auto"), default="float32",
+               help="Model compute dtype (auto: bfloat16 on a GPU that supports it, else float16 "
+                    "on a GPU, else float32).")
+#: The device a model runs on (``emb extract --device``; :func:`emb.backends.load`). One process
+#: per GPU: ``--device cuda:K`` (or ``CUDA_VISIBLE_DEVICES=K`` with ``--device cuda``) with
+#: ``--shard K+1/N`` runs N GPUs of one node on one store.
+DEVICE = Option(name="device", default="auto", parser=_device,
+                expects="auto, cpu, mps, cuda, or cuda:K for GPU K (0-based; 'nvidia-smi -L' "
+                        "lists them)",
+                help="auto, cpu, cuda, or cuda:K for GPU K (0-based).")
+#: Contexts per forward pass (``emb extract --batch-size``; :meth:`emb.backends.Runner.embed`).
+#: No upper bound: a batch larger than a window's contexts is that window.
+BATCH_SIZE = Option(name="batch_size", type="int", low=1, high=math.inf, default=64,
+                    help="Items per forward batch.")

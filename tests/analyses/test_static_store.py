@@ -18,7 +18,7 @@ import emb
 from emb.analyses import ANALYSES, run_analysis
 from emb.backends.static import load_vectors
 from emb.errors import MissingStimuliError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.stimuli.suites import build_suite
 from emb.stimuli.suites.weat import WEAT_TESTS
 

@@ -22,7 +22,7 @@ from emb.backends._backoff import (  # noqa: E402
     is_oom,
 )
 from emb.errors import ModelError  # noqa: E402
-from emb.extract import extract  # noqa: E402
+from emb.extraction import extract  # noqa: E402
 from tests.store.test_pipeline import item, make_suite  # noqa: E402
 
 LONG = "The committee that met on Tuesday postponed its decision about the old bridge until spring"

@@ -17,7 +17,7 @@ pytest.importorskip("transformers")
 
 from emb.backends import load_model  # noqa: E402
 from emb.errors import ModelError, StoreMismatchError  # noqa: E402
-from emb.extract import extract  # noqa: E402
+from emb.extraction import extract  # noqa: E402
 from tests import models  # noqa: E402
 from tests.store.test_pipeline import item, make_suite  # noqa: E402
 

@@ -16,7 +16,7 @@ import bitsandbytes  # noqa: E402, F401  (a test dependency: the CPU backend is 
 
 from emb.backends import _hf_placement, load_model  # noqa: E402
 from emb.errors import ModelError, StoreMismatchError  # noqa: E402
-from emb.extract import extract  # noqa: E402
+from emb.extraction import extract  # noqa: E402
 from tests import models  # noqa: E402
 from tests.store.test_pipeline import item, make_suite  # noqa: E402
 

@@ -16,7 +16,7 @@ from emb.backends import Backend, Runner
 from emb.backends.static import StaticBackend
 from emb.cli.main import _backend_options  # imported before a test installs the toy backend
 from emb.errors import EmbWarning, ModelError, OptionError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.stimuli import Item, Suite, SuiteOption
 from tests.fakes import FakeRunner
 

@@ -22,7 +22,7 @@ from click.testing import CliRunner
 import emb
 from emb.backends.static import detect_format, is_vectors_file, load_vectors, read_vectors
 from emb.errors import EmbError, ModelError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.stimuli.suites import Item, Suite, build_suite
 
 gensim_models = pytest.importorskip("gensim.models")

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 import emb
 from emb.cli.main import main
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from tests import models
 from tests.fakes import FakeRunner
 from tests.store.test_pipeline import words_suite

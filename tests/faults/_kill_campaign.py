@@ -8,8 +8,8 @@ run costs the extraction and not Python's start-up and torch's import (~10 s a p
 2-core machine).  Nothing here starts zarr's event loop before it forks: every read of a store is
 made in a child too.
 
-Blocks of 8 items, one block a compute window (``block_size_for`` and the pipeline's
-``window_blocks`` default patched, as tests/extract/test_shards_model.py patches the first):
+Blocks of 8 items, one block a compute window (``block_size_for`` and the settings'
+``window_blocks`` default patched, as tests/extraction/test_shards_model.py patches the first):
 a small suite spans many shards and windows.
 
 PLAN: {"model": DIR, "suite": FILE, "dir": DIR, "disk": DIR, "real_disk": BOOL, "cases": [...]},
@@ -40,10 +40,10 @@ import time
 import traceback
 from pathlib import Path
 
-import emb.extract.pipeline as pipeline
+import emb.extraction.settings as settings
 import emb.store.writer as writer
 
-pipeline.extract.__kwdefaults__["window_blocks"] = 1
+settings.ExtractionSettings.__init__.__kwdefaults__["window_blocks"] = 1  # what parse_settings makes
 writer.block_size_for = lambda *args: 8
 
 _spec = importlib.util.spec_from_file_location(

@@ -27,7 +27,7 @@ from click.testing import CliRunner
 import emb
 from emb.cli.main import main
 from emb.errors import CorruptStoreError, StoreError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from tests._hostile import assert_refused, run_emb
 from tests.analyses._synthetic import weat_dataset, write_store
 from tests.fakes import FakeRunner

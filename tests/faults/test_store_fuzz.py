@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import emb
 from emb.errors import CorruptStoreError, EmbError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.store.validate import validate_store
 from tests.fakes import FakeRunner
 from tests.store.test_pipeline import words_suite

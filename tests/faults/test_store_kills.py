@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import emb
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from tests.fakes import FakeRunner
 from tests.faults._disk import REPO, small_disk
 from tests.store.test_pipeline import _snapshot, item, make_suite, words_suite

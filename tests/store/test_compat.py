@@ -24,7 +24,7 @@ from click.testing import CliRunner
 import emb
 from emb.cli.main import main
 from emb.errors import StoreError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.schemas import datamodel as dm
 from tests.fakes import FakeRunner
 from tests.store.test_pipeline import words_suite

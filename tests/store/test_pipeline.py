@@ -18,7 +18,7 @@ import zarr
 
 import emb
 from emb.errors import IncompleteStoreError, StoreError, StoreMismatchError, TargetNotFoundError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.stimuli.suites import Item, Suite
 from emb.store._shard_bytes import all_finite as _all_finite
 from tests.fakes import FakeInfo, FakeRunner, token_vectors
@@ -281,7 +281,7 @@ _CHILD = textwrap.dedent(
     sys.path.insert(0, {repo!r})
     from tests.fakes import FakeRunner
     from tests.store.test_pipeline import words_suite
-    from emb.extract.pipeline import extract
+    from emb.extraction.pipeline import extract
 
     class Slow(FakeRunner):
         calls = 0

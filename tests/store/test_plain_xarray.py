@@ -23,7 +23,7 @@ import xarray as xr
 import zarr
 
 import emb
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.schemas import datamodel as dm
 from emb.stimuli.suites import Suite, load_suite
 from tests.fakes import FakeRunner

@@ -28,7 +28,7 @@ from emb.errors import (
     StoreMismatchError,
     SuiteError,
 )
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.stimuli.suites import Suite
 from emb.store._write_checks import model_differences
 from emb.store.lock import WriterLock, lock_path
@@ -60,7 +60,7 @@ def test_bad_group_name_is_refused_and_nothing_is_deleted(tmp_path, name):
             progress=False)
     before = tree(path)
     with pytest.raises(StoreError, match="is not allowed") as err:
-        extract(FakeRunner(), words_suite(7, name="c"), str(path), names=[name], progress=False,
+        extract(FakeRunner(), words_suite(7, name="c"), str(path), group_names=[name], progress=False,
                 overwrite=True)
     assert "--name" in str(err.value) and "np.str_" not in str(err.value)
     assert tree(path) == before
@@ -111,7 +111,7 @@ _READ_ONLY_CHILD = textwrap.dedent(
     import sys
     sys.path[:0] = [{src!r}, {repo!r}]
     from emb.errors import EmbError
-    from emb.extract.pipeline import extract
+    from emb.extraction.pipeline import extract
     from tests.fakes import FakeRunner
     from tests.store.test_pipeline import words_suite
     try:
@@ -263,7 +263,7 @@ _WRITER = textwrap.dedent(
     import sys, time
     sys.path[:0] = [{src!r}, {repo!r}]
     from emb.errors import EmbError
-    from emb.extract.pipeline import extract
+    from emb.extraction.pipeline import extract
     from tests.fakes import FakeRunner
     from tests.store.test_pipeline import words_suite
 

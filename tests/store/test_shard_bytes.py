@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import emb
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.store import layer_major
 from emb.store import writer as store_writer
 from emb.store._nodes import digest

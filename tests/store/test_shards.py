@@ -21,11 +21,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import emb
-from emb.backends.devices import check_device
 from emb.cli.main import main
 from emb.errors import EmbError, StoreLockedError, StoreMismatchError
-from emb.extract.pipeline import extract
-from emb.extract.shards import Shard, parse_shard, partition
+from emb.extraction.options import DEVICE, SHARD
+from emb.extraction.pipeline import extract
+from emb.extraction.shards import Shard, partition
 from emb.store._location import open_zarr_store
 from emb.store.lock import WriterLock, lock_path
 from emb.store.shards import read_record, shard_lock_path
@@ -79,13 +79,15 @@ def one_process(tmp_path: Path, suite=None) -> dict:
 
 # -- the plan ---------------------------------------------------------------------------------------
 def test_shard_spec_is_checked():
-    assert parse_shard("2/8") == Shard(2, 8) and str(Shard(2, 8)) == "2/8"
-    assert parse_shard(" 1 / 1 ") == Shard(1, 1) and parse_shard(None) is None
+    assert SHARD.parse("2/8") == Shard(2, 8) and str(Shard(2, 8)) == "2/8"
+    assert SHARD.parse(" 1 / 1 ") == Shard(1, 1) and SHARD.parse(None) is None
+    assert SHARD.parse(Shard(2, 3)) == SHARD.parse((2, 3)) == Shard(2, 3)
     assert Shard(3, 4).label == "shard-3-of-4"
     # ASCII digits only: int() would read "１/４" as 1/4 and "٢/٢" as 2/2
-    for bad in ("0/3", "4/3", "1/0", "a/b", "3", "1/2/3", "-1/2", "１/４", "٢/٢", "1_0/20"):
-        with pytest.raises(EmbError, match="I/N|does not exist"):
-            parse_shard(bad)
+    for bad in ("0/3", "4/3", "1/0", "a/b", "3", "1/2/3", "-1/2", "１/４", "٢/٢", "1_0/20",
+                (0, 3), (1, 2, 3), 7):
+        with pytest.raises(EmbError, match=r"--shard \(shard= in Python\) must be I/N with whole"):
+            SHARD.parse(bad)
 
 
 @settings(max_examples=200, deadline=None)
@@ -113,14 +115,14 @@ def test_two_windows_of_nearly_equal_cost_go_to_two_shards():
 
 
 def test_device_spec_is_checked():
-    assert check_device("CUDA:1") == "cuda:1" and check_device("auto") == "auto"
-    for bad in ("gpu", "cuda:x", "cuda:-1", "cpu:0", "cuda:1:2", ""):
-        with pytest.raises(EmbError, match="unknown device"):
-            check_device(bad)
+    assert DEVICE.parse("CUDA:1") == "cuda:1" and DEVICE.parse("auto") == "auto"
+    for bad in ("gpu", "cuda:x", "cuda:-1", "cpu:0", "cuda:1:2", "", "cuda:１"):
+        with pytest.raises(EmbError, match=r"--device \(device= in Python\) must be auto, cpu"):
+            DEVICE.parse(bad)
     result = CliRunner().invoke(main, ["extract", "--model", "m", "--suite", "weat", "--store",
                                        "x.zarr", "--device", "gpu1"])
-    assert result.exit_code != 0 and "unknown device 'gpu1'" in result.output
-    assert "Traceback" not in result.output
+    assert result.exit_code == 2 and "must be auto, cpu, mps, cuda" in result.output
+    assert "got 'gpu1'" in result.output and "Traceback" not in result.output
 
 
 @pytest.mark.parametrize(
@@ -356,7 +358,7 @@ _WORKER = textwrap.dedent(
     """
     import sys, time
     sys.path[:0] = [{src!r}, {repo!r}]
-    from emb.extract.pipeline import extract
+    from emb.extraction.pipeline import extract
     from tests.store.test_shards import BLOCK, WINDOW, BatchRunner, repeat_suite
 
     class Slow(BatchRunner):
@@ -508,7 +510,7 @@ def test_pending_blocks_settled_by_another_worker_keep_the_manifest_right(tmp_pa
     settling step, worker 2 runs whole, fills them in and completes the suite; worker 3 then
     finds every block done and writes the manifest again: with the shards' sizes and checksums
     as they are now, not as worker 3 first wrote them (a store 'emb validate' called corrupt)."""
-    import emb.extract.pipeline as pipeline
+    import emb.extraction.pipeline as pipeline
 
     want = one_process(tmp_path)
     path = str(tmp_path / "sharded.zarr")

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 import emb
 from emb.cli.main import main
 from emb.errors import StoreError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.schemas import datamodel as dm
 from tests._servers import http_server
 from tests.analyses._synthetic import vast_dataset, write_store

@@ -8,7 +8,7 @@ import pytest
 
 from emb import _lockfile
 from emb.errors import CorruptStoreError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.schemas import datamodel as dm
 from emb.store import _write_checks, validate, writer
 from emb.store._location import open_zarr_store

@@ -52,6 +52,7 @@ from emb.backends._hf_runner import (
 from emb.backends._memory import check_device_map, check_quantization, parse_max_memory
 from emb.backends.base import ModelInfo
 from emb.errors import ModelError
+from emb.options import DEVICE, DTYPE
 
 __all__ = ["load_model"]
 
@@ -184,8 +185,8 @@ def _describe_tokenizer(tokenizer: Any) -> str:
 def load_model(
     model: str | os.PathLike[str],
     *,
-    dtype: DType | Literal["auto"] = "float32",
-    device: str = "auto",
+    dtype: DType | Literal["auto"] = DTYPE.default,
+    device: str = DEVICE.default,
     revision: str | None = None,
     gguf_file: str | None = None,
     trust_remote_code: bool = False,
@@ -260,6 +261,8 @@ def load_model(
     """
     if not isinstance(trust_remote_code, bool):
         raise ModelError(f"trust_remote_code must be True or False; got {trust_remote_code!r}")
+    dtype = DTYPE.parse(dtype, error=ModelError)  # the declarations' one message
+    device = DEVICE.parse(device, error=ModelError)
     device_map = check_device_map(device_map)
     quantize = check_quantization(quantize)
     limits = parse_max_memory(max_memory)

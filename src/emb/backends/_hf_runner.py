@@ -33,6 +33,7 @@ from emb.backends.base import Encoding, ModelInfo, Runner
 from emb.backends.pooling import POOLINGS, parse_poolings, pool
 from emb.backends.tokens import apply_bos_batch, locate_batch
 from emb.errors import ModelError, TargetNotFoundError
+from emb.options import BATCH_SIZE
 
 __all__ = ["DType", "HFRunner", "stop_after"]
 
@@ -350,7 +351,7 @@ class HFRunner(Runner):
         encodings: Sequence[Encoding],
         *,
         poolings: Sequence[str] = POOLINGS,
-        batch_size: int = 64,
+        batch_size: int = BATCH_SIZE.default,
         progress: Callable[[int], object] | None = None,
         out_dtype: Literal["float32", "float16"] = "float32",
         truncate: bool | None = None,
@@ -398,8 +399,7 @@ class HFRunner(Runner):
         store compresses without a copy.
         """
         names = parse_poolings(poolings)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer; got {batch_size!r}")
+        BATCH_SIZE.check(batch_size)  # the one message of --batch-size
         n = len(encodings)
         if out_dtype not in ("float32", "float16"):
             raise ValueError(f"out_dtype must be 'float32' or 'float16'; got {out_dtype!r}")

@@ -22,6 +22,7 @@ from emb.backends.base import Backend, Runner
 from emb.backends.hf import HFBackend
 from emb.backends.static import StaticBackend
 from emb.errors import EmbWarning, ModelError, OptionError
+from emb.options import DEVICE, DTYPE
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.stimuli.suites import Suite
@@ -134,8 +135,8 @@ def load(
     model: str | os.PathLike[str],
     suites: Sequence[Suite] = (),
     *,
-    dtype: str = "float32",
-    device: str = "auto",
+    dtype: str = DTYPE.default,
+    device: str = DEVICE.default,
     layers: Any = None,
     **options: Any,
 ) -> Runner:

@@ -20,6 +20,7 @@ import numpy as np
 
 from emb._documents import show
 from emb.errors import ModelError
+from emb.options import BATCH_SIZE
 from emb.schemas.datamodel import POOLINGS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -235,7 +236,7 @@ class Runner(Protocol):
         encodings: Sequence[Any],
         *,
         poolings: Sequence[str] = POOLINGS,
-        batch_size: int = 64,
+        batch_size: int = BATCH_SIZE.default,
         progress: Callable[[int], object] | None = None,
         out_dtype: Literal["float32", "float16"] = "float32",
         truncate: bool | None = None,

@@ -45,7 +45,7 @@ from emb.backends.vectors import (
     rounding_loss,
 )
 from emb.errors import EmbError, ModelError, OptionError, SuiteError, TargetNotFoundError
-from emb.options import Option
+from emb.options import BATCH_SIZE, Option
 
 __all__ = [
     "FORMATS",
@@ -428,7 +428,7 @@ class StaticRunner(Runner):
         encodings: Sequence[StaticEncoding],
         *,
         poolings: Sequence[str] = (STATIC_POOLING,),
-        batch_size: int = 64,
+        batch_size: int = BATCH_SIZE.default,
         progress: Callable[[int], object] | None = None,
         out_dtype: Literal["float32", "float16"] = "float32",
         truncate: bool | None = None,

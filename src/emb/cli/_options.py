@@ -1,6 +1,7 @@
 """Click options generated from :class:`emb.options.Option` declarations (no option mapped by hand).
 
-Suites', backends' and analyses' options reach the command line only through these functions:
+Suites', backends', the extraction pipeline's and analyses' options reach the command line only
+through these functions:
 each becomes one flag with the declared type, choices and bounds, and a value is checked by the
 declaration's own validator (:meth:`emb.options.Option.parse`), so the CLI refuses it with the
 same message as the Python API. Defaults come from the declaration or the function's signature.
@@ -9,13 +10,14 @@ same message as the Python API. Defaults come from the declaration or the functi
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import click
 
 __all__ = ["Choice", "DeclaredValue", "apply", "click_option", "close_options", "deprecated_flags", "every_renamed",
-           "rename_deprecated", "show_default"]
+           "rename_deprecated", "setting_option", "show_default"]
 
 
 def show_default(value: Any) -> str | None:
@@ -56,21 +58,22 @@ class Choice(click.Choice):
 
 
 class DeclaredValue(click.ParamType):
-    """An ``int``/``float`` option checked by its declaration (:meth:`emb.options.Option.parse`:
-    the same check and message as the function's), so that a seed of -1 or 10^23 permutations
-    is refused before anything is opened."""
+    """An ``int``/``float`` option, or one with a parser of its own (a device, a shard ``I/N``),
+    checked by its declaration (:meth:`emb.options.Option.parse`: the same check and message as
+    the function's), so that a seed of -1 or 10^23 permutations is refused before anything is
+    opened."""
 
     def __init__(self, option: Any, owner: str | None = None) -> None:
         self.option = option
         self.owner = owner
-        self.name = "integer" if option.type == "int" else "float"
+        self.name = {"int": "integer", "float": "float"}.get(option.type, "text")
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         from emb.errors import EmbError
 
         number = value
-        if isinstance(value, str):  # as Python would get it: the message is the same
-            try:
+        if isinstance(value, str) and self.option.type in ("int", "float"):
+            try:  # as Python would get it: the message is the same
                 number = int(value) if self.option.type == "int" else float(value)
             except ValueError:
                 pass
@@ -84,7 +87,7 @@ def range_help(option: Any) -> str:
     """The bounds of a numeric option for ``--help``."""
     if option.type == "int":
         low, high = option.bounds
-        return f"  [range: {low}..{high}]"
+        return f"  [range: >= {low}]" if high == math.inf else f"  [range: {low}..{high}]"
     return f"  [range: {option.float_bounds}]" if option.float_bounds else "  [finite]"
 
 
@@ -130,6 +133,44 @@ def extract_option(declared: list[Any], help_text: str, *, default: Any = None,
         elif opt.type in ("int", "float"):
             kwargs["type"] = int if opt.type == "int" else float
     return click.option(opt.cli_flag, opt.name, **kwargs)
+
+
+def setting_option(option: Any) -> Callable[[Any], Any]:
+    """The click decorator of one of the extraction pipeline's options
+    (:data:`emb.extraction.options.OPTIONS`: ``--pooling``, ``--dtype``, ``--batch-size`` …), its
+    value None (or ``()``) when not given, the library's default then.
+
+    A value is checked by the declaration as click reads it (:class:`Choice`,
+    :class:`DeclaredValue`; a repeatable option's values together), with the message Python
+    gets; the front door parses what it is handed once more (every parser takes what it
+    returned). A ``bool`` is a switch, with its ``--no-`` form where not giving it means neither
+    (the default None: ``--bos/--no-bos``).
+    """
+    shown = None if option.type == "bool" else show_default(option.default)
+    help_text = option.help + (f"  [default: {shown}]" if shown else "")
+    if option.type == "bool":
+        if option.default is not None:
+            return click.option(option.cli_flag, option.name, is_flag=True, help=help_text)
+        name = option.cli_flag.removeprefix("--")
+        return click.option(f"--{name}/--no-{name}", option.name, default=None, help=help_text)
+    kwargs: dict[str, Any] = {"default": None, "help": help_text, "metavar": option.metavar}
+    if option.multiple:
+        def parsed(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> Any:
+            from emb.errors import EmbError
+
+            try:
+                return option.parse(values) if values else None
+            except EmbError as err:
+                raise click.BadParameter(str(err), ctx, param) from None
+
+        kwargs.update(multiple=True, callback=parsed)
+    elif option.choices:
+        kwargs["type"] = Choice(option.choices, option)
+    elif option.type in ("int", "float") or option.parser is not None:
+        kwargs["type"] = DeclaredValue(option)
+        if option.type in ("int", "float"):
+            kwargs["help"] += range_help(option)
+    return click.option(option.cli_flag, *option.aliases, option.name, **kwargs)
 
 
 def apply(decorators: Iterable[Callable[[Any], Any]]) -> Callable[[Any], Any]:

@@ -27,7 +27,18 @@ from emb.cli._options import (
     show_default,
 )
 from emb.errors import OptionError
-from emb.options import STANDARDIZE, TABLE_FORMAT
+from emb.options import (
+    FIGURE_FORMATS,
+    NO_PLOTS,
+    OUT,
+    OVERWRITE,
+    REFERENCE,
+    RELATIVE_DEPTH,
+    STANDARDIZE,
+    STORES,
+    SUITE,
+    TABLE_FORMAT,
+)
 
 __all__ = ["analyze"]
 
@@ -97,42 +108,37 @@ def _shared_options(analysis: Any) -> list[Callable[[Any], Any]]:
     params = analysis.parameters()
     owner = f"analysis {analysis.name!r}"
     options = [
-        click.option("--store", "stores", multiple=True, required=True, metavar="[LABEL=]PATH",
-                     callback=_check_stores,
-                     help="Store path or URL (a .zip, s3://, https://…); repeat for several "
-                          "models; LABEL=PATH names the model in tables and figures (a path "
-                          "that exists is taken whole, even with an '=' in it)."),
-        click.option("--suite", "suite", multiple=True, metavar="[LABEL=]GROUP",
-                     help="The store group to read; LABEL=GROUP for the store labelled LABEL "
-                          "(--store LABEL=PATH) alone, so that differently named suites of two "
-                          f"models compare in one run; repeatable  [default: {analysis.suite}]"),
-        click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
-                     help="Output directory  [default: emb-results/<stores>/<analysis>/]"),
-        click.option("--overwrite", is_flag=True,
-                     help="Replace an earlier run's files in the output directory, the default "
-                          "one or --out (refused otherwise)."),
+        click.option(STORES.cli_flag, STORES.name, multiple=True, required=STORES.required,
+                     metavar=STORES.metavar, callback=_check_stores, help=STORES.help),
+        click.option(SUITE.cli_flag, SUITE.name, multiple=True, metavar=SUITE.metavar,
+                     help=f"{SUITE.help}  [default: {analysis.suite}]"),
+        click.option(OUT.cli_flag, "out_dir", type=click.Path(file_okay=False), default=None,
+                     help=f"{OUT.help}  [default: emb-results/<stores>/<analysis>/]"),
+        click.option(OVERWRITE.cli_flag, OVERWRITE.name, is_flag=True, help=OVERWRITE.help),
         click.option("--scheduler", default=None, metavar="ADDRESS",
                      help="dask.distributed scheduler address  [default: local threads]"),
     ]
     if "seed" in params:
         options.append(click.option(
-            "--seed", type=DeclaredValue(analysis.seed, owner), default=None,
+            analysis.seed.cli_flag, analysis.seed.name, type=DeclaredValue(analysis.seed, owner),
+            default=None,
             help=f"{analysis.seed.help}  [default: {show_default(params['seed'].default)}]"
                  + range_help(analysis.seed)))
     if "method" in params:
-        options.append(click.option(
-            "--reference", is_flag=True,
-            help="Reproduce the authors' published code instead of the correct method "
-                 "(see METHODS.md)."))
+        options.append(click.option(REFERENCE.cli_flag, REFERENCE.name, is_flag=True,
+                                    help=REFERENCE.help))
     options += [
         click_option(TABLE_FORMAT, TABLE_FORMAT.default[0], owner="emb analyze"),
-        click.option("--figure-format", "figure_formats", type=Choice(["png", "pdf", "svg"]),
-                     multiple=True, help="Figure file format; repeat for several  [default: png]"),
-        click.option("--standardize", type=Choice(STANDARDIZE.choices, STANDARDIZE, owner),
-                     default="none", help=STANDARDIZE.help + "  [default: none]"),
-        click.option("--relative-depth", is_flag=True,
-                     help="Figures: x = layer / last layer (compares models of different depth)."),
-        click.option("--no-plots", is_flag=True, help="Do not draw figures."),
+        click.option(FIGURE_FORMATS.cli_flag, FIGURE_FORMATS.name,
+                     type=Choice(FIGURE_FORMATS.choices), multiple=True,
+                     help=f"{FIGURE_FORMATS.help}  [default: {show_default(FIGURE_FORMATS.default)}]"),
+        click.option(STANDARDIZE.cli_flag, STANDARDIZE.name,
+                     type=Choice(STANDARDIZE.choices, STANDARDIZE, owner),
+                     default=STANDARDIZE.default,
+                     help=f"{STANDARDIZE.help}  [default: {STANDARDIZE.default}]"),
+        click.option(RELATIVE_DEPTH.cli_flag, RELATIVE_DEPTH.name, is_flag=True,
+                     help=RELATIVE_DEPTH.help),
+        click.option(NO_PLOTS.cli_flag, NO_PLOTS.name, is_flag=True, help=NO_PLOTS.help),
         click.option("--dpi", type=click.IntRange(min=20, max=2400), default=200, show_default=True,
                      help="Resolution of PNG figures."),
         click.option("--json", "as_json", is_flag=True,
@@ -169,7 +175,7 @@ def _run(analysis: Any, params: dict[str, Any]) -> None:
             analysis.name, stores, out=params["out_dir"] or True, suite=params["suite"],
             overwrite=params["overwrite"], scheduler=params["scheduler"],
             figures=not params["no_plots"], dpi=params["dpi"], table_format=params["table_format"],
-            figure_formats=tuple(params["figure_formats"]) or ("png",),
+            figure_formats=tuple(params["figure_formats"]) or FIGURE_FORMATS.default,
             relative_depth=bool(params["relative_depth"]), command=command,
             standardize=params["standardize"],
             progress=lambda work: progress_display(work, quiet=quiet, scheduler=params["scheduler"]),

@@ -11,7 +11,7 @@ import click
 
 from emb._version import __version__
 from emb.cli._errors import EmbCommand, EmbGroup
-from emb.cli._options import apply, deprecated_flags, extract_option
+from emb.cli._options import apply, deprecated_flags, extract_option, setting_option
 
 __all__ = ["main"]
 
@@ -36,7 +36,7 @@ def _suite_options() -> list[Any]:
     An option several generators declare is one flag: repeatable when any of them takes several
     values, its help joined; ``bool`` options are flags.
     """
-    from emb.extract.front import backend_option_names
+    from emb.extraction.front import backend_option_names
     from emb.stimuli.suites import BUILTIN_SUITES
 
     seen: dict[str, list[Any]] = {}
@@ -56,6 +56,14 @@ def _suite_options() -> list[Any]:
                      + ("" if default is None or opt.type == "bool" else f" (default {_show(default)})"))
         decorators.append(extract_option([o for _, o in declared], help_text))
     return decorators
+
+
+def _setting_options() -> list[Any]:
+    """One click option per option of the extraction pipeline that has a flag
+    (:data:`emb.extraction.options.OPTIONS`), in their declared order."""
+    from emb.extraction.options import OPTIONS
+
+    return [setting_option(option) for option in OPTIONS if option.cli]
 
 
 def _backend_options() -> list[Any]:
@@ -100,35 +108,7 @@ def _show(value: Any) -> str:
 @click.option("--suite", "-s", "suite_specs", required=True, multiple=True,
               help="Built-in suite name (see 'emb suites') or a suite file (JSON/YAML); repeatable.")
 @click.option("--store", required=True, help="Store path or fsspec URL (created when missing).")
-@click.option("--name", "group_names", multiple=True, help="Group name per suite (default: the suite's name).")
-@click.option("--pooling", "poolings", multiple=True,
-              help="Subword pooling to store: first, last, mean or max; repeatable or "
-                   "comma-separated (default: all).")
-@click.option("--dtype", type=click.Choice(["float32", "float16", "bfloat16", "auto"]),
-              default=None, help="Model compute dtype (default float32; auto: bfloat16 on a GPU "
-                                 "that supports it, else float16 on a GPU, else float32).")
-@click.option("--storage-dtype", type=click.Choice(["float16", "float32"]), default=None,
-              help="Stored vector dtype (default float16; see README for the precision impact).")
-@click.option("--batch-size", type=int, default=None, help="Items per forward batch (default 64).")
-@click.option("--device", default=None,
-              help="auto (default), cpu, cuda, or cuda:K for GPU K (0-based).")
-@click.option("--shard", default=None, metavar="I/N",
-              help="Compute and write only shard I of N (1-based) of each suite; run N workers "
-                   "(e.g. a SLURM array or one per GPU) with the same command and N. The last "
-                   "one to finish completes the suite; a killed shard resumes when re-run.")
-@click.option("--bos/--no-bos", default=None,
-              help="Force / suppress a BOS token (default: the tokenizer's own behaviour).")
-@click.option("--bos-token", default=None, metavar="TOKEN",
-              help="Put TOKEN first instead of the tokenizer's BOS token (implies --bos), e.g. "
-                   "'<|endoftext|>' for a model whose BOS token is a chat marker such as "
-                   "'<|im_start|>'; one token of the vocabulary, as the tokenizer writes it.")
-@click.option("--overwrite", is_flag=True,
-              help="Replace the suite's group (and only it) if it holds another definition.")
-@click.option("--layers", default=None,
-              help="Layers to store: 'all' (default) or e.g. '0,6,-1' (negative = from the top); "
-                   "the forward pass stops after the highest.")
-@click.option("--dry-run", is_flag=True,
-              help="Build the suites, tokenise, print the estimated store size and time; write nothing.")
+@apply(_setting_options())
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @apply(_backend_options())
 @apply(_suite_options())
@@ -136,37 +116,20 @@ def extract(
     model: str,
     suite_specs: tuple[str, ...],
     store: str,
-    group_names: tuple[str, ...],
-    poolings: tuple[str, ...],
-    dtype: str | None,
-    storage_dtype: str | None,
-    batch_size: int | None,
-    device: str | None,
-    shard: str | None,
-    bos: bool | None,
-    bos_token: str | None,
-    overwrite: bool,
-    layers: str | None,
-    dry_run: bool,
     quiet: bool,
     **options: Any,
 ) -> None:
     """Write every layer's embedding of each suite item's target word into STORE."""
     from emb.api import extract as run_extract
     from emb.errors import OptionError
+    from emb.extraction.options import OPTIONS
     from emb.store import describe, open_store
 
-    given = {
-        k: v
-        for k, v in {
-            "dtype": dtype,
-            "storage_dtype": storage_dtype,
-            "batch_size": batch_size,
-            "device": device,
-            "poolings": ",".join(poolings) or None,
-        }.items()
-        if v is not None
-    }
+    # the pipeline's options as given (not given: the library's defaults); the suites' and
+    # backends' all, as their own parsers take them
+    settings = {option.name for option in OPTIONS}
+    given = {k: v for k, v in options.items() if k not in settings or v not in (None, ())}
+    dry_run = bool(given.get("dry_run"))
     estimates: list[Any] = []
 
     def on_estimate(estimate: Any) -> None:  # printed now, set against the time taken at the end
@@ -178,18 +141,10 @@ def extract(
             model,
             list(suite_specs),
             store,
-            bos=bos,
-            bos_token=bos_token,
-            group_names=list(group_names) if group_names else None,
-            overwrite=overwrite,
             progress=not quiet,
-            layers=layers,
-            dry_run=dry_run,
             on_estimate=on_estimate,
             on_note=lambda line: click.echo(line, err=True),
-            shard=shard,
             **given,
-            **options,
         )
     except OptionError as err:
         raise _usage_error(err) from None

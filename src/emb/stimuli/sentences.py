@@ -19,7 +19,7 @@ __all__ = ["one_sentence"]
 
 #: Where sentencex may end a sentence: terminal punctuation, line breaks, and list markers such as
 #: "(1)" or "b)". A text with none of them before its final run of ``.!?…`` is one sentence
-#: (checked against sentencex on all 193,889 lines of the shared corpus; tests/extract checks 1/7).
+#: (checked against sentencex on all 193,889 lines of the shared corpus; tests/extraction checks 1/7).
 _TERMINATORS = re.compile(r"[.!?…。！？\n\r]|\(\s*\w{1,4}\s*\)|\w\)")
 _CANDIDATES = re.compile(r"[.!?…。！？\n\r)]")  # one character class: a fast first look
 

@@ -1,6 +1,6 @@
 """Cooperating shard writers of one suite: the shard record, layout guard, progress, locks.
 
-``emb extract --shard I/N`` runs N workers on one suite (see :mod:`emb.extract.shards` for the
+``emb extract --shard I/N`` runs N workers on one suite (see :mod:`emb.extraction.shards` for the
 plan).  What they share in the store, and how they stay out of each other's way:
 
 - **The layout** (coordinates, empty ``embedding``, done-markers) is written once, by the first

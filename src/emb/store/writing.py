@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import xarray as xr
 import zarr
 
 from emb.errors import RemoteStoreError, StoreError
@@ -202,32 +200,18 @@ class StoreWriter:
             raise StoreError(f"{self.location} is not open for writing: call open(model=...) first")
         return self._root
 
-    def open_suite(
-        self,
-        name: str,
-        *,
-        coords: xr.Dataset | Callable[[], xr.Dataset],
-        shape: tuple[int, int, int, int],
-        storage_dtype: str,
-        suite_attrs: Mapping[str, Any],
-        extraction_attrs: Mapping[str, Any] | Callable[[], Mapping[str, Any]],
-        overwrite: bool = False,
-        block_size: int | None = None,
-        executor: Executor | None = None,
-        shard: str | None = None,
-        identity: Mapping[str, Any] | None = None,
-        scanned: Mapping[str, Any] | None = None,
-    ) -> SuiteWriter:
+    def open_suite(self, name: str, **layout: Any) -> SuiteWriter:
         """The writer of suite ``name``, holding its lock: its layout written (by ``executor``,
-        the writer thread, where given) or the unfinished one resumed; see
-        :meth:`SuiteWriter.open` (``scanned``: the group's attributes :meth:`check_suites`
-        returned with ``"resume"``)."""
-        return SuiteWriter.open(
-            self.location, self._opened(), name=name, coords=coords, shape=shape,
-            storage_dtype=storage_dtype, suite_attrs=suite_attrs, extraction_attrs=extraction_attrs,
-            overwrite=overwrite, block_size=block_size, executor=executor, shard=shard,
-            identity=identity, scanned=scanned, run_model=self._model,
-        )
+        the writer thread, where given) or the unfinished one resumed.
+
+        ``layout``: the keywords of :meth:`SuiteWriter.open`, declared there alone (``coords``,
+        ``shape``, ``storage_dtype``, ``suite_attrs``, ``extraction_attrs``, ``overwrite``,
+        ``block_size``, ``executor``, ``shard``, ``identity``; ``scanned``: the group's
+        attributes :meth:`check_suites` returned with ``"resume"``); the store's location, its
+        root and the run's model attributes are this handle's.
+        """
+        return SuiteWriter.open(self.location, self._opened(), name=name, run_model=self._model,
+                                **layout)
 
     # -- rows stored by other suites ----------------------------------------------------------------
     def reusable_rows(

@@ -31,7 +31,7 @@ BIN = "static/GoogleNews-vectors-negative300-bolukbasi.bin"
 @pytest.fixture(scope="module")
 def w2v_weat(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> xr.Dataset:
     from emb.backends.static import load_vectors
-    from emb.extract.pipeline import extract
+    from emb.extraction.pipeline import extract
     from emb.stimuli.suites import build_suite
 
     suite = build_suite("weat")

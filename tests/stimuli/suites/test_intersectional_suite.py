@@ -16,7 +16,7 @@ from click.testing import CliRunner
 import emb
 from emb.cli.main import main
 from emb.errors import EmbWarning, SuiteError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.stimuli.suites import BUILTIN_SUITES, Suite, build_suite
 from emb.stimuli.suites import intersectional as gen
 

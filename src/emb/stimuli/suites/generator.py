@@ -19,7 +19,7 @@ __all__ = ["SuiteGenerator", "SuiteOption"]
 
 
 #: The name suites' options had before one :class:`emb.options.Option` served suites, backends and
-#: analyses alike (kept: it is public, in ``emb.stimuli`` and ``emb.extract``).
+#: analyses alike (kept: it is public, in ``emb.stimuli`` and ``emb.extraction``).
 SuiteOption = Option
 
 

@@ -260,7 +260,7 @@ class IntersectionalGenerator(SuiteGenerator):
             "svc_words": {"pleasant": list(SVC_PLEASANT), "unpleasant": list(SVC_UNPLEASANT)},
             "phrases_sha256": {"experiment2": _digest(exp2), "experiment3": _digest(exp3)},
             "lexicon": lexicon.to_dict() if lexicon is not None else None,
-            # read by emb.extract.pipeline: a BOS token before every item for causal models
+            # read by emb.extraction.pipeline: a BOS token before every item for causal models
             "bos": "causal" if opts["causal_bos"] == "yes" else None,
             "settings": ["phrase", "alone"],
             "counts": {

@@ -1,7 +1,7 @@
 """Sharded extraction: which compute windows the worker ``--shard I/N`` computes and writes.
 
 A suite's blocks are computed in windows of ``window_blocks`` blocks (see
-:mod:`emb.extract.pipeline`).  The shard plan cuts the windows, in suite order, into ``N``
+:mod:`emb.extraction.pipeline`).  The shard plan cuts the windows, in suite order, into ``N``
 contiguous runs of about equal cost, the cost of a window being the tokens of the contexts first
 computed there.  The plan is a pure function of the suite, the tokenizer and the settings (block
 size, window size): every worker computes the same plan without talking to the others, a killed
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from emb.errors import EmbError
-from emb.extract._plan import Key, Plan
+from emb.extraction._plan import Key, Plan
 from emb.store import COPIES_PENDING, DONE, ShardRecord
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,35 +70,27 @@ class Shard:
         return f"shard-{self.index}-of-{self.count}"
 
 
-def parse_shard(spec: str | Shard | Sequence[int] | None) -> Shard | None:
-    """``"I/N"`` (1 <= I <= N), a ``Shard``, an ``(I, N)`` pair, or None (no sharding).
+def parse_shard(spec: str | Shard | Sequence[int]) -> Shard:
+    """The parser of ``--shard`` (:data:`emb.extraction.options.SHARD`, whose validator gives the
+    one message): ``"I/N"`` (1 <= I <= N <= :data:`MAX_SHARDS`, ASCII digits), a ``Shard``, or an
+    ``(I, N)`` pair.
 
     Raises
     ------
-    EmbError
-        Anything else, saying what was found and what to give.
+    ValueError, TypeError
+        Anything else.
     """
-    if spec is None or isinstance(spec, Shard):
-        if isinstance(spec, Shard):
-            return parse_shard((spec.index, spec.count))
-        return None
-    if isinstance(spec, str):
+    if isinstance(spec, Shard):
+        index, count = spec.index, spec.count
+    elif isinstance(spec, str):
         match = _SPEC.match(spec)
         if match is None:
-            raise EmbError(
-                f"--shard must be I/N with whole numbers 1 <= I <= N (e.g. 2/8); got {spec!r}"
-            )
+            raise ValueError(spec)
         index, count = int(match.group(1)), int(match.group(2))
     else:
-        try:
-            index, count = (int(v) for v in spec)
-        except (TypeError, ValueError):
-            raise EmbError(f"a shard is I/N or a pair (I, N); got {spec!r}") from None
+        index, count = (int(v) for v in spec)  # TypeError, ValueError: not a pair of integers
     if not 1 <= count <= MAX_SHARDS or not 1 <= index <= count:
-        raise EmbError(
-            f"shard {index}/{count} does not exist: shards are numbered 1..N with 1 <= N <= "
-            f"{MAX_SHARDS} (a SLURM array 0..N-1 passes $((SLURM_ARRAY_TASK_ID + 1))/N)"
-        )
+        raise ValueError(spec)
     return Shard(index, count)
 
 

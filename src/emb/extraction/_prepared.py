@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import xarray as xr
 
-from emb.extract._plan import Plan, item_coords
+from emb.extraction._plan import Plan, item_coords
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.backends import Runner
-    from emb.extract.settings import ExtractionSettings
+    from emb.extraction.settings import ExtractionSettings
     from emb.stimuli.suites import Suite
 
 __all__ = ["FLOAT16_NOTE", "Prepared", "bos_added", "first_position", "position_zero_fix",
@@ -137,7 +137,7 @@ class Prepared:
     @classmethod
     def of(
         cls, runner: Runner, suite: Suite, plan: Plan, settings: ExtractionSettings, *,
-        name: str, window_blocks: int, layers: list[int],
+        name: str, layers: list[int],
     ) -> Prepared:
         n_layers = int(runner.info.n_layers) + 1
         subset = layers != list(range(n_layers))
@@ -145,7 +145,7 @@ class Prepared:
         identity = {**settings.to_dict(), **({"layers": list(layers)} if subset else {})}
         return cls(
             name=name, shape=shape, suite_attrs=suite_attrs(suite), identity=identity,
-            window_blocks=window_blocks, layers=list(layers), subset=subset,
+            window_blocks=settings.window_blocks, layers=list(layers), subset=subset,
             source=(runner, suite, plan, settings),
         )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emb.extract._plan import Plan, item_coords
+from emb.extraction._plan import Plan, item_coords
 from emb.stimuli.suites import Item, Suite
 
 

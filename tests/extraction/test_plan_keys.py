@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from emb.extract._plan import Plan
+from emb.extraction._plan import Plan
 from emb.stimuli.suites import Item, Suite
 
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import emb
 from emb.cli.main import main
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.stimuli.suites import build_suite
 
 QUICK = {"tests": ["WEAT1"], "n_permutations": 100, "exact_limit": 0, "n_bootstrap": 0}
@@ -86,7 +86,7 @@ def test_the_cli_prints_it_and_the_sidecar_keeps_it(weat_stores, tmp_path):
 def test_the_fix_names_the_real_remedy_for_each_tokenizer():
     from types import SimpleNamespace
 
-    from emb.extract._prepared import position_zero_fix
+    from emb.extraction._prepared import position_zero_fix
 
     # SmolLM2's GGUF: the BOS token is a chat marker, --bos does not restore WEAT 'alone'
     chat = position_zero_fix(SimpleNamespace(bos_token="<|im_start|>", bos_token_id=1))

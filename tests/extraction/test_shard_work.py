@@ -4,7 +4,7 @@ estimate covers those windows, the time spent before it and the run's fixed cost
 
 from __future__ import annotations
 
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.store._location import open_zarr_store
 from emb.store.shards import read_record
 from tests.store.test_shards import BLOCK, WINDOW, BatchRunner, one_process, repeat_suite, snapshot

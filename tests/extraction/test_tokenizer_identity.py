@@ -13,7 +13,7 @@ import zarr
 
 from emb.backends import load_model
 from emb.errors import StoreMismatchError
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from emb.schemas import datamodel as dm
 from tests.store.test_pipeline import item, make_suite
 

@@ -16,7 +16,7 @@ from transformers import AutoModel, AutoTokenizer
 
 import emb
 from emb.backends import load_model
-from emb.extract.pipeline import extract
+from emb.extraction.pipeline import extract
 from tests.store.test_pipeline import item, make_suite
 
 SENTENCES = [

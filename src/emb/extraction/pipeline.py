@@ -1,7 +1,7 @@
 """``emb extract``: feed suites through a model and write every layer's target embedding to a store.
 
 The plan of a suite is a function of its items alone: items are cut into blocks of
-``block_size`` (one zarr shard each), and blocks into windows of ``WINDOW_BLOCKS``.  Within a
+``block_size`` (one zarr shard each), and blocks into windows of ``window_blocks``.  Within a
 window, each distinct (context, char span) whose first occurrence lies in it is computed once, in
 one length-sorted pass (batches of similar length carry little padding); items repeating an
 earlier key copy its row, and keys already stored by another finished suite of the same model and
@@ -11,7 +11,7 @@ An interrupted run resumes with the windows that still have unwritten blocks, re
 such window whole, so its batches and therefore its vectors are bitwise those of an
 uninterrupted run.
 
-With ``shard="I/N"`` a worker computes only its shard of the windows (:mod:`emb.extract.shards`,
+With ``shard="I/N"`` a worker computes only its shard of the windows (:mod:`emb.extraction.shards`,
 coordinated through the store's shard record); the worker that writes the last block completes
 the suite, bitwise what one process writes.
 
@@ -35,19 +35,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from emb import backends
-from emb._documents import show
-from emb.backends.devices import check_device
 from emb.errors import EmbError, EmbWarning, StoreError
-from emb.extract import settings as extraction_settings
-from emb.extract._backoff_record import Mark, run_record
-from emb.extract._plan import BlockSources, Plan
-from emb.extract._prepared import Prepared, first_position, position_zero_fix
-from emb.extract.settings import ExtractionSettings, SuiteReport, parse_layers, parse_settings
-from emb.extract.shards import (
+from emb.extraction import settings as extraction_settings
+from emb.extraction._backoff_record import Mark, run_record
+from emb.extraction._plan import BlockSources, Plan
+from emb.extraction._prepared import Prepared, first_position, position_zero_fix
+from emb.extraction.options import DTYPE, OPTIONS
+from emb.extraction.settings import ExtractionSettings, SuiteReport, parse_layers, parse_settings
+from emb.extraction.shards import (
     Shard,
     available_rows,
     check_count,
-    parse_shard,
     settle,
     shard_record,
     shard_windows,
@@ -59,19 +57,11 @@ from emb.store.shards import other_shard_count
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.backends import Runner
-    from emb.extract.estimate import Estimate
+    from emb.extraction.estimate import Estimate
     from emb.stimuli.suites import Suite
     from emb.store import ShardRecord, SuiteWriter
 
 __all__ = ["extract"]
-
-#: Blocks computed together: one ``embed`` call sorts their contexts by length, so batches carry
-#: less padding than within one block (at 10,000 "This is WORD." items, sorting block by block fed
-#: 5.0% more tokens than the contexts hold, sorting over the whole suite 0.25%).  Memory: at most
-#: ``QUEUE_WINDOWS + 1`` windows of shards of <= 16 MiB.  Stored in the suite's extraction
-#: attributes, so a resumed run cuts the same windows (stores written before this setting existed
-#: resume with windows of one block).
-WINDOW_BLOCKS = 8
 
 #: Windows whose blocks may be waiting for or in the writer threads while the next window is
 #: computed: with 2, the threads never wait for the computing thread at a window's end, and the
@@ -79,30 +69,21 @@ WINDOW_BLOCKS = 8
 #: suite's size.
 QUEUE_WINDOWS = 2
 
+#: The keywords of :data:`~emb.extraction.options.OPTIONS` (the others are the backends').
+_PIPELINE_OPTIONS = frozenset(option.name for option in OPTIONS)
+
+
 def extract(
     model: str | os.PathLike[str] | Runner,
     suites: Suite | Sequence[Suite],
     store: str | os.PathLike[str],
+    settings: ExtractionSettings | None = None,
     *,
-    poolings: Sequence[str] = dm.POOLINGS,
-    dtype: str = "float32",
-    storage_dtype: str = "float16",
-    batch_size: int = 64,
-    device: str = "auto",
-    bos: bool | None = None,
-    bos_token: str | None = None,
-    names: Sequence[str] | None = None,
-    overwrite: bool = False,
     progress: bool = True,
     storage_options: dict[str, Any] | None = None,
-    block_size: int | None = None,
-    window_blocks: int = WINDOW_BLOCKS,
-    layers: str | Sequence[int] | None = None,
-    dry_run: bool = False,
     on_estimate: Callable[[Estimate], object] | None = None,
     on_note: Callable[[str], object] | None = None,
-    shard: str | Shard | None = None,
-    **backend_options: Any,
+    **options: Any,
 ) -> list[SuiteReport]:
     """Extract every layer's embedding of each suite item's target into ``store``.
 
@@ -117,47 +98,29 @@ def extract(
         One or more :class:`~emb.stimuli.suites.Suite`; each becomes a group of the store.
     store
         Local path or fsspec URL of the (new or existing) store.
-    poolings
-        Subtoken poolings to store, a subset of ``first, last, mean, max``.
-    dtype, storage_dtype
-        Model compute dtype; dtype of the stored vectors (float16 halves the size; see
-        :data:`emb.extract._prepared.FLOAT16_NOTE`).
-    batch_size, device, bos
-        Batching, ``auto``/``cpu``/``cuda``/``cuda:K`` (GPU K), BOS policy (None = the tokenizer's own behaviour).
-    bos_token
-        A token of the vocabulary to put first instead of the tokenizer's BOS token, e.g.
-        ``"<|endoftext|>"`` for a model whose BOS token is a chat marker; implies ``bos=True``
-        (``bos=False`` with it is refused) and is recorded as an identity setting.
-    names
-        Group names (default: the suites' names), each one path segment (see
-        :func:`emb.store.check_group_name`).
-    overwrite
-        Replace existing groups of the same name instead of refusing a different definition.
-    block_size
-        Items per shard (default: a power of two ≤ 512 keeping a shard ≤ 16 MiB).
-    window_blocks
-        Blocks computed together in one length-sorted pass (see :data:`WINDOW_BLOCKS`); a
-        resumed suite keeps the value it was started with.
-    layers
-        Layers to store: ``"all"`` (default), ``"0,6,-1"`` or a sequence of ints (negative
-        counts from the top, -1 = L).  The forward pass stops after the highest block stored.
-    dry_run
-        Tokenise, estimate the store's size and the time (``on_estimate``), write nothing.
+    settings
+        The run's settings, parsed (:func:`~emb.extraction.settings.parse_settings`: what the
+        front door :func:`emb.extract` passes); None: parsed here from the pipeline's options
+        among ``options``.
+    progress
+        Show a progress bar.
+    storage_options
+        fsspec options of a store URL.
     on_estimate
-        Called with the :class:`~emb.extract.estimate.Estimate` before anything is written.
+        Called with the :class:`~emb.extraction.estimate.Estimate` before anything is written.
     on_note
         Called with each line the runner has to say about the suites it prepared (static
         vectors: the words with a vector), before anything is written.
-    shard
-        ``"I/N"``: compute and write only shard I (1-based) of N of each suite's windows (see
-        :mod:`emb.extract.shards`); the worker that finds every block written finishes the
-        suite.  Every worker must be given the same N, suites and settings.
-    **backend_options
-        The options of the backend that opens ``model`` (:attr:`emb.backends.Backend.options`):
-        ``revision`` and ``trust_remote_code`` (whether a model that ships its own Python code
-        may run it, see :func:`emb.backends.load_model`; recorded in the store) for
-        transformers models; ``format``, ``lowercase_fallback`` and ``allow_missing`` for static
-        vectors files. Ignored with a loaded runner.
+    **options
+        The pipeline's options without ``settings`` (:data:`emb.extraction.options.OPTIONS`,
+        each documented there: ``poolings``, ``dtype``, ``storage_dtype``, ``batch_size``,
+        ``device``, ``bos``, ``bos_token``, ``group_names``, ``overwrite``, ``layers``,
+        ``dry_run``, ``shard``, ``block_size``, ``window_blocks``), and the options of the backend
+        that opens ``model`` (:attr:`emb.backends.Backend.options`): ``revision`` and
+        ``trust_remote_code`` (whether a model that ships its own Python code may run it, see
+        :func:`emb.backends.load_model`; recorded in the store) for transformers models;
+        ``format``, ``lowercase_fallback`` and ``allow_missing`` for static vectors files.
+        Backend options are ignored with a loaded runner.
 
     Returns
     -------
@@ -165,6 +128,8 @@ def extract(
 
     Raises
     ------
+    OptionError
+        An option its declaration refuses, before anything is loaded.
     ModelError, TargetNotFoundError, SuiteError, StoreError
         Before anything is written: every input (names, settings, model, suites, the store
         location) is checked first.
@@ -179,56 +144,52 @@ def extract(
         Targets that tokenize to nothing but the unknown token (count and examples; recorded in
         the suite's extraction attributes as ``unknown_targets``).
     """
+    own = {k: options.pop(k) for k in list(options) if k in _PIPELINE_OPTIONS}
+    if settings is None:
+        settings = parse_settings(own)
+    elif own:
+        raise TypeError(f"extract() takes the settings or their keywords, not both: {sorted(own)}")
+    backend_options = options
     suite_list = [suites] if not isinstance(suites, Sequence) else list(suites)
-    group_names = list(names) if names is not None else [s.name for s in suite_list]
+    group_names = (list(settings.group_names) if settings.group_names is not None
+                   else [s.name for s in suite_list])
     if len(group_names) != len(suite_list) or len(set(group_names)) != len(group_names):
         raise EmbError(
             f"need one distinct group name per suite; got {len(group_names)} names "
             f"{[str(n) for n in group_names]} for {len(suite_list)} suites"
         )
     group_names = [check_group_name(group_name) for group_name in group_names]
-    pools = parse_settings(poolings, dtype, storage_dtype, batch_size)
-    shard = parse_shard(shard)
-    device = check_device(device)
-    if shard is not None and overwrite:
-        raise EmbError(
-            "--overwrite cannot be combined with --shard: every worker would delete what the "
-            "others wrote; replace the suite once without --shard (or delete it), then start the shards"
-        )
-    if isinstance(window_blocks, bool) or not isinstance(window_blocks, int) or window_blocks < 1:
-        raise EmbError(f"window_blocks must be a positive integer; got {window_blocks!r}")
-    bos = _bos_with_token(bos, bos_token)
+    shard = settings.shard
     target = StoreWriter(store, storage_options=storage_options)
     # a store path emb cannot or must not write into, or a suite another process is writing
     # (with --shard: another worker with the same shard), is refused before the model loads
-    target.check(suites=group_names, shard=shard.label if shard is not None else None)
+    target.check(suites=group_names, shard=settings.shard_label)
 
     if isinstance(model, str | os.PathLike):  # loaded by the backend that opens it
         runner = backends.load(
-            model, suite_list, dtype=dtype, device=device, layers=layers, **backend_options
+            model, suite_list, dtype=settings.dtype, device=settings.device,
+            layers=settings.layers, **backend_options,
         )
     else:
         runner = model
     # the suites as this runner extracts them (static vectors: words covered, one pooling),
     # checked before the store is touched
     suite_list, pools = runner.prepare(
-        suite_list, poolings=pools, storage_dtype=storage_dtype, bos_token=bos_token
+        suite_list, poolings=settings.poolings, storage_dtype=settings.storage_dtype,
+        bos_token=settings.bos_token,
     )
     for line in runner.notes(suite_list) if on_note is not None else ():
         on_note(line)
-    bos_id = runner.token_id(bos_token) if bos_token is not None else None
+    bos_id = runner.token_id(settings.bos_token) if settings.bos_token is not None else None
     info = runner.info.to_dict()
-    settings = ExtractionSettings(
+    settings = replace(
+        settings,
         poolings=pools,
         # --dtype auto: the dtype the model was loaded in (an identity setting)
-        dtype=str(info.get("dtype", "float32")) if dtype == "auto" else dtype,
-        storage_dtype=storage_dtype,
-        batch_size=batch_size,
-        device=str(info.get("device", device)),
-        bos=bos,
-        bos_token=bos_token,
+        dtype=str(info.get("dtype", DTYPE.default)) if settings.dtype == "auto" else settings.dtype,
+        device=str(info.get("device", settings.device)),
     )
-    chosen = parse_layers(layers, int(runner.info.n_layers))
+    chosen = parse_layers(settings.layers, int(runner.info.n_layers))
     t_start = time.perf_counter()  # the extraction's time, the model loaded (see the estimate)
     with _frozen_gc():
         # Validate every input before touching the store: key each suite's items, lay out its
@@ -237,20 +198,19 @@ def extract(
         # here (a target that cannot be found fails now) and its coordinates made; a suite laid
         # out before (a resumed run, another shard's worker) was tokenised whole by the run that
         # laid it out with the same model, so this run tokenises only the contexts it computes.
-        suite_bos = [_suite_bos(suite, bos, runner) for suite in suite_list]
+        suite_bos = [_suite_bos(suite, settings.bos, runner) for suite in suite_list]
         plans = [
             Plan.build(runner, suite, bos=b, bos_token_id=bos_id)
             for suite, b in zip(suite_list, suite_bos, strict=True)
         ]
         prepared = [
-            Prepared.of(runner, suite, plan, replace(settings, bos=b), name=name,
-                         window_blocks=window_blocks, layers=chosen)
+            Prepared.of(runner, suite, plan, replace(settings, bos=b), name=name, layers=chosen)
             for suite, plan, name, b in zip(suite_list, plans, group_names, suite_bos, strict=True)
         ]
         target.check(model=info)
         states = target.check_suites(
             [(prep.name, prep.suite_attrs, prep.identity) for prep in prepared],
-            overwrite=overwrite, shard=shard.label if shard is not None else None,
+            overwrite=settings.overwrite, shard=settings.shard_label,
         )
         stored: list[dict[str, Any] | None] = []  # per suite: the attributes it was laid out with
         for suite, plan, prep, b, (action, attrs) in zip(
@@ -276,34 +236,33 @@ def extract(
         if shard is not None:
             complete = {prep.name for prep, (_, attrs) in zip(prepared, states, strict=True)
                         if attrs is not None and attrs.get(dm.ATTR_COMPLETE)}
-            _check_shard_count(target, prepared, shard, block_size, settings.storage_dtype,
-                               complete=complete)
-        if dry_run or on_estimate is not None:
-            from emb.extract.estimate import estimate_extraction
+            _check_shard_count(target, prepared, shard, settings.block_size,
+                               settings.storage_dtype, complete=complete)
+        if settings.dry_run or on_estimate is not None:
+            from emb.extraction.estimate import estimate_extraction
 
             # the contexts this run computes, tokenised now (the whole run's, or its shard's)
-            work = [_work(target, prep, plan, st, shard, block_size, settings.storage_dtype)
+            work = [_work(target, prep, plan, st, shard, settings.block_size, settings.storage_dtype)
                     for prep, plan, st in zip(prepared, plans, stored, strict=True)]
             encodings = [plan.encoded(keys) for plan, (keys, _, _) in zip(plans, work, strict=True)]
 
             def fixed() -> tuple[float, int]:  # a miniature run of each suite, of this run's kind
                 measured = [
-                    _fixed_seconds(runner, suite, blocks=blocks, laid_out=st is not None,
-                                   shard=shard, poolings=pools, dtype=dtype,
-                                   storage_dtype=storage_dtype, batch_size=batch_size, bos=b,
-                                   bos_token=bos_token, layers=layers)
+                    _fixed_seconds(runner, suite, replace(settings, bos=b), blocks=blocks,
+                                   laid_out=st is not None)
                     for suite, st, b, (_, _, blocks) in zip(suite_list, stored, suite_bos, work, strict=True)
                 ]
                 return sum(t for t, _ in measured), sum(n for _, n in measured)
 
             estimate = estimate_extraction(
                 runner, encodings, [n for _, n, _ in work],
-                layers=chosen, poolings=pools, storage_dtype=storage_dtype, batch_size=batch_size,
+                layers=chosen, poolings=pools, storage_dtype=settings.storage_dtype,
+                batch_size=settings.batch_size,
                 seconds_before=time.perf_counter() - t_start, fixed=fixed,
             )
             if on_estimate is not None:
                 on_estimate(estimate)
-            if dry_run:
+            if settings.dry_run:
                 return []
 
         target.open(model=info)
@@ -320,10 +279,7 @@ def extract(
                     plan=plan,
                     prep=prep,
                     settings=replace(settings, bos=b),
-                    overwrite=overwrite,
                     progress=progress,
-                    block_size=block_size,
-                    shard=shard,
                     tokens_tag=_tokens_tag(runner, prep, plan, bos_id),
                     # the group as the check above found it, resumable: not scanned again
                     scanned=attrs if action == "resume" else None,
@@ -340,37 +296,41 @@ FIXED_BLOCKS = 64
 
 
 def _fixed_seconds(
-    runner: Runner, suite: Suite, *, blocks: int, laid_out: bool, shard: Shard | None,
-    **options: Any,
+    runner: Runner, suite: Suite, settings: ExtractionSettings, *, blocks: int, laid_out: bool,
 ) -> tuple[float, int]:
-    """What a run of ``suite`` costs besides computing and writing its vectors, measured: the
-    time of a miniature run into a temporary store with as many blocks as this run writes (one
-    item each, at most :data:`FIXED_BLOCKS`, one window): locks, checks, layout, each block's
-    marker (and digest), the manifest; as a shard worker (``shard``: the one that lays the suite
-    out, or, ``laid_out``, one that finds it laid out and settles it) or as one process; with
-    the contexts it computed (the model's part of its time, one embed call).  (0, 0) where such
-    a run cannot be made."""
+    """What a run of ``suite`` with ``settings`` costs besides computing and writing its vectors,
+    measured: the time of a miniature run into a temporary store with as many blocks as this run
+    writes (one item each, at most :data:`FIXED_BLOCKS`, one window): locks, checks, layout, each
+    block's marker (and digest), the manifest; as a shard worker (``settings.shard``: the one that
+    lays the suite out, or, ``laid_out``, one that finds it laid out and settles it) or as one
+    process; with the contexts it computed (the model's part of its time, one embed call).
+    (0, 0) where such a run cannot be made."""
     import tempfile
 
     from emb.stimuli.suites import Suite as SuiteType
 
+    if not set(settings.poolings) <= set(dm.POOLINGS):
+        # a runner's own pooling (static vectors' "static") is none a run can ask for, so no
+        # miniature run stands for it: such a run's fixed costs are not measured
+        return 0.0, 0
     k = max(2, min(blocks, FIXED_BLOCKS))
     items = tuple(suite.items[i % len(suite.items)] for i in range(k)) if suite.items else ()
-    kinds: list[str | None] = [None]
-    if shard is not None and len(items) >= 2:
+    kinds: list[Shard | None] = [None]
+    if settings.shard is not None and len(items) >= 2:
         # two windows of k blocks: the worker that lays the suite out (timed alone), or the one
         # after it (timed: it resumes and settles what the first laid out)
         items = tuple(suite.items[i % len(suite.items)] for i in range(2 * k))
-        kinds = ["1/2", "2/2"] if laid_out else ["1/2"]
+        kinds = [Shard(1, 2), Shard(2, 2)] if laid_out else [Shard(1, 2)]
     seconds, computed = 0.0, 0
     with tempfile.TemporaryDirectory(prefix="emb-estimate-") as tmp, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for kind in kinds:
             t0 = time.perf_counter()
             try:
-                (report,) = extract(
-                    runner, SuiteType(name="probe", items=items), os.path.join(tmp, "probe.zarr"),
-                    block_size=1, window_blocks=k, progress=False, shard=kind, **options)
+                probe = replace(settings, group_names=None, overwrite=False, dry_run=False,
+                                block_size=1, window_blocks=k, shard=kind)
+                (report,) = extract(runner, SuiteType(name="probe", items=items),
+                                    os.path.join(tmp, "probe.zarr"), probe, progress=False)
             except EmbError:  # a suite this miniature run cannot stand for: not counted
                 return 0.0, 0
             finally:
@@ -419,26 +379,6 @@ def _backoffs(runner: Runner) -> list[dict[str, int]]:
     return list(getattr(state, "events", None) or ())
 
 
-def _bos_with_token(bos: bool | None, bos_token: str | None) -> bool | None:
-    """The run's BOS policy: a chosen ``bos_token`` implies ``bos=True``.
-
-    Raises
-    ------
-    EmbError
-        ``bos_token`` is not a non-empty string, or comes with ``bos=False``.
-    """
-    if bos_token is None:
-        return bos
-    if not isinstance(bos_token, str) or not bos_token:
-        raise EmbError(f"--bos-token must be a token of the model's vocabulary; got {show(bos_token)}")
-    if bos is False:
-        raise EmbError(
-            f"--bos-token {show(bos_token)} asks for that token first and --no-bos for no BOS token; "
-            "give one of them"
-        )
-    return True
-
-
 def _suite_bos(suite: Suite, bos: bool | None, runner: Runner) -> bool | None:
     """The BOS policy of one suite: the run's ``bos`` when given (``--bos``/``--no-bos``), else
     the suite's own request (``parameters["bos"] == "causal"``: the BOS token before every item
@@ -477,7 +417,7 @@ def _check_shard_count(
     storage_dtype: str,
     complete: Set[str] = frozenset(),
 ) -> None:
-    """Refuse a shard count above a suite's compute windows (:func:`~emb.extract.shards.check_count`),
+    """Refuse a shard count above a suite's compute windows (:func:`~emb.extraction.shards.check_count`),
     with the block and window sizes the suite will be written with (those stored, on a resume),
     and one other than the shard record's of a suite not ``complete`` (as claiming the shard
     would; a dry run never claims it; a complete suite has nothing left to claim)."""
@@ -556,15 +496,12 @@ def _extract_suite(
     plan: Plan,
     prep: Prepared,
     settings: ExtractionSettings,
-    overwrite: bool,
     progress: bool,
-    block_size: int | None,
-    shard: Shard | None = None,
     tokens_tag: str = "",
     scanned: Mapping[str, Any] | None = None,
 ) -> SuiteReport:
     t0 = time.perf_counter()
-    name, shape = prep.name, prep.shape
+    name, shape, shard = prep.name, prep.shape, settings.shard
     writer: SuiteWriter | None = None
     try:  # the suite lock is released once the writer thread has ended
         with ThreadPoolExecutor(max_workers=extraction_settings.writer_threads(), thread_name_prefix="emb-writer") as pool:
@@ -579,10 +516,10 @@ def _extract_suite(
                 suite_attrs=prep.suite_attrs,
                 extraction_attrs=lambda: prep.extraction,
                 identity=prep.identity,
-                overwrite=overwrite,
-                block_size=block_size,
+                overwrite=settings.overwrite,
+                block_size=settings.block_size,
                 executor=pool,
-                shard=shard.label if shard is not None else None,
+                shard=settings.shard_label,
                 scanned=scanned,
             )
             ranges = writer.block_ranges()

@@ -13,8 +13,8 @@ import io
 import numpy as np
 import pytest
 
-from emb.extract._plan import Plan
-from emb.extract.pipeline import extract
+from emb.extraction._plan import Plan
+from emb.extraction.pipeline import extract
 from emb.store._location import open_zarr_store
 from emb.store._nodes import child_names
 from emb.store.shards import read_record

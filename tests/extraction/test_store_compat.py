@@ -14,7 +14,7 @@ import zarr
 pytest.importorskip("torch")
 
 import emb  # noqa: E402
-from emb.extract.pipeline import extract  # noqa: E402
+from emb.extraction.pipeline import extract  # noqa: E402
 from emb.schemas import datamodel as dm  # noqa: E402
 from emb.stimuli.suites import load_suite  # noqa: E402
 from tests import models  # noqa: E402

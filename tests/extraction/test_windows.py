@@ -17,7 +17,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:suite 'v'.* position 0 :emb.erro
 
 import emb  # noqa: E402
 from emb.backends import Runner  # noqa: E402
-from emb.extract.pipeline import extract  # noqa: E402
+from emb.extraction.pipeline import extract  # noqa: E402
 from emb.stimuli.suites import Item, Suite  # noqa: E402
 
 WORDS = "love war peace happiness unbelievably bridge cat dog catastrophe wonderful terrible".split()
@@ -114,7 +114,7 @@ def test_bitwise_comparison_sees_a_resume_that_regroups_the_calls(gpt2_runner, t
 
 
 def test_window_must_be_a_positive_integer(gpt2_runner, tmp_path):
-    with pytest.raises(emb.errors.EmbError, match="window_blocks must be a positive integer"):
+    with pytest.raises(emb.errors.EmbError, match=r"window_blocks= must be an integer >= 1; got 0"):
         extract(gpt2_runner, varied_suite(4), str(tmp_path / "s.zarr"), window_blocks=0,
                 progress=False)
     assert not (tmp_path / "s.zarr").exists()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import emb
-from emb.extract import extract
+from emb.extraction import extract
 from emb.stimuli.suites import load_suite
 
 

@@ -164,7 +164,7 @@ def estimate_extraction(
             measured, computed = fixed()
             fixed_seconds = max(0.0, measured - price(computed))
         if isinstance(sample, np.ndarray) and sample.ndim == 4 and len(sample):
-            from emb.extract.settings import writer_threads
+            from emb.extraction.settings import writer_threads
             from emb.store import write_seconds
 
             try:

@@ -10,8 +10,8 @@ import types
 import numpy as np
 import pytest
 
-from emb.extract import estimate as estimate_module
-from emb.extract.estimate import Estimate, estimate_extraction
+from emb.extraction import estimate as estimate_module
+from emb.extraction.estimate import Estimate, estimate_extraction
 from tests.fakes import FakeEncoding, FakeRunner
 
 
@@ -125,7 +125,7 @@ def test_the_range_and_the_comparison_are_printed():
 def test_the_write_path_adds_on_a_cpu_and_overlaps_on_a_gpu(clock, monkeypatch, device):
     import dataclasses
 
-    from emb.extract import settings
+    from emb.extraction import settings
 
     runner = TimedRunner(clock)
     runner.info = dataclasses.replace(runner.info, device=device)
