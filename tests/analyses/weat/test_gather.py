@@ -9,7 +9,7 @@ import xarray as xr
 
 from emb.analyses._examples import lazy, weat_dataset
 from emb.analyses._select import select_positions, select_words
-from emb.analyses.wordsets.per_test import vectors
+from emb.analyses.wordsets.each_test import vectors
 from emb.analyses.wordsets.resolve import gather_test, resolve_tests
 from emb.analyses.wordsets.tests_file import ROLES
 from emb.errors import MissingStimuliError
@@ -64,7 +64,7 @@ def test_merged_chunks_stay_under_the_cap():
     (33 layers × 4 poolings × 4,096 features × 512 items = 528 MiB) stay as stored."""
     import dask.array as da
 
-    from emb.analyses.wordsets.per_test import _MAX_BLOCK_BYTES, _merged_chunks
+    from emb.analyses.wordsets.each_test import _MAX_BLOCK_BYTES, _merged_chunks
 
     def store(shape, chunks):
         emb = da.zeros(shape, dtype="float16", chunks=chunks)

@@ -9,7 +9,7 @@ another family's modules: a change here is a change to all of them, and their te
   ``b`` and ``settings`` options), the sets checked, each test's vectors gathered;
 - :mod:`~emb.analyses.wordsets.contexts`: a suite of words in many contexts (``ceat``) as one
   vector per word;
-- :mod:`~emb.analyses.wordsets.per_test`: a kernel run over every resolved test, with the per-test
+- :mod:`~emb.analyses.wordsets.each_test`: a kernel run over every resolved test, with the per-test
   sizes, flags and attributes;
 - :mod:`~emb.analyses.wordsets.pairs`: the target pairs of a paired metric (RIPA);
 - :mod:`~emb.analyses.wordsets.summary`: the tables' layout and the summaries' declared cell.
@@ -23,8 +23,8 @@ from emb.analyses.wordsets.contexts import (
     is_context_suite,
     per_stimulus,
 )
+from emb.analyses.wordsets.each_test import TEST_CHOICE, per_test, test_attrs, vectors
 from emb.analyses.wordsets.pairs import target_pairs
-from emb.analyses.wordsets.per_test import TEST_CHOICE, per_test, test_attrs, vectors
 from emb.analyses.wordsets.resolve import (
     MIN_TARGET_WORDS,
     TEST_OPTIONS,
