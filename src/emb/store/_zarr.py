@@ -22,6 +22,7 @@ from typing import IO, Any, TypeVar
 
 import numpy as np
 import zarr
+import zarr.core.sync as _zarr_sync
 import zarr.storage
 from zarr.abc.codec import BytesBytesCodec
 from zarr.abc.store import ByteRequest, OffsetByteRequest, RangeByteRequest, SuffixByteRequest
@@ -74,6 +75,35 @@ STORAGE_CODE: str = r"zarr[/\\]storage"
 
 
 # -- zarr's event loop ------------------------------------------------------------------------------
+#: The tasks on zarr's event loop that are not done yet. asyncio holds a loop's tasks weakly: a
+#: request still pending when a run fails (the other reads of a batch whose server died) would be
+#: left to the garbage collector, which destroys it outside its own context whenever it runs
+#: (aiobotocore's context reset then prints "Exception ignored in: <coroutine …>" after emb's
+#: one-line error). Held here until done, they are cancelled on their own loop by the CLI's
+#: settling (:func:`emb.cli._errors._settle_store_io`) instead.
+_PENDING: set[asyncio.Future[Any]] = set()
+
+
+def _keeping_task(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> asyncio.Task[Any]:
+    """zarr's loop's task factory: asyncio's own task, kept in :data:`_PENDING` until done."""
+    task = asyncio.Task(coro, loop=loop, **kwargs)
+    _PENDING.add(task)
+    task.add_done_callback(_PENDING.discard)
+    return task
+
+
+def _get_loop() -> asyncio.AbstractEventLoop:
+    """zarr's ``_get_loop`` (which starts its loop on first use), with the loop's tasks kept."""
+    loop = _zarr_get_loop()
+    if loop.get_task_factory() is None:
+        loop.set_task_factory(_keeping_task)
+    return loop
+
+
+_zarr_get_loop = _zarr_sync._get_loop
+_zarr_sync._get_loop = _get_loop  # zarr's sync() looks its loop up here: every task is kept
+
+
 def sync(coro: Coroutine[Any, Any, _T]) -> _T:
     """Run ``coro`` on zarr's event loop (its I/O thread) and return its result: how zarr's
     synchronous API runs its own coroutines, and the loop every store's coroutines expect."""
