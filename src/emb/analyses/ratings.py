@@ -33,8 +33,19 @@ from emb.analyses._analysis import (
 from emb.analyses._select import item_values, label_mask, select_words, unique_in_order
 from emb.errors import AnalysisError, MissingStimuliError
 
-__all__ = ["N_POLAR", "STAT_NAMES", "polar_selection", "rated_poles", "correlation_summary", "correlation_table", "declared_cell", "figure_panels",
-           "panel_notes", "pooling_words", "word_table"]
+__all__ = [
+    "N_POLAR",
+    "STAT_NAMES",
+    "correlation_summary",
+    "correlation_table",
+    "declared_cell",
+    "figure_panels",
+    "panel_notes",
+    "polar_selection",
+    "pooling_words",
+    "rated_poles",
+    "word_table",
+]
 
 
 # -- the polar words of a lexicon (valnorm, vast) ---------------------------------------------------
