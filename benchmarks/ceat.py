@@ -73,7 +73,7 @@ def _naive(files: list[Path], words: list[str]) -> tuple[float, int, int]:
 
 def _half(files: list[Path], words: list[str], contexts: int) -> float:
     """Worker CPU seconds of a one-worker pass over some files (in a process of its own)."""
-    from emb.stimuli.contexts import sample_contexts
+    from emb.corpus.contexts import sample_contexts
 
     return sum(sample_contexts(files, words, n=contexts, workers=1).options["worker_cpu_seconds"])
 
@@ -96,7 +96,7 @@ def _ceiling(files: list[Path], words: list[str], contexts: int) -> tuple[float,
 
 
 def corpus_benchmark(copies: int, contexts: int, rounds: int) -> None:
-    from emb.stimuli.contexts import sample_contexts
+    from emb.corpus.contexts import sample_contexts
 
     source = SHARED / "corpus" / "sentences.jsonl.gz"
     words = _stimuli()
@@ -227,7 +227,7 @@ def layout_benchmark(n_items: int, n_layers: int, hidden: int, directory: str | 
     import xarray as xr
 
     from emb.store import SuiteWriter, open_for_writing, open_store
-    from emb.store.writer import block_size_for
+    from emb.store.suite_writer import block_size_for
 
     rng = np.random.default_rng(0)
     words = np.asarray(_stimuli(), dtype=object)

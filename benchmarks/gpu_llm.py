@@ -393,7 +393,7 @@ def main() -> None:
             return
         print("\n== 4. --device-map auto, --layers 0,2, out-of-memory back-off")
         from emb.backends import load_model
-        from emb.backends._backoff import InjectedOOM
+        from emb.backends.backoff import InjectedOOM
         from emb.extraction.pipeline import extract
 
         small = _build(dict(shape, num_hidden_layers=4), device, dtype)

@@ -49,7 +49,8 @@ from analyze import POOLINGS, _items, write_vast  # noqa: E402
 
 def build(path: Path, *, n_words: int, n_layers: int, d: int, checksums: bool) -> float:
     """Write the store; ``checksums=False`` writes the schema-2 chunk layout (no CRC-32C)."""
-    from emb.store import _layout, writer
+    from emb.store import _layout
+    from emb.store import suite_writer as writer
 
     t0 = time.perf_counter()
     items = _items(n_words, 0)

@@ -173,7 +173,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     from emb.extraction import settings as extraction_settings
     from emb.extraction.options import WINDOW_BLOCKS
     from emb.store import layer_major
-    from emb.store import writer as store_writer
+    from emb.store import suite_writer as store_writer
 
     n_blocks, hidden = SHAPES[spec["shape"]]
     storage = np.dtype("float16")

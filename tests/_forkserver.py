@@ -47,7 +47,7 @@ PRELOAD = (
     "emb.cli.main", "emb.api", "emb.extraction.pipeline", "emb.extraction.estimate", "emb.backends.hf",
     "emb.backends._hf_runner", "emb.backends._hf_loading", "emb.backends._hf_placement",
     "emb.backends.static", "emb.analyses", "emb.analyses.registry", "emb.store", "emb.results",
-    "emb.report", "torch", "torch._dynamo", "sympy", "transformers", "accelerate", "safetensors",
+    "emb.results.report", "torch", "torch._dynamo", "sympy", "transformers", "accelerate", "safetensors",
     "tokenizers", "huggingface_hub", "transformers.models.auto.modeling_auto",
     "transformers.models.auto.tokenization_auto", "transformers.models.llama.modeling_llama",
     "transformers.models.gpt2.modeling_gpt2", "transformers.models.gpt2.tokenization_gpt2",

@@ -191,6 +191,26 @@ def test_a_family_takes_only_another_familys_public_names() -> None:
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_cli_reaches_no_private_module_or_name_of_another_room() -> None:
+    """The CLI parses, calls the library's public names and prints (STYLE.md): it imports no
+    private module (``emb.backends._backoff`` once) and no private name of a module outside
+    ``emb.cli`` (``emb._version`` is the package's version, the one private module every tool
+    reads)."""
+    modules = _modules()
+    wrong = []
+    for name, path in modules.items():
+        if not name.startswith("emb.cli"):
+            continue
+        for line, target, taken in _imports(name, path, modules):
+            if target.startswith("emb.cli") or target == "emb._version":
+                continue
+            private = [part for part in target.split(".") if part.startswith("_")]
+            private += [n for n in taken if n.startswith("_") and n != "__version__"]
+            if private:
+                wrong.append(f"{path.relative_to(_SRC)}:{line} imports {target} {taken}")
+    assert not wrong, "\n".join(wrong)
+
+
 #: names of zarr's own private attributes that emb once reached for (a store's open state, a
 #: zip store's file, a wrapper's store, a codec's numcodecs object): only the adapter may
 _ZARR_PRIVATE_NAMES = frozenset({

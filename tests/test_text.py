@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from emb._text import did_you_mean, names, plain, unknown_names
+from emb.text import did_you_mean, names, plain, unknown_names
 
 
 def test_plain_turns_numpy_into_python() -> None:

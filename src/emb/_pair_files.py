@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from emb._documents import control_character
 from emb.errors import EmbError
+from emb.files.documents import control_character
 
 __all__ = ["MAX_PAIR_FILE", "Pair", "read_pair_file"]
 

@@ -4,7 +4,7 @@ dask's ``Client(address, timeout=...)`` bounds only the TCP connection: a socket
 connection and never answers dask's handshake (a frozen scheduler, a port of another service)
 keeps it waiting for ever, and a service that answers something else can make it read a frame
 length of exabytes (``MemoryError``).  :func:`connect_scheduler` first shakes hands with the
-address once, within ``EMB_CONNECT_TIMEOUT`` (:mod:`emb._network`), and only then makes the
+address once, within ``EMB_CONNECT_TIMEOUT`` (:mod:`emb.files.network`), and only then makes the
 client: every failure is one :class:`~emb.errors.SchedulerError` naming the address.
 """
 
@@ -14,8 +14,8 @@ import asyncio
 import concurrent.futures
 from typing import Any
 
-from emb._network import CONNECT_TIMEOUT_ENV, network
 from emb.errors import SchedulerError
+from emb.files.network import CONNECT_TIMEOUT_ENV, network
 
 __all__ = ["connect_scheduler"]
 

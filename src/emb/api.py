@@ -111,7 +111,6 @@ def extract(
     """
     import warnings
 
-    from emb._text import unknown_names
     from emb.backends import check_options
     from emb.errors import EmbWarning, OptionError
     from emb.extraction.front import as_given, backend_option_names, build, suite_option_names
@@ -119,6 +118,7 @@ def extract(
     from emb.extraction.pipeline import extract as run_extract
     from emb.extraction.settings import parse_settings
     from emb.stimuli import suite_warnings
+    from emb.text import unknown_names
 
     backends = backend_option_names()
     backend_options = {k: options.pop(k) for k in list(options) if k in backends}
@@ -203,9 +203,9 @@ def suite_groups(suite: SuiteSpec, names: Sequence[str], default: str) -> dict[s
         A label no store has (the labels are listed), a label given twice, two groups for
         every store, or an empty group name.
     """
-    from emb._text import did_you_mean
-    from emb._text import names as name_list
     from emb.errors import OptionError
+    from emb.text import did_you_mean
+    from emb.text import names as name_list
 
     if suite is None:
         entries: list[tuple[str | None, str]] = []
@@ -260,10 +260,10 @@ def open_inputs(specs: Sequence[str], analysis: Analysis,
     """The stores' labels, each store's suite group as a Dataset (chunked as the analysis reads
     it), and the optional suites each store holds (``per_model``). ``suite``: see
     :func:`suite_groups`."""
-    from emb._text import did_you_mean
-    from emb._text import names as name_list
     from emb.errors import StoreError
     from emb.store import open_store
+    from emb.text import did_you_mean
+    from emb.text import names as name_list
 
     opened = [open_store(split_label(spec)[1]) for spec in specs]
     names = _names_for(specs, [s.model for s in opened])
@@ -456,7 +456,7 @@ def analyze(
         mean cosine of random word pairs) in its ``anisotropy`` table.
     progress
         ``progress(work)`` → a context manager shown while computing (``work``: the planned
-        permutation work, :func:`emb.analyses.stats._work.planning`), or None: nothing shown.
+        permutation work, :func:`emb.analyses.stats.work.planning`), or None: nothing shown.
     on_note
         Called with each note (an earlier run finished, the scheduler's dashboard).
     command
@@ -473,13 +473,13 @@ def analyze(
         when written.
     """
     from emb.analyses import ANALYSES, run_analysis
-    from emb.analyses.stats._work import planning
-    from emb.results import discard_out, prepare_out, write_results
+    from emb.analyses.stats.work import planning
+    from emb.results.directory import discard_out, prepare_out, write_results
     from emb.store import check_unchanged, damage_reported
 
     if isinstance(name, str) and name not in ANALYSES:
-        from emb._text import unknown_names
         from emb.errors import AnalysisError
+        from emb.text import unknown_names
 
         raise AnalysisError(unknown_names("analysis", [name], list(ANALYSES), "the analyses"))
     analysis = ANALYSES[name] if isinstance(name, str) else name

@@ -36,8 +36,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from emb._documents import show
 from emb.errors import EmbError, OptionError
+from emb.files.documents import show
 
 __all__ = [
     "ALTERNATIVE",

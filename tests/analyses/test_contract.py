@@ -25,7 +25,7 @@ from emb.analyses import ANALYSES, Analysis, run_analysis
 from emb.analyses._examples import lazy
 from emb.analyses._select import provenance_attrs
 from emb.errors import AnalysisError
-from emb.results import prepare_out, write_results
+from emb.results.directory import prepare_out, write_results
 from emb.schemas.datamodel import EMBEDDING, EMBEDDING_LONG_NAME
 from tests.analyses._synthetic import vast_dataset, weat_dataset
 

@@ -10,9 +10,9 @@ import warnings
 import numpy as np
 import pytest
 
-from emb._documents import show
 from emb.analyses import ANALYSES
 from emb.errors import EmbError
+from emb.files.documents import show
 
 #: What a numpy scalar's repr looks like (``np.str_('WEAT10')``, ``np.int64(3)``, ``np.float64(nan)``).
 NUMPY_REPR = re.compile(r"np\.(str_|int\d*|float\d*|bool_?|uint\d*)\(|array\(")

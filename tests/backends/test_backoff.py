@@ -1,4 +1,4 @@
-"""The out-of-memory back-off (emb.backends._backoff): failures injected through the runner's
+"""The out-of-memory back-off (emb.backends.backoff): failures injected through the runner's
 fault hook on chosen forward passes halve the batch; the store is byte-identical to a run without
 failures; a context that fails alone ends the run with the clear message and a resumable store."""
 
@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from emb.backends import load_model  # noqa: E402
-from emb.backends._backoff import (  # noqa: E402
+from emb.backends.backoff import (  # noqa: E402
     BackOff,
     InjectedOOM,
     describe,
@@ -283,7 +283,7 @@ def test_each_shard_worker_records_its_own_back_offs(tiny_gpt2_dir, tmp_path):
     assert f", {n} halving(s) in all: those vectors come from smaller batches" in note
     assert open_store(store).validate().status == "complete"
     # and the written results' sidecar (its provenance per store)
-    from emb._render import provenance
+    from emb.results._render import provenance
 
     assert provenance(result, {"s": str(store)})["s"]["oom_backoffs"] == runs
     plain = xr.Dataset(attrs=provenance_attrs(open_store(clean).dataset("oom")))

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 import emb
 from emb.analyses import ANALYSES
 from emb.cli.main import main
-from emb.results import netcdf_ready, prepare_out, write_results
+from emb.results.directory import netcdf_ready, prepare_out, write_results
 from tests.analyses._synthetic import vast_dataset, weat_dataset, write_store
 
 

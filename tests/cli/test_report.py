@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from emb.cli.main import main
-from emb.report import build_report
-from emb.results import ResultsError
+from emb.results.directory import ResultsError
+from emb.results.report import build_report
 from tests.analyses._synthetic import vast_dataset, weat_dataset, write_store
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")

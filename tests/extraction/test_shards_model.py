@@ -44,7 +44,7 @@ def test_cli_shards_of_a_real_model_on_s3_equal_a_local_run(tmp_path, s3_env, mo
     from tests import models
 
     # 64 items a block: WEAT's 1284 items are 21 blocks in 3 windows, so both shards work
-    monkeypatch.setattr("emb.store.writer.block_size_for", lambda *args: 64)
+    monkeypatch.setattr("emb.store.suite_writer.block_size_for", lambda *args: 64)
     env, bucket = s3_env
     model = str(models.tiny_gpt2(tmp_path / "gpt2"))
     local = str(tmp_path / "local.zarr")

@@ -124,7 +124,7 @@ def test_copies_of_rows_still_being_written_come_from_memory(gpt2_runner, tmp_pa
     """A copy whose row lies in a window the writer threads still hold is taken from memory (no
     wait for the write, no shard decoded); older rows are read back.  Windows of one block, two
     queued: window w copies from w-1 and w-2 in memory, from w-3 and before from the store."""
-    from emb.store import writer as store_writer
+    from emb.store import suite_writer as store_writer
 
     def items(tag: str) -> list[Item]:
         out = []

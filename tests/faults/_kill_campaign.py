@@ -41,7 +41,7 @@ import traceback
 from pathlib import Path
 
 import emb.extraction.settings as settings
-import emb.store.writer as writer
+import emb.store.suite_writer as writer
 
 settings.ExtractionSettings.__init__.__kwdefaults__["window_blocks"] = 1  # what parse_settings makes
 writer.block_size_for = lambda *args: 8

@@ -182,7 +182,7 @@ def test_every_count_option_declares_its_bound() -> None:
 def test_the_permutation_work_is_planned_estimated_and_metered() -> None:
     """What the CLI shows before and while computing a long permutation test: the planned work
     (exactly what permutation_test then counts), a one-line estimate, a progress display."""
-    from emb.analyses.stats import _work
+    from emb.analyses.stats import work as _work
     from emb.analyses.weat import weat
     from emb.cli import _progress
 

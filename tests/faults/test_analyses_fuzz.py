@@ -1,6 +1,6 @@
 """Hostile inputs to the analysis side (issue 20): only EmbErrors of a bounded length may escape
 the readers of ``emb analyze weat --tests`` files (YAML and JSON), of results sidecars
-(:func:`emb.results.read_run`, :mod:`emb._sidecar`) and ``emb report``'s page builder.
+(:func:`emb.results.read_run`, :mod:`emb.results._sidecar`) and ``emb report``'s page builder.
 
 Hypothesis throws generated documents at them: test files laid out like the real ones with
 random JSON values at random places, raw text, and real sidecars with random entries replaced.
@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from emb.analyses.wordsets.tests_file import TestSpec, load_tests, parse_tests, split_tests
 from emb.errors import AnalysisError, EmbError
-from emb.report import build_report
-from emb.results import ResultsError, read_run
+from emb.results.directory import ResultsError, read_run
+from emb.results.report import build_report
 from tests.analyses._synthetic import weat_dataset
 
 FUZZ = settings(

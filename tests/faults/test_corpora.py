@@ -28,10 +28,10 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from emb.corpus import stream as corpus_stream
+from emb.corpus.in_memory import load_corpus
+from emb.corpus.stream import corpus_files, iter_blocks, record_ids
 from emb.errors import CorpusError
-from emb.stimuli import corpus_stream
-from emb.stimuli.corpus import load_corpus
-from emb.stimuli.corpus_stream import corpus_files, iter_blocks, record_ids
 from emb.store import open_store
 from tests._hostile import Outcome, assert_refused, run_emb
 
@@ -379,7 +379,7 @@ def test_a_compressed_file_that_is_nothing_but_its_magic_is_cut_short(tmp_path: 
 def test_a_zstd_bomb_is_read_in_bounded_pieces() -> None:
     """zstd's decoder object has no output limit: 1 KiB of input at a time keeps each piece at
     most 32 MiB (here, 256 MiB of zeros from 8 KB)."""
-    from emb.stimuli.corpus_files import decompressed
+    from emb.corpus.files import decompressed
 
     bomb = zstandard.ZstdCompressor().compress(b"\x00" * 2**28)
     stream = decompressed(__import__("io").BytesIO(bomb), compression="zstd", path="bomb.zst")

@@ -21,11 +21,11 @@ import zstandard
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from emb.corpus import stream as corpus_stream
+from emb.corpus.in_memory import load_corpus, whole_word_pattern
+from emb.corpus.matching import Matcher
+from emb.corpus.stream import SKIPPED_TEXTS, corpus_files, iter_blocks
 from emb.errors import CorpusError
-from emb.stimuli import corpus_stream
-from emb.stimuli.corpus import load_corpus, whole_word_pattern
-from emb.stimuli.corpus_stream import SKIPPED_TEXTS, corpus_files, iter_blocks
-from emb.stimuli.stimulus_matching import Matcher
 
 FUZZ = settings(
     max_examples=250,

@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from emb.cli.main import main
-from emb.results import find_runs, read_run
+from emb.results.directory import find_runs, read_run
 from emb.stimuli.suites import load_suite
 from emb.store import open_store
 from tests._hostile import Outcome, assert_refused, run_emb
@@ -184,8 +184,8 @@ def test_a_second_zip_to_one_target_is_refused_and_temporaries_are_owned(root: P
     assert users.read_text() == "mine" and hidden(tmp_path) == []
     target.unlink()
 
-    from emb._outputs import claim
     from emb.errors import StoreError
+    from emb.files.outputs import claim
 
     with claim(target, what="TARGET", error=StoreError):  # another emb zip, writing
         outcome = run_emb("zip", root / "s.zarr", target)
@@ -194,8 +194,8 @@ def test_a_second_zip_to_one_target_is_refused_and_temporaries_are_owned(root: P
 
 
 def test_a_second_analyze_into_one_out_is_refused(root: Path, tmp_path: Path) -> None:
-    from emb._outputs import claim
-    from emb.results import ResultsError
+    from emb.files.outputs import claim
+    from emb.results.directory import ResultsError
 
     out = tmp_path / "res"
     out.mkdir()
@@ -236,7 +236,7 @@ def test_a_killed_analyze_leaves_the_earlier_or_the_new_run_whole(root: Path, tm
     """SIGKILL during 'emb analyze --overwrite' while it swapped its files deleted the earlier run,
     left the new one partial, a hidden .weat-partial-* directory, and every later run refused."""
     from emb.analyses import ANALYSES
-    from emb.results import prepare_out
+    from emb.results.directory import prepare_out
 
     out, saved = tmp_path / "res", tmp_path / "earlier"
     base = ("analyze", "weat", "--store", root / "s.zarr", "--out", out, "-q", "--no-plots")
@@ -287,7 +287,7 @@ def test_a_killed_zip_leaves_no_zip_or_a_whole_one(root: Path, tmp_path: Path) -
 
 @pytest.mark.slow
 def test_a_killed_report_leaves_the_earlier_or_the_new_page(root: Path, tmp_path: Path) -> None:
-    from emb.report import build_report
+    from emb.results.report import build_report
 
     results, page = tmp_path / "res", tmp_path / "pages" / "supplement.md"
     _cli("analyze", "ibd", "--store", root / "s.zarr", "--out", results, "-q")  # two figures

@@ -15,11 +15,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from emb import _swap
-from emb._outputs import claim, refuse_inside_store, zarr_store_around
 from emb.analyses import ANALYSES
 from emb.errors import EmbError
-from emb.results import ResultsError, _recover, prepare_out
+from emb.files.outputs import claim, refuse_inside_store, zarr_store_around
+from emb.results.directory import ResultsError, _recover, _swap, prepare_out
 
 FUZZ = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -103,7 +102,7 @@ def test_an_earlier_sidecar_in_out_is_read_or_refused(sidecar: str, overwrite: b
 @given(manifest=st.one_of(JSON.map(json.dumps), st.binary(max_size=40).map(bytes.hex)),
        extra=st.booleans())
 def test_a_report_figure_directory_manifest_is_read_or_refused(manifest: str, extra: bool) -> None:
-    from emb.report import _ASSETS_MANIFEST, _check_assets
+    from emb.results.report import _ASSETS_MANIFEST, _check_assets
 
     with tempfile.TemporaryDirectory() as tmp:
         assets = Path(tmp) / "r_files"

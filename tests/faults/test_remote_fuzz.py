@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import emb
-from emb._network import network
 from emb.errors import EmbError, SettingError, StoreError
+from emb.files.network import network
 from emb.store.validate import validate_store
 from tests._servers import environment, handler_server, s3_environment
 

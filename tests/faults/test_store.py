@@ -228,7 +228,7 @@ def test_a_rerun_refreshes_consolidated_metadata_that_disagrees(tmp_path: Path) 
 def test_a_full_disk_while_refreshing_consolidated_metadata_says_the_suite_is_complete(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from emb.store import writer
+    from emb.store import suite_writer as writer
 
     real, calls = writer.consolidate, {"n": 0}
 
@@ -258,7 +258,7 @@ def test_a_full_disk_while_refreshing_consolidated_metadata_says_the_suite_is_co
 def test_a_full_disk_at_the_last_step_is_one_line_from_the_cli(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from emb.store import writer
+    from emb.store import suite_writer as writer
 
     real, calls = writer.consolidate, {"n": 0}
 
@@ -368,7 +368,7 @@ def test_a_suite_overwritten_between_reads_is_refused(tmp_path: Path) -> None:
 def test_a_read_during_a_rewrite_is_refused_not_nan(tmp_path: Path, monkeypatch) -> None:
     """The rewrite deleted the old blocks and stopped (killed) before writing new ones: a
     reader opened before used to read them as NaN."""
-    from emb.store import writer
+    from emb.store import suite_writer as writer
 
     path = tmp_path / "s.zarr"
     extract(FakeRunner(), words_suite(40), str(path), progress=False, block_size=16)

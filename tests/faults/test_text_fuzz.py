@@ -40,10 +40,10 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from emb._documents import control_character
 from emb._pair_files import read_pair_file
 from emb.analyses.wordsets.tests_file import custom_test, parse_tests
 from emb.errors import AnalysisError, EmbWarning, LexiconError, SuiteError
+from emb.files.documents import control_character
 from emb.stimuli.lexicon import load_lexicon
 from emb.stimuli.suites import Item, Suite, load_suite
 from tests._hostile import Outcome, assert_refused, run_emb
@@ -372,7 +372,7 @@ def test_intersectional_keeps_a_phrase_ending_in_a_nul():
 def test_a_name_that_prints_alike_is_spelled_out_in_the_hint():
     """Was: "setting ['café'] not in this suite, which has [..., 'café']. Did you mean 'café'?"
     (the suite's NFD form, the user's NFC one): the hint named what the user had typed."""
-    from emb._text import did_you_mean, unknown_names
+    from emb.text import did_you_mean, unknown_names
 
     message = unknown_names("setting", [NFC], ["plain", NFD], "this suite")
     assert ascii(NFD) in message and "other code points" in message, message

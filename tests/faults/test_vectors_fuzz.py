@@ -25,10 +25,10 @@ import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from emb._documents import control_character
 from emb._pair_files import read_pair_file
 from emb.backends.static import load_vectors, read_vectors
 from emb.errors import EmbError, LexiconError, ModelError, SuiteError
+from emb.files.documents import control_character
 from emb.stimuli.lexicon import load_lexicon
 from emb.stimuli.suites import Item, Suite
 from emb.stimuli.suites._common import read_json

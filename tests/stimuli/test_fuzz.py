@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from emb.corpus.in_memory import load_corpus
 from emb.errors import CorpusError, EmbError, LexiconError, SuiteError
-from emb.stimuli.corpus import load_corpus
 from emb.stimuli.lexicon import load_lexicon
 from emb.stimuli.suites import BUILTIN_SUITES, Suite, load_suite
 

@@ -12,7 +12,7 @@ import numpy as np
 
 import emb
 from emb.extraction.pipeline import extract
-from emb.store import writer as store_writer
+from emb.store import suite_writer as store_writer
 from emb.store._nodes import write_parts
 from tests.store.test_shards import BLOCK, WINDOW, BatchRunner, repeat_suite
 

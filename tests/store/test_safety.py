@@ -18,7 +18,6 @@ import pytest
 import zarr
 
 import emb
-from emb import _lockfile as lock_module
 from emb.errors import (
     CorruptStoreError,
     EmbError,
@@ -29,6 +28,7 @@ from emb.errors import (
     SuiteError,
 )
 from emb.extraction.pipeline import extract
+from emb.files import lockfile as lock_module
 from emb.stimuli.suites import Suite
 from emb.store._write_checks import model_differences
 from emb.store.lock import WriterLock, lock_path

@@ -16,7 +16,7 @@ import pytest
 import emb
 from emb.extraction.pipeline import extract
 from emb.store import layer_major
-from emb.store import writer as store_writer
+from emb.store import suite_writer as store_writer
 from emb.store._nodes import digest
 from emb.store._shard_bytes import ShardEncoder, all_finite
 from tests.fakes import FakeInfo, FakeRunner

@@ -168,7 +168,7 @@ def test_resuming_a_damaged_suite_is_refused(store):
 def test_interrupted_overwrite_reads_as_an_interrupted_layout(store, monkeypatch):
     """Deleting a group clears its flags first and its zarr.json last: cut short, it is a
     layout to rewrite (exit 1), never a corrupt suite."""
-    from emb.store import writer
+    from emb.store import suite_writer as writer
 
     calls = {"n": 0}
     real = writer.zarr_sync

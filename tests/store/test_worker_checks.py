@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from emb import _lockfile
 from emb.errors import CorruptStoreError
 from emb.extraction.pipeline import extract
+from emb.files import lockfile as _lockfile
 from emb.schemas import datamodel as dm
-from emb.store import _write_checks, validate, writer
+from emb.store import _write_checks, validate
+from emb.store import suite_writer as writer
 from emb.store._location import open_zarr_store
 from emb.store._nodes import digest, digests, list_prefix, read_bytes, read_json, read_jsons
 from emb.store.shards import read_markers
@@ -149,7 +150,7 @@ def test_an_array_lost_between_the_check_and_the_lock_is_a_clear_error(tmp_path,
     not a KeyError from opening it."""
     import shutil
 
-    from emb.store import writing
+    from emb.store import store_writer as writing
 
     path = tmp_path / "s.zarr"
     _run(str(path), "1/3")

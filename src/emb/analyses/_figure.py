@@ -26,8 +26,8 @@ from matplotlib.offsetbox import DrawingArea
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from emb._text import names, unknown_names
 from emb.errors import AnalysisError
+from emb.text import names, unknown_names
 
 __all__ = [
     "COLUMN_WIDTH",

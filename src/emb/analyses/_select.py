@@ -7,20 +7,19 @@ stimulus' ``word``, ``context``, ``setting``, ``stimulus_set`` and the suite's l
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._text import did_you_mean, names, plain, unknown_names
 from emb.errors import AnalysisError, MissingStimuliError
 from emb.options import WORD_SET
 from emb.schemas.datamodel import ITEM
+from emb.text import did_you_mean, names, plain, unknown_names
 
 __all__ = [
     "CommonWords",
@@ -33,7 +32,6 @@ __all__ = [
     "item_text",
     "item_values",
     "label_mask",
-    "own_descriptions",
     "parse_subset",
     "refuse_repeats",
     "provenance_attrs",
@@ -47,7 +45,6 @@ __all__ = [
     "words_of",
 ]
 
-F = TypeVar("F", bound=Callable[..., Any])
 #: Item coordinates that describe how a stimulus was located, not what it is.
 _TECHNICAL = frozenset(
     {"char_start", "char_end", "n_subtokens", "token_start", "token_end", "n_tokens"}
@@ -524,42 +521,6 @@ def plain_strings(ds: xr.Dataset) -> xr.Dataset:
     data = {k: v for k, v in changed.items() if k not in ds.coords}
     out = ds.assign_coords(coords) if coords else ds
     return out.assign(data) if data else out
-
-
-def own_descriptions(func: F) -> F:
-    """Hand an analysis function its Dataset arguments without their variables' attributes.
-
-    The store describes its arrays (the embedding's ``long_name``, ``contextual embedding of
-    the target``), and xarray keeps a variable's attributes through arithmetic and reductions:
-    every count, rate or p-value computed from the embedding would carry that description into
-    the result, its netCDF and the columns of its tables. With this, a result variable's
-    attributes are exactly those its analysis set, whether it is called directly or through
-    :func:`emb.analyses.run_analysis`. The Datasets' own attributes (the store's provenance) stay,
-    and the caller's Datasets are not modified (shallow copies, data shared).
-    """
-
-    def bare(value: Any) -> Any:
-        if not isinstance(value, xr.Dataset):
-            return value
-        out = value.copy(deep=False)
-        for var in out.variables.values():
-            var.attrs = {}
-        return out
-
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return func(*(bare(a) for a in args), **{k: bare(v) for k, v in kwargs.items()})
-
-    return wrapper  # type: ignore[return-value]
-
-
-def public_in_package(func: F) -> F:
-    """Name ``func`` by its family's package, where users import it from (``emb.analyses.weat``),
-    not by the private module that defines it (``emb.analyses.weat._weat``), as numpy's
-    ``set_module`` does: ``emb analyze NAME --help``, :meth:`Analysis.to_dict` and pickles name
-    the public path (the function is the package's attribute of that name)."""
-    func.__module__ = func.__module__.rpartition(".")[0]
-    return func
 
 
 # -- the same words in every cell compared side by side ---------------------------------------------

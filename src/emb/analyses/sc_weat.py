@@ -19,7 +19,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._text import names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
@@ -33,11 +32,11 @@ from emb.analyses._analysis import (
     small_n_of,
     with_set_sizes,
 )
+from emb.analyses._decorators import own_descriptions
 from emb.analyses._select import (
     compared_words,
     item_values,
     label_mask,
-    own_descriptions,
     parse_subset,
     provenance_attrs,
     refuse_repeats,
@@ -46,15 +45,16 @@ from emb.analyses._select import (
     unique_in_order,
 )
 from emb.analyses.ratings import declared_cell, pooling_words, word_table
-from emb.analyses.stats._work import plan
 from emb.analyses.stats.association import (
     MIN_ATTRIBUTE_WORDS,
     rating_residuals,
     sc_weat_effect_sizes,
 )
+from emb.analyses.stats.work import plan
 from emb.errors import AnalysisError
 from emb.options import ALTERNATIVE, DDOF, MIN_WORDS, N_PERMUTATIONS, WORD_SET
 from emb.schemas.datamodel import FEATURE, ITEM
+from emb.text import names, unknown_names
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -20,7 +20,6 @@ import pandas as pd
 import xarray as xr
 
 from emb._pair_files import Pair, read_pair_file
-from emb._text import unknown_names
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
     Analysis,
@@ -38,18 +37,14 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
-from emb.analyses._select import (
-    _attr,
-    describe_source,
-    own_descriptions,
-    provenance_attrs,
-    refuse_repeats,
-)
+from emb.analyses._decorators import own_descriptions
+from emb.analyses._select import _attr, describe_source, provenance_attrs, refuse_repeats
 from emb.analyses.ratings import panel_notes
 from emb.analyses.stats import correlation_ci, spearman
 from emb.analyses.stats.nullify import MAX_K, nullified_pair_cosines
 from emb.errors import AnalysisError, MissingStimuliError
 from emb.options import WORD_SET
+from emb.text import unknown_names
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -20,7 +20,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._text import unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     Analysis,
@@ -34,11 +33,11 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
+from emb.analyses._decorators import own_descriptions
 from emb.analyses._select import (
     compared_words,
     item_values,
     label_mask,
-    own_descriptions,
     parse_subset,
     provenance_attrs,
     settings_present,
@@ -59,6 +58,7 @@ from emb.analyses.stats.association import rating_residuals, sc_weat_effect_size
 from emb.errors import AnalysisError, MissingStimuliError
 from emb.options import DDOF, WORD_SET
 from emb.schemas.datamodel import ITEM
+from emb.text import unknown_names
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

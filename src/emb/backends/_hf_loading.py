@@ -25,7 +25,6 @@ import torch
 import transformers
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 
-from emb.backends._backoff import InjectedOOM
 from emb.backends._hf_placement import (
     block_count,
     blocks_to_load,
@@ -50,6 +49,7 @@ from emb.backends._hf_runner import (
     parse_dtype,
 )
 from emb.backends._memory import check_device_map, check_quantization, parse_max_memory
+from emb.backends.backoff import InjectedOOM
 from emb.backends.base import ModelInfo
 from emb.errors import ModelError
 from emb.options import DEVICE, DTYPE

@@ -27,12 +27,12 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from emb._documents import show
-from emb.backends._backoff import BackOff, forward_with_backoff
+from emb.backends.backoff import BackOff, forward_with_backoff
 from emb.backends.base import Encoding, ModelInfo, Runner
 from emb.backends.pooling import POOLINGS, parse_poolings, pool
 from emb.backends.tokens import apply_bos_batch, locate_batch
 from emb.errors import ModelError, TargetNotFoundError
+from emb.files.documents import show
 from emb.options import BATCH_SIZE
 
 __all__ = ["DType", "HFRunner", "stop_after"]
@@ -128,11 +128,11 @@ class HFRunner(Runner):
     #: The memory plan the weights were placed by (:mod:`emb.backends._memory`), set by the
     #: loader; None where none could be made (a gguf file).
     memory_plan: Any = None
-    #: The out-of-memory back-off's state (:class:`emb.backends._backoff.BackOff`), made at the
+    #: The out-of-memory back-off's state (:class:`emb.backends.backoff.BackOff`), made at the
     #: first batch; its ``events`` are the run's halvings.
     backoff: BackOff | None = None
     #: The fault hook: called with (contexts, tokens) before each forward pass, it may raise an
-    #: out-of-memory error (:class:`emb.backends._backoff.InjectedOOM`, ``EMB_INJECT_OOM``).
+    #: out-of-memory error (:class:`emb.backends.backoff.InjectedOOM`, ``EMB_INJECT_OOM``).
     oom_fault: Callable[[int, int], None] | None = None
 
     def __init__(self, model: Any, tokenizer: Any, device: torch.device, info: ModelInfo):
@@ -511,7 +511,7 @@ class HFRunner(Runner):
 
     def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> tuple:
         """One batch's hidden states, the batch halved where the device runs out of memory
-        (:func:`emb.backends._backoff.forward_with_backoff`; ``self.backoff`` keeps what it
+        (:func:`emb.backends.backoff.forward_with_backoff`; ``self.backoff`` keeps what it
         learnt, ``self.oom_fault`` is the fault hook)."""
         if self.backoff is None:
             self.backoff = BackOff()

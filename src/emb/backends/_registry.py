@@ -17,12 +17,12 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from emb._text import unknown_names
 from emb.backends.base import Backend, Runner
 from emb.backends.hf import HFBackend
 from emb.backends.static import StaticBackend
 from emb.errors import EmbWarning, ModelError, OptionError
 from emb.options import DEVICE, DTYPE
+from emb.text import unknown_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.stimuli.suites import Suite

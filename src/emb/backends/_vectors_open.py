@@ -17,8 +17,8 @@ import zlib
 from pathlib import Path
 from typing import IO, Any
 
-from emb._special_files import check_regular_file
 from emb.errors import ModelError
+from emb.files.special import check_regular_file
 
 __all__ = [
     "READ_ERRORS",

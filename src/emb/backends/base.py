@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from emb._documents import show
 from emb.errors import ModelError
+from emb.files.documents import show
 from emb.options import BATCH_SIZE
 from emb.schemas.datamodel import POOLINGS
 

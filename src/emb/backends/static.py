@@ -32,7 +32,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from emb._documents import show
 from emb.backends.base import Backend, Runner, words_of
 from emb.backends.vectors import (
     FORMATS,
@@ -45,6 +44,7 @@ from emb.backends.vectors import (
     rounding_loss,
 )
 from emb.errors import EmbError, ModelError, OptionError, SuiteError, TargetNotFoundError
+from emb.files.documents import show
 from emb.options import BATCH_SIZE, Option
 
 __all__ = [

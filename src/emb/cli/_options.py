@@ -41,7 +41,7 @@ class Choice(click.Choice):
         self.owner = owner
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from emb._text import did_you_mean
+        from emb.text import did_you_mean
 
         if getattr(self.option, "multiple", False) and isinstance(value, str) and "," in value:
             # a repeatable option's comma-separated values: each one checked (split later)

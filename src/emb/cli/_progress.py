@@ -5,7 +5,7 @@ notebook's captured output) keeps as hundreds of lines. :class:`Progress` draws 
 when stderr is a terminal and otherwise prints at most five lines (0, 25, 50, 75, 100 %).
 
 Permutation tests are few tasks that may each run for minutes: when the analysis planned their
-work (:mod:`emb.analyses.stats._work`), :class:`WorkProgress` shows the share of it done instead,
+work (:mod:`emb.analyses.stats.work`), :class:`WorkProgress` shows the share of it done instead,
 polled twice a second, with the time left; :func:`estimate` is the one line printed before.
 """
 
@@ -100,7 +100,7 @@ class WorkProgress(Callback):
         self._thread: threading.Thread | None = None
 
     def _start_state(self, dsk: Any, state: dict[str, Any]) -> None:
-        from emb.analyses.stats._work import METER
+        from emb.analyses.stats.work import METER
 
         METER.reset()
         self._start = time.monotonic()
@@ -119,7 +119,7 @@ class WorkProgress(Callback):
             self._show()
 
     def _done(self) -> float:
-        from emb.analyses.stats._work import METER
+        from emb.analyses.stats.work import METER
 
         return min(1.0, METER.value / self._total)
 

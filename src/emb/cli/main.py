@@ -161,7 +161,7 @@ def extract(
                 f"{r.seconds:.1f} s"
             )
         if r.backoffs:
-            from emb.backends._backoff import describe as describe_backoffs
+            from emb.backends.backoff import describe as describe_backoffs
 
             click.echo(f"{r.name}: {describe_backoffs(list(r.backoffs))}")
     # the estimate covers this run's work (all blocks, or its shard's) from the model loaded to

@@ -25,7 +25,7 @@ def report(results: tuple[str, ...], out: str | None, fmt: str | None, title: st
     RESULTS are --out directories of 'emb analyze' (searched recursively) or their sidecar
     .json files; every run's files are checked against its sidecar first.
     """
-    from emb.report import build_report
+    from emb.results.report import build_report
 
     path = build_report(list(results), out, format=fmt, title=title)  # type: ignore[arg-type]
     click.echo(f"wrote {path}")

@@ -2,7 +2,7 @@
 :mod:`emb.store._backoffs`): the halvings of this run, the batch size that ran from each
 length on, and the context that ended the run when one ran out of memory alone.
 
-The runner's back-off state (:class:`emb.backends._backoff.BackOff`, ``runner.backoff``) lives
+The runner's back-off state (:class:`emb.backends.backoff.BackOff`, ``runner.backoff``) lives
 as long as the runner: it accumulates over the suites of one ``extract`` call, and the batch
 sizes it learnt on one suite are where the next suite's long batches start.  :class:`Mark`
 notes where a suite's run began in it.
@@ -38,7 +38,7 @@ class Mark:
 
 def _ranges(limits: dict[int, int], batch_size: int) -> list[dict[str, Any]]:
     """The batch size that runs from each length on (a limit holds for every longer batch
-    too, :meth:`emb.backends._backoff.BackOff.rows_for`), as ranges of lengths."""
+    too, :meth:`emb.backends.backoff.BackOff.rows_for`), as ranges of lengths."""
     steps: list[tuple[int, int]] = []
     current = batch_size
     for tokens in sorted(limits):

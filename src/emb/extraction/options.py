@@ -129,7 +129,7 @@ LAYERS = Option(name="layers", parser=layer_spec,
 DRY_RUN = Option(name="dry_run", type="bool", default=False,
                  help="Build the suites, tokenise, print the estimated store size and time; "
                       "write nothing.")
-#: Items per shard of the store (None: :func:`emb.store.writer.block_size_for`'s rule).
+#: Items per shard of the store (None: :func:`emb.store.suite_writer.block_size_for`'s rule).
 BLOCK_SIZE = Option(name="block_size", type="int", low=1, high=math.inf, cli=False,
                     help="Items per shard (default: a power of two <= 512 keeping a shard <= "
                          "16 MiB).")

@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from emb._documents import show
-from emb._text import unknown_names
 from emb.errors import EmbError, OptionError
 from emb.extraction.options import (
     BATCH_SIZE,
@@ -32,6 +30,8 @@ from emb.extraction.options import (
     STORAGE_DTYPE,
     WINDOW_BLOCKS,
 )
+from emb.files.documents import show
+from emb.text import unknown_names
 
 if TYPE_CHECKING:  # pragma: no cover
     from emb.extraction.shards import Shard

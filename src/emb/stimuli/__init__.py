@@ -1,16 +1,15 @@
 """The stimuli: which target word, in which context, to embed (torch-free).
 
-Suites and their generators (:mod:`emb.stimuli.suites`), rated lexica (:mod:`~emb.stimuli.lexicon`),
-corpus reading (:mod:`~emb.stimuli.corpus`, :mod:`~emb.stimuli.corpus_files`,
-:mod:`~emb.stimuli.corpus_stream`) and sampling of contexts (:mod:`~emb.stimuli.contexts`, with
-:mod:`~emb.stimuli.stimulus_matching`, :mod:`~emb.stimuli.sentences`,
-:mod:`~emb.stimuli.reservoir`). Importing it never imports torch: a suite is built, saved and
-checked without a model.
+Suites and their generators (:mod:`emb.stimuli.suites`) and rated lexica
+(:mod:`~emb.stimuli.lexicon`); the contexts they draw from corpora come from the corpus engine
+(:mod:`emb.corpus`, whose :class:`~emb.corpus.Corpus` and :func:`~emb.corpus.load_corpus` are
+handed on here). Importing it never imports torch: a suite is built, saved and checked without a
+model.
 """
 
 from __future__ import annotations
 
-from emb.stimuli.corpus import Corpus, load_corpus
+from emb.corpus import Corpus, load_corpus
 from emb.stimuli.lexicon import Lexicon, load_lexicon
 from emb.stimuli.suites import (
     BUILTIN_SUITES,

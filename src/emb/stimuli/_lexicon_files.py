@@ -15,8 +15,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from emb._documents import control_character
 from emb.errors import LexiconError
+from emb.files.documents import control_character
 
 __all__ = [
     "RATINGS",

@@ -17,8 +17,8 @@ from emb.store.store import (
     describe,
     open_store,
 )
-from emb.store.writer import SuiteWriter, block_size_for
-from emb.store.writing import StoreWriter
+from emb.store.store_writer import StoreWriter
+from emb.store.suite_writer import SuiteWriter, block_size_for
 
 __all__ = [
     "COPIES_PENDING",

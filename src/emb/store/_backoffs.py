@@ -1,7 +1,7 @@
 """The out-of-memory back-offs of the runs that wrote a suite, kept in its provenance.
 
 A run of ``emb extract`` whose batches ran out of device memory (the runner halved them, see
-:mod:`emb.backends._backoff`) leaves one *run record*::
+:mod:`emb.backends.backoff`) leaves one *run record*::
 
     {"run": "20261126T225501-1a2b3c4d", "started": "2026-11-26T22:55:01+00:00",
      "shard": null, "batch_size": 64, "device": "cuda:0",

@@ -10,8 +10,8 @@ from typing import Any
 
 import zarr.storage
 
-from emb._outputs import refuse_inside_store
 from emb.errors import RemoteStoreError, StoreError
+from emb.files.outputs import refuse_inside_store
 from emb.store._remote import RemoteStore, is_http, open_url_store
 from emb.store._zarr import sync
 

@@ -12,7 +12,7 @@ computed checksum do not match``); such a server is refused when the store is op
 Directory stores also need the server's index pages (``show_index`` / ``autoindex``), which is
 how fsspec lists an HTTP "directory": a server without them is refused too, pointing to the zip.
 
-Every request is bounded in time and retried a bounded number of times (:mod:`emb._network`:
+Every request is bounded in time and retried a bounded number of times (:mod:`emb.files.network`:
 ``EMB_CONNECT_TIMEOUT``, ``EMB_READ_TIMEOUT``, ``EMB_RETRIES``): for ``s3://`` through botocore's
 configuration (``connect_timeout``, ``read_timeout``, ``retries`` in the standard mode, which
 retries timeouts, dropped connections, 5xx answers and throttling; s3fs's own retry loop is
@@ -35,8 +35,8 @@ import fsspec
 import fsspec.core
 import zarr.storage
 
-from emb._network import Network, network
 from emb.errors import RemoteStoreError, StoreError
+from emb.files.network import Network, network
 from emb.store._requests import Requests, one_line, transient
 from emb.store._zarr import Buffer, BufferPrototype, ZipFileStore, prototype, sync
 
@@ -71,7 +71,7 @@ def is_http(url: str) -> bool:
 def url_options(
     url: str, storage_options: dict[str, Any] | None, settings: Network | None = None
 ) -> dict[str, Any]:
-    """fsspec's options for ``url``: the timeouts and retries of :mod:`emb._network` for ``s3://``
+    """fsspec's options for ``url``: the timeouts and retries of :mod:`emb.files.network` for ``s3://``
     and ``http(s)://``, under the caller's own ``storage_options`` (which win, key by key, also
     inside ``config_kwargs`` and ``client_kwargs``)."""
     settings = settings or network()
@@ -171,7 +171,7 @@ class RemoteStore(zarr.storage.FsspecStore):
             await self.bounded_write(super().set(key, value, byte_range), len(value))
 
     async def bounded_write(self, write: Awaitable[_T], nbytes: int) -> _T:
-        """``write`` within :meth:`~emb._network.Network.write_limit` (aiohttp has no timeout
+        """``write`` within :meth:`~emb.files.network.Network.write_limit` (aiohttp has no timeout
         on sending: a frozen server with full buffers would hold an upload for ever)."""
         return await asyncio.wait_for(write, self.settings.write_limit(nbytes))
 

@@ -17,8 +17,8 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
-from emb._network import Network
 from emb.errors import RemoteStoreError, StoreError
+from emb.files.network import Network
 
 __all__ = ["Requests", "hidden_failure", "one_line", "remote_failure", "transient"]
 

@@ -3,7 +3,7 @@
 A writer holds ``<store>/.emb-lock.<suite>`` for as long as it writes that suite, and
 ``<store>/.emb-lock`` for the moments it changes the root (creating the store, refreshing the
 consolidated metadata).  The lock itself (an exclusive ``flock`` naming its holder, released by
-the operating system when its process dies) is :class:`emb._lockfile.WriterLock`, which the
+the operating system when its process dies) is :class:`emb.files.lockfile.WriterLock`, which the
 outputs' claims use too; this module says where a store's locks lie.
 
 Object stores (``s3://``, ``gs://`` …) have no such primitive: no lock is taken there (see the
@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from emb._lockfile import GRACE_S, LockHolder, WriterLock
+from emb.files.lockfile import GRACE_S, LockHolder, WriterLock
 from emb.schemas import datamodel as dm
 from emb.store._location import is_url, local_path
 

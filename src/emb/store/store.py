@@ -23,20 +23,20 @@ import xarray as xr
 import zarr
 import zarr.errors
 
-from emb._outputs import (
-    check_space,
-    claim,
-    disk_full_message,
-    is_disk_full,
-    refuse_inside_store,
-    zarr_store_around,
-)
 from emb.errors import (
     CorruptStoreError,
     EmbError,
     IncompleteStoreError,
     RemoteStoreError,
     StoreError,
+)
+from emb.files.outputs import (
+    check_space,
+    claim,
+    disk_full_message,
+    is_disk_full,
+    refuse_inside_store,
+    zarr_store_around,
 )
 from emb.schemas import datamodel as dm
 from emb.store import _compat as compat
@@ -628,7 +628,7 @@ def _done_blocks(group: zarr.Group) -> np.ndarray | None:
 def _written(group: zarr.Group, emb_arr: Any, complete: bool) -> tuple[int, int | None]:
     """(items, bytes) of the suite's written blocks: the items they hold and the size of their
     embedding shards in the store, one stat per shard (bytes None when the backend cannot say).
-    A block is one shard along ``item`` (:mod:`emb.store.writer`)."""
+    A block is one shard along ``item`` (:mod:`emb.store.suite_writer`)."""
     shard = tuple(int(c) for c in (emb_arr.shards or emb_arr.chunks))
     n = int(emb_arr.shape[0])
     grid = [math.ceil(s / c) for s, c in zip(emb_arr.shape, shard, strict=True)]

@@ -429,7 +429,7 @@ def test_roc_figure_says_which_threshold_each_detector_used() -> None:
 def test_roc_table_columns_describe_the_candidates_not_the_chosen_cell() -> None:
     """ibd_roc's threshold, tp, … hold every candidate (roc_* variables), not the chosen
     threshold's numbers that the main table's columns of the same names hold."""
-    from emb.results import _descriptions
+    from emb.results.directory import _descriptions
 
     result = run_analysis(ANALYSIS, {"m": ibd_dataset()}).compute()
     tables = ANALYSIS.tables(result)
@@ -445,7 +445,7 @@ def test_cli_refuses_an_export_path_that_is_one_of_the_runs_outputs(tmp_path: Pa
     """'--out e5 --export-tests e5/ibd.csv' replaced the run's own table after its checksum was
     recorded: the finished run then failed its own check in 'emb report'."""
     from emb.cli.main import main
-    from emb.results import find_runs
+    from emb.results.directory import find_runs
 
     store = write_store(tmp_path / "toy.zarr", {"ibd": ibd_dataset(n_layers=2)})
     monkeypatch.chdir(tmp_path)

@@ -16,9 +16,9 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from emb.corpus.in_memory import Corpus
 from emb.errors import LexiconError, OptionError, SuiteError
 from emb.schemas import SCHEMA_VERSION, load_schema, validate_document
-from emb.stimuli.corpus import Corpus
 from emb.stimuli.suites import (
     BUILTIN_SUITES,
     Item,

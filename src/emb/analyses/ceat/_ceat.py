@@ -27,7 +27,6 @@ import pandas as pd
 import xarray as xr
 
 from emb import data
-from emb._text import did_you_mean, natural_key
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
     MAX_BOOTSTRAP,
@@ -39,13 +38,12 @@ from emb.analyses._analysis import (
     slug,
     small_n_of,
 )
+from emb.analyses._decorators import own_descriptions, public_in_package
 from emb.analyses._select import (
     describe_source,
     item_text,
     item_values,
-    own_descriptions,
     provenance_attrs,
-    public_in_package,
     refuse_repeats,
     suite_parameters,
     text_column,
@@ -63,9 +61,10 @@ from emb.analyses.ceat._kernels import (
 )
 from emb.analyses.ceat._summary import summary
 from emb.analyses.ceat._tables import tables
-from emb.analyses.stats._work import plan
+from emb.analyses.stats.work import plan
 from emb.errors import AnalysisError, EmbWarning, MissingStimuliError
 from emb.options import ALTERNATIVE, DDOF, MIN_WORDS, N_PERMUTATIONS
+from emb.text import did_you_mean, natural_key
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -7,7 +7,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._text import natural_key
 from emb.analyses._analysis import (
     DEFAULT_POOLINGS,
     Summary,
@@ -17,6 +16,7 @@ from emb.analyses._analysis import (
 )
 from emb.analyses._select import suite_parameters
 from emb.analyses.ceat._kernels import ROLES
+from emb.text import natural_key
 
 __all__ = ["summary"]
 

@@ -20,9 +20,9 @@ import numpy as np
 import xarray as xr
 
 from emb import data
-from emb._text import names as name_list
 from emb.analyses._select import item_values, refuse_repeats, settings_present, unique_in_order
 from emb.errors import AnalysisError, EmbWarning
+from emb.text import names as name_list
 
 __all__ = ["DEFAULT_GROUPS", "Design", "METHODS", "design", "readable_names", "title_of"]
 

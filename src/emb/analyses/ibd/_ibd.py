@@ -28,20 +28,14 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._documents import show
-from emb._outputs import refuse_inside_store
 from emb.analyses import stats
 from emb.analyses._analysis import (
     Analysis,
     Option,
     check_options,
 )
-from emb.analyses._select import (
-    own_descriptions,
-    provenance_attrs,
-    public_in_package,
-    select_words,
-)
+from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._select import provenance_attrs, select_words
 from emb.analyses.ibd._design import METHODS, Design, design, readable_names, title_of
 from emb.analyses.ibd._export import (
     DETECTOR,
@@ -55,6 +49,8 @@ from emb.analyses.ibd._summary import summary
 from emb.analyses.ibd._tables import tables
 from emb.analyses.stats import detection
 from emb.errors import AnalysisError
+from emb.files.documents import show
+from emb.files.outputs import refuse_inside_store
 from emb.options import MIN_WORDS
 
 if TYPE_CHECKING:

@@ -47,16 +47,10 @@ from emb.analyses._analysis import (
     own_pooling_rows,
     tidy_frame,
 )
-from emb.analyses._select import (
-    item_values,
-    label_mask,
-    own_descriptions,
-    provenance_attrs,
-    public_in_package,
-    text_column,
-)
-from emb.analyses.stats._work import plan
+from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._select import item_values, label_mask, provenance_attrs, text_column
 from emb.analyses.stats.subspace import SCALINGS, Scaling
+from emb.analyses.stats.work import plan
 from emb.analyses.valence_subspace import project, valence_direction
 from emb.errors import AnalysisError, MissingStimuliError
 from emb.options import ALTERNATIVE, C_SVC, CORRECTION, CV_FOLDS, DDOF, N_PERMUTATIONS

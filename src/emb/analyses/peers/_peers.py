@@ -28,11 +28,8 @@ from emb.analyses._analysis import (
     tidy_frame,
     with_set_sizes,
 )
-from emb.analyses._select import (
-    own_descriptions,
-    provenance_attrs,
-    public_in_package,
-)
+from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._select import provenance_attrs
 from emb.analyses.stats import peers as kernels
 from emb.analyses.wordsets import (
     TEST_OPTIONS,

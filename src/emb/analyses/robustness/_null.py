@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._text import names
 from emb.analyses._analysis import (
     Analysis,
     Option,
@@ -21,7 +20,8 @@ from emb.analyses._analysis import (
     mc_floor,
     tidy_frame,
 )
-from emb.analyses._select import item_values, own_descriptions, public_in_package
+from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._select import item_values
 from emb.analyses.stats import (
     association,
     permutation_test,
@@ -45,6 +45,7 @@ from emb.analyses.wordsets import (
 )
 from emb.errors import AnalysisError
 from emb.options import DDOF
+from emb.text import names
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

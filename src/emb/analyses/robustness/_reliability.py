@@ -20,7 +20,7 @@ from emb.analyses._analysis import (
     integer_columns,
     tidy_frame,
 )
-from emb.analyses._select import own_descriptions, public_in_package
+from emb.analyses._decorators import own_descriptions, public_in_package
 from emb.analyses.stats import peers as pk
 from emb.analyses.stats import robustness as rb
 from emb.analyses.wordsets import (

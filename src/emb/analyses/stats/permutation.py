@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import special
 
-from emb.analyses.stats._work import METER
+from emb.analyses.stats.work import METER
 from emb.errors import AnalysisError
 
 __all__ = ["Alternative", "PermutationMethod", "PermutationResult", "permutation_test",

@@ -29,14 +29,8 @@ from emb.analyses._analysis import (
     own_pooling_rows,
     tidy_frame,
 )
-from emb.analyses._select import (
-    describe_source,
-    item_values,
-    own_descriptions,
-    provenance_attrs,
-    public_in_package,
-    refuse_repeats,
-)
+from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._select import describe_source, item_values, provenance_attrs, refuse_repeats
 from emb.analyses.stats import polar
 from emb.errors import AnalysisError, MissingStimuliError
 from emb.options import CORRECTION

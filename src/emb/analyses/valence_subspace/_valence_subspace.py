@@ -35,14 +35,8 @@ from emb.analyses._analysis import (
     p_below_range,
     tidy_frame,
 )
-from emb.analyses._select import (
-    item_values,
-    label_mask,
-    own_descriptions,
-    provenance_attrs,
-    public_in_package,
-    unique_in_order,
-)
+from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._select import item_values, label_mask, provenance_attrs, unique_in_order
 from emb.analyses.stats.association import sc_weat_effect_sizes
 from emb.analyses.stats.subspace import SCALINGS, Scaling, valence_direction_kernel
 from emb.errors import AnalysisError, MissingStimuliError

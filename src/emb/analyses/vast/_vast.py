@@ -30,7 +30,6 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from emb._text import names, unknown_names
 from emb.analyses import stats
 from emb.analyses._analysis import (
     Analysis,
@@ -44,13 +43,12 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
+from emb.analyses._decorators import own_descriptions, public_in_package
 from emb.analyses._select import (
     compared_words,
-    own_descriptions,
     parse_subset,
     plain_strings,
     provenance_attrs,
-    public_in_package,
     refuse_repeats,
     settings_present,
 )
@@ -71,6 +69,7 @@ from emb.analyses.vast._blocks import (
 )
 from emb.errors import AnalysisError
 from emb.options import CORRECTION, DDOF, WORD_SET
+from emb.text import names, unknown_names
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -27,12 +27,9 @@ from emb.analyses._analysis import (
     slug,
     small_n_of,
 )
-from emb.analyses._select import (
-    own_descriptions,
-    provenance_attrs,
-    public_in_package,
-)
-from emb.analyses.stats._work import plan
+from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._select import provenance_attrs
+from emb.analyses.stats.work import plan
 from emb.analyses.weat._summary import _CORRECTIONS, _FAMILIES, summary
 from emb.analyses.weat._tables import tables
 from emb.analyses.wordsets import (

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from emb._text import cut, names, unknown_names
 from emb.analyses._analysis import Option
 from emb.analyses._select import label_mask, refuse_repeats, select_positions, settings_present
 from emb.analyses.wordsets.tests_file import (
@@ -26,6 +25,7 @@ from emb.analyses.wordsets.tests_file import (
     word_set_problems,
 )
 from emb.errors import AnalysisError, EmbWarning
+from emb.text import cut, names, unknown_names
 
 __all__ = ["MIN_TARGET_WORDS", "TEST_OPTIONS", "dropped_text", "gather_test", "resolve_tests"]
 

@@ -34,10 +34,10 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from emb._documents import check_json_data, control_character, parse_json, parse_yaml, show
-from emb._text import cut, did_you_mean, names, natural_key, plain, unknown_names
 from emb.analyses._select import item_values, label_mask, truthy, unique_in_order
 from emb.errors import AnalysisError
+from emb.files.documents import check_json_data, control_character, parse_json, parse_yaml, show
+from emb.text import cut, did_you_mean, names, natural_key, plain, unknown_names
 
 __all__ = [
     "MAX_FILE_BYTES",
@@ -83,8 +83,8 @@ def is_test_file(value: Any) -> bool:
 def load_tests(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a test-definition file (YAML or JSON) into its ``tests`` mapping (not yet resolved).
 
-    The file is read as every user document is (:mod:`emb._documents`): JSON's data model only,
-    YAML without aliases, at most :data:`~emb._documents.MAX_DEPTH` levels deep, at most
+    The file is read as every user document is (:mod:`emb.files.documents`): JSON's data model only,
+    YAML without aliases, at most :data:`~emb.files.documents.MAX_DEPTH` levels deep, at most
     :data:`MAX_FILE_BYTES`.
 
     Raises

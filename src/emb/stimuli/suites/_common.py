@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from emb._documents import check_json_data, control_character, parse_json, show
-from emb._special_files import check_regular_file
 from emb.errors import SuiteError
+from emb.files.documents import check_json_data, control_character, parse_json, show
+from emb.files.special import check_regular_file
 from emb.stimuli.suites.core import Item
 
 #: The bleached template's prefix: "This is WORD" (May et al. 2019; VAST).
@@ -47,7 +47,7 @@ def listing(words: Sequence[str], limit: int = 20) -> str:
 
 
 def read_json(path: Path, what: str) -> Any:
-    """A user's JSON file as plain JSON data (see :mod:`emb._documents`), or SuiteError
+    """A user's JSON file as plain JSON data (see :mod:`emb.files.documents`), or SuiteError
     (also for a path that is not a regular file: a FIFO would block)."""
     check_regular_file(path, what=what, error=SuiteError, must_exist=True)
     try:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from emb._documents import control_character, parse_json
-from emb._special_files import check_regular_file
 from emb.errors import SuiteError
+from emb.files.documents import control_character, parse_json
+from emb.files.special import check_regular_file
 from emb.stimuli.suites._common import sha256
 
 __all__ = [

@@ -12,8 +12,8 @@ import math
 import re
 from typing import Any
 
-from emb._documents import MAX_FLOAT_INT, check_json_data, text_is_unicode
 from emb.errors import SuiteError
+from emb.files.documents import MAX_FLOAT_INT, check_json_data, text_is_unicode
 from emb.schemas import load_schema, validate_document
 
 __all__ = ["item_rules", "plainly_valid", "validate_suite_document"]
@@ -40,7 +40,7 @@ def plainly_valid(entry: Any) -> bool:
     """A fast, stricter-than-the-schema check of one item (True implies schema-valid JSON data).
 
     Validating tens of thousands of items with jsonschema takes seconds; items that pass this
-    check skip it (and :func:`~emb._documents.check_json_data`), and any item that fails it
+    check skip it (and :func:`~emb.files.documents.check_json_data`), and any item that fails it
     sends the whole document through jsonschema, whose errors carry the JSON paths.
     """
     allowed, required, label_name, reserved, word_pattern = item_rules()
@@ -96,7 +96,7 @@ def validate_suite_document(doc: Any, source: str | None) -> None:
     """Check that a suite document is JSON data and schema-valid.
 
     Items passing :func:`plainly_valid` skip both the JSON-data walk and jsonschema; the rest of
-    the document is walked (:func:`~emb._documents.check_json_data`) before jsonschema
+    the document is walked (:func:`~emb.files.documents.check_json_data`) before jsonschema
     sees it, so that jsonschema and the error messages only ever meet plain JSON data.
     """
     where = f"suite {source or 'document'}"

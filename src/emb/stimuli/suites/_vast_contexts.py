@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from emb._documents import show
 from emb.errors import SuiteError
+from emb.files.documents import show
 from emb.stimuli.suites._common import BLEACHED, read_json, sha256, span_item
 from emb.stimuli.suites.core import Item
 

@@ -6,7 +6,7 @@ code spells them; I1–I4: intersectional) are package data (``emb/data/ceat_tes
 own tests in the same layout are read with ``--test FILE``.
 
 Every stimulus of the chosen tests gets up to ``--contexts`` contexts from the corpus, sampled in one
-streaming pass (:func:`emb.stimuli.contexts.sample_contexts`). A stimulus shared by several tests
+streaming pass (:func:`emb.corpus.contexts.sample_contexts`). A stimulus shared by several tests
 (the pleasant words, *Brad*) is sampled once and its items carry every test it belongs to.
 """
 
@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from emb import data
+from emb.corpus.contexts import ContextSample, sample_contexts
+from emb.corpus.matching import UNITS
 from emb.errors import CorpusError, SuiteError
 from emb.options import SEED, Option
-from emb.stimuli.contexts import ContextSample, sample_contexts
-from emb.stimuli.stimulus_matching import UNITS
 from emb.stimuli.suites._common import listing, read_json, sha256
 from emb.stimuli.suites.core import Item, Suite
 from emb.stimuli.suites.generator import SuiteGenerator

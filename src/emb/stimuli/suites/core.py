@@ -13,7 +13,7 @@ Each item says in exactly one way where its target is: a ``{target}`` placeholde
 (replaced by ``word``; used only when the item has neither ``span`` nor ``occurrence``), an
 explicit ``span`` ``[char_start, char_end)`` whose text equals ``word`` ignoring case, or
 ``occurrence``: the n-th (1-based) case-insensitive whole-word match of ``word`` (default 1;
-whole-word as in :func:`emb.stimuli.corpus.whole_word_pattern`). :func:`load_suite` and
+whole-word as in :func:`emb.corpus.in_memory.whole_word_pattern`). :func:`load_suite` and
 :meth:`Suite.from_dict` *materialise* items into :class:`Item` with explicit character offsets.
 
 Built-in generators build suites from lexica, word lists and corpora: each is a module of
@@ -40,14 +40,16 @@ from typing import Any, Literal
 
 import numpy as np
 
-from emb._documents import (
+from emb.corpus.in_memory import whole_word_pattern
+from emb.errors import EmbWarning, SuiteError
+from emb.files.documents import (
     check_json_data,
     control_character,
     parse_json,
     parse_yaml,
     show,
 )
-from emb._outputs import (
+from emb.files.outputs import (
     check_space,
     claim,
     disk_full_message,
@@ -55,9 +57,7 @@ from emb._outputs import (
     refuse_inside_store,
     write_file,
 )
-from emb.errors import EmbWarning, SuiteError
 from emb.schemas import SCHEMA_VERSION
-from emb.stimuli.corpus import whole_word_pattern
 from emb.stimuli.suites._validation import item_rules, validate_suite_document
 
 __all__ = [
@@ -88,7 +88,7 @@ _NO_CONTROL = ("words, settings, stimulus sets and label values are printable te
 
 def _refuse_control(what: str, value: str) -> None:
     """SuiteError when ``value`` (a word, setting, stimulus set or label value) holds a control
-    character (:func:`~emb._documents.control_character`)."""
+    character (:func:`~emb.files.documents.control_character`)."""
     problem = control_character(value)
     if problem is not None:
         raise SuiteError(f"{what} is {show(value)}, which {problem}; {_NO_CONTROL}")

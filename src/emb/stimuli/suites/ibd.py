@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from emb import data
-from emb._documents import show
 from emb.errors import SuiteError
+from emb.files.documents import show
 from emb.options import Option
 from emb.stimuli.suites._common import BLEACHED, listing, read_json, sha256, span_item, word_list
 from emb.stimuli.suites.core import Suite

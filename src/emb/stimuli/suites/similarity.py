@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from emb._pair_files import read_pair_file
-from emb._special_files import check_regular_file
 from emb.errors import SuiteError
+from emb.files.special import check_regular_file
 from emb.options import Option
 from emb.stimuli.suites._common import BLEACHED, sha256, span_item
 from emb.stimuli.suites.core import Suite

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from emb import data
+from emb.corpus.in_memory import whole_word_pattern
 from emb.errors import SuiteError
 from emb.options import Option
-from emb.stimuli.corpus import whole_word_pattern
 from emb.stimuli.suites._common import listing, sha256
 from emb.stimuli.suites._stereotype_files import (
     ARTICLE_POS,

@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from emb import data
-from emb._documents import show
+from emb.corpus.in_memory import Corpus, load_corpus
 from emb.errors import SuiteError
+from emb.files.documents import show
 from emb.options import SEED, Option
-from emb.stimuli.corpus import Corpus, load_corpus
 from emb.stimuli.lexicon import Lexicon, load_lexicon
 from emb.stimuli.suites._common import (
     BLEACHED,
@@ -182,7 +182,7 @@ class VastGenerator(SuiteGenerator):
     :mod:`emb.stimuli.suites._vast_contexts`); ``misaligned`` the band mirrored (``mirror_band``)
     for the lexicon words, while the polar words keep their aligned contexts; ``random`` (only
     with a corpus) one seeded corpus sentence holding the word
-    (:meth:`~emb.stimuli.corpus.Corpus.sample`). Polar words the lexicon does not rate take the
+    (:meth:`~emb.corpus.in_memory.Corpus.sample`). Polar words the lexicon does not rate take the
     ratings 8 (pleasant) / 2 (unpleasant) for their band; their ``valence`` labels are NaN and
     ``in_lexicon`` is "false". With several lexica, items repeat per lexicon.
     ``wording="reference"`` reproduces the authors' code: "think about" and band edges closed at

@@ -5,7 +5,7 @@ for byte (``bytes.translate``) so that ASCII letters and digits are kept (lower-
 match is case-sensitive) and every other byte becomes a space; a stimulus ``w`` then occurs as a
 whole word exactly where ``b" w "`` occurs, except next to a non-ASCII byte (a letter such as
 *é* or punctuation such as *’*), which is settled by decoding the few bytes around it. This is the
-rule of :func:`emb.stimuli.corpus.whole_word_pattern` (no letter or digit on either side;
+rule of :func:`emb.corpus.in_memory.whole_word_pattern` (no letter or digit on either side;
 ``love`` matches *love's* and *self-love*, not *lovely*) with ASCII case folding. Stimuli that
 are not one ASCII word (``action figure``, ``José``) are found by a trigger (their longest ASCII
 run) and confirmed with that regex on the decoded record.
@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from emb.corpus.in_memory import whole_word_pattern
 from emb.errors import CorpusError
-from emb.stimuli.corpus import whole_word_pattern
 
 __all__ = ["UNITS", "Matcher", "Unit", "reference_text", "reference_window"]
 
@@ -201,7 +201,7 @@ class Matcher:
 
     def scan(self, chunk: bytes) -> np.ndarray:
         """(pattern, start, end) of every pattern occurrence in a chunk of raw lines: a prefilter
-        (:func:`~emb.stimuli.corpus_stream.iter_blocks`) whose hits in verbatim texts are reused
+        (:func:`~emb.corpus.stream.iter_blocks`) whose hits in verbatim texts are reused
         by :meth:`occurrences`."""
         return self._raw(chunk)
 

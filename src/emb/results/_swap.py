@@ -2,7 +2,7 @@
 step leaves recoverable, to the earlier run or to the new one, whole.
 
 :func:`emb.results.write_results` renders every file into a temporary directory it owns
-(``.STEM.emb-partial-XXXXXXXX``, under the claim of ``DIR/STEM``: :func:`emb._outputs.claim`),
+(``.STEM.emb-partial-XXXXXXXX``, under the claim of ``DIR/STEM``: :func:`emb.files.outputs.claim`),
 writes there the journal (:class:`Journal`, ``.emb-swap.json``: the new files and their sha256,
 the earlier run's files it replaces and theirs, the exports and their temporaries), writes the
 exports' temporaries beside their targets, and renames the directory to
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from emb._outputs import Claim, remove_path, write_file
-from emb._sidecar import is_bare_name
+from emb.files.outputs import Claim, remove_path, write_file
+from emb.results._sidecar import is_bare_name
 
 __all__ = ["JOURNAL", "Journal", "SwapBlocked", "commit", "discard", "read_journal", "recover",
            "roll_forward", "write_journal"]

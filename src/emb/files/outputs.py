@@ -11,7 +11,7 @@ report --out`` and its ``<page>_files/`` directory, ``emb zip TARGET``, ``emb su
   them with their sha256, a report page and its figure directory say they were made by emb, a
   suite file reads as one; anything else in the way is refused, ``--overwrite`` or not.
 - **Claimed** (:func:`claim`): one emb process writes a target at a time. The claim is a lock file
-  beside the target (``.NAME.emb-lock``, :class:`emb._lockfile.WriterLock`: the operating system
+  beside the target (``.NAME.emb-lock``, :class:`emb.files.lockfile.WriterLock`: the operating system
   releases it when its process dies, SIGKILL included); a second writer is refused at once with
   the holder's name. A writer's temporaries are named ``.NAME.emb-partial-XXXXXXXX`` beside the
   target (unique, created exclusively, never a user's name): the next process that claims the
@@ -199,8 +199,8 @@ def claim(target: str | os.PathLike[str], *, what: str, error: type[Exception],
         Another live emb process holds the target (named in the message), or no lock can be
         created beside it (a read-only directory, a file system without locks).
     """
-    from emb._lockfile import LockHolder, WriterLock
     from emb.errors import StoreError, StoreLockedError
+    from emb.files.lockfile import LockHolder, WriterLock
 
     target = Path(target)
     shown = shown or str(target)

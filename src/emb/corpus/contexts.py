@@ -1,7 +1,7 @@
 """Natural contexts of many stimuli from a large corpus: one streaming pass, seeded reservoirs.
 
 :func:`sample_contexts` reads every corpus file once (bounded memory: a few blocks of text and the
-reservoirs), finds all stimuli at once (:mod:`emb.stimuli.stimulus_matching`) and keeps, for each
+reservoirs), finds all stimuli at once (:mod:`emb.corpus.matching`) and keeps, for each
 stimulus, up to ``n`` of the context units (sentences, documents, or the authors' windows) that
 contain it.
 
@@ -33,8 +33,10 @@ from typing import Any, NamedTuple, overload
 
 import numpy as np
 
-from emb.errors import CorpusError
-from emb.stimuli.corpus_stream import (
+from emb.corpus.matching import Matcher, Unit, reference_text, reference_window
+from emb.corpus.reservoir import Reservoirs, below, candidate_keys
+from emb.corpus.sentences import _sentence_of, _sentences, one_sentence
+from emb.corpus.stream import (
     MAX_RECORD_BYTES,
     CorpusFile,
     Format,
@@ -42,9 +44,7 @@ from emb.stimuli.corpus_stream import (
     iter_blocks,
     record_ids,
 )
-from emb.stimuli.reservoir import Reservoirs, below, candidate_keys
-from emb.stimuli.sentences import _sentence_of, _sentences, one_sentence
-from emb.stimuli.stimulus_matching import Matcher, Unit, reference_text, reference_window
+from emb.errors import CorpusError
 
 __all__ = ["Context", "ContextSample", "Contexts", "candidate_keys", "sample_contexts"]
 
@@ -130,7 +130,7 @@ class ContextSample:
     records_skipped : int
         ``[deleted]``/``[removed]``/empty records.
     records_too_long : int
-        Records longer than :data:`~emb.stimuli.corpus_stream.MAX_RECORD_BYTES`, skipped.
+        Records longer than :data:`~emb.corpus.stream.MAX_RECORD_BYTES`, skipped.
     records_invalid_unicode : int
         JSON records holding a stimulus whose text or id has an unpaired surrogate escape
         (``\\ud800``), skipped.
@@ -220,7 +220,7 @@ def _units(matcher: Matcher, rec, stim, ws, we, text_of, single=None):  # noqa: 
     occurrences make one candidate per record (``document``, ``reference``) or one per sentence
     holding it (``sentence``: the record is split only then). ``hint`` is the byte position (in
     the block) of the candidate's target when it is known without splitting, else -1.
-    ``single`` (per record of the block, :func:`~emb.stimuli.sentences.one_sentence`) marks the
+    ``single`` (per record of the block, :func:`~emb.corpus.sentences.one_sentence`) marks the
     records known to be one sentence without splitting them.
     """
     e = np.zeros(0, dtype=np.int64)
@@ -270,7 +270,7 @@ def _materialize(
 
     ``hint``: the target's byte offset in ``text`` when the scan knew it (the record's only
     occurrence, or the first one for ``document``), which spares finding it again; ``single``:
-    the text is known to be one sentence (:func:`~emb.stimuli.sentences.one_sentence`).
+    the text is known to be one sentence (:func:`~emb.corpus.sentences.one_sentence`).
     """
     word = matcher.stimuli[stimulus]
     if matcher.unit == "reference":
@@ -528,14 +528,14 @@ def sample_contexts(
     ----------
     corpus : path, glob, or a sequence of them
         Text, JSON Lines or Parquet files, optionally gzip/zstd/xz/bz2-compressed
-        (:func:`emb.stimuli.corpus_files.corpus_files`).
+        (:func:`emb.corpus.files.corpus_files`).
     stimuli : sequence of str
         The words (distinct).
     n : int
         Contexts kept per stimulus.
     seed : int
     unit : {"sentence", "document", "reference"}
-        See :mod:`emb.stimuli.stimulus_matching`.
+        See :mod:`emb.corpus.matching`.
     case_sensitive : bool
         Match the stimulus' case exactly (``reference`` always does).
     text_field, id_field : str
@@ -555,7 +555,7 @@ def sample_contexts(
     Raises
     ------
     CorpusError
-        Unreadable files or records (see :func:`~emb.stimuli.corpus_stream.iter_blocks`), bad
+        Unreadable files or records (see :func:`~emb.corpus.stream.iter_blocks`), bad
         options.
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:

@@ -30,8 +30,8 @@ from os import PathLike
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from emb._special_files import check_regular_file, open_regular_file
 from emb.errors import CorpusError
+from emb.files.special import check_regular_file, open_regular_file
 
 __all__ = [
     "HASH_LIMIT",

@@ -24,7 +24,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from emb._outputs import (
+from emb._version import __version__
+from emb.files.outputs import (
     Claim,
     check_space,
     claim,
@@ -34,8 +35,7 @@ from emb._outputs import (
     remove_path,
     write_file,
 )
-from emb._version import __version__
-from emb.results import ResultsError, find_runs, make_dirs, remove_empty_dirs
+from emb.results.directory import ResultsError, find_runs, make_dirs, remove_empty_dirs
 
 __all__ = ["build_report"]
 

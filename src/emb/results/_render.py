@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from emb._outputs import is_disk_full, write_file
-from emb._text import plain
+from emb.files.outputs import is_disk_full, write_file
+from emb.text import plain
 
 __all__ = ["Files", "figure_bytes", "figure_metadata", "figure_title", "maybe_json", "netcdf_bytes",
            "latex_bytes", "netcdf_ready", "provenance", "package_versions", "table_bytes"]

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from emb.corpus.in_memory import Corpus, load_corpus, whole_word_pattern
 from emb.errors import CorpusError
-from emb.stimuli.corpus import Corpus, load_corpus, whole_word_pattern
 
 SENTENCES = [
     "Love is patient.",

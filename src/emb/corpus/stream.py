@@ -1,6 +1,6 @@
 """Corpus files read as a stream of record blocks, in bounded memory (torch-free).
 
-A corpus is one or more files (:mod:`emb.stimuli.corpus_files`): plain text (one record per line), JSON
+A corpus is one or more files (:mod:`emb.corpus.files`): plain text (one record per line), JSON
 Lines / NDJSON (one object per line; the text in ``text_field``, an id in ``id_field`` when present)
 or Parquet (a string column), each optionally compressed with gzip, zstandard, xz or bzip2
 (detected from the first bytes, not the suffix). Pushshift's Reddit dumps (NDJSON, zstandard with a
@@ -33,11 +33,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from emb._documents import text_is_unicode
+from emb.corpus.files import CorpusFile, Format, corpus_files, open_stream
 from emb.errors import CorpusError
-from emb.stimuli.corpus_files import CorpusFile, Format, corpus_files, open_stream
+from emb.files.documents import text_is_unicode
 
-__all__ = [  # CorpusFile, Format and corpus_files are handed on from emb.stimuli.corpus_files
+__all__ = [  # CorpusFile, Format and corpus_files are handed on from emb.corpus.files
     "MAX_RECORD_BYTES",
     "CorpusFile",
     "Format",

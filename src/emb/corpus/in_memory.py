@@ -31,9 +31,9 @@ from typing import Literal
 
 import numpy as np
 
-from emb._special_files import check_regular_file, open_regular_file
+from emb.corpus.files import compression_of, decompressed
 from emb.errors import CorpusError
-from emb.stimuli.corpus_files import compression_of, decompressed
+from emb.files.special import check_regular_file, open_regular_file
 
 __all__ = ["TOKEN_PATTERN", "Corpus", "load_corpus", "whole_word_pattern"]
 
@@ -182,7 +182,7 @@ class Corpus:
 
 def _decompress(raw: bytes, path: Path) -> bytes:
     """The bytes of a file as stored, decompressed when they are gzip, zstandard, xz or bzip2
-    (every member or frame, the end checked: see :func:`emb.stimuli.corpus_files.decompressed`)."""
+    (every member or frame, the end checked: see :func:`emb.corpus.files.decompressed`)."""
     kind = compression_of(raw[:8])
     if kind in ("none", "parquet"):
         return raw

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from emb._documents import MAX_DEPTH, parse_json, show
-from emb._text import cut, names
+from emb.files.documents import MAX_DEPTH, parse_json, show
+from emb.text import cut, names
 
 __all__ = ["MAX_SIDECAR_BYTES", "is_bare_name", "load_sidecar", "sidecar_problems"]
 

@@ -1,7 +1,7 @@
 """One writer at a time: advisory lock files (generic; below the store and the outputs).
 
 A store's writer holds the lock files :mod:`emb.store.lock` names (one per suite, one for the
-root); every other output claims its target with one beside it (:func:`emb._outputs.claim`).  A lock is an exclusive ``flock`` (``msvcrt.locking`` on Windows) on the
+root); every other output claims its target with one beside it (:func:`emb.files.outputs.claim`).  A lock is an exclusive ``flock`` (``msvcrt.locking`` on Windows) on the
 file, which names its holder (host, pid, start time, command) for the error a second writer gets.
 
 The operating system releases the lock when its process ends, however it ends (SIGKILL

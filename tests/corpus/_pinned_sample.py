@@ -1,7 +1,7 @@
 """Digests of the contexts sampled from the shared corpus, pinned when the sampler was rewritten
 (issue 10's speed work): the sample must stay the same for the same inputs.
 
-``python -m tests.stimuli._pinned_sample DATA_DIR`` prints the digests of the current
+``python -m tests.corpus._pinned_sample DATA_DIR`` prints the digests of the current
 implementation (the pinned file was written by the implementation before the rewrite, commit
 0647b70).
 """
@@ -32,7 +32,7 @@ def stimuli() -> list[str]:
 
 def digests(data_dir: Path, case: tuple, *, workers: int = 1) -> dict[str, str]:
     """Per stimulus, sha256 (16 hex digits) of its seen count and every field of its contexts."""
-    from emb.stimuli.contexts import sample_contexts
+    from emb.corpus.contexts import sample_contexts
 
     _, copies, unit, n, case_sensitive = case
     source = Path(data_dir) / "corpus" / "sentences.jsonl.gz"

@@ -1,7 +1,7 @@
 """The store's write protocol behind one handle: :class:`StoreWriter`, through which ``emb extract``
 writes, as zarr's ``Store`` hides how bytes reach a disk or a bucket.
 
-A run uses it in this order, which the crash safety of :mod:`emb.store.writer` rests on:
+A run uses it in this order, which the crash safety of :mod:`emb.store.suite_writer` rests on:
 
 1. Reading only, before anything is written: :meth:`~StoreWriter.check` (a location emb must not
    write into, a suite another process writes, a store of another model) and
@@ -9,11 +9,11 @@ A run uses it in this order, which the crash safety of :mod:`emb.store.writer` r
    :meth:`~StoreWriter.stored_plans` (what a resumed suite was started with, for a sharded run's
    count).  A dry run stops here: nothing has been created.
 2. :meth:`~StoreWriter.open`: the store's root created, or its model checked, under the root lock.
-3. Per suite, :meth:`~StoreWriter.open_suite` returns a :class:`~emb.store.writer.SuiteWriter`
+3. Per suite, :meth:`~StoreWriter.open_suite` returns a :class:`~emb.store.suite_writer.SuiteWriter`
    holding the suite's lock: the layout (or the one resumed), then per block
-   :meth:`~emb.store.writer.SuiteWriter.write_block` (the shard, then its marker), then
-   :meth:`~emb.store.writer.SuiteWriter.finish` (manifest, ``complete``, the root's consolidated
-   metadata); a shard writer's record (:meth:`~emb.store.writer.SuiteWriter.record_shards`).
+   :meth:`~emb.store.suite_writer.SuiteWriter.write_block` (the shard, then its marker), then
+   :meth:`~emb.store.suite_writer.SuiteWriter.finish` (manifest, ``complete``, the root's consolidated
+   metadata); a shard writer's record (:meth:`~emb.store.suite_writer.SuiteWriter.record_shards`).
    Vectors another finished suite stored with the same settings are found with
    :meth:`~StoreWriter.reusable_rows` and read with :meth:`~StoreWriter.read_rows`.
 
@@ -34,7 +34,7 @@ import zarr
 
 from emb.errors import RemoteStoreError, StoreError
 from emb.schemas import datamodel as dm
-from emb.store import writer as _writer
+from emb.store import suite_writer as _writer
 from emb.store._compat import text
 from emb.store._layout import read_rows
 from emb.store._location import is_url, local_path, open_zarr_store
@@ -47,7 +47,7 @@ from emb.store._write_checks import (
 from emb.store.lock import WriterLock
 from emb.store.shards import ShardRecord, read_record, recorded_tokens, shard_lock_path
 from emb.store.store import suite_names
-from emb.store.writer import SuiteWriter
+from emb.store.suite_writer import SuiteWriter
 
 __all__ = ["RowKey", "StoreWriter"]
 

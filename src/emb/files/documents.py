@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from emb._text import cut
+from emb.text import cut
 
 __all__ = [
     "MAX_DEPTH",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.stimuli._pinned_sample import CASES, PINNED, digests
+from tests.corpus._pinned_sample import CASES, PINNED, digests
 
 
 @pytest.mark.slow

@@ -13,11 +13,11 @@ default one follows the same rule as a given one), and only the files that run's
 are never touched: a run that would replace one is refused before anything is moved. A run that
 fails or is interrupted leaves no empty directory it created behind (:func:`discard_out`).
 
-Output paths follow the rule of :mod:`emb._outputs`: never inside a zarr store, never over a file
+Output paths follow the rule of :mod:`emb.files.outputs`: never inside a zarr store, never over a file
 emb did not write (an export path too: only the earlier run's export, unchanged), one writer per
 analysis and directory at a time. Every file is rendered in memory and written by emb itself (a
 full disk is one clear error with the space needed; HDF5 never writes to a full disk), and the
-files are moved into place by a journalled swap (:mod:`emb._swap`): a run killed at any step
+files are moved into place by a journalled swap (:mod:`emb.results._swap`): a run killed at any step
 leaves the earlier run or the new one whole, and the next run into the directory completes it.
 
 Tables are byte-identical across identical runs (CSV: pandas' shortest round-trip floats, LF line
@@ -41,15 +41,17 @@ from typing import Any
 
 import xarray as xr
 
-from emb import _swap
-from emb._outputs import (
+from emb.errors import EmbError
+from emb.files.outputs import (
     claim,
     disk_full_message,
     is_disk_full,
     refuse_inside_store,
     write_file,
 )
-from emb._render import (
+from emb.options import TABLE_FORMAT
+from emb.results import _swap
+from emb.results._render import (
     Files,
     figure_bytes,
     figure_metadata,
@@ -61,10 +63,8 @@ from emb._render import (
     provenance,
     table_bytes,
 )
-from emb._sidecar import is_bare_name, load_sidecar, sidecar_problems
-from emb._text import names, plain
-from emb.errors import EmbError
-from emb.options import TABLE_FORMAT
+from emb.results._sidecar import is_bare_name, load_sidecar, sidecar_problems
+from emb.text import names, plain
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -192,7 +192,7 @@ def prepare_out(directory: str | os.PathLike[str], analysis: Any, *, overwrite: 
                 ) -> OutputPlan:
     """Check the output directory before computing: outside any zarr store, creatable,
     writable, no earlier run in the way. An interrupted run's swap there is completed (or its
-    temporaries removed) first, under the claim of the directory's results (see :mod:`emb._swap`).
+    temporaries removed) first, under the claim of the directory's results (see :mod:`emb.results._swap`).
 
     Parameters
     ----------
@@ -258,7 +258,7 @@ def _claimed(directory: Path, analysis: Any) -> Any:
 
 
 def _recover(held: Any, directory: Path) -> list[str]:
-    """Finish an interrupted run's swap in ``directory`` (see :mod:`emb._swap`)."""
+    """Finish an interrupted run's swap in ``directory`` (see :mod:`emb.results._swap`)."""
     try:
         return _swap.recover(held, directory)
     except _swap.SwapBlocked as blocked:
@@ -402,7 +402,7 @@ def write_results(
 
     Every file is rendered in memory and written by emb into a temporary directory first; only
     when every one of them is there are they moved into place, by a journalled swap that a kill
-    at any step leaves recoverable (:mod:`emb._swap`; the next run into the directory completes
+    at any step leaves recoverable (:mod:`emb.results._swap`; the next run into the directory completes
     it). On any error nothing of this run is left behind and an earlier run's files are
     untouched.
 

@@ -16,11 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as st_
 
+from emb.corpus.contexts import candidate_keys, sample_contexts
+from emb.corpus.in_memory import whole_word_pattern
+from emb.corpus.matching import Matcher, reference_text, reference_window
+from emb.corpus.stream import corpus_files
 from emb.errors import CorpusError
-from emb.stimuli.contexts import candidate_keys, sample_contexts
-from emb.stimuli.corpus import whole_word_pattern
-from emb.stimuli.corpus_stream import corpus_files
-from emb.stimuli.stimulus_matching import Matcher, reference_text, reference_window
 
 SENTENCES = [
     "I love my family.", "Love is all you need!", "She loves him.", "He said: love, love.",
@@ -201,7 +201,7 @@ def test_bounds_shared_between_workers_leave_out_only_what_the_merge_drops(
     """Workers that lower their reservoirs' thresholds to the others' (as local workers do
     through shared memory, at any moment) keep every candidate of the n smallest of the union,
     and never more candidates than without the bounds."""
-    from emb.stimuli.reservoir import Reservoirs, below
+    from emb.corpus.reservoir import Reservoirs, below
 
     rng = np.random.default_rng(seed)
     size = int(rng.integers(n, 8 * n + 2))
@@ -264,7 +264,7 @@ def test_reservoir_uniform_end_to_end(tmp_path: Path) -> None:
 def test_one_sentence_shortcut_agrees_with_sentencex(data_dir: Path) -> None:
     """Texts the shortcut calls one sentence are one sentence for sentencex too (shared corpus)."""
     sentencex = pytest.importorskip("sentencex")
-    from emb.stimuli.sentences import _TERMINATORS
+    from emb.corpus.sentences import _TERMINATORS
 
     with gzip.open(data_dir / "corpus" / "sentences.jsonl.gz", "rt", encoding="utf-8") as handle:
         texts = [json.loads(line)["text"] for i, line in enumerate(handle) if i % 7 == 0]
@@ -278,8 +278,8 @@ def test_one_sentence_shortcut_agrees_with_sentencex(data_dir: Path) -> None:
 def test_vectorised_one_sentence_test_equals_the_string_rule(texts: list[str]) -> None:
     """one_sentence (bytes of a whole block, NumPy) says True exactly where the body of the text
     (rstrip " \\t", then ".!?…") holds no terminator, the rule _sentences uses to skip sentencex."""
-    from emb.stimuli.corpus_stream import RecordBlock
-    from emb.stimuli.sentences import _CANDIDATES, _sentences, one_sentence
+    from emb.corpus.sentences import _CANDIDATES, _sentences, one_sentence
+    from emb.corpus.stream import RecordBlock
 
     block = RecordBlock.from_texts(texts, np.arange(len(texts)), np.arange(len(texts)))
     got = one_sentence(block.data, block.starts, block.ends)
@@ -301,7 +301,7 @@ _WORDS = st.sampled_from(["love", "Love", "home", "he", "she", "glove", "café",
 def test_hits_reused_from_the_prefilter_equal_a_second_scan(tmp_path_factory, records) -> None:
     """Records whose text is verbatim in its JSON line reuse the prefilter's hits; the occurrences
     equal those of a scan of the decoded block (escapes, nested or repeated keys, odd spacing)."""
-    from emb.stimuli.corpus_stream import iter_blocks
+    from emb.corpus.stream import iter_blocks
 
     lines = []
     for i, (words, nested, ascii_only, seps) in enumerate(records):
@@ -328,7 +328,7 @@ def test_contexts_read_as_a_list_of_context(tmp_path: Path) -> None:
     too), slice and iteration alike, equal to the list of them, and picklable."""
     import pickle
 
-    from emb.stimuli.contexts import Context, Contexts
+    from emb.corpus.contexts import Context, Contexts
 
     files = _corpus(tmp_path)
     for workers in (1, 2):
@@ -415,7 +415,7 @@ def test_fast_json_reading_equals_the_standard_library(tmp_path_factory, rows) -
     """The JSON lines' texts and ids as msgspec reads them (two fields only) are those of
     ``json.loads``: any id type or none, other fields of any shape (named like msgspec's
     internal fields too), escapes or not."""
-    from emb.stimuli.corpus_stream import iter_blocks, record_ids
+    from emb.corpus.stream import iter_blocks, record_ids
 
     lines, want = [], []
     for text, ident, extra, ascii_only in rows:
