@@ -167,7 +167,9 @@ def test_ci_runs_exactly_the_readme_test_command() -> None:
     ci = [line for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
           if line.strip() and not line.startswith(("#", "set ", "cd "))]
     assert ci == [commands["2"]]
-    assert '-e ".[extract,test,docs,quantize]"' in commands["2"] and "python -m pytest" in commands["2"]
+    assert '-e ".[extract,test,docs,quantize]"' in commands["2"] and "bash .ci/tests.sh" in commands["2"]
+    tests = (REPO / ".ci" / "tests.sh").read_text(encoding="utf-8")
+    assert "python -m pytest -q -ra --durations=25" in tests and "bash .ci/lowest.sh --run" in tests
     assert _commands((DOCS / "getting-started.md").read_text(encoding="utf-8")) == commands
 
 
