@@ -105,44 +105,18 @@ def _refuse(path: Path, what: str, problems: list[str], error: type[EmbError]) -
 def _csv_pairs(path: Path, text: str, what: str, error: type[EmbError]) -> list[Pair]:
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
-        header = next(reader, None)
-        if header is None or not any(cell.strip() for cell in header):
-            raise error(
-                f"{what} {path} is empty; it needs the header word1,word2,score and one line per pair"
-            )
-        columns = [cell.strip() for cell in header]
-        missing = [c for c in _COLUMNS if c not in columns]
-        if missing:
-            raise error(
-                f"{what} {path} lacks the column(s) {missing} in its header; found "
-                f"{[c[:40] for c in columns[:10]]} (a pairs CSV needs word1, word2, score)"
-            )
-        repeated = sorted({c for c in columns if c in (*_COLUMNS, "dataset") and columns.count(c) > 1})
-        if repeated:
-            raise error(f"{what} {path} names the column(s) {repeated} twice in its header")
-        at = {name: columns.index(name) for name in (*_COLUMNS, "dataset") if name in columns}
+        columns, at = _csv_header(next(reader, None), path, what, error)
         pairs: list[Pair] = []
         problems: list[str] = []
         for row in reader:
             line = reader.line_num
             if not any(cell.strip() for cell in row):
                 continue
-            if len(row) != len(columns):
-                problems.append(f"line {line} has {len(row)} fields, the header {len(columns)}")
-                continue
-            word1, word2 = row[at["word1"]].strip(), row[at["word2"]].strip()
-            score, why = _score(row[at["score"]].strip())
-            dataset = row[at["dataset"]].strip() if "dataset" in at else None
-            if not word1 or not word2:
-                problems.append(f"line {line} has an empty word")
-            elif score is None:
-                problems.append(f"line {line}: {why}")
-            elif dataset == "":
-                problems.append(f"line {line} has an empty dataset")
-            elif (control := _control(line, (word1, word2, dataset))) is not None:
-                problems.append(control)
+            pair = _csv_pair(row, line, columns, at)
+            if isinstance(pair, Pair):
+                pairs.append(pair)
             else:
-                pairs.append(Pair(word1, word2, score, dataset, line))
+                problems.append(pair)
     except csv.Error as err:
         raise error(
             f"{what} {path}: line {reader.line_num} is not valid CSV ({err}); give a CSV with the "
@@ -150,6 +124,47 @@ def _csv_pairs(path: Path, text: str, what: str, error: type[EmbError]) -> list[
         ) from None
     _refuse(path, what, problems, error)
     return pairs
+
+
+def _csv_header(
+    header: list[str] | None, path: Path, what: str, error: type[EmbError],
+) -> tuple[list[str], dict[str, int]]:
+    """The header's columns and where each known one is; refused when empty, without word1,
+    word2 and score, or naming one twice."""
+    if header is None or not any(cell.strip() for cell in header):
+        raise error(
+            f"{what} {path} is empty; it needs the header word1,word2,score and one line per pair"
+        )
+    columns = [cell.strip() for cell in header]
+    missing = [c for c in _COLUMNS if c not in columns]
+    if missing:
+        raise error(
+            f"{what} {path} lacks the column(s) {missing} in its header; found "
+            f"{[c[:40] for c in columns[:10]]} (a pairs CSV needs word1, word2, score)"
+        )
+    repeated = sorted({c for c in columns if c in (*_COLUMNS, "dataset") and columns.count(c) > 1})
+    if repeated:
+        raise error(f"{what} {path} names the column(s) {repeated} twice in its header")
+    at = {name: columns.index(name) for name in (*_COLUMNS, "dataset") if name in columns}
+    return columns, at
+
+
+def _csv_pair(row: list[str], line: int, columns: list[str], at: dict[str, int]) -> Pair | str:
+    """The pair of a non-empty row, or what is wrong with it."""
+    if len(row) != len(columns):
+        return f"line {line} has {len(row)} fields, the header {len(columns)}"
+    word1, word2 = row[at["word1"]].strip(), row[at["word2"]].strip()
+    score, why = _score(row[at["score"]].strip())
+    dataset = row[at["dataset"]].strip() if "dataset" in at else None
+    if not word1 or not word2:
+        return f"line {line} has an empty word"
+    if score is None:
+        return f"line {line}: {why}"
+    if dataset == "":
+        return f"line {line} has an empty dataset"
+    if (control := _control(line, (word1, word2, dataset))) is not None:
+        return control
+    return Pair(word1, word2, score, dataset, line)
 
 
 def _tsv_pairs(path: Path, text: str, what: str, error: type[EmbError]) -> list[Pair]:

@@ -18,6 +18,7 @@ import os
 import pickle
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,7 +49,12 @@ from emb.backends._hf_runner import (
     parse_device,
     parse_dtype,
 )
-from emb.backends._memory import check_device_map, check_quantization, parse_max_memory
+from emb.backends._memory import (
+    MemoryPlan,
+    check_device_map,
+    check_quantization,
+    parse_max_memory,
+)
 from emb.backends.backoff import InjectedOOM
 from emb.backends.base import ModelInfo
 from emb.errors import ModelError
@@ -182,6 +188,342 @@ def _describe_tokenizer(tokenizer: Any) -> str:
     return f"{type(tokenizer).__name__} ({tokenizer.name_or_path})"
 
 
+@dataclass(frozen=True)
+class _Options:
+    """:func:`load_model`'s placement options, parsed and checked before anything is read."""
+
+    dtype: str
+    torch_dtype: torch.dtype
+    device: torch.device
+    device_map: str | None
+    quantize: str | None
+    limits: dict[int | str, int] | None
+
+
+def _parse_options(
+    *, dtype: Any, device: Any, trust_remote_code: Any, device_map: Any, max_memory: Any,
+    offload_dir: str | os.PathLike[str] | None, quantize: Any,
+) -> _Options:
+    """Stage 1 of :func:`load_model`: every option checked, the dtype ``auto`` resolved."""
+    if not isinstance(trust_remote_code, bool):
+        raise ModelError(f"trust_remote_code must be True or False; got {trust_remote_code!r}")
+    dtype = DTYPE.parse(dtype, error=ModelError)  # the declarations' one message
+    device = DEVICE.parse(device, error=ModelError)
+    device_map = check_device_map(device_map)
+    quantize = check_quantization(quantize)
+    limits = parse_max_memory(max_memory)
+    target_device = parse_device(device)
+    check_limit_devices(limits)
+    if quantize is not None:
+        check_quantization_backend(quantize, target_device)
+    dtype = resolve_dtype(dtype, target_device)
+    torch_dtype = parse_dtype(dtype)
+    if offload_dir is not None and device_map is None:
+        raise ModelError(
+            f"--offload-dir {os.fspath(offload_dir)!r} keeps weights that fit on no device, which "
+            "needs --device-map (auto, balanced, sequential or cpu); add --device-map auto"
+        )
+    if offload_dir is not None:
+        check_offload_dir(offload_dir)
+    return _Options(dtype, torch_dtype, target_device, device_map, quantize, limits)
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a model is read from, the keywords transformers reads it with, and what identifies
+    its weights (a hub model's commit is known only once its config is read)."""
+
+    given: str
+    source: Literal["hub", "local", "gguf"]
+    location: str
+    gguf_file: str | None
+    load_kwargs: dict[str, Any]
+    weights_format: str
+    fingerprint: str
+    tokenizer_fingerprint: str | None = None  # local directories (a gguf file holds its own)
+    hub_commit: str | None = None
+
+
+def _locate(
+    model: str | os.PathLike[str], *, revision: str | None, gguf_file: str | None,
+    trust_remote_code: bool, options: _Options,
+) -> _Source:
+    """Stage 2 of :func:`load_model`: a gguf file, a local directory or a hub id, checked and
+    fingerprinted before transformers reads it."""
+    given = os.fspath(model)
+    path = Path(given).expanduser()
+    if revision is not None and (gguf_file is not None or path.suffix == ".gguf" or path.is_dir()):
+        raise ModelError(
+            f"revision {revision!r} (--revision) names a version of a hub model, but {given!r} is "
+            "a local model, which has one version: drop --revision (the store records the "
+            "weights' fingerprint instead)"
+        )
+    if gguf_file is None and path.suffix == ".gguf":
+        if not path.is_file():
+            raise ModelError(f"gguf file {given!r} does not exist; give the path of a .gguf file")
+        path, gguf_file = path.parent, path.name
+    if gguf_file is not None:
+        return _locate_gguf(given, path, gguf_file, trust_remote_code, options)
+    if path.is_dir():
+        return _locate_directory(given, path, trust_remote_code)
+    if path.exists() or _looks_like_path(given):
+        raise ModelError(
+            f"model path {given!r} does not exist or is not a model; give a local directory "
+            "with config.json, a path to a .gguf file, or a hub id (with network access)"
+        )
+    hub_commit = _resolve_hub_revision(given, revision)
+    return _Source(
+        given, "hub", given, None,
+        {"revision": hub_commit or revision, "trust_remote_code": trust_remote_code},
+        "hub", "", hub_commit=hub_commit,
+    )
+
+
+def _locate_gguf(
+    given: str, path: Path, gguf_file: str, trust_remote_code: bool, options: _Options,
+) -> _Source:
+    """A ``.gguf`` file in ``path``: refused with a device map or quantisation, or when the
+    file or one of the packages that read it is missing."""
+    if options.device_map is not None or options.quantize is not None:
+        raise ModelError(
+            f"--device-map and --quantize place or quantise the weights of a transformers "
+            f"checkpoint; {gguf_file!r} is a GGUF file, which transformers dequantises whole "
+            "onto one device: drop them (or load the model's safetensors checkpoint)"
+        )
+    weights = path / gguf_file
+    if not weights.is_file():
+        raise ModelError(
+            f"gguf file {gguf_file!r} not found in {str(path)!r}; give the path of an "
+            "existing .gguf file"
+        )
+    for package in ("gguf", "accelerate"):
+        if importlib.util.find_spec(package) is None:
+            raise ModelError(
+                f"loading {weights} needs the {package!r} package, which is not installed; "
+                f"run 'pip install {package}' (or 'pip install emb[extract]')"
+            )
+    return _Source(
+        given, "gguf", str(path), gguf_file,
+        {"gguf_file": gguf_file, "trust_remote_code": trust_remote_code},
+        "gguf", _sha256([weights]),
+    )
+
+
+def _locate_directory(given: str, path: Path, trust_remote_code: bool) -> _Source:
+    """A ``save_pretrained`` directory: its config, its own code (refused unless trusted), its
+    weight files (safetensors before any pickle) and their fingerprints."""
+    if not (path / "config.json").is_file():
+        raise ModelError(
+            f"directory {given!r} has no config.json, so it is not a saved transformers "
+            f"model (found: {sorted(p.name for p in path.iterdir())[:10]}); give a directory "
+            "written by save_pretrained, a .gguf file, or a hub id"
+        )
+    if not trust_remote_code:
+        _refuse_own_code(path, given)
+    weight_files = _weight_files(path)
+    if not weight_files:
+        raise ModelError(
+            f"directory {given!r} has a config.json but no weight files "
+            f"({', '.join('*' + s for s in _WEIGHT_SUFFIXES[:3])}); save the model with "
+            "save_pretrained"
+        )
+    load_kwargs: dict[str, Any] = {}
+    if weight_files[0].name.endswith(".safetensors"):
+        load_kwargs["use_safetensors"] = True  # never fall back to a pickle beside them
+        weights_format = "safetensors"
+    else:
+        weights_format = "pickle (torch.load weights_only=True)"
+    fingerprint = _sha256(weight_files)
+    load_kwargs["trust_remote_code"] = trust_remote_code
+    return _Source(
+        given, "local", str(path), None, load_kwargs, weights_format, fingerprint,
+        tokenizer_fingerprint=_tokenizer_fingerprint(path),
+    )
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    """What transformers read: the config (cut to the blocks loaded), the tokenizer, the memory
+    plan and the model."""
+
+    config: Any
+    tokenizer: Any
+    plan: MemoryPlan | None
+    full: Any
+    n_blocks: int | None
+    loaded_blocks: int | None
+
+
+def _read(
+    found: _Source, options: _Options, *, trust_remote_code: bool, layers: Any, on_plan: Any,
+    offload_dir: str | os.PathLike[str] | None,
+) -> _Loaded:
+    """Stage 3 of :func:`load_model`: the config, tokenizer, plan and weights read, each failure
+    said as a :class:`ModelError`."""
+    try:
+        return _read_unguarded(
+            found, options, trust_remote_code=trust_remote_code, layers=layers, on_plan=on_plan,
+            offload_dir=offload_dir,
+        )
+    except pickle.UnpicklingError as error:
+        raise _refused_pickle(found.given, error) from error
+    except ModelError:
+        raise
+    except (OSError, ValueError, KeyError, ImportError) as error:
+        raise _load_failed(found, error) from error
+
+
+def _read_unguarded(
+    found: _Source, options: _Options, *, trust_remote_code: bool, layers: Any, on_plan: Any,
+    offload_dir: str | os.PathLike[str] | None,
+) -> _Loaded:
+    location, load_kwargs = found.location, found.load_kwargs
+    device_map, quantize = options.device_map, options.quantize
+    config = AutoConfig.from_pretrained(location, **load_kwargs)
+    if not trust_remote_code and getattr(config, "auto_map", None):
+        _refuse_auto_map(found.given, "config.json", config.auto_map)
+    tokenizer = AutoTokenizer.from_pretrained(location, **load_kwargs)
+    n_blocks = block_count(config)
+    loaded_blocks = None
+    if device_map is not None or quantize is not None:
+        loaded_blocks = blocks_to_load(config, layers, n_blocks)
+        if loaded_blocks is not None:
+            config = cut_config(config, loaded_blocks)
+    plan = make_plan(
+        config, given=found.given, dtype=options.dtype, quantize=quantize, device_map=device_map,
+        limits=options.limits, device=options.device, n_blocks=n_blocks,
+        loaded_blocks=loaded_blocks, trust_remote_code=trust_remote_code,
+    ) if found.source != "gguf" else None
+    if plan is not None:
+        if on_plan is not None:
+            on_plan(plan)
+        plan.check(offload_dir=None if offload_dir is None else os.fspath(offload_dir))
+    with quiet_unexpected(loaded_blocks is not None):  # the blocks left out, on purpose
+        full = AutoModel.from_pretrained(  # the config read above (a GGUF's: ~5 s a parse)
+            location, config=config, dtype=options.torch_dtype, weights_only=True,
+            **placement(plan, device_map, offload_dir, quantize, options.torch_dtype,
+                        options.device),
+            **load_kwargs,
+        )
+    return _Loaded(config, tokenizer, plan, full, n_blocks, loaded_blocks)
+
+
+def _refused_pickle(given: str, error: pickle.UnpicklingError) -> ModelError:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    reason = next(
+        (line for line in lines if line.startswith(("Trying to load", "Unsupported"))),
+        lines[0] if lines else type(error).__name__,
+    ).rstrip(".")
+    return ModelError(
+        f"the weights of {given!r} are a pickle that torch's safe loader "
+        f"(torch.load weights_only=True) refuses: {reason}. emb never unpickles arbitrary "
+        "objects, which can run code; get the model's weights as .safetensors, or convert "
+        "them with a tool you trust"
+    )
+
+
+def _load_failed(found: _Source, error: Exception) -> ModelError:
+    given, location = found.given, found.location
+    if "trust_remote_code" in str(error):
+        return ModelError(
+            f"{given!r} needs Python code of its own to load; emb runs a model's own code only "
+            "with --trust-remote-code (trust_remote_code=True), after you have read that code"
+        )
+    tried = {"hub": f"the hub id {given!r}", "local": f"the directory {location!r}"}.get(
+        found.source, f"the gguf file {found.gguf_file!r} in {location!r}"
+    )
+    return ModelError(
+        f"could not load {tried}: {type(error).__name__}: {error}; give a local directory "
+        "with config.json, a path to a .gguf file, or a hub id with network access "
+        "(check the spelling and the revision)"
+    )
+
+
+def _identity(found: _Source, config: Any, revision: str | None) -> tuple[str | None, str]:
+    """Stage 4 of :func:`load_model`: the hub commit (None for a local model) and the weights'
+    fingerprint (a hub model's is its commit, known once its config is read)."""
+    if found.source != "hub":
+        return found.hub_commit, found.fingerprint
+    hub_commit = (
+        found.hub_commit
+        or getattr(config, "_commit_hash", None)
+        or _cached_commit(found.given, revision)
+    )
+    return hub_commit, hub_commit or (revision or "unresolved")
+
+
+@dataclass(frozen=True)
+class _Network:
+    """The module that is run (an encoder–decoder's encoder), where its inputs go, and what its
+    last hidden state is."""
+
+    module: Any
+    device: torch.device
+    last_layer: str
+    is_encoder_decoder: bool
+
+
+def _ready(loaded: _Loaded, options: _Options) -> _Network:
+    """Stage 5 of :func:`load_model`: the network in eval mode, without gradients or a cache, on
+    its device (or dispatched by accelerate), its final norm dropped when blocks were cut."""
+    full, target_device, device_map = loaded.full, options.device, options.device_map
+    is_encoder_decoder = bool(getattr(loaded.config, "is_encoder_decoder", False))
+    network = full.get_encoder() if is_encoder_decoder else full
+    network.eval()
+    network.requires_grad_(False)
+    if hasattr(network.config, "use_cache"):
+        network.config.use_cache = False
+    last_layer = _last_layer(network)
+    if device_map is None and options.quantize is None:
+        network.to(target_device)
+    elif device_map is not None:  # dispatched by accelerate: inputs go to its first GPU or the CPU
+        target_device = input_device(loaded.plan)
+        # accelerate brings a split model's outputs back to the inputs' device, every layer's
+        # hidden states with them; left where each block ran, they are pooled there (pool_where)
+        hook = getattr(full, "_hf_hook", None)
+        if hook is not None and hasattr(hook, "io_same_device"):
+            hook.io_same_device = False
+    if loaded.loaded_blocks is not None:  # hidden state `loaded_blocks` is that block's raw output
+        drop_final_norm(network)
+    return _Network(network, target_device, last_layer, is_encoder_decoder)
+
+
+def _probe(
+    network: Any, tokenizer: Any, device: torch.device, quantize: str | None, given: str,
+) -> tuple[bool, Any]:
+    """Stage 6 of :func:`load_model`: whether the tokenizer adds a BOS token, and the hidden
+    states of one test input (refused when the model does not run or returns none)."""
+    probe_ids = tokenizer("a", add_special_tokens=True)
+    first_id = probe_ids["input_ids"][0] if probe_ids["input_ids"] else None
+    adds_bos = tokenizer.bos_token_id is not None and first_id == tokenizer.bos_token_id
+    with torch.inference_mode():
+        ids = torch.tensor([probe_ids["input_ids"] or [padding_id(tokenizer)]], device=device)
+        try:
+            hidden = hidden_states(network, ids)
+        except (TypeError, ValueError, RuntimeError) as error:
+            if quantize is not None:  # the quantised layers, not the model: say so
+                narrow = (" (its CPU 4-bit kernels pack the weights in blocks of 64 input "
+                          "features: a layer narrower than that fails)"
+                          if quantize == "4bit" and device.type == "cpu" else "")
+                raise ModelError(
+                    f"with --quantize {quantize}, bitsandbytes could not run the {quantize} layers "
+                    f"of {given!r} on {device}{narrow}: {type(error).__name__}: "
+                    f"{str(error).rstrip('. ')}; drop --quantize"
+                    + (" or use --quantize 8bit" if quantize == "4bit" else "")
+                ) from error
+            raise ModelError(
+                f"{type(network).__name__} of {given!r} did not run on a test input "
+                f"({type(error).__name__}: {error}); emb needs a text model that returns hidden "
+                "states"
+            ) from error
+    if not hidden:
+        raise ModelError(
+            f"{type(network).__name__} of {given!r} returns no hidden states; emb needs a model "
+            "that supports output_hidden_states=True"
+        )
+    return bool(adds_bos), hidden
+
+
 def load_model(
     model: str | os.PathLike[str],
     *,
@@ -259,250 +601,62 @@ def load_model(
         fast tokenizer), a missing optional package, a bad dtype/device, a model with code of
         its own (without ``trust_remote_code``), or pickled weights torch's safe loader refuses.
     """
-    if not isinstance(trust_remote_code, bool):
-        raise ModelError(f"trust_remote_code must be True or False; got {trust_remote_code!r}")
-    dtype = DTYPE.parse(dtype, error=ModelError)  # the declarations' one message
-    device = DEVICE.parse(device, error=ModelError)
-    device_map = check_device_map(device_map)
-    quantize = check_quantization(quantize)
-    limits = parse_max_memory(max_memory)
-    target_device = parse_device(device)
-    check_limit_devices(limits)
-    if quantize is not None:
-        check_quantization_backend(quantize, target_device)
-    dtype = resolve_dtype(dtype, target_device)  # type: ignore[assignment]
-    torch_dtype = parse_dtype(dtype)
-    if offload_dir is not None and device_map is None:
-        raise ModelError(
-            f"--offload-dir {os.fspath(offload_dir)!r} keeps weights that fit on no device, which "
-            "needs --device-map (auto, balanced, sequential or cpu); add --device-map auto"
-        )
-    if offload_dir is not None:
-        check_offload_dir(offload_dir)
-    given = os.fspath(model)
-    path = Path(given).expanduser()
-    hub_commit: str | None = None
-    load_kwargs: dict[str, Any] = {}
-    if revision is not None and (gguf_file is not None or path.suffix == ".gguf" or path.is_dir()):
-        raise ModelError(
-            f"revision {revision!r} (--revision) names a version of a hub model, but {given!r} is "
-            "a local model, which has one version: drop --revision (the store records the "
-            "weights' fingerprint instead)"
-        )
-    if gguf_file is None and path.suffix == ".gguf":
-        if not path.is_file():
-            raise ModelError(f"gguf file {given!r} does not exist; give the path of a .gguf file")
-        path, gguf_file = path.parent, path.name
-    tokenizer_fingerprint: str | None = None  # local directories (a gguf file holds its own)
-    if gguf_file is not None:
-        if device_map is not None or quantize is not None:
-            raise ModelError(
-                f"--device-map and --quantize place or quantise the weights of a transformers "
-                f"checkpoint; {gguf_file!r} is a GGUF file, which transformers dequantises whole "
-                "onto one device: drop them (or load the model's safetensors checkpoint)"
-            )
-        source: Literal["hub", "local", "gguf"] = "gguf"
-        weights = path / gguf_file
-        if not weights.is_file():
-            raise ModelError(
-                f"gguf file {gguf_file!r} not found in {str(path)!r}; give the path of an "
-                "existing .gguf file"
-            )
-        for package in ("gguf", "accelerate"):
-            if importlib.util.find_spec(package) is None:
-                raise ModelError(
-                    f"loading {weights} needs the {package!r} package, which is not installed; "
-                    f"run 'pip install {package}' (or 'pip install emb[extract]')"
-                )
-        load_kwargs["gguf_file"] = gguf_file
-        location: str = str(path)
-        weights_format = "gguf"
-        fingerprint = _sha256([weights])
-    elif path.is_dir():
-        if not (path / "config.json").is_file():
-            raise ModelError(
-                f"directory {given!r} has no config.json, so it is not a saved transformers "
-                f"model (found: {sorted(p.name for p in path.iterdir())[:10]}); give a directory "
-                "written by save_pretrained, a .gguf file, or a hub id"
-            )
-        source = "local"
-        location = str(path)
-        if not trust_remote_code:
-            _refuse_own_code(path, given)
-        weight_files = _weight_files(path)
-        if not weight_files:
-            raise ModelError(
-                f"directory {given!r} has a config.json but no weight files "
-                f"({', '.join('*' + s for s in _WEIGHT_SUFFIXES[:3])}); save the model with "
-                "save_pretrained"
-            )
-        if weight_files[0].name.endswith(".safetensors"):
-            load_kwargs["use_safetensors"] = True  # never fall back to a pickle beside them
-            weights_format = "safetensors"
-        else:
-            weights_format = "pickle (torch.load weights_only=True)"
-        fingerprint = _sha256(weight_files)
-        tokenizer_fingerprint = _tokenizer_fingerprint(path)
-    elif path.exists() or _looks_like_path(given):
-        raise ModelError(
-            f"model path {given!r} does not exist or is not a model; give a local directory "
-            "with config.json, a path to a .gguf file, or a hub id (with network access)"
-        )
-    else:
-        source = "hub"
-        location = given
-        hub_commit = _resolve_hub_revision(given, revision)
-        load_kwargs["revision"] = hub_commit or revision
-        weights_format = "hub"
-        fingerprint = ""
-    load_kwargs["trust_remote_code"] = trust_remote_code
-    try:
-        config = AutoConfig.from_pretrained(location, **load_kwargs)
-        if not trust_remote_code and getattr(config, "auto_map", None):
-            _refuse_auto_map(given, "config.json", config.auto_map)
-        tokenizer = AutoTokenizer.from_pretrained(location, **load_kwargs)
-        n_blocks = block_count(config)
-        loaded_blocks = None
-        if device_map is not None or quantize is not None:
-            loaded_blocks = blocks_to_load(config, layers, n_blocks)
-            if loaded_blocks is not None:
-                config = cut_config(config, loaded_blocks)
-        plan = make_plan(
-            config, given=given, dtype=dtype, quantize=quantize, device_map=device_map,
-            limits=limits, device=target_device, n_blocks=n_blocks,
-            loaded_blocks=loaded_blocks, trust_remote_code=trust_remote_code,
-        ) if source != "gguf" else None
-        if plan is not None:
-            if on_plan is not None:
-                on_plan(plan)
-            plan.check(offload_dir=None if offload_dir is None else os.fspath(offload_dir))
-        with quiet_unexpected(loaded_blocks is not None):  # the blocks left out, on purpose
-            full = AutoModel.from_pretrained(  # the config read above (a GGUF's: ~5 s a parse)
-                location, config=config, dtype=torch_dtype, weights_only=True,
-                **placement(plan, device_map, offload_dir, quantize, torch_dtype, target_device),
-                **load_kwargs,
-            )
-    except pickle.UnpicklingError as error:
-        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-        reason = next(
-            (line for line in lines if line.startswith(("Trying to load", "Unsupported"))),
-            lines[0] if lines else type(error).__name__,
-        ).rstrip(".")
-        raise ModelError(
-            f"the weights of {given!r} are a pickle that torch's safe loader "
-            f"(torch.load weights_only=True) refuses: {reason}. emb never unpickles arbitrary "
-            "objects, which can run code; get the model's weights as .safetensors, or convert "
-            "them with a tool you trust"
-        ) from error
-    except ModelError:
-        raise
-    except (OSError, ValueError, KeyError, ImportError) as error:
-        if "trust_remote_code" in str(error):
-            raise ModelError(
-                f"{given!r} needs Python code of its own to load; emb runs a model's own code only "
-                "with --trust-remote-code (trust_remote_code=True), after you have read that code"
-            ) from error
-        tried = {"hub": f"the hub id {given!r}", "local": f"the directory {location!r}"}.get(
-            source, f"the gguf file {gguf_file!r} in {location!r}"
-        )
-        raise ModelError(
-            f"could not load {tried}: {type(error).__name__}: {error}; give a local directory "
-            "with config.json, a path to a .gguf file, or a hub id with network access "
-            "(check the spelling and the revision)"
-        ) from error
+    options = _parse_options(
+        dtype=dtype, device=device, trust_remote_code=trust_remote_code, device_map=device_map,
+        max_memory=max_memory, offload_dir=offload_dir, quantize=quantize,
+    )
+    found = _locate(
+        model, revision=revision, gguf_file=gguf_file, trust_remote_code=trust_remote_code,
+        options=options,
+    )
+    loaded = _read(
+        found, options, trust_remote_code=trust_remote_code, layers=layers, on_plan=on_plan,
+        offload_dir=offload_dir,
+    )
+    given, config, tokenizer, plan = found.given, loaded.config, loaded.tokenizer, loaded.plan
     if not getattr(tokenizer, "is_fast", False):
         raise ModelError(
             f"the tokenizer of {given!r} is {type(tokenizer).__name__}, which is not a fast "
             "tokenizer and cannot report character offsets; save a tokenizer.json with the model "
             "(e.g. AutoTokenizer.from_pretrained(..., use_fast=True).save_pretrained(dir))"
         )
-    if source == "hub":
-        hub_commit = (
-            hub_commit
-            or getattr(config, "_commit_hash", None)
-            or _cached_commit(given, revision)
-        )
-        fingerprint = hub_commit or (revision or "unresolved")
-    is_encoder_decoder = bool(getattr(config, "is_encoder_decoder", False))
-    network = full.get_encoder() if is_encoder_decoder else full
-    network.eval()
-    network.requires_grad_(False)
-    if hasattr(network.config, "use_cache"):
-        network.config.use_cache = False
-    last_layer = _last_layer(network)
-    if device_map is None and quantize is None:
-        network.to(target_device)
-    elif device_map is not None:  # dispatched by accelerate: inputs go to its first GPU or the CPU
-        target_device = input_device(plan)
-        # accelerate brings a split model's outputs back to the inputs' device, every layer's
-        # hidden states with them; left where each block ran, they are pooled there (pool_where)
-        hook = getattr(full, "_hf_hook", None)
-        if hook is not None and hasattr(hook, "io_same_device"):
-            hook.io_same_device = False
-    if loaded_blocks is not None:  # hidden state `loaded_blocks` is that block's raw output
-        drop_final_norm(network)
-
-    probe_ids = tokenizer("a", add_special_tokens=True)
-    first_id = probe_ids["input_ids"][0] if probe_ids["input_ids"] else None
-    adds_bos = tokenizer.bos_token_id is not None and first_id == tokenizer.bos_token_id
-    with torch.inference_mode():
-        ids = torch.tensor([probe_ids["input_ids"] or [padding_id(tokenizer)]], device=target_device)
-        try:
-            hidden = hidden_states(network, ids)
-        except (TypeError, ValueError, RuntimeError) as error:
-            if quantize is not None:  # the quantised layers, not the model: say so
-                narrow = (" (its CPU 4-bit kernels pack the weights in blocks of 64 input "
-                          "features: a layer narrower than that fails)"
-                          if quantize == "4bit" and target_device.type == "cpu" else "")
-                raise ModelError(
-                    f"with --quantize {quantize}, bitsandbytes could not run the {quantize} layers "
-                    f"of {given!r} on {target_device}{narrow}: {type(error).__name__}: "
-                    f"{str(error).rstrip('. ')}; drop --quantize"
-                    + (" or use --quantize 8bit" if quantize == "4bit" else "")
-                ) from error
-            raise ModelError(
-                f"{type(network).__name__} of {given!r} did not run on a test input "
-                f"({type(error).__name__}: {error}); emb needs a text model that returns hidden "
-                "states"
-            ) from error
-    if not hidden:
-        raise ModelError(
-            f"{type(network).__name__} of {given!r} returns no hidden states; emb needs a model "
-            "that supports output_hidden_states=True"
-        )
-    architectures = getattr(config, "architectures", None) or [type(full).__name__]
-    causal = _is_causal(network, tokenizer, target_device, dtype)
+    hub_commit, fingerprint = _identity(found, config, revision)
+    network = _ready(loaded, options)
+    adds_bos, hidden = _probe(network.module, tokenizer, network.device, options.quantize, given)
+    architectures = getattr(config, "architectures", None) or [type(loaded.full).__name__]
+    causal = _is_causal(network.module, tokenizer, network.device, options.dtype)
     info = ModelInfo(
         model_id=given,
-        source=source,
-        revision=hub_commit if source == "hub" else None,
+        source=found.source,
+        revision=hub_commit if found.source == "hub" else None,
         fingerprint=fingerprint,
-        tokenizer_fingerprint=tokenizer_fingerprint,
+        tokenizer_fingerprint=found.tokenizer_fingerprint,
         architecture=str(architectures[0]),
         model_type=str(getattr(config, "model_type", "")),
-        n_layers=n_blocks if loaded_blocks is not None else len(hidden) - 1,
+        n_layers=loaded.n_blocks if loaded.loaded_blocks is not None else len(hidden) - 1,
         hidden_size=int(hidden[-1].shape[-1]),
-        is_encoder_decoder=is_encoder_decoder,
+        is_encoder_decoder=network.is_encoder_decoder,
         tokenizer=_describe_tokenizer(tokenizer),
         padding_side=str(getattr(tokenizer, "padding_side", "right")),
         bos_token=tokenizer.bos_token,
         bos_token_id=tokenizer.bos_token_id,
-        adds_bos=bool(adds_bos),
-        last_layer=last_layer,
-        dtype=dtype,
-        device=str(target_device),
+        adds_bos=adds_bos,
+        last_layer=network.last_layer,
+        dtype=options.dtype,
+        device=str(network.device),
         transformers_version=transformers.__version__,
         torch_version=torch.__version__,
         causal=causal,
         unk_token_id=getattr(tokenizer, "unk_token_id", None),
         trust_remote_code=trust_remote_code,
-        weights_format=weights_format,
-        quantization=quantize,
-        device_map=device_map,
-        loaded_blocks=loaded_blocks,
-        memory=plan.to_dict() if plan is not None and (device_map or quantize) else None,
+        weights_format=found.weights_format,
+        quantization=options.quantize,
+        device_map=options.device_map,
+        loaded_blocks=loaded.loaded_blocks,
+        memory=(plan.to_dict() if plan is not None and (options.device_map or options.quantize)
+                else None),
     )
-    runner = HFRunner(network, tokenizer, target_device, info)
+    runner = HFRunner(network.module, tokenizer, network.device, info)
     runner.memory_plan = plan
     runner.oom_fault = InjectedOOM.from_env()  # a test's fault hook; None unless EMB_INJECT_OOM
     return runner

@@ -565,10 +565,7 @@ def sample_contexts(
         raise CorpusError("no stimuli to sample contexts for")
     files = corpus_files(corpus if not isinstance(corpus, (str, PathLike)) else [corpus], format=format)
     matcher = Matcher(words, case_sensitive=case_sensitive, unit=unit)
-    if workers is None:
-        workers = min(os.cpu_count() or 1, len(files))
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise CorpusError(f"workers must be a positive integer; got {workers!r}")
+    workers = _workers(workers, files)
     t0 = time.perf_counter()
     groups = _groups(files, workers if scheduler is None else max(len(files), 1))
     jobs = [
@@ -576,15 +573,7 @@ def sample_contexts(
         for g in groups
     ]
     total = sum(f.size for f in files)
-    bar = _progress_bar(total, progress)
-    if scheduler is not None:
-        parts = _run_distributed(jobs, scheduler, bar)
-    elif len(jobs) == 1:
-        parts = [_scan(jobs[0], report=(bar.update if bar is not None else None))]
-    else:
-        parts = _run_local(jobs, bar)
-    if bar is not None:
-        bar.close()
+    parts = _scan_jobs(jobs, scheduler, _progress_bar(total, progress))
     t_merge = time.perf_counter()
     contexts, seen = _merge(parts, matcher.stimuli, n, [f.name for f in files])
     merge_seconds = time.perf_counter() - t_merge
@@ -601,6 +590,30 @@ def sample_contexts(
                  "worker_wall_seconds": [round(p["wall"], 3) for p in parts],
                  "merge_seconds": round(merge_seconds, 3)},
     )
+
+
+def _workers(workers: int | None, files: Sequence[Any]) -> int:
+    """The local processes: those asked for (a positive integer), else one per core, at most one
+    per file."""
+    if workers is None:
+        workers = min(os.cpu_count() or 1, len(files))
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise CorpusError(f"workers must be a positive integer; got {workers!r}")
+    return workers
+
+
+def _scan_jobs(jobs: list[_Job], scheduler: str | None, bar: Any) -> list[dict[str, Any]]:
+    """Each job's scan: on a Dask scheduler's workers, in this process (one job), or in local
+    processes; the progress bar closed once they are done."""
+    if scheduler is not None:
+        parts = _run_distributed(jobs, scheduler, bar)
+    elif len(jobs) == 1:
+        parts = [_scan(jobs[0], report=(bar.update if bar is not None else None))]
+    else:
+        parts = _run_local(jobs, bar)
+    if bar is not None:
+        bar.close()
+    return parts
 
 
 def _run_local(jobs: list[_Job], bar: Any) -> list[dict[str, Any]]:

@@ -578,6 +578,34 @@ def _parquet_blocks(
     id_field: str | None,
     report: Callable[[int], None] | None,
 ) -> Iterator[RecordBlock]:
+    pa, pc, pq = _pyarrow(file)
+    reader, names = _parquet_reader(file, text_field, pa, pq)
+    row = 0
+    columns = [text_field] + ([id_field] if id_field and id_field in names else [])
+    done = 0
+    try:
+        batch_rows = _parquet_batch_rows(reader, text_field)
+    except (OSError, pa.ArrowException, ValueError) as exc:
+        raise _damaged(file, row, exc) from None
+    batches = reader.iter_batches(batch_size=batch_rows, columns=columns)
+    while True:
+        try:
+            batch = next(batches, None)
+            if batch is None:
+                break
+            texts, ids, too_long = _parquet_texts(batch, len(columns) > 1, pa, pc)
+        except (OSError, pa.ArrowException, ValueError) as exc:  # UnicodeDecodeError included
+            raise _damaged(file, row, exc) from None
+        yield _parquet_block(texts, ids, too_long, row)
+        row += len(texts)
+        if report is not None:  # Parquet is read by row groups: report the file's share
+            now = int(file.size * row / max(reader.metadata.num_rows, 1))
+            report(now - done)
+            done = now
+
+
+def _pyarrow(file: CorpusFile) -> tuple[Any, Any, Any]:
+    """pyarrow, pyarrow.compute and pyarrow.parquet (refused, naming the file, when missing)."""
     try:
         import pyarrow as pa
         import pyarrow.compute as pc
@@ -587,21 +615,26 @@ def _parquet_blocks(
             f"{file.path} is a Parquet file but 'pyarrow' (a dependency of emb) is not "
             "installed; run pip install pyarrow"
         ) from exc
-    row = 0
+    return pa, pc, pq
 
-    def damaged(exc: BaseException) -> CorpusError:
-        where = f" after row {row:,}" if row else ""
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        return CorpusError(
-            f"cannot read Parquet corpus {file.path}{where}: {detail}; the file is damaged or "
-            "not Parquet: write or download it again"
-        )
 
+def _damaged(file: CorpusFile, row: int, exc: BaseException) -> CorpusError:
+    """A Parquet file pyarrow cannot read (after ``row`` rows read)."""
+    where = f" after row {row:,}" if row else ""
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return CorpusError(
+        f"cannot read Parquet corpus {file.path}{where}: {detail}; the file is damaged or "
+        "not Parquet: write or download it again"
+    )
+
+
+def _parquet_reader(file: CorpusFile, text_field: str, pa: Any, pq: Any) -> tuple[Any, list[str]]:
+    """The file's reader and its column names; refused without a text column of strings."""
     try:
         reader = pq.ParquetFile(file.path)
         schema = reader.schema_arrow
     except (OSError, pa.ArrowException, ValueError) as exc:
-        raise damaged(exc) from None
+        raise _damaged(file, 0, exc) from None
     names = schema.names
     if text_field not in names:
         raise CorpusError(
@@ -616,53 +649,47 @@ def _parquet_blocks(
             f"{file.path}: column {text_field!r} holds {kind}, not strings; pass --text-field "
             "with the column that holds the text"
         )
-    columns = [text_field] + ([id_field] if id_field and id_field in names else [])
-    done = 0
-    try:
-        batch_rows = _parquet_batch_rows(reader, text_field)
-    except (OSError, pa.ArrowException, ValueError) as exc:
-        raise damaged(exc) from None
-    batches = reader.iter_batches(batch_size=batch_rows, columns=columns)
-    while True:
-        try:
-            batch = next(batches, None)
-            if batch is None:
-                break
-            column = batch.column(0)
-            if pa.types.is_dictionary(column.type):
-                column = column.dictionary_decode()
-            too_long = 0
-            if not pa.types.is_null(column.type):
-                if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-                    column = column.cast(pa.large_string())  # string_view
-                long = pc.fill_null(pc.greater(pc.binary_length(column), MAX_RECORD_BYTES), False)
-                too_long = pc.sum(long).as_py() or 0
-                if too_long:  # dropped before they become Python strings
-                    column = pc.if_else(long, pa.scalar(None, column.type), column)
-            texts = column.to_pylist()
-            ids = batch.column(1).to_pylist() if len(columns) > 1 else [None] * len(texts)
-        except (OSError, pa.ArrowException, ValueError) as exc:  # UnicodeDecodeError included
-            raise damaged(exc) from None
-        keep = [
-            i for i, t in enumerate(texts)
-            if isinstance(t, str) and t.strip() and t not in SKIPPED_TEXTS
-        ]
-        rows = np.asarray(keep, dtype=np.int64) + row
-        block = RecordBlock.from_texts(
-            [texts[i] for i in keep],
-            rows,
-            rows + 1,
-            ["" if ids[i] is None else str(ids[i]) for i in keep],
-            skipped=len(texts) - len(keep) - too_long,
-        )
-        block.too_long = too_long
-        block.source_bytes = sum(len(t.encode("utf-8")) for t in texts if isinstance(t, str))
-        yield block
-        row += len(texts)
-        if report is not None:  # Parquet is read by row groups: report the file's share
-            now = int(file.size * row / max(reader.metadata.num_rows, 1))
-            report(now - done)
-            done = now
+    return reader, names
+
+
+def _parquet_texts(
+    batch: Any, with_ids: bool, pa: Any, pc: Any,
+) -> tuple[list[Any], list[Any], int]:
+    """A batch's texts (those over :data:`MAX_RECORD_BYTES` as None), its ids (None without an
+    id column), and how many texts were too long."""
+    column = batch.column(0)
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    too_long = 0
+    if not pa.types.is_null(column.type):
+        if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+            column = column.cast(pa.large_string())  # string_view
+        long = pc.fill_null(pc.greater(pc.binary_length(column), MAX_RECORD_BYTES), False)
+        too_long = pc.sum(long).as_py() or 0
+        if too_long:  # dropped before they become Python strings
+            column = pc.if_else(long, pa.scalar(None, column.type), column)
+    texts = column.to_pylist()
+    ids = batch.column(1).to_pylist() if with_ids else [None] * len(texts)
+    return texts, ids, too_long
+
+
+def _parquet_block(texts: list[Any], ids: list[Any], too_long: int, row: int) -> RecordBlock:
+    """The block of a batch's non-empty texts (rows numbered from ``row``)."""
+    keep = [
+        i for i, t in enumerate(texts)
+        if isinstance(t, str) and t.strip() and t not in SKIPPED_TEXTS
+    ]
+    rows = np.asarray(keep, dtype=np.int64) + row
+    block = RecordBlock.from_texts(
+        [texts[i] for i in keep],
+        rows,
+        rows + 1,
+        ["" if ids[i] is None else str(ids[i]) for i in keep],
+        skipped=len(texts) - len(keep) - too_long,
+    )
+    block.too_long = too_long
+    block.source_bytes = sum(len(t.encode("utf-8")) for t in texts if isinstance(t, str))
+    return block
 
 
 def _parquet_batch_rows(reader: Any, column: str) -> int:

@@ -144,22 +144,9 @@ def extract(
         Targets that tokenize to nothing but the unknown token (count and examples; recorded in
         the suite's extraction attributes as ``unknown_targets``).
     """
-    own = {k: options.pop(k) for k in list(options) if k in _PIPELINE_OPTIONS}
-    if settings is None:
-        settings = parse_settings(own)
-    elif own:
-        raise TypeError(f"extract() takes the settings or their keywords, not both: {sorted(own)}")
+    settings = _own_settings(settings, options)
     backend_options = options
-    suite_list = [suites] if not isinstance(suites, Sequence) else list(suites)
-    group_names = (list(settings.group_names) if settings.group_names is not None
-                   else [s.name for s in suite_list])
-    if len(group_names) != len(suite_list) or len(set(group_names)) != len(group_names):
-        raise EmbError(
-            f"need one distinct group name per suite; got {len(group_names)} names "
-            f"{[str(n) for n in group_names]} for {len(suite_list)} suites"
-        )
-    group_names = [check_group_name(group_name) for group_name in group_names]
-    shard = settings.shard
+    suite_list, group_names = _suites_named(suites, settings)
     target = StoreWriter(store, storage_options=storage_options)
     # a store path emb cannot or must not write into, or a suite another process is writing
     # (with --shard: another worker with the same shard), is refused before the model loads
@@ -172,94 +159,15 @@ def extract(
         )
     else:
         runner = model
-    # the suites as this runner extracts them (static vectors: words covered, one pooling),
-    # checked before the store is touched
-    suite_list, pools = runner.prepare(
-        suite_list, poolings=settings.poolings, storage_dtype=settings.storage_dtype,
-        bos_token=settings.bos_token,
-    )
-    for line in runner.notes(suite_list) if on_note is not None else ():
-        on_note(line)
-    bos_id = runner.token_id(settings.bos_token) if settings.bos_token is not None else None
-    info = runner.info.to_dict()
-    settings = replace(
-        settings,
-        poolings=pools,
-        # --dtype auto: the dtype the model was loaded in (an identity setting)
-        dtype=str(info.get("dtype", DTYPE.default)) if settings.dtype == "auto" else settings.dtype,
-        device=str(info.get("device", settings.device)),
-    )
+    suite_list, settings, bos_id, info = _prepare(runner, suite_list, settings, on_note)
     chosen = parse_layers(settings.layers, int(runner.info.n_layers))
     t_start = time.perf_counter()  # the extraction's time, the model loaded (see the estimate)
     with _frozen_gc():
-        # Validate every input before touching the store: key each suite's items, lay out its
-        # attributes, and check what the store holds (another model, another definition under
-        # the same name) by reading only.  A suite the store does not hold yet is tokenised whole
-        # here (a target that cannot be found fails now) and its coordinates made; a suite laid
-        # out before (a resumed run, another shard's worker) was tokenised whole by the run that
-        # laid it out with the same model, so this run tokenises only the contexts it computes.
-        suite_bos = [_suite_bos(suite, settings.bos, runner) for suite in suite_list]
-        plans = [
-            Plan.build(runner, suite, bos=b, bos_token_id=bos_id)
-            for suite, b in zip(suite_list, suite_bos, strict=True)
-        ]
-        prepared = [
-            Prepared.of(runner, suite, plan, replace(settings, bos=b), name=name, layers=chosen)
-            for suite, plan, name, b in zip(suite_list, plans, group_names, suite_bos, strict=True)
-        ]
-        target.check(model=info)
-        states = target.check_suites(
-            [(prep.name, prep.suite_attrs, prep.identity) for prep in prepared],
-            overwrite=settings.overwrite, shard=settings.shard_label,
-        )
-        stored: list[dict[str, Any] | None] = []  # per suite: the attributes it was laid out with
-        for suite, plan, prep, b, (action, attrs) in zip(
-            suite_list, plans, prepared, suite_bos, states, strict=True
-        ):
-            laid_out = action == "resume" and attrs is not None and dm.ATTR_EXTRACTION in attrs
-            extraction = dict(attrs[dm.ATTR_EXTRACTION]) if laid_out else None  # type: ignore[index]
-            stored.append(extraction)
-            if extraction is None:
-                _ = plan.encodings, prep.extraction, prep.coords  # the whole suite, checked now
-                at_zero = first_position(plan)
-            else:
-                at_zero = int(extraction.get("targets_at_position_0") or 0)
-            if extraction is not None and shard is not None:
-                # the encodings of this shard's contexts, kept by the worker that laid the suite
-                # out (none: this worker tokenises them)
-                kept = target.recorded_tokens(prep.name, shard.label)
-                if kept is not None:
-                    plan.seed(kept, _tokens_tag(runner, prep, plan, bos_id))
-            _warn_position_zero(runner, suite, at_zero, b)
-            if (message := prep.unknown_message(runner, extraction)) is not None:
-                warnings.warn(message, EmbWarning, stacklevel=2)
-        if shard is not None:
-            complete = {prep.name for prep, (_, attrs) in zip(prepared, states, strict=True)
-                        if attrs is not None and attrs.get(dm.ATTR_COMPLETE)}
-            _check_shard_count(target, prepared, shard, settings.block_size,
-                               settings.storage_dtype, complete=complete)
+        checked = _check_suites(runner, target, suite_list, group_names, settings,
+                                bos_id=bos_id, chosen=chosen, info=info)
         if settings.dry_run or on_estimate is not None:
-            from emb.extraction.estimate import estimate_extraction
-
-            # the contexts this run computes, tokenised now (the whole run's, or its shard's)
-            work = [_work(target, prep, plan, st, shard, settings.block_size, settings.storage_dtype)
-                    for prep, plan, st in zip(prepared, plans, stored, strict=True)]
-            encodings = [plan.encoded(keys) for plan, (keys, _, _) in zip(plans, work, strict=True)]
-
-            def fixed() -> tuple[float, int]:  # a miniature run of each suite, of this run's kind
-                measured = [
-                    _fixed_seconds(runner, suite, replace(settings, bos=b), blocks=blocks,
-                                   laid_out=st is not None)
-                    for suite, st, b, (_, _, blocks) in zip(suite_list, stored, suite_bos, work, strict=True)
-                ]
-                return sum(t for t, _ in measured), sum(n for _, n in measured)
-
-            estimate = estimate_extraction(
-                runner, encodings, [n for _, n, _ in work],
-                layers=chosen, poolings=pools, storage_dtype=settings.storage_dtype,
-                batch_size=settings.batch_size,
-                seconds_before=time.perf_counter() - t_start, fixed=fixed,
-            )
+            estimate = _estimate(runner, target, checked, settings, chosen=chosen,
+                                 t_start=t_start)
             if on_estimate is not None:
                 on_estimate(estimate)
             if settings.dry_run:
@@ -268,7 +176,8 @@ def extract(
         target.open(model=info)
         reports = []
         for suite, plan, prep, b, (action, attrs) in zip(
-            suite_list, plans, prepared, suite_bos, states, strict=True
+            checked.suites, checked.plans, checked.prepared, checked.bos, checked.states,
+            strict=True,
         ):
             seen = _backoffs(runner)
             reports.append(
@@ -288,6 +197,162 @@ def extract(
             if len(_backoffs(runner)) > len(seen):  # the OOM back-off halved batches
                 reports[-1] = replace(reports[-1], backoffs=tuple(_backoffs(runner)[len(seen):]))
     return reports
+
+
+def _own_settings(
+    settings: ExtractionSettings | None, options: dict[str, Any],
+) -> ExtractionSettings:
+    """The run's settings: those given, or parsed from the pipeline's keywords, which are taken
+    out of ``options`` (what is left are the backend's)."""
+    own = {k: options.pop(k) for k in list(options) if k in _PIPELINE_OPTIONS}
+    if settings is None:
+        return parse_settings(own)
+    if own:
+        raise TypeError(f"extract() takes the settings or their keywords, not both: {sorted(own)}")
+    return settings
+
+
+def _suites_named(
+    suites: Suite | Sequence[Suite], settings: ExtractionSettings,
+) -> tuple[list[Suite], list[str]]:
+    """The suites as a list, and one distinct, valid group name for each."""
+    suite_list = [suites] if not isinstance(suites, Sequence) else list(suites)
+    group_names = (list(settings.group_names) if settings.group_names is not None
+                   else [s.name for s in suite_list])
+    if len(group_names) != len(suite_list) or len(set(group_names)) != len(group_names):
+        raise EmbError(
+            f"need one distinct group name per suite; got {len(group_names)} names "
+            f"{[str(n) for n in group_names]} for {len(suite_list)} suites"
+        )
+    return suite_list, [check_group_name(group_name) for group_name in group_names]
+
+
+def _prepare(
+    runner: Runner, suite_list: list[Suite], settings: ExtractionSettings,
+    on_note: Callable[[str], object] | None,
+) -> tuple[list[Suite], ExtractionSettings, int | None, dict[str, Any]]:
+    """The suites as this runner extracts them (static vectors: words covered, one pooling),
+    checked before the store is touched; the settings with the runner's poolings, dtype and
+    device; the BOS token's id (None: none asked for); the runner's description."""
+    suite_list, pools = runner.prepare(
+        suite_list, poolings=settings.poolings, storage_dtype=settings.storage_dtype,
+        bos_token=settings.bos_token,
+    )
+    for line in runner.notes(suite_list) if on_note is not None else ():
+        on_note(line)
+    bos_id = runner.token_id(settings.bos_token) if settings.bos_token is not None else None
+    info = runner.info.to_dict()
+    settings = replace(
+        settings,
+        poolings=pools,
+        # --dtype auto: the dtype the model was loaded in (an identity setting)
+        dtype=str(info.get("dtype", DTYPE.default)) if settings.dtype == "auto" else settings.dtype,
+        device=str(info.get("device", settings.device)),
+    )
+    return suite_list, settings, bos_id, info
+
+
+@dataclass(frozen=True)
+class _Checked:
+    """The run's suites, checked before the store is written: per suite, its BOS policy, plan,
+    prepared layout, what the store holds of its group (``states``, as
+    :meth:`~emb.store.StoreWriter.check_suites` says) and the extraction attributes it was laid
+    out with (``stored``; None: not laid out yet)."""
+
+    suites: list[Suite]
+    bos: list[bool | None]
+    plans: list[Plan]
+    prepared: list[Prepared]
+    states: list[tuple[str, dict[str, Any] | None]]
+    stored: list[dict[str, Any] | None]
+
+
+def _check_suites(
+    runner: Runner, target: StoreWriter, suite_list: list[Suite], group_names: list[str],
+    settings: ExtractionSettings, *, bos_id: int | None, chosen: Any, info: dict[str, Any],
+) -> _Checked:
+    """Every input validated before the store is touched (called by :func:`extract` only: its
+    warnings name the line that called ``extract``)."""
+    shard = settings.shard
+    # Validate every input before touching the store: key each suite's items, lay out its
+    # attributes, and check what the store holds (another model, another definition under
+    # the same name) by reading only.  A suite the store does not hold yet is tokenised whole
+    # here (a target that cannot be found fails now) and its coordinates made; a suite laid
+    # out before (a resumed run, another shard's worker) was tokenised whole by the run that
+    # laid it out with the same model, so this run tokenises only the contexts it computes.
+    suite_bos = [_suite_bos(suite, settings.bos, runner) for suite in suite_list]
+    plans = [
+        Plan.build(runner, suite, bos=b, bos_token_id=bos_id)
+        for suite, b in zip(suite_list, suite_bos, strict=True)
+    ]
+    prepared = [
+        Prepared.of(runner, suite, plan, replace(settings, bos=b), name=name, layers=chosen)
+        for suite, plan, name, b in zip(suite_list, plans, group_names, suite_bos, strict=True)
+    ]
+    target.check(model=info)
+    states = target.check_suites(
+        [(prep.name, prep.suite_attrs, prep.identity) for prep in prepared],
+        overwrite=settings.overwrite, shard=settings.shard_label,
+    )
+    stored: list[dict[str, Any] | None] = []  # per suite: the attributes it was laid out with
+    for suite, plan, prep, b, (action, attrs) in zip(
+        suite_list, plans, prepared, suite_bos, states, strict=True
+    ):
+        laid_out = action == "resume" and attrs is not None and dm.ATTR_EXTRACTION in attrs
+        extraction = dict(attrs[dm.ATTR_EXTRACTION]) if laid_out else None  # type: ignore[index]
+        stored.append(extraction)
+        if extraction is None:
+            _ = plan.encodings, prep.extraction, prep.coords  # the whole suite, checked now
+            at_zero = first_position(plan)
+        else:
+            at_zero = int(extraction.get("targets_at_position_0") or 0)
+        if extraction is not None and shard is not None:
+            # the encodings of this shard's contexts, kept by the worker that laid the suite
+            # out (none: this worker tokenises them)
+            kept = target.recorded_tokens(prep.name, shard.label)
+            if kept is not None:
+                plan.seed(kept, _tokens_tag(runner, prep, plan, bos_id))
+        _warn_position_zero(runner, suite, at_zero, b)
+        if (message := prep.unknown_message(runner, extraction)) is not None:
+            warnings.warn(message, EmbWarning, stacklevel=3)  # extract's caller
+    if shard is not None:
+        complete = {prep.name for prep, (_, attrs) in zip(prepared, states, strict=True)
+                    if attrs is not None and attrs.get(dm.ATTR_COMPLETE)}
+        _check_shard_count(target, prepared, shard, settings.block_size,
+                           settings.storage_dtype, complete=complete)
+    return _Checked(suite_list, suite_bos, plans, prepared, states, stored)
+
+
+def _estimate(
+    runner: Runner, target: StoreWriter, checked: _Checked, settings: ExtractionSettings, *,
+    chosen: Any, t_start: float,
+) -> Estimate:
+    """What the run will take (:func:`~emb.extraction.estimate.estimate_extraction`), from the
+    contexts it computes, tokenised now (the whole run's, or its shard's), and a miniature run
+    of each suite (its fixed costs)."""
+    from emb.extraction.estimate import estimate_extraction
+
+    shard = settings.shard
+    # the contexts this run computes, tokenised now (the whole run's, or its shard's)
+    work = [_work(target, prep, plan, st, shard, settings.block_size, settings.storage_dtype)
+            for prep, plan, st in zip(checked.prepared, checked.plans, checked.stored, strict=True)]
+    encodings = [plan.encoded(keys) for plan, (keys, _, _) in zip(checked.plans, work, strict=True)]
+
+    def fixed() -> tuple[float, int]:  # a miniature run of each suite, of this run's kind
+        measured = [
+            _fixed_seconds(runner, suite, replace(settings, bos=b), blocks=blocks,
+                           laid_out=st is not None)
+            for suite, st, b, (_, _, blocks) in zip(
+                checked.suites, checked.stored, checked.bos, work, strict=True)
+        ]
+        return sum(t for t, _ in measured), sum(n for _, n in measured)
+
+    return estimate_extraction(
+        runner, encodings, [n for _, n, _ in work],
+        layers=chosen, poolings=settings.poolings, storage_dtype=settings.storage_dtype,
+        batch_size=settings.batch_size,
+        seconds_before=time.perf_counter() - t_start, fixed=fixed,
+    )
 
 
 #: Most blocks of the miniature run that measures an extraction's fixed costs (its time grows
@@ -405,7 +470,7 @@ def _warn_position_zero(runner: Runner, suite: Suite, n: int, bos: bool | None) 
         f"model {runner.info.model_id} (bos={bos}), where a causal model's states see no "
         f"context and are degenerate; {fix}",
         EmbWarning,
-        stacklevel=3,
+        stacklevel=4,  # extract's caller (through _check_suites)
     )
 
 
@@ -500,6 +565,9 @@ def _extract_suite(
     tokens_tag: str = "",
     scanned: Mapping[str, Any] | None = None,
 ) -> SuiteReport:
+    """Write one suite: its group opened (laid out, or resumed), the blocks this run writes
+    assigned (:func:`_assign`), its windows computed and queued to the writer threads
+    (:func:`_run_windows`), then the suite finished (or, a shard's worker, settled)."""
     t0 = time.perf_counter()
     name, shape, shard = prep.name, prep.shape, settings.shard
     writer: SuiteWriter | None = None
@@ -522,154 +590,253 @@ def _extract_suite(
                 shard=settings.shard_label,
                 scanned=scanned,
             )
-            ranges = writer.block_ranges()
-            # as the group records them (a resumed group: the run that laid it out counted them)
-            recorded = writer.extraction.get("unknown_targets") or {}
-            unknown = {"n_unknown_targets": int(recorded.get("n_items") or 0),
-                       "unknown_examples": tuple(str(w) for w in (recorded.get("words") or ())[:10])}
-            # computed window by window (the stored setting: a resumed run cuts the same windows)
-            per_window = int(writer.extraction.get("window_blocks", 1))
-            all_windows = window_blocks_of(len(ranges), per_window)
-            markers = writer.markers() if not writer.fresh else np.zeros(len(ranges), np.uint8)
-            truncate = bool(writer.extraction.get("truncate_after_target", False))
-            if not writer.fresh and writer.complete and (markers == DONE).all():
-                writer.refresh_consolidated()  # where a failed last step left it stale
-                # kept encodings written after another worker completed the suite by a worker
-                # killed before its own last step
-                writer.drop_tokens()
-                writer.drop_digests()  # and the digest records of a finisher killed so
-                writer.drop_partial_files()  # and what killed writes left half-written
-                return SuiteReport(
-                    name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
-                    blocks_written=0, blocks_total=len(ranges), already_complete=True,
-                    seconds=time.perf_counter() - t0, **unknown,
-                )
-            record = writer.shard_record()
-            reuse, reuse_from = target.reusable_rows(
-                name, writer.extraction, only=record.reuse_from if record else None,
-                wanted=plan.keys,
-            )
-            mine: Sequence[int] = range(len(all_windows))
-            kept: Future[None] | None = None  # the encodings kept for the other shards' workers
-            if shard is not None:
-                # the plan recorded by the first worker (whose windows are a function of the
-                # suite, the tokenizer and the settings, checked equal above) is not made again:
-                # that would tokenise the whole suite
-                if record is not None and record.count == shard.count and record.window_blocks == per_window:
-                    planned = replace(record, reuse_from=tuple(reuse_from))
-                else:
-                    planned = shard_record(plan, ranges, all_windows, shard.count, per_window, reuse_from)
-                record = writer.record_shards(planned)
-                mine = shard_windows(record, shard.index)
-                if writer.fresh and record.count > 1 and plan.tokenized == len(plan.keys):
-                    # the other workers read their contexts' encodings instead of tokenising
-                    kept = pool.submit(_keep_tokens, writer, plan, record, shard, all_windows,
-                                       ranges, reuse, tokens_tag)
-            # a shard writer leaves blocks written with copies pending to the settling step
-            pending_set = {
-                b for w in mine for b in all_windows[w]
-                if (markers[b] == 0 if shard is not None else markers[b] != DONE)
-            }
-            windows = [
-                (blocks, ranges[blocks[0]][0], ranges[blocks[-1]][1])
-                for w in mine
-                if pending_set.intersection(blocks := all_windows[w])
-            ]
-            computing = {b for blocks, _, _ in windows for b in blocks}
-            sources = [BlockSources.of(plan, start, stop, reuse) for _, start, stop in windows]
+            layout = _Layout.of(writer)
+            if not writer.fresh and writer.complete and (layout.markers == DONE).all():
+                return _already_complete(writer, plan, prep, layout, t0)
+            work = _assign(target, writer, pool, name=name, plan=plan, shard=shard,
+                           layout=layout, tokens_tag=tokens_tag)
             bar = _progress_bar(
-                progress, total=sum(len(src.compute_keys) for src in sources),
+                progress, total=sum(len(src.compute_keys) for src in work.sources),
                 desc=name if shard is None else f"{name} {shard}",
             )
-            n_computed = n_copied = 0
-            mark, recorded = Mark.of(runner), None  # this run's out-of-memory back-offs
-            dtype = np.dtype(settings.storage_dtype)
-            inflight: list[InFlight] = []  # per window, oldest first
-            for (blocks, start, stop), src in zip(windows, sources, strict=True):
-                compute_keys, seen = src.compute_keys, src.first_position
-                self_rows, other_rows, later = src.self_rows, src.other_rows, src.later
-                vectors = None
-                if compute_keys:  # one embed call: its batches are length-sorted over the window
-                    try:
-                        vectors = runner.embed(
-                            plan.encoded(compute_keys),
-                            poolings=settings.poolings,
-                            batch_size=settings.batch_size,
-                            progress=bar.update if bar is not None else None,
-                            out_dtype=settings.storage_dtype,
-                            truncate=truncate,
-                            # all layers: the runner's default (runners without the keyword work)
-                            **({"layers": prep.layers} if prep.subset else {}),
-                        )
-                    except EmbError as err:  # a context that ran out of memory alone: recorded
-                        record = run_record(runner, mark, batch_size=settings.batch_size,
-                                            device=settings.device, stopped=str(err))
-                        if record is not None and record["stopped"] is not None:
-                            with contextlib.suppress(StoreError):  # the error says more
-                                writer.record_backoffs(record)
-                        raise
-                    n_computed += len(compute_keys)
-                    # the back-offs so far, kept before this window's blocks are marked done
-                    record = run_record(runner, mark, batch_size=settings.batch_size,
-                                        device=settings.device)
-                    if record is not None and record != recorded:
-                        writer.record_backoffs(record)
-                        recorded = record
-                if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
-                    values = vectors  # every row computed here, in order: no copy
-                else:
-                    values = layer_major((stop - start, *shape[1:]), dtype, zeros=True)
-                    if vectors is not None:
-                        values[[seen[k] for k in compute_keys]] = vectors
-                waiting: set[int] = set()  # blocks with rows another shard has not written yet
-                if self_rows:  # rows of earlier windows: taken from memory while their window is
-                    # still being written, else read back (the row a copy takes is always a row
-                    # computed in its window: the key's first use)
-                    stored = _from_memory(values, self_rows, inflight, writer.block_size)
-                    ready, waiting_rows = available_rows(
-                        writer, stored, computing=computing, sharded=shard is not None
-                    )
-                    waiting = {(start + pos) // writer.block_size for pos, _ in waiting_rows}
-                    if ready:
-                        pos, rows = zip(*ready, strict=True)
-                        values[list(pos)] = writer.read_rows(rows)
-                for other, pairs in other_rows.items():
-                    pos, rows = zip(*pairs, strict=True)
-                    values[list(pos)] = target.read_rows(other, rows)
-                for pos, first_pos in later:
-                    values[pos] = values[first_pos]
-                n_copied += len(self_rows) + sum(len(v) for v in other_rows.values()) + len(later)
-                while len(inflight) >= QUEUE_WINDOWS:  # host memory: a bounded queue
-                    for future in inflight.pop(0).futures:
-                        future.result()
-                inflight.append(InFlight(start, values, frozenset(
-                    b for b in blocks if b in pending_set), [
-                    pool.submit(
-                        _store_block, writer, b, values[ranges[b][0] - start : ranges[b][1] - start],
-                        name, COPIES_PENDING if b in waiting else DONE,
-                    )
-                    for b in blocks
-                    if b in pending_set
-                ]))
-            for future in (f for window in inflight for f in window.futures):
-                future.result()
-            if kept is not None:
-                kept.result()
+            n_computed, n_copied = _run_windows(
+                runner, target, writer, pool, plan=plan, prep=prep, settings=settings,
+                layout=layout, work=work, bar=bar,
+            )
+            if work.kept is not None:
+                work.kept.result()
         if bar is not None:
             bar.close()
         if shard is None:
             writer.finish()
         else:  # pending copies filled in where their rows exist; the last one finishes the suite
-            settle(writer, plan, reuse, per_window)
+            settle(writer, plan, work.reuse, layout.per_window)
     finally:
         if writer is not None:
             writer.close()
     return SuiteReport(
         name=name, n_items=shape[0], n_unique=len(plan.keys), n_computed=n_computed,
-        n_copied=n_copied, blocks_written=len(pending_set), blocks_total=len(ranges),
-        already_complete=False, seconds=time.perf_counter() - t0, **unknown,
-        blocks_assigned=sum(len(all_windows[w]) for w in mine),
+        n_copied=n_copied, blocks_written=len(work.pending), blocks_total=len(layout.ranges),
+        already_complete=False, seconds=time.perf_counter() - t0, **layout.unknown,
+        blocks_assigned=sum(len(layout.windows[w]) for w in work.mine),
     )
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """A suite's group as opened: its blocks' row ranges, its compute windows (the stored
+    setting: a resumed run cuts the same windows), the blocks' markers, and what it records of
+    its unknown targets and of truncation."""
+
+    ranges: list[tuple[int, int]]
+    per_window: int
+    windows: list[list[int]]
+    markers: np.ndarray
+    truncate: bool
+    unknown: dict[str, Any]
+
+    @classmethod
+    def of(cls, writer: SuiteWriter) -> _Layout:
+        ranges = writer.block_ranges()
+        # as the group records them (a resumed group: the run that laid it out counted them)
+        recorded = writer.extraction.get("unknown_targets") or {}
+        unknown = {"n_unknown_targets": int(recorded.get("n_items") or 0),
+                   "unknown_examples": tuple(str(w) for w in (recorded.get("words") or ())[:10])}
+        # computed window by window (the stored setting: a resumed run cuts the same windows)
+        per_window = int(writer.extraction.get("window_blocks", 1))
+        all_windows = window_blocks_of(len(ranges), per_window)
+        markers = writer.markers() if not writer.fresh else np.zeros(len(ranges), np.uint8)
+        truncate = bool(writer.extraction.get("truncate_after_target", False))
+        return cls(ranges, per_window, all_windows, markers, truncate, unknown)
+
+
+def _already_complete(
+    writer: SuiteWriter, plan: Plan, prep: Prepared, layout: _Layout, t0: float,
+) -> SuiteReport:
+    """A suite found complete: what a killed run's last steps left behind is tidied up, and
+    nothing is written."""
+    writer.refresh_consolidated()  # where a failed last step left it stale
+    # kept encodings written after another worker completed the suite by a worker
+    # killed before its own last step
+    writer.drop_tokens()
+    writer.drop_digests()  # and the digest records of a finisher killed so
+    writer.drop_partial_files()  # and what killed writes left half-written
+    return SuiteReport(
+        name=prep.name, n_items=prep.shape[0], n_unique=len(plan.keys), n_computed=0, n_copied=0,
+        blocks_written=0, blocks_total=len(layout.ranges), already_complete=True,
+        seconds=time.perf_counter() - t0, **layout.unknown,
+    )
+
+
+@dataclass(frozen=True)
+class _Work:
+    """What this run writes of a suite: the rows it copies from other suites (``reuse``), its
+    windows (all, or its shard's: ``mine``), the blocks still to write (``pending``), the windows
+    that hold them with their row spans and their items' sources, and the future of the
+    encodings kept for the other shards' workers."""
+
+    reuse: Any
+    mine: Sequence[int]
+    kept: Future[None] | None
+    pending: set[int]
+    windows: list[tuple[list[int], int, int]]
+    computing: set[int]
+    sources: list[BlockSources]
+
+
+def _assign(
+    target: StoreWriter, writer: SuiteWriter, pool: ThreadPoolExecutor, *, name: str, plan: Plan,
+    shard: Shard | None, layout: _Layout, tokens_tag: str,
+) -> _Work:
+    """The rows another suite already holds, this run's windows (a shard's worker: its shard's,
+    by the shard record, recorded now), and the blocks of them still to write."""
+    ranges, all_windows, per_window = layout.ranges, layout.windows, layout.per_window
+    record = writer.shard_record()
+    reuse, reuse_from = target.reusable_rows(
+        name, writer.extraction, only=record.reuse_from if record else None,
+        wanted=plan.keys,
+    )
+    mine: Sequence[int] = range(len(all_windows))
+    kept: Future[None] | None = None  # the encodings kept for the other shards' workers
+    if shard is not None:
+        # the plan recorded by the first worker (whose windows are a function of the
+        # suite, the tokenizer and the settings, checked equal above) is not made again:
+        # that would tokenise the whole suite
+        if (record is not None and record.count == shard.count
+                and record.window_blocks == per_window):
+            planned = replace(record, reuse_from=tuple(reuse_from))
+        else:
+            planned = shard_record(plan, ranges, all_windows, shard.count, per_window, reuse_from)
+        record = writer.record_shards(planned)
+        mine = shard_windows(record, shard.index)
+        if writer.fresh and record.count > 1 and plan.tokenized == len(plan.keys):
+            # the other workers read their contexts' encodings instead of tokenising
+            kept = pool.submit(_keep_tokens, writer, plan, record, shard, all_windows,
+                               ranges, reuse, tokens_tag)
+    # a shard writer leaves blocks written with copies pending to the settling step
+    markers = layout.markers
+    pending_set = {
+        b for w in mine for b in all_windows[w]
+        if (markers[b] == 0 if shard is not None else markers[b] != DONE)
+    }
+    windows = [
+        (blocks, ranges[blocks[0]][0], ranges[blocks[-1]][1])
+        for w in mine
+        if pending_set.intersection(blocks := all_windows[w])
+    ]
+    computing = {b for blocks, _, _ in windows for b in blocks}
+    sources = [BlockSources.of(plan, start, stop, reuse) for _, start, stop in windows]
+    return _Work(reuse, mine, kept, pending_set, windows, computing, sources)
+
+
+def _run_windows(
+    runner: Runner, target: StoreWriter, writer: SuiteWriter, pool: ThreadPoolExecutor, *,
+    plan: Plan, prep: Prepared, settings: ExtractionSettings, layout: _Layout, work: _Work,
+    bar: Any,
+) -> tuple[int, int]:
+    """Compute this run's windows one after another, each in one embed call (:func:`_embed`),
+    its copied rows filled in (:func:`_copy_rows`), its blocks queued to the writer threads
+    while the next is computed (at most :data:`QUEUE_WINDOWS` waiting); return the items
+    computed and copied once every block is written."""
+    shape, shard = prep.shape, settings.shard
+    n_computed = n_copied = 0
+    mark, recorded = Mark.of(runner), None  # this run's out-of-memory back-offs
+    dtype = np.dtype(settings.storage_dtype)
+    inflight: list[InFlight] = []  # per window, oldest first
+    for (blocks, start, stop), src in zip(work.windows, work.sources, strict=True):
+        compute_keys, seen = src.compute_keys, src.first_position
+        vectors = None
+        if compute_keys:  # one embed call: its batches are length-sorted over the window
+            vectors, recorded = _embed(
+                runner, writer, plan, compute_keys, prep=prep, settings=settings,
+                layout=layout, bar=bar, mark=mark, recorded=recorded,
+            )
+            n_computed += len(compute_keys)
+        if vectors is not None and len(vectors) == stop - start and vectors.dtype == dtype:
+            values = vectors  # every row computed here, in order: no copy
+        else:
+            values = layer_major((stop - start, *shape[1:]), dtype, zeros=True)
+            if vectors is not None:
+                values[[seen[k] for k in compute_keys]] = vectors
+        waiting = _copy_rows(values, src, start, target, writer, inflight,
+                             computing=work.computing, sharded=shard is not None)
+        n_copied += (len(src.self_rows) + sum(len(v) for v in src.other_rows.values())
+                     + len(src.later))
+        while len(inflight) >= QUEUE_WINDOWS:  # host memory: a bounded queue
+            for future in inflight.pop(0).futures:
+                future.result()
+        inflight.append(InFlight(start, values, frozenset(
+            b for b in blocks if b in work.pending), [
+            pool.submit(
+                _store_block, writer, b,
+                values[layout.ranges[b][0] - start : layout.ranges[b][1] - start],
+                prep.name, COPIES_PENDING if b in waiting else DONE,
+            )
+            for b in blocks
+            if b in work.pending
+        ]))
+    for future in (f for window in inflight for f in window.futures):
+        future.result()
+    return n_computed, n_copied
+
+
+def _embed(
+    runner: Runner, writer: SuiteWriter, plan: Plan, compute_keys: list[int], *, prep: Prepared,
+    settings: ExtractionSettings, layout: _Layout, bar: Any, mark: Mark,
+    recorded: dict[str, Any] | None,
+) -> tuple[np.ndarray, dict[str, Any] | None]:
+    """One window's vectors, and this run's out-of-memory back-offs recorded in the group (kept
+    before the window's blocks are marked done; a run stopped by one records it too)."""
+    try:
+        vectors = runner.embed(
+            plan.encoded(compute_keys),
+            poolings=settings.poolings,
+            batch_size=settings.batch_size,
+            progress=bar.update if bar is not None else None,
+            out_dtype=settings.storage_dtype,
+            truncate=layout.truncate,
+            # all layers: the runner's default (runners without the keyword work)
+            **({"layers": prep.layers} if prep.subset else {}),
+        )
+    except EmbError as err:  # a context that ran out of memory alone: recorded
+        record = run_record(runner, mark, batch_size=settings.batch_size,
+                            device=settings.device, stopped=str(err))
+        if record is not None and record["stopped"] is not None:
+            with contextlib.suppress(StoreError):  # the error says more
+                writer.record_backoffs(record)
+        raise
+    # the back-offs so far, kept before this window's blocks are marked done
+    record = run_record(runner, mark, batch_size=settings.batch_size,
+                        device=settings.device)
+    if record is not None and record != recorded:
+        writer.record_backoffs(record)
+        recorded = record
+    return vectors, recorded
+
+
+def _copy_rows(
+    values: np.ndarray, src: BlockSources, start: int, target: StoreWriter, writer: SuiteWriter,
+    inflight: Sequence[InFlight], *, computing: set[int], sharded: bool,
+) -> set[int]:
+    """Fill in a window's copied rows: those of earlier windows (from memory or read back),
+    of other suites, and of keys used again in the window; return the blocks with rows another
+    shard has not written yet."""
+    waiting: set[int] = set()  # blocks with rows another shard has not written yet
+    if src.self_rows:  # rows of earlier windows: taken from memory while their window is
+        # still being written, else read back (the row a copy takes is always a row
+        # computed in its window: the key's first use)
+        stored = _from_memory(values, src.self_rows, inflight, writer.block_size)
+        ready, waiting_rows = available_rows(writer, stored, computing=computing, sharded=sharded)
+        waiting = {(start + pos) // writer.block_size for pos, _ in waiting_rows}
+        if ready:
+            pos, rows = zip(*ready, strict=True)
+            values[list(pos)] = writer.read_rows(rows)
+    for other, pairs in src.other_rows.items():
+        pos, rows = zip(*pairs, strict=True)
+        values[list(pos)] = target.read_rows(other, rows)
+    for pos, first_pos in src.later:
+        values[pos] = values[first_pos]
+    return waiting
 
 
 @dataclass(frozen=True)

@@ -140,8 +140,28 @@ def from_frame(
     """Pick word/rating columns, filter a language, parse numbers (errors list the lines)."""
     if frame.shape[0] == 0:
         raise LexiconError(f"lexicon file {path} has a header but no rows")
-    found = list(frame.columns)
     lines = np.arange(2, frame.shape[0] + 2)
+    names, lang_col = _column_names(frame, path, columns)
+    frame, lines = _one_language(frame, lines, path, lang_col=lang_col, language=language)
+    words = _words(frame[names[0]], lines, path)
+    ratings: dict[str, np.ndarray] = {}
+    for rating, col in zip(RATINGS, names[1:], strict=True):
+        if col is None:
+            continue
+        column = frame[col]
+        if rating != "valence" and column.isna().all():
+            continue  # rating absent for this file/language (e.g. French dominance)
+        ratings[rating] = numeric(column, rating, lines, path)
+    return Table(words, lines, ratings), (language if lang_col is not None else None)
+
+
+def _column_names(
+    frame: Any, path: Path, columns: Sequence[str | None] | None,
+) -> tuple[list[Any], Any]:
+    """The word column and the rating columns (:data:`RATINGS`; None: absent), those given or
+    found by name, and the language column (only found by name); refused without a word or a
+    valence column, or with a column given that the file lacks."""
+    found = list(frame.columns)
     if columns is None:
         lookup = {str(c).strip().lower(): c for c in found}
         names: list[Any] = [lookup.get(k) for k in ("word", *RATINGS)]
@@ -159,6 +179,14 @@ def from_frame(
     for c in names:
         if c is not None and c not in frame.columns:
             raise LexiconError(f"lexicon file {path} has no column {c!r}; found columns {found}")
+    return names, lang_col
+
+
+def _one_language(
+    frame: Any, lines: np.ndarray, path: Path, *, lang_col: Any, language: str | None,
+) -> tuple[Any, np.ndarray]:
+    """The rows of ``language`` in a file of several (a ``language`` column); a one-language
+    file whole, refused with a language."""
     if lang_col is not None:
         available = sorted(set(frame[lang_col].dropna()))
         if language is None:
@@ -172,13 +200,17 @@ def from_frame(
                 f"lexicon file {path} has no rows for language {language!r}; available: "
                 f"{available}; give --language one of them"
             )
-        frame, lines = frame[keep], lines[keep]
-    elif language is not None:
+        return frame[keep], lines[keep]
+    if language is not None:
         raise LexiconError(
             f"--language {language} given but lexicon file {path} has no 'language' column "
-            f"(found columns {found}); leave --language out for a one-language file"
+            f"(found columns {list(frame.columns)}); leave --language out for a one-language file"
         )
-    word_col = frame[names[0]]
+    return frame, lines
+
+
+def _words(word_col: Any, lines: np.ndarray, path: Path) -> list[str]:
+    """The words, stripped; refused where one is empty (naming the lines)."""
     empty = np.flatnonzero(
         word_col.isna().to_numpy() | (word_col.fillna("").str.strip() == "").to_numpy()
     )
@@ -187,16 +219,7 @@ def from_frame(
             f"lexicon {path}: {len(empty)} row(s) have an empty word: "
             f"{rows_text([f'line {lines[i]}' for i in empty])}; fill or remove them"
         )
-    words = [w.strip() for w in word_col]
-    ratings: dict[str, np.ndarray] = {}
-    for rating, col in zip(RATINGS, names[1:], strict=True):
-        if col is None:
-            continue
-        column = frame[col]
-        if rating != "valence" and column.isna().all():
-            continue  # rating absent for this file/language (e.g. French dominance)
-        ratings[rating] = numeric(column, rating, lines, path)
-    return Table(words, lines, ratings), (language if lang_col is not None else None)
+    return [w.strip() for w in word_col]
 
 
 def read_vader(raw: bytes, path: Path) -> Table:

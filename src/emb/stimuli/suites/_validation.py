@@ -46,13 +46,25 @@ def plainly_valid(entry: Any) -> bool:
     allowed, required, label_name, reserved, word_pattern = item_rules()
     if type(entry) is not dict or not required <= entry.keys() or not entry.keys() <= allowed:
         return False
-    context, word = entry["context"], entry["word"]
+    return (
+        _plain_text(entry["context"], entry["word"], word_pattern)
+        and _plain_position(entry)
+        and _plain_names(entry)
+        and _plain_labels(entry.get("labels", {}), label_name, reserved)
+    )
+
+
+def _plain_text(context: Any, word: Any, word_pattern: re.Pattern[str]) -> bool:
+    """The context and the word: non-empty Unicode strings, the word a word by the schema."""
     if type(context) is not str or not context or type(word) is not str:
         return False
     if not word or not word_pattern.search(word):
         return False
-    if not (text_is_unicode(context) and text_is_unicode(word)):
-        return False
+    return text_is_unicode(context) and text_is_unicode(word)
+
+
+def _plain_position(entry: dict[str, Any]) -> bool:
+    """A span (two ints, not with an occurrence) or an occurrence (an int from 1), if given."""
     if "span" in entry:
         span = entry["span"]
         if "occurrence" in entry or type(span) is not list or len(span) != 2:
@@ -63,6 +75,12 @@ def plainly_valid(entry: Any) -> bool:
         occurrence = entry["occurrence"]
         if type(occurrence) is not int or occurrence < 1:
             return False
+    return True
+
+
+def _plain_names(entry: dict[str, Any]) -> bool:
+    """The setting (a non-empty Unicode string) and the stimulus set (a Unicode string), if
+    given."""
     if "setting" in entry:
         setting = entry["setting"]
         if type(setting) is not str or not setting or not text_is_unicode(setting):
@@ -71,7 +89,12 @@ def plainly_valid(entry: Any) -> bool:
         stimulus_set = entry["stimulus_set"]
         if type(stimulus_set) is not str or not text_is_unicode(stimulus_set):
             return False
-    labels = entry.get("labels", {})
+    return True
+
+
+def _plain_labels(labels: Any, label_name: re.Pattern[str], reserved: frozenset[str]) -> bool:
+    """A dict of labels: names by the schema's pattern and not reserved, values Unicode
+    strings, finite floats, ints a float holds exactly, or None."""
     if type(labels) is not dict:
         return False
     for key, value in labels.items():

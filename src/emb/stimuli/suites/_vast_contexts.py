@@ -158,6 +158,24 @@ def load_templates(path: Path, language: str | None) -> Templates:
     fix = "see the layout in 'emb suites' or the emb.stimuli.suites.vast docstring"
     doc = read_json(path, "template file")
     code = language or "en"
+    doc, where = _language_doc(doc, path, code, fix)
+    bleached = template_sentence(doc.get("bleached"), f"template file {path}: {where}.bleached", fix)
+    bands = _band_sentences(doc.get("bands"), path, where, fix)
+    info = {
+        "source": str(path),
+        "sha256": sha256(path),
+        "language": code,
+        "bleached": bleached,
+        "bands": bands,
+        "aligned": "the sentence of the word's band",
+        "misaligned": "the sentence of the mirrored band (polar words: aligned)",
+    }
+    return Templates(bleached, bands, info)
+
+
+def _language_doc(doc: Any, path: Path, code: str, fix: str) -> tuple[dict[str, Any], str]:
+    """The templates of language ``code`` (a file with ``languages``: that language's entry)
+    and where they are in the file, refused unless an object with the known keys."""
     where = "$"
     if isinstance(doc, dict) and "languages" in doc:
         languages = doc["languages"]
@@ -179,8 +197,11 @@ def load_templates(path: Path, language: str | None) -> Templates:
             f"template file {path}: {where} has unknown key(s) {unknown}; the keys are "
             f"{list(_TEMPLATE_KEYS)} (and comments starting with '_'); {fix}"
         )
-    bleached = template_sentence(doc.get("bleached"), f"template file {path}: {where}.bleached", fix)
-    bands_doc = doc.get("bands")
+    return doc, where
+
+
+def _band_sentences(bands_doc: Any, path: Path, where: str, fix: str) -> dict[str, str]:
+    """One sentence per band (keys: the English band names), each its own."""
     phrases = [phrase for _, phrase in BANDS]
     if not isinstance(bands_doc, dict):
         raise SuiteError(
@@ -208,13 +229,4 @@ def load_templates(path: Path, language: str | None) -> Templates:
             f"({show(repeated[0])}); each band needs its own sentence (the aligned and misaligned "
             "settings differ only by them)"
         )
-    info = {
-        "source": str(path),
-        "sha256": sha256(path),
-        "language": code,
-        "bleached": bleached,
-        "bands": bands,
-        "aligned": "the sentence of the word's band",
-        "misaligned": "the sentence of the mirrored band (polar words: aligned)",
-    }
-    return Templates(bleached, bands, info)
+    return bands

@@ -41,6 +41,26 @@ def build_suites(
     SuiteError
         From the generators and the suite files.
     """
+    _refuse_unused(specs, options, shared)
+    suites = []
+    for spec in specs:
+        if spec in BUILTIN_SUITES:
+            suites.append(build_suite(spec, **_suite_options(spec, options)))
+        elif Path(spec).is_file():
+            suites.append(load_suite(spec))
+        else:
+            raise OptionError(
+                f"{spec!r} is neither a built-in suite ({', '.join(BUILTIN_SUITES)}) nor a suite file",
+                option="--suite",
+            )
+    return suites
+
+
+def _refuse_unused(
+    specs: Sequence[str], options: Mapping[str, Any], shared: Collection[str],
+) -> None:
+    """Refuse an option given that no requested built-in suite takes, naming the suites it
+    belongs to."""
     given = sorted(
         k for k, v in options.items() if v is not None and v != () and k not in shared
     )
@@ -60,32 +80,25 @@ def build_suites(
             f"option(s) given that no requested suite ({', '.join(specs)}) takes: {listed}. "
             "Remove them, or request the suite they belong to"
         )
-    suites = []
-    for spec in specs:
-        if spec in BUILTIN_SUITES:
-            gen = BUILTIN_SUITES[spec]
-            declared = {o.name: o for o in gen.options}
-            kwargs = {}
-            for key, value in options.items():
-                if key not in declared or value is None or value == () or value is False:
-                    continue
-                if isinstance(value, tuple) and not declared[key].multiple:
-                    if len(value) > 1:
-                        raise OptionError(
-                            f"suite {spec!r} takes one --{key.replace('_', '-')}; got {len(value)}",
-                            option=f"--{key.replace('_', '-')}",
-                        )
-                    value = value[0]
-                kwargs[key] = list(value) if isinstance(value, tuple) else value
-            suites.append(build_suite(spec, **kwargs))
-        elif Path(spec).is_file():
-            suites.append(load_suite(spec))
-        else:
-            raise OptionError(
-                f"{spec!r} is neither a built-in suite ({', '.join(BUILTIN_SUITES)}) nor a suite file",
-                option="--suite",
-            )
-    return suites
+
+
+def _suite_options(spec: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options built-in suite ``spec`` declares, as its generator takes them (a tuple of
+    one value for an option it takes once: that value; a tuple: a list)."""
+    declared = {o.name: o for o in BUILTIN_SUITES[spec].options}
+    kwargs = {}
+    for key, value in options.items():
+        if key not in declared or value is None or value == () or value is False:
+            continue
+        if isinstance(value, tuple) and not declared[key].multiple:
+            if len(value) > 1:
+                raise OptionError(
+                    f"suite {spec!r} takes one --{key.replace('_', '-')}; got {len(value)}",
+                    option=f"--{key.replace('_', '-')}",
+                )
+            value = value[0]
+        kwargs[key] = list(value) if isinstance(value, tuple) else value
+    return kwargs
 
 
 def suite_warnings(suites: Sequence[Suite]) -> list[str]:

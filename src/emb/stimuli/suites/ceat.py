@@ -235,44 +235,9 @@ def _suite(
             f"{ordered}; use a larger corpus, or pass --allow-missing to drop them from their "
             "tests (recorded in the suite)"
         )
-    used: dict[str, CeatTest] = {}
-    missing_by_test: dict[str, list[str]] = {}
-    dropped: list[str] = []
-    for test_id, test in tests.items():
-        gone = [w for r in ROLES for w in test.words[r] if w in missing]
-        missing_by_test[test_id] = gone
-        words = {r: tuple(w for w in test.words[r] if w not in missing) for r in ROLES}
-        if any(not words[r] for r in ROLES):
-            dropped.append(test_id)
-            continue
-        used[test_id] = CeatTest(test_id, test.names, words, test.title)
-    if not used:
-        raise CorpusError(
-            f"no CEAT test keeps a stimulus in every word set after dropping the missing ones "
-            f"(corpus: {corpus_names}); use a larger corpus"
-        )
-    membership: dict[str, list[tuple[str, str, str]]] = {}
-    for test_id, test in used.items():
-        for role in ROLES:
-            for word in test.words[role]:
-                membership.setdefault(word, []).append((test_id, role, test.names[role]))
-    items = []
-    for word, entries in membership.items():
-        labels_common = {
-            "stimulus": word,
-            "tests": "|".join(e[0] for e in entries),
-            "roles": "|".join(e[1] for e in entries),
-            "groups": "|".join(e[2] for e in entries),
-        }
-        stimulus_set = "|".join(dict.fromkeys(e[2] for e in entries))
-        for c in sample.contexts[word]:
-            items.append(Item(
-                context=c.text, word=word, char_start=c.char_start, char_end=c.char_end,
-                setting=sample.unit, stimulus_set=stimulus_set,
-                labels={**labels_common, "source": c.file, "line": float(c.line),
-                        "offset": float(c.offset), "ordinal": float(c.ordinal),
-                        "record_id": c.record_id},
-            ))
+    used, missing_by_test, dropped = _kept_tests(tests, missing, corpus_names)
+    membership = _membership(used)
+    items = _items(membership, sample)
     stimuli = {
         s: {"seen": sample.seen[s], "kept": sample.kept(s), "short": sample.kept(s) < n,
             "tests": [e[0] for e in membership.get(s, [])]}
@@ -297,3 +262,60 @@ def _suite(
     }
     return Suite(name=gen.name, items=tuple(items), generator=gen.name, parameters=parameters,
                  description=gen.description)
+
+
+def _kept_tests(
+    tests: dict[str, CeatTest], missing: set[str], corpus_names: str,
+) -> tuple[dict[str, CeatTest], dict[str, list[str]], list[str]]:
+    """The tests without their missing stimuli, those left with an empty word set dropped; per
+    test, the stimuli it lost; the tests dropped (refused when none is kept)."""
+    used: dict[str, CeatTest] = {}
+    missing_by_test: dict[str, list[str]] = {}
+    dropped: list[str] = []
+    for test_id, test in tests.items():
+        gone = [w for r in ROLES for w in test.words[r] if w in missing]
+        missing_by_test[test_id] = gone
+        words = {r: tuple(w for w in test.words[r] if w not in missing) for r in ROLES}
+        if any(not words[r] for r in ROLES):
+            dropped.append(test_id)
+            continue
+        used[test_id] = CeatTest(test_id, test.names, words, test.title)
+    if not used:
+        raise CorpusError(
+            f"no CEAT test keeps a stimulus in every word set after dropping the missing ones "
+            f"(corpus: {corpus_names}); use a larger corpus"
+        )
+    return used, missing_by_test, dropped
+
+
+def _membership(used: dict[str, CeatTest]) -> dict[str, list[tuple[str, str, str]]]:
+    """Stimulus → its (test, role, group name) in every test that uses it."""
+    membership: dict[str, list[tuple[str, str, str]]] = {}
+    for test_id, test in used.items():
+        for role in ROLES:
+            for word in test.words[role]:
+                membership.setdefault(word, []).append((test_id, role, test.names[role]))
+    return membership
+
+
+def _items(membership: dict[str, list[tuple[str, str, str]]], sample: ContextSample) -> list[Item]:
+    """One item per sampled context of each stimulus, labelled with the tests, roles and groups
+    it belongs to and where its context came from."""
+    items = []
+    for word, entries in membership.items():
+        labels_common = {
+            "stimulus": word,
+            "tests": "|".join(e[0] for e in entries),
+            "roles": "|".join(e[1] for e in entries),
+            "groups": "|".join(e[2] for e in entries),
+        }
+        stimulus_set = "|".join(dict.fromkeys(e[2] for e in entries))
+        for c in sample.contexts[word]:
+            items.append(Item(
+                context=c.text, word=word, char_start=c.char_start, char_end=c.char_end,
+                setting=sample.unit, stimulus_set=stimulus_set,
+                labels={**labels_common, "source": c.file, "line": float(c.line),
+                        "offset": float(c.offset), "ordinal": float(c.ordinal),
+                        "record_id": c.record_id},
+            ))
+    return items

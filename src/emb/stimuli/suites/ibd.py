@@ -89,6 +89,21 @@ def parse_ibd_data(doc: Any, path: str | Path) -> IbdData:
     """
     if not isinstance(doc, dict):
         raise SuiteError(f"IBD groups file {path}: the document must be a JSON object")
+    groups = _groups(doc, path)
+    races, genders = _grid(groups, path)
+    owner = _name_owners(groups, path)
+    attributes = _attributes(doc, path, owner)
+    labels = _validation_lists(doc, path, groups, attributes)
+    titles = _titles(doc, path)
+    return IbdData(
+        groups=groups, races=races, genders=genders, attributes=tuple(attributes),
+        ibd=labels["ibd"], eibd=labels["eibd"],
+        titles={str(k): v.strip() for k, v in titles.items()},
+    )
+
+
+def _groups(doc: dict[str, Any], path: str | Path) -> dict[str, tuple[str, ...]]:
+    """The groups (keys ``<race>_<gender>``), each with its names, none repeated."""
     groups: dict[str, tuple[str, ...]] = {}
     for key, value in doc.items():
         match = _GROUP.match(key)
@@ -99,6 +114,13 @@ def parse_ibd_data(doc: Any, path: str | Path) -> IbdData:
         if repeated:
             raise SuiteError(f"{path}: $.{key} lists names twice: {listing(repeated)}")
         groups[key] = tuple(names)
+    return groups
+
+
+def _grid(
+    groups: dict[str, tuple[str, ...]], path: str | Path,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The races and genders, refused unless the groups form a full grid of at least 2 × 2."""
     races = tuple(dict.fromkeys(_GROUP.match(g).group(1) for g in groups))  # type: ignore[union-attr]
     genders = tuple(dict.fromkeys(_GROUP.match(g).group(2) for g in groups))  # type: ignore[union-attr]
     if len(races) < 2 or len(genders) < 2:
@@ -112,12 +134,22 @@ def parse_ibd_data(doc: Any, path: str | Path) -> IbdData:
             f"IBD groups file {path}: the groups must form a full race × gender grid "
             f"({list(races)} × {list(genders)}); missing {absent}"
         )
+    return races, genders
+
+
+def _name_owners(groups: dict[str, tuple[str, ...]], path: str | Path) -> dict[str, str]:
+    """Name → its group, refused when a name is in two groups."""
     owner: dict[str, str] = {}
     for group, names in groups.items():
         for name in names:
             if name in owner:
                 raise SuiteError(f"{path}: the name {show(name)} is in both {owner[name]} and {group}")
             owner[name] = group
+    return owner
+
+
+def _attributes(doc: dict[str, Any], path: str | Path, owner: dict[str, str]) -> list[str]:
+    """The attribute words (``paper_lst_union``), none repeated and none a name."""
     if ATTRIBUTES_KEY not in doc:
         raise SuiteError(
             f"IBD groups file {path} has no {ATTRIBUTES_KEY!r}: the list of attribute words "
@@ -130,6 +162,14 @@ def parse_ibd_data(doc: Any, path: str | Path) -> IbdData:
     clash = [w for w in attributes if w in owner]
     if clash:
         raise SuiteError(f"{path}: {listing(clash)} are both names and attribute words; keep them apart")
+    return attributes
+
+
+def _validation_lists(
+    doc: dict[str, Any], path: str | Path, groups: dict[str, tuple[str, ...]],
+    attributes: list[str],
+) -> dict[str, dict[str, tuple[str, ...]]]:
+    """Per method (``ibd``, ``eibd``), group → its validation words, each an attribute word."""
     universe = set(attributes)
     labels: dict[str, dict[str, tuple[str, ...]]] = {"ibd": {}, "eibd": {}}
     for method, suffix in (("ibd", IBD_SUFFIX), ("eibd", EIBD_SUFFIX)):
@@ -145,17 +185,18 @@ def parse_ibd_data(doc: Any, path: str | Path) -> IbdData:
                     "validation word must be one of the attribute words"
                 )
             labels[method][group] = tuple(dict.fromkeys(words))
+    return labels
+
+
+def _titles(doc: dict[str, Any], path: str | Path) -> dict[Any, Any]:
+    """The readable names (``_names``), refused unless each is a non-empty string."""
     titles = doc.get(NAMES_KEY, {})
     if not isinstance(titles, dict) or not all(
         isinstance(v, str) and v.strip() for v in titles.values()
     ):
         raise SuiteError(f"{path}: $.{NAMES_KEY} must map groups, races and genders to readable "
                          "names (non-empty strings)")
-    return IbdData(
-        groups=groups, races=races, genders=genders, attributes=tuple(attributes),
-        ibd=labels["ibd"], eibd=labels["eibd"],
-        titles={str(k): v.strip() for k, v in titles.items()},
-    )
+    return titles
 
 
 #: The groups and validation words of Guo & Caliskan (2021) (CEAT ``code/ibd.py``).

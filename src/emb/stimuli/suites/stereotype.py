@@ -145,6 +145,117 @@ def _template_items(
     return items
 
 
+def _examples_source(
+    source: str, senses: Sequence[Sense],
+) -> tuple[str, dict[tuple[str, str], Any] | None, dict[str, str] | None]:
+    """The senses' setting (``dictionary``, ``templates`` or ``generated``), the generated
+    examples by (term, synset) (a JSONL file's, which must cover every sense), and that file's
+    record for the parameters."""
+    if source == "dictionary":
+        return "dictionary", None, None
+    if source == "templates":
+        return "templates", None, None
+    path = Path(source)
+    if not path.is_file():
+        raise SuiteError(
+            f"--examples (examples= in Python) must be 'dictionary', 'templates' or a "
+            f"JSONL file; {source!r} is none of these"
+        )
+    generated = read_generated_examples(path)
+    examples_file = {"source": str(path), "sha256": sha256(path)}
+    absent = [f"{s.term} ({s.synset})" for s in senses if (s.term, s.synset) not in generated]
+    if absent:
+        raise SuiteError(
+            f"{len(absent)} of {len(senses)} dictionary senses have no entry in {path}: "
+            f"{listing(absent)}; the file must list every (term, synset) of the dictionary"
+        )
+    return "generated", generated, examples_file
+
+
+def _sense_items(
+    senses: Sequence[Sense], forms: Sequence[str], *, setting: str,
+    generated: Mapping[tuple[str, str], Any] | None, limit: int, skipped: list[dict[str, str]],
+) -> tuple[list[Item], list[str]]:
+    """The dictionary senses' items (their examples, or the templates), and the senses left
+    without one."""
+    items: list[Item] = []
+    dropped: list[str] = []
+    for sense in senses:
+        if setting == "templates":
+            new = _template_items(
+                sense.term, forms, article=sense.pos in ARTICLE_POS, setting=setting,
+                stimulus_set=f"{sense.dimension}/{sense.direction}",
+                labels=_labels(role="sense", dimension=sense.dimension,
+                               direction=sense.direction, synset=sense.synset, sense=sense.id),
+            )
+        else:
+            examples = sense.examples if generated is None else generated[(sense.term, sense.synset)]
+            new = _example_items(sense, examples[:limit], setting=setting, role="sense",
+                                 skipped=skipped)
+        if not new:
+            dropped.append(sense.id)
+        items.extend(new)
+    return items, dropped
+
+
+def _populations(opts: Mapping[str, Any]) -> tuple[list[Population], dict[str, Any]]:
+    """The population words (names, gendered terms, a groups file's), none listed twice in a
+    group, and the parameters that record where the names and the groups file came from."""
+    populations: list[Population] = []
+    files: dict[str, Any] = {}
+    builtin: dict[str, str] = {}  # a built-in group → the option that fills it
+    if str(opts["names"]).lower() != "none":
+        names, provenance = read_names(
+            opts["names"], ranks=rank_window(opts["ranks"], "ranks"),
+            years=rank_window(opts["years"], "years"),
+        )
+        populations.extend(names)
+        builtin.update((p.group, "--names none") for p in names)
+        files["names"] = provenance
+    if opts["terms"] == "gendered":
+        terms = population_rows(
+            data.read_json("stereotype_populations.json")["rows"], "emb/data/stereotype_populations.json"
+        )
+        populations.extend(terms)
+        builtin.update((p.group, "--terms none") for p in terms)
+    if opts["groups"] is not None:
+        own = read_populations(opts["groups"])
+        _refuse_merged_groups(opts["groups"], own, builtin)
+        populations.extend(own)
+        files["groups_file"] = {"source": str(opts["groups"]), "sha256": sha256(opts["groups"])}
+    if not populations:
+        raise SuiteError("no population words: give --names, --terms gendered or --groups FILE")
+    keys = [(p.group, p.word) for p in populations]
+    repeated = sorted({k for k in keys if keys.count(k) > 1})
+    if repeated:
+        raise SuiteError(f"population words listed twice in one group: {repeated[:10]}")
+    return populations, files
+
+
+def _extended_items(
+    path: Path, forms: Sequence[str], *, limit: int, skipped: list[dict[str, str]],
+) -> tuple[list[Sense], list[Item]]:
+    """The senses of an extended dictionary, and their held-out items (their examples, or the
+    templates for a sense without any)."""
+    extended = read_dictionary(path, what="extended dictionary")
+    items: list[Item] = []
+    for sense in extended:
+        sense = dataclasses.replace(sense, id=f"extended-{sense.id}")
+        if sense.examples:
+            new = _example_items(sense, sense.examples[:limit], setting="extended",
+                                 role="heldout", skipped=skipped)
+        else:
+            new = _template_items(
+                sense.term, forms, article=sense.pos in ARTICLE_POS, setting="extended",
+                stimulus_set=f"{sense.dimension}/{sense.direction}",
+                labels=_labels(role="heldout", dimension=sense.dimension,
+                               direction=sense.direction, synset=sense.synset,
+                               sense=sense.id),
+            )
+        items.extend(new)
+    return extended, items
+
+
 class StereotypeGenerator(SuiteGenerator):
     """Dictionary senses in their examples and population words in seven neutral templates.
 
@@ -209,10 +320,7 @@ class StereotypeGenerator(SuiteGenerator):
         dictionary: Path = opts["dictionary"]
         senses = read_dictionary(dictionary)
         forms = templates(opts["wording"])
-        source = str(opts["examples"])
         skipped: list[dict[str, str]] = []
-        dropped: list[str] = []
-        items: list[Item] = []
         limit = int(opts["max_examples"])
         parameters: dict[str, Any] = {
             "dictionary": {"source": str(dictionary), "sha256": sha256(dictionary),
@@ -220,73 +328,17 @@ class StereotypeGenerator(SuiteGenerator):
             "wording": opts["wording"],
             "max_examples": limit,
         }
-        generated = None
-        if source == "dictionary":
-            setting = "dictionary"
-        elif source == "templates":
-            setting = "templates"
-        else:
-            path = Path(source)
-            if not path.is_file():
-                raise SuiteError(
-                    f"--examples (examples= in Python) must be 'dictionary', 'templates' or a "
-                    f"JSONL file; {source!r} is none of these"
-                )
-            generated = read_generated_examples(path)
-            setting = "generated"
-            parameters["examples_file"] = {"source": str(path), "sha256": sha256(path)}
-            absent = [f"{s.term} ({s.synset})" for s in senses if (s.term, s.synset) not in generated]
-            if absent:
-                raise SuiteError(
-                    f"{len(absent)} of {len(senses)} dictionary senses have no entry in {path}: "
-                    f"{listing(absent)}; the file must list every (term, synset) of the dictionary"
-                )
+        setting, generated, examples_file = _examples_source(str(opts["examples"]), senses)
+        if examples_file is not None:
+            parameters["examples_file"] = examples_file
         parameters["examples"] = setting
-        for sense in senses:
-            if setting == "templates":
-                new = _template_items(
-                    sense.term, forms, article=sense.pos in ARTICLE_POS, setting=setting,
-                    stimulus_set=f"{sense.dimension}/{sense.direction}",
-                    labels=_labels(role="sense", dimension=sense.dimension,
-                                   direction=sense.direction, synset=sense.synset, sense=sense.id),
-                )
-            else:
-                examples = sense.examples if generated is None else generated[(sense.term, sense.synset)]
-                new = _example_items(sense, examples[:limit], setting=setting, role="sense",
-                                     skipped=skipped)
-            if not new:
-                dropped.append(sense.id)
-            items.extend(new)
+        items, dropped = _sense_items(senses, forms, setting=setting, generated=generated,
+                                      limit=limit, skipped=skipped)
         if not items:
             raise SuiteError(f"no dictionary sense of {dictionary} has a usable example")
 
-        populations: list[Population] = []
-        builtin: dict[str, str] = {}  # a built-in group → the option that fills it
-        if str(opts["names"]).lower() != "none":
-            names, provenance = read_names(
-                opts["names"], ranks=rank_window(opts["ranks"], "ranks"),
-                years=rank_window(opts["years"], "years"),
-            )
-            populations.extend(names)
-            builtin.update((p.group, "--names none") for p in names)
-            parameters["names"] = provenance
-        if opts["terms"] == "gendered":
-            terms = population_rows(
-                data.read_json("stereotype_populations.json")["rows"], "emb/data/stereotype_populations.json"
-            )
-            populations.extend(terms)
-            builtin.update((p.group, "--terms none") for p in terms)
-        if opts["groups"] is not None:
-            own = read_populations(opts["groups"])
-            _refuse_merged_groups(opts["groups"], own, builtin)
-            populations.extend(own)
-            parameters["groups_file"] = {"source": str(opts["groups"]), "sha256": sha256(opts["groups"])}
-        if not populations:
-            raise SuiteError("no population words: give --names, --terms gendered or --groups FILE")
-        keys = [(p.group, p.word) for p in populations]
-        repeated = sorted({k for k in keys if keys.count(k) > 1})
-        if repeated:
-            raise SuiteError(f"population words listed twice in one group: {repeated[:10]}")
+        populations, files = _populations(opts)
+        parameters.update(files)
         for p in populations:
             items.extend(_template_items(
                 p.word, forms, article=p.kind == "noun", setting="templates", stimulus_set=p.group,
@@ -298,25 +350,11 @@ class StereotypeGenerator(SuiteGenerator):
         parameters["groups"] = groups
 
         if opts["extended"] is not None:
-            extended = read_dictionary(opts["extended"], what="extended dictionary")
-            n_before = len(items)
-            for sense in extended:
-                sense = dataclasses.replace(sense, id=f"extended-{sense.id}")
-                if sense.examples:
-                    new = _example_items(sense, sense.examples[:limit], setting="extended",
-                                         role="heldout", skipped=skipped)
-                else:
-                    new = _template_items(
-                        sense.term, forms, article=sense.pos in ARTICLE_POS, setting="extended",
-                        stimulus_set=f"{sense.dimension}/{sense.direction}",
-                        labels=_labels(role="heldout", dimension=sense.dimension,
-                                       direction=sense.direction, synset=sense.synset,
-                                       sense=sense.id),
-                    )
-                items.extend(new)
+            extended, new = _extended_items(opts["extended"], forms, limit=limit, skipped=skipped)
+            items.extend(new)
             parameters["extended"] = {"source": str(opts["extended"]),
                                       "sha256": sha256(opts["extended"]),
-                                      "n_terms": len(extended), "n_items": len(items) - n_before}
+                                      "n_terms": len(extended), "n_items": len(new)}
         parameters["skipped_examples"] = skipped
         parameters["senses_without_examples"] = dropped
         parameters["counts"] = {

@@ -52,6 +52,7 @@ from emb.stimuli.suites._vast_contexts import (
     BAND_EDGES,
     BANDS,
     WORD,
+    Templates,
     english_templates,
     load_templates,
     mirror_band,
@@ -309,118 +310,13 @@ class VastGenerator(SuiteGenerator):
                 f"option 'seed' (--seed) must be a non-negative integer; got {opts['seed']}"
             )
         self._check_language(opts)
-        pleasant, unpleasant, polar_info = _load_polar(opts["polar"], opts["language"])
-        templates = (
-            load_templates(opts["templates"], opts["language"])
-            if opts["templates"] is not None
-            else english_templates(opts["wording"], opts["language"])
-        )
-        lexica = [
-            load_lexicon(
-                source,
-                scale=opts["scale"],
-                language=opts["language"],
-                duplicates=opts["duplicates"],
-            )
-            for source in opts["lexicon"]
-        ]
-        names = [lex.name for lex in lexica]
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise SuiteError(
-                f"several lexica are named {repeated}; give files with different names"
-            )
-        corpus: Corpus | None = (
-            load_corpus(opts["corpus"], text_field=opts["text_field"]) if opts["corpus"] else None
-        )
-        edges = opts["wording"]
-        seed = opts["seed"]
-
-        items: list[Item] = []
-        samples: dict[str, tuple[str, int, int] | None] = {}
-        missing: dict[str, None] = {}
-        not_rated: dict[str, list[str]] = {}
-        for lexicon in lexica:
-            entries = _entries(lexicon, pleasant, unpleasant)
-            not_rated[lexicon.name] = [
-                e.word for e in entries if e.polar and e.labels["in_lexicon"] == "false"
-            ]
-            for e in entries:
-                items.append(
-                    templates.item(
-                        templates.bleached,
-                        e.word,
-                        setting="bleached",
-                        stimulus_set=e.stimulus_set,
-                        labels=e.labels,
-                    )
-                )
-            for setting in ("aligned", "misaligned"):
-                for e in entries:
-                    band = valence_band(e.rating, edges=edges)
-                    if setting == "misaligned" and not e.polar:
-                        band = mirror_band(band)
-                    items.append(
-                        templates.item(
-                            templates.bands[band],
-                            e.word,
-                            setting=setting,
-                            stimulus_set=e.stimulus_set,
-                            labels={**e.labels, "band": band},
-                        )
-                    )
-            if corpus is None:
-                continue
-            for e in entries:
-                if e.word not in samples:
-                    samples[e.word] = corpus.sample(e.word, seed=seed)
-                drawn = samples[e.word]
-                if drawn is None:
-                    missing[e.word] = None
-                    continue
-                sentence, start, end = drawn
-                items.append(
-                    Item(
-                        context=sentence,
-                        word=e.word,
-                        char_start=start,
-                        char_end=end,
-                        setting="random",
-                        stimulus_set=e.stimulus_set,
-                        labels=e.labels,
-                    )
-                )
-
-        by_setting: dict[str, int] = {}
-        for item in items:
-            by_setting[item.setting] = by_setting.get(item.setting, 0) + 1
-        parameters = {
-            "lexica": [lex.to_dict() for lex in lexica],
-            "corpus": corpus.to_dict() if corpus is not None else None,
-            "seed": seed,
-            "wording": opts["wording"],
-            "templates": templates.info,
-            "bands": [[lower, phrase] for lower, phrase in BANDS],
-            "band_edges": {"name": edges, "rule": BAND_EDGES[edges]},
-            "polar": {
-                **polar_info,
-                "pleasant": list(pleasant),
-                "unpleasant": list(unpleasant),
-                "default_ratings": POLAR_DEFAULT_RATINGS,
-                "not_in_lexicon": not_rated,
-            },
-            "language": opts["language"],
-            "settings": list(by_setting),
-            "counts": {"items": len(items), "by_setting": by_setting},
-            "missing_random": list(missing),
-        }
-        if opts["corpus"] is not None and opts["text_field"] != "text":
-            parameters["text_field"] = opts["text_field"]
+        sources = _Sources.read(opts)
+        items, missing, not_rated = _items(sources, edges=opts["wording"], seed=opts["seed"])
         return Suite(
             name=self.name,
             items=tuple(items),
             generator=self.name,
-            parameters=parameters,
+            parameters=_parameters(opts, sources, items, missing, not_rated),
             description=self.description,
         )
 
@@ -449,6 +345,163 @@ class VastGenerator(SuiteGenerator):
                 name = show(lex.get("name"))
                 lines.extend(f"lexicon {name}: {note}" for note in _strings(lex.get("notes")))
         return tuple(lines)
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """What a VAST suite is built from: the polar words, the templates, the lexica and the
+    corpus of the ``random`` setting (None: no such setting)."""
+
+    pleasant: Sequence[str]
+    unpleasant: Sequence[str]
+    polar_info: dict[str, Any]
+    templates: Templates
+    lexica: list[Lexicon]
+    corpus: Corpus | None
+
+    @classmethod
+    def read(cls, opts: dict[str, Any]) -> _Sources:
+        """Read them, in this order; lexica with the same name are refused."""
+        pleasant, unpleasant, polar_info = _load_polar(opts["polar"], opts["language"])
+        templates = (
+            load_templates(opts["templates"], opts["language"])
+            if opts["templates"] is not None
+            else english_templates(opts["wording"], opts["language"])
+        )
+        lexica = [
+            load_lexicon(
+                source,
+                scale=opts["scale"],
+                language=opts["language"],
+                duplicates=opts["duplicates"],
+            )
+            for source in opts["lexicon"]
+        ]
+        names = [lex.name for lex in lexica]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise SuiteError(
+                f"several lexica are named {repeated}; give files with different names"
+            )
+        corpus: Corpus | None = (
+            load_corpus(opts["corpus"], text_field=opts["text_field"]) if opts["corpus"] else None
+        )
+        return cls(pleasant, unpleasant, polar_info, templates, lexica, corpus)
+
+
+def _items(
+    sources: _Sources, *, edges: str, seed: int,
+) -> tuple[list[Item], dict[str, None], dict[str, list[str]]]:
+    """The items, lexicon by lexicon (bleached, aligned, misaligned, then random); the words
+    without a corpus sentence; per lexicon, the polar words it does not rate."""
+    items: list[Item] = []
+    samples: dict[str, tuple[str, int, int] | None] = {}
+    missing: dict[str, None] = {}
+    not_rated: dict[str, list[str]] = {}
+    for lexicon in sources.lexica:
+        entries = _entries(lexicon, sources.pleasant, sources.unpleasant)
+        not_rated[lexicon.name] = [
+            e.word for e in entries if e.polar and e.labels["in_lexicon"] == "false"
+        ]
+        items += _template_items(sources.templates, entries, edges)
+        if sources.corpus is None:
+            continue
+        items += _random_items(sources.corpus, entries, seed, samples, missing)
+    return items, missing, not_rated
+
+
+def _template_items(templates: Templates, entries: list[_Entry], edges: str) -> list[Item]:
+    """The bleached, aligned and misaligned items of one lexicon's entries (a polar word's
+    misaligned context is its aligned one)."""
+    items = [
+        templates.item(
+            templates.bleached,
+            e.word,
+            setting="bleached",
+            stimulus_set=e.stimulus_set,
+            labels=e.labels,
+        )
+        for e in entries
+    ]
+    for setting in ("aligned", "misaligned"):
+        for e in entries:
+            band = valence_band(e.rating, edges=edges)
+            if setting == "misaligned" and not e.polar:
+                band = mirror_band(band)
+            items.append(
+                templates.item(
+                    templates.bands[band],
+                    e.word,
+                    setting=setting,
+                    stimulus_set=e.stimulus_set,
+                    labels={**e.labels, "band": band},
+                )
+            )
+    return items
+
+
+def _random_items(
+    corpus: Corpus, entries: list[_Entry], seed: int,
+    samples: dict[str, tuple[str, int, int] | None], missing: dict[str, None],
+) -> list[Item]:
+    """One item per entry in a seeded corpus sentence holding its word (drawn once per word,
+    kept in ``samples``); a word no sentence holds is added to ``missing``."""
+    items = []
+    for e in entries:
+        if e.word not in samples:
+            samples[e.word] = corpus.sample(e.word, seed=seed)
+        drawn = samples[e.word]
+        if drawn is None:
+            missing[e.word] = None
+            continue
+        sentence, start, end = drawn
+        items.append(
+            Item(
+                context=sentence,
+                word=e.word,
+                char_start=start,
+                char_end=end,
+                setting="random",
+                stimulus_set=e.stimulus_set,
+                labels=e.labels,
+            )
+        )
+    return items
+
+
+def _parameters(
+    opts: dict[str, Any], sources: _Sources, items: list[Item], missing: dict[str, None],
+    not_rated: dict[str, list[str]],
+) -> dict[str, Any]:
+    """The suite's parameters: its whole definition, the counts per setting, and the words
+    without a random item."""
+    edges = opts["wording"]
+    by_setting: dict[str, int] = {}
+    for item in items:
+        by_setting[item.setting] = by_setting.get(item.setting, 0) + 1
+    parameters = {
+        "lexica": [lex.to_dict() for lex in sources.lexica],
+        "corpus": sources.corpus.to_dict() if sources.corpus is not None else None,
+        "seed": opts["seed"],
+        "wording": opts["wording"],
+        "templates": sources.templates.info,
+        "bands": [[lower, phrase] for lower, phrase in BANDS],
+        "band_edges": {"name": edges, "rule": BAND_EDGES[edges]},
+        "polar": {
+            **sources.polar_info,
+            "pleasant": list(sources.pleasant),
+            "unpleasant": list(sources.unpleasant),
+            "default_ratings": POLAR_DEFAULT_RATINGS,
+            "not_in_lexicon": not_rated,
+        },
+        "language": opts["language"],
+        "settings": list(by_setting),
+        "counts": {"items": len(items), "by_setting": by_setting},
+        "missing_random": list(missing),
+    }
+    if opts["corpus"] is not None and opts["text_field"] != "text":
+        parameters["text_field"] = opts["text_field"]
+    return parameters
 
 
 def _strings(value: Any) -> tuple[str, ...]:
