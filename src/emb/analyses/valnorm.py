@@ -25,7 +25,6 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
-    check_options,
     coord_values,
     front,
     integer_columns,
@@ -33,13 +32,12 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
-from emb.analyses._decorators import own_descriptions
+from emb.analyses._decorators import own_descriptions, run_by_record
 from emb.analyses._select import (
     compared_words,
     item_values,
     label_mask,
     parse_subset,
-    provenance_attrs,
     settings_present,
     unique_in_order,
 )
@@ -104,6 +102,7 @@ def _check_targets_left(
 
 
 @own_descriptions
+@run_by_record(checked_in_body=("method",))
 def valnorm(
     ds: xr.Dataset,
     *,
@@ -196,7 +195,6 @@ def valnorm(
     """
     if method not in ("default", "reference"):
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")
-    check_options(ANALYSIS, ddof=ddof, word_set=word_set)
     for label in ("stimulus_set", "lexicon"):
         if label not in ds.variables:
             raise AnalysisError(
@@ -300,7 +298,6 @@ def valnorm(
     out["spearman_r"].attrs["long_name"] = f"Spearman's rho of SC-WEAT effect sizes with {ratings}"
     out["spearman_p"].attrs["long_name"] = "two-sided p-value of rho"
     out.attrs = {
-        "analysis": "valnorm",
         "ratings": ratings,
         "ddof": int(ddof),
         "method": method,
@@ -309,7 +306,6 @@ def valnorm(
         "polar_settings": json.dumps(polar_settings),
         "word_set": word_set,
         "notes": json.dumps(notes),
-        **provenance_attrs(ds),
     }
     return out
 

@@ -38,7 +38,6 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
-    check_options,
     default_of,
     format_adjusted,
     format_p,
@@ -47,8 +46,8 @@ from emb.analyses._analysis import (
     own_pooling_rows,
     tidy_frame,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
-from emb.analyses._select import item_values, label_mask, provenance_attrs, text_column
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
+from emb.analyses._select import item_values, label_mask, text_column
 from emb.analyses.stats.subspace import SCALINGS, Scaling
 from emb.analyses.stats.work import plan
 from emb.analyses.valence_subspace import project, valence_direction
@@ -231,6 +230,7 @@ def _experiment3(
 
 @public_in_package
 @own_descriptions
+@run_by_record(checked_in_body=("alternative", "correction", "method", "scaling"))
 def intersectional(
     ds: xr.Dataset,
     *,
@@ -322,8 +322,6 @@ def intersectional(
     ):
         if value not in allowed:
             raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
-    check_options(ANALYSIS, C=C, cv_folds=cv_folds, ddof=ddof,
-                  n_permutations=n_permutations, extreme_share=extreme_share, seed=seed)
     reference = method == "reference"
     pairs, categories = _suite_design(ds)
     for category in pairs:
@@ -419,7 +417,6 @@ def intersectional(
     out["share"].attrs["long_name"] = "share of the extreme phrases holding the value"
     out["position_share"].attrs["long_name"] = "share of the extreme phrases with the value at the position"
     out.attrs = {
-        "analysis": "intersectional",
         **{k_: v for k_, v in direction.attrs.items() if k_ != "method"},
         "ddof": int(ddof),
         "alternative": "smaller tail of a normal fit (reference)" if reference else alternative,
@@ -433,7 +430,6 @@ def intersectional(
         "experiment3_positions": int(n_pos),
         "seed": int(seed),
         "method": method,
-        **provenance_attrs(ds),
     }
     return out
 
