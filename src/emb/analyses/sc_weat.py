@@ -249,6 +249,8 @@ def sc_weat(
 
 # -- the sc-weat analysis -------------------------------------------------------------------------
 @own_descriptions
+# alternative: left to the permutation test (sc_weat), as before the record checked options:
+# unused without permutations (n_permutations=0), where it is not refused
 @run_by_record(checked_in_body=("alternative",))
 def sc_weat_lexicon(
     ds: xr.Dataset,
