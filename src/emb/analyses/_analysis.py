@@ -362,6 +362,9 @@ class Analysis:
         bad += [k for k in (*self.optional_suites, *self.api_only) if k not in params]
         if bad:
             raise TypeError(f"analysis {self.name!r} declares {bad}, which {self.function.__name__}() does not take")
+        bind = getattr(self.function, "bind_record", None)
+        if callable(bind):  # a function wearing run_by_record: checked and stamped by this record
+            bind(self)
 
     def parameters(self) -> dict[str, inspect.Parameter]:
         """The function's keyword-only parameters by name."""

@@ -32,7 +32,7 @@ from emb.analyses._analysis import (
     small_n_of,
     with_set_sizes,
 )
-from emb.analyses._decorators import own_descriptions
+from emb.analyses._decorators import own_descriptions, run_by_record
 from emb.analyses._select import (
     compared_words,
     item_values,
@@ -249,6 +249,9 @@ def sc_weat(
 
 # -- the sc-weat analysis -------------------------------------------------------------------------
 @own_descriptions
+# alternative: left to the permutation test (sc_weat), as before the record checked options:
+# unused without permutations (n_permutations=0), where it is not refused
+@run_by_record(checked_in_body=("alternative",))
 def sc_weat_lexicon(
     ds: xr.Dataset,
     *,
@@ -292,7 +295,6 @@ def sc_weat_lexicon(
         when Monte Carlo, when ``n_permutations > 0``); ``n_words``, ``n_a``, ``n_b``
         (targets and attribute words per setting) and ``small_n (setting)``.
     """
-    check_options(ANALYSIS, min_words=min_words, word_set=word_set)
     if "lexicon" not in ds.variables:
         raise AnalysisError("sc-weat reads a 'vast' suite (labels lexicon, stimulus_set)")
     stim = item_values(ds, "stimulus_set").astype(str)
@@ -336,7 +338,7 @@ def sc_weat_lexicon(
     out["n_a"].attrs["long_name"] = "attribute words of set A (pleasant)"
     out["n_b"].attrs["long_name"] = "attribute words of set B (unpleasant)"
     out["small_n"].attrs["long_name"] = f"an attribute set has fewer than {int(min_words)} words"
-    out.attrs.update({"analysis": "sc-weat", "lexicon": lex, "settings": json.dumps(chosen),
+    out.attrs.update({"lexicon": lex, "settings": json.dumps(chosen),
                       "rating": rating, "min_words": int(min_words), "word_set": word_set,
                       "notes": json.dumps(list(compared.notes))})
     return out.transpose("setting", "word", ...)

@@ -26,7 +26,6 @@ from emb.analyses._analysis import (
     Option,
     Summary,
     add_log10_p,
-    check_options,
     format_p,
     format_p_column,
     front,
@@ -37,8 +36,8 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
-from emb.analyses._decorators import own_descriptions
-from emb.analyses._select import _attr, describe_source, provenance_attrs, refuse_repeats
+from emb.analyses._decorators import own_descriptions, run_by_record
+from emb.analyses._select import _attr, describe_source, refuse_repeats
 from emb.analyses.ratings import panel_notes
 from emb.analyses.stats import correlation_ci, spearman
 from emb.analyses.stats.nullify import MAX_K, nullified_pair_cosines
@@ -380,6 +379,7 @@ def _refuse_missing(ds: xr.Dataset, sub: pd.DataFrame, pos1: list[int | None],
 
 
 @own_descriptions
+@run_by_record()
 def word_similarity(
     ds: xr.Dataset,
     *,
@@ -465,7 +465,6 @@ def word_similarity(
                 raise AnalysisError(f"{name} is empty; give at least one or leave it out")
             refuse_repeats(name, list(chosen))  # a benchmark twice: its pairs counted twice
     pairs = suite_pairs(ds, pairs, datasets)
-    check_options(ANALYSIS, k_max=k_max, word_set=word_set)
     _check_setting(ds, setting)
     emb = _selected(ds, poolings=poolings, layers=layers)
     exact = _word_index(ds, setting)
@@ -536,8 +535,6 @@ def word_similarity(
     ), k_max=k_max, setting=setting)
     result.attrs.update(
         {
-            **provenance_attrs(ds),
-            "analysis": "similarity",
             "parameters": json.dumps(
                 {
                     "setting": setting,

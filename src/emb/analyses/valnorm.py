@@ -25,7 +25,6 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
-    check_options,
     coord_values,
     front,
     integer_columns,
@@ -33,13 +32,12 @@ from emb.analyses._analysis import (
     slug,
     tidy_frame,
 )
-from emb.analyses._decorators import own_descriptions
+from emb.analyses._decorators import own_descriptions, run_by_record
 from emb.analyses._select import (
     compared_words,
     item_values,
     label_mask,
     parse_subset,
-    provenance_attrs,
     settings_present,
     unique_in_order,
 )
@@ -103,7 +101,32 @@ def _check_targets_left(
     )
 
 
+def _correlated(ds: xr.Dataset, emb: xr.DataArray, mask: np.ndarray, a_emb: xr.DataArray,
+                b_emb: xr.DataArray, *, rating_col: np.ndarray, words_col: np.ndarray, ddof: int,
+                per_word: bool) -> xr.Dataset:
+    """One lexicon in one setting: the SC-WEAT effect sizes of the target words (``mask``)
+    against the poles ``a_emb`` and ``b_emb``, correlated with their ratings (Pearson's r and
+    Spearman's rho); with ``per_word``, each word's effect size, rating and subtokens too."""
+    target = emb.isel({ITEM: _positions(mask)}).reset_coords(drop=True)
+    target = target.drop_vars(ITEM, errors="ignore")
+    es = sc_weat_effect_sizes(target, a_emb, b_emb, ddof=ddof)
+    rating = xr.DataArray(rating_col[mask].astype(np.float64), dims=ITEM)
+    pear = stats.correlation(es, rating, dim=ITEM, method="pearson")
+    spear = stats.correlation(es, rating, dim=ITEM, method="spearman")
+    part = pear.assign(spearman_r=spear["r"], spearman_p=spear["p"],
+                       n_poles=len(a_emb[ITEM]) + len(b_emb[ITEM]))
+    if per_word:
+        targets = _word_labels(words_col[mask])
+        part["sc_weat"] = es.rename({ITEM: "word"}).assign_coords(word=targets)
+        part["rating"] = ("word", rating.values)
+        n_sub = (item_values(ds, "n_subtokens")[mask].astype(np.float64)
+                 if "n_subtokens" in ds.variables else np.full(targets.size, np.nan))
+        part["n_subtokens"] = ("word", n_sub)
+    return part
+
+
 @own_descriptions
+@run_by_record(checked_in_body=("method",))
 def valnorm(
     ds: xr.Dataset,
     *,
@@ -196,7 +219,6 @@ def valnorm(
     """
     if method not in ("default", "reference"):
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")
-    check_options(ANALYSIS, ddof=ddof, word_set=word_set)
     for label in ("stimulus_set", "lexicon"):
         if label not in ds.variables:
             raise AnalysisError(
@@ -259,21 +281,8 @@ def valnorm(
                 mask = mask & ~high & ~low
             _check_targets_left(ds, mask, rating_col, lex=lex, setting=setting, ratings=ratings,
                                 n_polar=len(a_emb[ITEM]) + len(b_emb[ITEM]))
-            target = emb.isel({ITEM: _positions(mask)}).reset_coords(drop=True)
-            target = target.drop_vars(ITEM, errors="ignore")
-            es = sc_weat_effect_sizes(target, a_emb, b_emb, ddof=ddof)
-            rating = xr.DataArray(rating_col[mask].astype(np.float64), dims=ITEM)
-            pear = stats.correlation(es, rating, dim=ITEM, method="pearson")
-            spear = stats.correlation(es, rating, dim=ITEM, method="spearman")
-            part = pear.assign(spearman_r=spear["r"], spearman_p=spear["p"],
-                               n_poles=len(a_emb[ITEM]) + len(b_emb[ITEM]))
-            if per_word:
-                targets = _word_labels(words_col[mask])
-                part["sc_weat"] = es.rename({ITEM: "word"}).assign_coords(word=targets)
-                part["rating"] = ("word", rating.values)
-                n_sub = (item_values(ds, "n_subtokens")[mask].astype(np.float64)
-                         if "n_subtokens" in ds.variables else np.full(targets.size, np.nan))
-                part["n_subtokens"] = ("word", n_sub)
+            part = _correlated(ds, emb, mask, a_emb, b_emb, rating_col=rating_col,
+                               words_col=words_col, ddof=ddof, per_word=per_word)
             per_setting.append(part.expand_dims(setting=[setting]))
         if per_setting:
             results.append(xr.concat(per_setting, dim="setting", join="outer").expand_dims(lexicon=[lex]))
@@ -300,7 +309,6 @@ def valnorm(
     out["spearman_r"].attrs["long_name"] = f"Spearman's rho of SC-WEAT effect sizes with {ratings}"
     out["spearman_p"].attrs["long_name"] = "two-sided p-value of rho"
     out.attrs = {
-        "analysis": "valnorm",
         "ratings": ratings,
         "ddof": int(ddof),
         "method": method,
@@ -309,7 +317,6 @@ def valnorm(
         "polar_settings": json.dumps(polar_settings),
         "word_set": word_set,
         "notes": json.dumps(notes),
-        **provenance_attrs(ds),
     }
     return out
 

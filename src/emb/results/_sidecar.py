@@ -68,6 +68,14 @@ def _depth(value: Any) -> int:
 
 def sidecar_problems(meta: Mapping[str, Any], *, version: int) -> list[str]:
     """What makes ``meta`` unusable as a run's sidecar (empty: none)."""
+    problems = _header_problems(meta, version=version)
+    files, found = _files(meta)
+    return [*problems, *found, *_type_problems(meta), *_figure_problems(meta, files),
+            *_summary_problems(meta), *_nested_problems(meta)]
+
+
+def _header_problems(meta: Mapping[str, Any], *, version: int) -> list[str]:
+    """The sidecar's version (``emb_results``) and its analysis' name."""
     problems = []
     found = meta.get("emb_results")
     if not isinstance(found, int) or isinstance(found, bool) or found < 1:
@@ -76,40 +84,67 @@ def sidecar_problems(meta: Mapping[str, Any], *, version: int) -> list[str]:
         problems.append(f"it has version {show(found)}, this emb reads up to {version} (upgrade emb)")
     if not isinstance(meta.get("analysis"), str) or not meta.get("analysis"):
         problems.append(f"'analysis' must be the analysis' name, found {show(meta.get('analysis'))}")
+    return problems
+
+
+def _files(meta: Mapping[str, Any]) -> tuple[Mapping[str, Any], list[str]]:
+    """The sidecar's ``files`` (empty when it is no mapping) and what is wrong with them."""
     files = meta.get("files")
     if not isinstance(files, dict):
-        problems.append(f"'files' must map each file name to its sha256, found {show(files)}")
-        files = {}
-    elif not files:
-        problems.append("'files' lists no file (a run writes at least its netCDF)")
-    else:
-        odd = [n for n, d in files.items() if not is_bare_name(n) or not isinstance(d, str)]
-        if odd:
-            problems.append(f"'files' lists {names(odd, limit=5)}, which are not file names in its "
-                            "directory with a sha256")
+        return {}, [f"'files' must map each file name to its sha256, found {show(files)}"]
+    if not files:
+        return files, ["'files' lists no file (a run writes at least its netCDF)"]
+    odd = [n for n, d in files.items() if not is_bare_name(n) or not isinstance(d, str)]
+    if odd:
+        return files, [f"'files' lists {names(odd, limit=5)}, which are not file names in its "
+                       "directory with a sha256"]
+    return files, []
+
+
+def _type_problems(meta: Mapping[str, Any]) -> list[str]:
+    """The optional entries that are not of their type (a mapping, a string)."""
+    problems = []
     for key in _SIDECAR_MAPPINGS:
         if meta.get(key) is not None and not isinstance(meta[key], dict):
             problems.append(f"'{key}' must be a mapping, found {type(meta[key]).__name__}")
     for key in ("command", "analysed_at", "suite"):
         if meta.get(key) is not None and not isinstance(meta[key], str):
             problems.append(f"'{key}' must be a string, found {type(meta[key]).__name__}")
+    return problems
+
+
+def _figure_problems(meta: Mapping[str, Any], files: Mapping[str, Any]) -> list[str]:
+    """``figures`` that are no lists of file names, or name files that ``files`` does not list."""
     figures = meta.get("figures")
-    if isinstance(figures, dict):
-        if not all(isinstance(v, list) and all(isinstance(f, str) for f in v)
-                   for v in figures.values()):
-            problems.append("'figures' must map each figure to the list of its file names")
-        else:
-            unlisted = [f for v in figures.values() for f in v if f not in files]
-            if unlisted:
-                problems.append(f"'figures' names files that 'files' does not list: "
-                                f"{names(unlisted, limit=5)}")
+    if not isinstance(figures, dict):
+        return []
+    if not all(isinstance(v, list) and all(isinstance(f, str) for f in v)
+               for v in figures.values()):
+        return ["'figures' must map each figure to the list of its file names"]
+    unlisted = [f for v in figures.values() for f in v if f not in files]
+    if unlisted:
+        return [f"'figures' names files that 'files' does not list: {names(unlisted, limit=5)}"]
+    return []
+
+
+def _summary_problems(meta: Mapping[str, Any]) -> list[str]:
+    """A ``summary`` whose headline, notes or table are no lists (the table's rows mappings)."""
     summary = meta.get("summary")
-    if isinstance(summary, dict):
-        for key in ("headline", "notes", "table"):
-            if summary.get(key) is not None and not isinstance(summary[key], list):
-                problems.append(f"'summary.{key}' must be a list, found {type(summary[key]).__name__}")
-        if isinstance(summary.get("table"), list) and not all(isinstance(r, dict) for r in summary["table"]):
-            problems.append("'summary.table' must be a list of rows (mappings)")
+    if not isinstance(summary, dict):
+        return []
+    problems = []
+    for key in ("headline", "notes", "table"):
+        if summary.get(key) is not None and not isinstance(summary[key], list):
+            problems.append(f"'summary.{key}' must be a list, found {type(summary[key]).__name__}")
+    if isinstance(summary.get("table"), list) and not all(isinstance(r, dict) for r in summary["table"]):
+        problems.append("'summary.table' must be a list of rows (mappings)")
+    return problems
+
+
+def _nested_problems(meta: Mapping[str, Any]) -> list[str]:
+    """Entries of ``tables`` and ``provenance`` that are no mappings, and tables whose
+    ``columns`` are none."""
+    problems = []
     for key in ("tables", "provenance"):
         value = meta.get(key)
         if isinstance(value, dict) and not all(isinstance(v, dict) for v in value.values()):

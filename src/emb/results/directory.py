@@ -37,7 +37,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
@@ -65,6 +65,9 @@ from emb.results._render import (
 )
 from emb.results._sidecar import is_bare_name, load_sidecar, sidecar_problems
 from emb.text import names, plain
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "FIGURE_FORMATS",
@@ -444,37 +447,16 @@ def write_results(
         files = Files(partial)
         needed = sum(len(c) for c in exports.values())
         try:
-            table_meta: dict[str, Any] = {}
-            for name, table in tables.items():
-                descriptions = _descriptions(result, table)
-                written: dict[str, str] = {}
-                for fmt in dict.fromkeys(_table_format(name, analysis, f) for f in formats):
-                    written[fmt] = f"{name}.{_EXTENSION[fmt]}"
-                    files.put(written[fmt], table_bytes(table, fmt, descriptions,
-                                                        {"analysis": analysis.name, "table": name}))
-                first = next(iter(written))
-                table_meta[name] = {"file": written[first], "format": first,
-                                    **({"files": written} if len(written) > 1 else {}),
-                                    "rows": int(len(table)), "columns": descriptions}
+            table_meta = _put_tables(files, analysis, result, tables, formats)
             stamped = result.copy()
             stamped.attrs = {**result.attrs, "emb_command": command_text,
                              "emb_analysed_at": when.isoformat(timespec="seconds"),
                              "emb_versions": json.dumps(versions, sort_keys=True),
                              "emb_options": json.dumps(plain(dict(options)), default=str, sort_keys=True)}
             files.put(f"{stem}.nc", netcdf_bytes(stamped))
-            figure_files: dict[str, list[str]] = {}
-            figure_titles: dict[str, str] = {}
-            if figures:
-                drawn = (analysis.draw(result, **dict(figure_options or {}))
-                         if hasattr(analysis, "draw") else analysis.figures(result))
-                for key, fig in drawn.items():
-                    figure_titles[key] = figure_title(fig)
-                    title = f"emb {analysis.name}: {figure_titles[key] or key}"
-                    for fmt in dict.fromkeys(figure_formats):
-                        fname = f"{stem}_{key}.{fmt}"
-                        meta = figure_metadata(fmt, title, command_text, when, versions)
-                        files.put(fname, figure_bytes(fig, fmt, dpi, meta))
-                        figure_files.setdefault(key, []).append(fname)
+            figure_files, figure_titles = _put_figures(
+                files, analysis, result, stem=stem, formats=figure_formats, dpi=dpi,
+                options=figure_options, stamp=(command_text, when, versions)) if figures else ({}, {})
             for name, content in bare.items():
                 if name in files.digests:
                     raise ValueError(f"analysis {analysis.name!r}: extra file {name!r} clashes "
@@ -508,18 +490,7 @@ def write_results(
             needed += files.size
             if files.full is not None:
                 raise files.full
-            _refuse_foreign(plan, [*names_, f"{stem}.json"])
-            _refuse_own_outputs(plan, [*names_, f"{stem}.json"], exports)
-            replaces = _check_exports(plan, earlier, exports)
-            temps = {path: Path(path.parent / f".{path.name}.emb-partial-{partial.name[-8:]}")
-                     for path in exports}
-            journal = _swap.Journal(
-                stem=stem, files=dict(files.digests), remove=_earlier_digests(plan, earlier),
-                exports={str(p): {"temp": str(temps[p]), "sha256": hashlib.sha256(c).hexdigest(),
-                                  "replaces": replaces[p]} for p, c in exports.items()})
-            _swap.write_journal(partial, journal)  # first: it owns the exports' temporaries
-            for path, content in exports.items():
-                write_file(temps[path], content)
+            journal = _staged(plan, earlier, partial, files, exports, [*names_, f"{stem}.json"])
             swap = held.temporary_name("swap")
             _swap.commit(partial, swap)
         except BaseException as err:
@@ -540,6 +511,65 @@ def write_results(
     final += list(exports)
     final.append(plan.directory / f"{stem}.json")
     return Written(directory=plan.directory, files=tuple(final), summary=summary)
+
+
+def _put_tables(files: Files, analysis: Any, result: xr.Dataset,
+                tables: Mapping[str, pd.DataFrame], formats: Sequence[str]) -> dict[str, Any]:
+    """Each table in each of its formats into ``files``; the sidecar's ``tables`` entry."""
+    table_meta: dict[str, Any] = {}
+    for name, table in tables.items():
+        descriptions = _descriptions(result, table)
+        written: dict[str, str] = {}
+        for fmt in dict.fromkeys(_table_format(name, analysis, f) for f in formats):
+            written[fmt] = f"{name}.{_EXTENSION[fmt]}"
+            files.put(written[fmt], table_bytes(table, fmt, descriptions,
+                                                {"analysis": analysis.name, "table": name}))
+        first = next(iter(written))
+        table_meta[name] = {"file": written[first], "format": first,
+                            **({"files": written} if len(written) > 1 else {}),
+                            "rows": int(len(table)), "columns": descriptions}
+    return table_meta
+
+
+def _put_figures(files: Files, analysis: Any, result: xr.Dataset, *, stem: str,
+                 formats: Sequence[str], dpi: int, options: Mapping[str, Any] | None,
+                 stamp: tuple[str, _dt.datetime, dict[str, str]],
+                 ) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """Each figure of the result in each format into ``files`` (``stamp``: the command, time
+    and versions in their metadata); the sidecar's ``figures`` and ``figure_titles``."""
+    command_text, when, versions = stamp
+    figure_files: dict[str, list[str]] = {}
+    figure_titles: dict[str, str] = {}
+    drawn = (analysis.draw(result, **dict(options or {}))
+             if hasattr(analysis, "draw") else analysis.figures(result))
+    for key, fig in drawn.items():
+        figure_titles[key] = figure_title(fig)
+        title = f"emb {analysis.name}: {figure_titles[key] or key}"
+        for fmt in dict.fromkeys(formats):
+            fname = f"{stem}_{key}.{fmt}"
+            meta = figure_metadata(fmt, title, command_text, when, versions)
+            files.put(fname, figure_bytes(fig, fmt, dpi, meta))
+            figure_files.setdefault(key, []).append(fname)
+    return figure_files, figure_titles
+
+
+def _staged(plan: OutputPlan, earlier: Mapping[str, Any], partial: Path, files: Files,
+            exports: Mapping[Path, bytes], outputs: list[str]) -> _swap.Journal:
+    """The swap's journal, written into ``partial`` with the exports beside their paths, once
+    no file of the run's ``outputs`` nor an export is in the way."""
+    _refuse_foreign(plan, outputs)
+    _refuse_own_outputs(plan, outputs, exports)
+    replaces = _check_exports(plan, earlier, exports)
+    temps = {path: Path(path.parent / f".{path.name}.emb-partial-{partial.name[-8:]}")
+             for path in exports}
+    journal = _swap.Journal(
+        stem=plan.stem, files=dict(files.digests), remove=_earlier_digests(plan, earlier),
+        exports={str(p): {"temp": str(temps[p]), "sha256": hashlib.sha256(c).hexdigest(),
+                          "replaces": replaces[p]} for p, c in exports.items()})
+    _swap.write_journal(partial, journal)  # first: it owns the exports' temporaries
+    for path, content in exports.items():
+        write_file(temps[path], content)
+    return journal
 
 
 def _digest(path: Path) -> str | None:

@@ -89,38 +89,16 @@ def check_manifest(
     give them.  So an edited manifest (its objects emptied, a shard left out) cannot vouch for
     a suite it does not describe.
     """
-    objects = manifest.get("objects")
-    version = manifest.get("version")
     fix = (f"restore {name}/{dm.PROGRESS_GROUP}/zarr.json from a copy, or re-extract the suite "
            f"with --name {name} --overwrite")
-    if isinstance(version, int) and not isinstance(version, bool) and version > MANIFEST_VERSION:
-        return [f"{name}: its manifest has version {version}, this emb reads {MANIFEST_VERSION}; "
-                "upgrade emb"]
-    bad = None
-    if version != MANIFEST_VERSION:
-        bad = f"its version is {str(version)[:40]!r}"
-    elif not isinstance(objects, Mapping):
-        bad = f"its 'objects' hold a {type(objects).__name__}, not an object"
-    else:
-        bad = next((f"its entry for {str(rel)[:80]!r} is not [size, crc32]"
-                    for rel, e in objects.items()
-                    if not (isinstance(e, list | tuple) and len(e) == 2 and isinstance(e[0], int)
-                            and not isinstance(e[0], bool) and isinstance(e[1], str))), None)
-    if bad is not None:
-        return [f"{name}: its manifest is damaged ({bad}); {fix}"]
-    for field, want in (layout or {}).items():
-        if manifest.get(field) != want:
-            return [f"{name}: its manifest says {field} = {manifest.get(field)!r}, the suite's "
-                    f"arrays {want}; {fix}"]
-    unlisted = sorted(set(expected) - set(objects))
-    if unlisted:
-        return [f"{name}: its manifest does not list {len(unlisted)} of the suite's objects "
-                f"(e.g. {', '.join(unlisted[:3])}), so it cannot vouch for them; {fix}"]
+    if refused := _refusal(name, manifest, expected=expected, layout=layout, fix=fix):
+        return refused
+    objects = manifest["objects"]
     block = int(manifest.get("block_size") or 0)
     n_items = int(manifest.get("n_items") or 0)
     keys = {f"{name}/{rel}": rel for rel in objects}
-    problems: list[str] = []
     sizes = object_sizes(zstore, list(keys))
+    problems: list[str] = []
     for key, rel in keys.items():
         want = int(objects[rel][0])
         got = sizes[key]
@@ -132,20 +110,62 @@ def check_manifest(
                 "(truncated or rewritten)"
             )
     if deep:
-        bad = {key for key, rel in keys.items() if sizes[key] is not None}
-        for key, entry in digests(zstore, sorted(bad)).items():
-            rel = keys[key]
-            if isinstance(entry, DamagedObject):
-                cause = entry.__cause__ or entry
-                problems.append(
-                    f"{name}: {describe_key(rel, block, n_items)} ({key}) cannot be read back: "
-                    f"{type(cause).__name__}: {cause}"
-                )
-            elif entry is not None and entry[1] != objects[rel][1]:
-                problems.append(
-                    f"{name}: {describe_key(rel, block, n_items)} ({key}) has other bytes than when the suite "
-                    f"was completed (crc32 {entry[1]}, manifest {objects[rel][1]})"
-                )
+        problems += _digest_problems(zstore, name, objects, keys, sizes, block=block, n_items=n_items)
+    return problems
+
+
+def _refusal(name: str, manifest: Mapping[str, Any], *, expected: Collection[str],
+             layout: Mapping[str, int] | None, fix: str) -> list[str]:
+    """Why ``manifest`` cannot vouch for suite ``name`` (empty: it can): a newer version, damaged,
+    another layout than the suite's arrays, or objects of the suite it does not list."""
+    objects = manifest.get("objects")
+    version = manifest.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > MANIFEST_VERSION:
+        return [f"{name}: its manifest has version {version}, this emb reads {MANIFEST_VERSION}; "
+                "upgrade emb"]
+    if (bad := _damage(version, objects)) is not None:
+        return [f"{name}: its manifest is damaged ({bad}); {fix}"]
+    for field, want in (layout or {}).items():
+        if manifest.get(field) != want:
+            return [f"{name}: its manifest says {field} = {manifest.get(field)!r}, the suite's "
+                    f"arrays {want}; {fix}"]
+    unlisted = sorted(set(expected) - set(objects))
+    if unlisted:
+        return [f"{name}: its manifest does not list {len(unlisted)} of the suite's objects "
+                f"(e.g. {', '.join(unlisted[:3])}), so it cannot vouch for them; {fix}"]
+    return []
+
+
+def _damage(version: Any, objects: Any) -> str | None:
+    """What is damaged in a manifest of this ``version`` listing ``objects`` (None: nothing)."""
+    if version != MANIFEST_VERSION:
+        return f"its version is {str(version)[:40]!r}"
+    if not isinstance(objects, Mapping):
+        return f"its 'objects' hold a {type(objects).__name__}, not an object"
+    return next((f"its entry for {str(rel)[:80]!r} is not [size, crc32]"
+                 for rel, e in objects.items()
+                 if not (isinstance(e, list | tuple) and len(e) == 2 and isinstance(e[0], int)
+                         and not isinstance(e[0], bool) and isinstance(e[1], str))), None)
+
+
+def _digest_problems(zstore: Any, name: str, objects: Mapping[str, Any], keys: Mapping[str, str],
+                     sizes: Mapping[str, int | None], *, block: int, n_items: int) -> list[str]:
+    """The objects present whose bytes cannot be read back or differ from the manifest's crc32."""
+    problems: list[str] = []
+    present = {key for key, rel in keys.items() if sizes[key] is not None}
+    for key, entry in digests(zstore, sorted(present)).items():
+        rel = keys[key]
+        if isinstance(entry, DamagedObject):
+            cause = entry.__cause__ or entry
+            problems.append(
+                f"{name}: {describe_key(rel, block, n_items)} ({key}) cannot be read back: "
+                f"{type(cause).__name__}: {cause}"
+            )
+        elif entry is not None and entry[1] != objects[rel][1]:
+            problems.append(
+                f"{name}: {describe_key(rel, block, n_items)} ({key}) has other bytes than when the suite "
+                f"was completed (crc32 {entry[1]}, manifest {objects[rel][1]})"
+            )
     return problems
 
 

@@ -121,11 +121,8 @@ def validate_store(
 
 
 def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport:
-    """:func:`validate_store` on an opened zarr store."""
-    problems: list[str] = []
-    notes: list[str] = []
-    statuses: dict[str, Status] = {}
-    shards: dict[str, tuple[ShardProgress, ...]] = {}
+    """:func:`validate_store` on an opened zarr store: its root (:func:`_root_refusal`), each
+    group (:func:`_group_status`), then the consolidated copy of their metadata."""
     names = [n for n in child_names(zstore, "") if is_group_name(n)]
     try:
         root = read_json(zstore, "zarr.json")
@@ -136,119 +133,20 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
                       "re-extract into a new store",),
         )
     suite_like = [n for n in names if looks_like_suite(zstore, n)]
-    if root is None:
-        if suite_like:
-            return ValidationReport(
-                status="corrupt",
-                problems=(f"the store's root metadata (zarr.json) is missing, while suite data "
-                          f"is still there ({', '.join(suite_like)}); restore it from a copy, or "
-                          "re-extract into a new store",),
-            )
-        if names:
-            return ValidationReport(
-                status="corrupt",
-                problems=(f"{location} is not an emb store: no zarr.json at its root (found "
-                          f"{', '.join(names[:10])})",),
-            )
-        if is_url(location):  # no object under the URL: as a path that does not exist
-            raise StoreError(
-                f"no store at {location}: nothing is stored under that URL (no zarr.json, no "
-                "objects); check the URL"
-            )
-        return ValidationReport(
-            status="incomplete",
-            problems=("nothing extracted yet: run 'emb extract' into this store",),
-        )
-    attrs = root.get("attributes") or {}
-    if not is_group_doc(root):
-        if suite_like:
-            return ValidationReport(
-                status="corrupt",
-                problems=(f"the store's root metadata (zarr.json) is not a zarr v3 group's (it "
-                          f"holds {_described(root)}), while suite data is still there "
-                          f"({', '.join(suite_like)}); restore it from a copy, or re-extract "
-                          "into a new store",),
-            )
-        return ValidationReport(
-            status="corrupt",
-            problems=(f"{location} is not an emb store: its root is not a zarr v3 group",),
-        )
-    version = attrs.get(dm.ATTR_SCHEMA_VERSION) if isinstance(attrs, dict) else None
-    if version is None:
-        if suite_like:
-            return ValidationReport(
-                status="corrupt",
-                problems=(f"the store's root metadata lost its emb attributes, while suite data "
-                          f"is still there ({', '.join(suite_like)}); restore it from a copy",),
-            )
-        if attrs or names:
-            return ValidationReport(
-                status="corrupt",
-                problems=(f"{location} is a zarr store but not an emb store (no "
-                          f"'{dm.ATTR_SCHEMA_VERSION}' attribute)",),
-            )
-        return ValidationReport(
-            status="incomplete",
-            problems=("nothing extracted yet: run 'emb extract' into this store",),
-        )
-    if version not in dm.READABLE_SCHEMA_VERSIONS:
-        return ValidationReport(
-            status="corrupt",
-            problems=(f"store schema version {version!r} is not one this emb reads "
-                      f"({list(dm.READABLE_SCHEMA_VERSIONS)}); {dm.schema_version_advice(version)}",),
-        )
-    if (found := root_attribute_problem(attrs)) is not None:
+    if (refused := _root_refusal(root, location, names, suite_like)) is not None:
+        return refused
+    problems: list[str] = []
+    notes: list[str] = []
+    statuses: dict[str, Status] = {}
+    shards: dict[str, tuple[ShardProgress, ...]] = {}
+    if (found := root_attribute_problem(root.get("attributes") or {})) is not None:
         problems.append(found)
     for name in names:
-        try:
-            meta = read_json(zstore, f"{name}/zarr.json")
-        except BadMetadata as err:
-            statuses[name] = "corrupt"
-            problems.append(f"{name}: the suite's metadata is damaged: {err}; re-extract it with "
-                            "--overwrite")
+        status = _group_status(zstore, name, suite_like, problems, notes, deep=deep)
+        if status is None:  # a node emb did not write: noted, ignored
             continue
-        if meta is None:
-            if name in suite_like:
-                statuses[name] = "corrupt"
-                problems.append(
-                    f"{name}: the suite's metadata ({name}/zarr.json) is missing, so the suite is "
-                    f"invisible though its data is there; re-extract it with --name {name} "
-                    "--overwrite"
-                )
-            else:
-                notes.append(f"{name}: not part of the store (no zarr metadata); ignored")
-            continue
-        if not is_group_doc(meta) and meta.get("node_type") != "array":
-            if name in suite_like:
-                statuses[name] = "corrupt"
-                problems.append(
-                    f"{name}: the suite's metadata ({name}/zarr.json) is not a zarr v3 group's (it "
-                    f"holds {_described(meta)}), though the suite's data is there; restore it "
-                    f"from a copy, or re-extract it with --name {name} --overwrite"
-                )
-            else:
-                notes.append(f"{name}: not part of the store (its zarr.json is not zarr "
-                             "metadata); ignored")
-            continue
-        group_attrs = meta.get("attributes") or {}
-        if not isinstance(group_attrs, dict):
-            statuses[name] = "corrupt"
-            problems.append(f"{name}: the suite's attributes hold {_described(group_attrs)}, not "
-                            f"an object; restore {name}/zarr.json from a copy")
-            continue
-        if meta.get("node_type") == "group" and dm.ATTR_SUITE not in group_attrs and (
-            name in suite_like or _EMB_GROUP_ATTRS & set(group_attrs)
-        ):
-            statuses[name] = "corrupt"
-            problems.append(f"{name}: the suite's metadata ({name}/zarr.json) lost its "
-                            f"'{dm.ATTR_SUITE}' attribute, though the suite is there; restore "
-                            f"it from a copy, or re-extract the suite with --name {name} --overwrite")
-            continue
-        if meta.get("node_type") != "group" or dm.ATTR_SUITE not in group_attrs:
-            notes.append(f"{name}: a zarr node emb did not write; ignored")
-            continue
-        statuses[name] = _validate_suite(zstore, name, group_attrs, problems, notes, deep=deep)
-        if statuses[name] == "incomplete" and (progress := suite_shards(zstore, name)):
+        statuses[name] = status
+        if status == "incomplete" and (progress := suite_shards(zstore, name)):
             shards[name] = progress
     if not statuses:
         return ValidationReport(
@@ -267,15 +165,145 @@ def validate_zarr(zstore: Any, location: str, *, deep: bool) -> ValidationReport
             "suite it only refreshes that copy)"
         )
     if "corrupt" in statuses.values() or found is not None:
-        status: Status = "corrupt"
+        overall: Status = "corrupt"
     elif "incomplete" in statuses.values() or stale:
-        status = "incomplete"
+        overall = "incomplete"
     else:
-        status = "complete"
+        overall = "complete"
     return ValidationReport(
-        status=status, problems=tuple(problems), suites=statuses, notes=tuple(notes),
+        status=overall, problems=tuple(problems), suites=statuses, notes=tuple(notes),
         shards=shards,
     )
+
+
+def _root_refusal(root: dict[str, Any] | None, location: str, names: list[str],
+                  suite_like: list[str]) -> ValidationReport | None:
+    """The report of a store whose root (``root``: its parsed ``zarr.json``) is no readable emb
+    store's: missing, not a zarr v3 group's, without emb's schema version or with one this emb
+    does not read; None when it is one."""
+    if root is None:
+        return _no_root(location, names, suite_like)
+    attrs = root.get("attributes") or {}
+    if not is_group_doc(root):
+        if suite_like:
+            return ValidationReport(
+                status="corrupt",
+                problems=(f"the store's root metadata (zarr.json) is not a zarr v3 group's (it "
+                          f"holds {_described(root)}), while suite data is still there "
+                          f"({', '.join(suite_like)}); restore it from a copy, or re-extract "
+                          "into a new store",),
+            )
+        return ValidationReport(
+            status="corrupt",
+            problems=(f"{location} is not an emb store: its root is not a zarr v3 group",),
+        )
+    version = attrs.get(dm.ATTR_SCHEMA_VERSION) if isinstance(attrs, dict) else None
+    if version is None:
+        return _unversioned(location, attrs, names, suite_like)
+    if version not in dm.READABLE_SCHEMA_VERSIONS:
+        return ValidationReport(
+            status="corrupt",
+            problems=(f"store schema version {version!r} is not one this emb reads "
+                      f"({list(dm.READABLE_SCHEMA_VERSIONS)}); {dm.schema_version_advice(version)}",),
+        )
+    return None
+
+
+def _no_root(location: str, names: list[str], suite_like: list[str]) -> ValidationReport:
+    """The report of a store without a root ``zarr.json`` (:class:`StoreError` for a URL with
+    nothing under it)."""
+    if suite_like:
+        return ValidationReport(
+            status="corrupt",
+            problems=(f"the store's root metadata (zarr.json) is missing, while suite data "
+                      f"is still there ({', '.join(suite_like)}); restore it from a copy, or "
+                      "re-extract into a new store",),
+        )
+    if names:
+        return ValidationReport(
+            status="corrupt",
+            problems=(f"{location} is not an emb store: no zarr.json at its root (found "
+                      f"{', '.join(names[:10])})",),
+        )
+    if is_url(location):  # no object under the URL: as a path that does not exist
+        raise StoreError(
+            f"no store at {location}: nothing is stored under that URL (no zarr.json, no "
+            "objects); check the URL"
+        )
+    return ValidationReport(
+        status="incomplete",
+        problems=("nothing extracted yet: run 'emb extract' into this store",),
+    )
+
+
+def _unversioned(location: str, attrs: Any, names: list[str],
+                 suite_like: list[str]) -> ValidationReport:
+    """The report of a store whose root group has no emb schema version."""
+    if suite_like:
+        return ValidationReport(
+            status="corrupt",
+            problems=(f"the store's root metadata lost its emb attributes, while suite data "
+                      f"is still there ({', '.join(suite_like)}); restore it from a copy",),
+        )
+    if attrs or names:
+        return ValidationReport(
+            status="corrupt",
+            problems=(f"{location} is a zarr store but not an emb store (no "
+                      f"'{dm.ATTR_SCHEMA_VERSION}' attribute)",),
+        )
+    return ValidationReport(
+        status="incomplete",
+        problems=("nothing extracted yet: run 'emb extract' into this store",),
+    )
+
+
+def _group_status(zstore: Any, name: str, suite_like: list[str], problems: list[str],
+                  notes: list[str], *, deep: bool) -> Status | None:
+    """The status of the store's group ``name`` (what is wrong appended to ``problems``, what
+    was ignored to ``notes``); None for a node that is no suite emb wrote."""
+    try:
+        meta = read_json(zstore, f"{name}/zarr.json")
+    except BadMetadata as err:
+        problems.append(f"{name}: the suite's metadata is damaged: {err}; re-extract it with "
+                        "--overwrite")
+        return "corrupt"
+    if meta is None:
+        if name in suite_like:
+            problems.append(
+                f"{name}: the suite's metadata ({name}/zarr.json) is missing, so the suite is "
+                f"invisible though its data is there; re-extract it with --name {name} "
+                "--overwrite"
+            )
+            return "corrupt"
+        notes.append(f"{name}: not part of the store (no zarr metadata); ignored")
+        return None
+    if not is_group_doc(meta) and meta.get("node_type") != "array":
+        if name in suite_like:
+            problems.append(
+                f"{name}: the suite's metadata ({name}/zarr.json) is not a zarr v3 group's (it "
+                f"holds {_described(meta)}), though the suite's data is there; restore it "
+                f"from a copy, or re-extract it with --name {name} --overwrite"
+            )
+            return "corrupt"
+        notes.append(f"{name}: not part of the store (its zarr.json is not zarr "
+                     "metadata); ignored")
+        return None
+    group_attrs = meta.get("attributes") or {}
+    if not isinstance(group_attrs, dict):
+        problems.append(f"{name}: the suite's attributes hold {_described(group_attrs)}, not "
+                        f"an object; restore {name}/zarr.json from a copy")
+        return "corrupt"
+    if meta.get("node_type") == "group" and dm.ATTR_SUITE not in group_attrs and (
+        name in suite_like or _EMB_GROUP_ATTRS & set(group_attrs)
+    ):
+        problems.append(f"{name}: the suite's metadata ({name}/zarr.json) lost its "
+                        f"'{dm.ATTR_SUITE}' attribute, though the suite is there; restore "
+                        f"it from a copy, or re-extract the suite with --name {name} --overwrite")
+        return "corrupt"
+    if meta.get("node_type") != "group" or dm.ATTR_SUITE not in group_attrs:
+        notes.append(f"{name}: a zarr node emb did not write; ignored")
+        return None
+    return _validate_suite(zstore, name, group_attrs, problems, notes, deep=deep)
 
 
 def consolidated_problems(
@@ -515,18 +543,12 @@ def _validate_suite(
     *,
     deep: bool,
 ) -> Status:
-    version = attrs.get(dm.ATTR_SCHEMA_VERSION)
-    if version not in dm.READABLE_SCHEMA_VERSIONS:
-        problems.append(f"{name}: written with store schema version {version!r}, which this emb "
-                        f"does not read ({list(dm.READABLE_SCHEMA_VERSIONS)}); "
-                        f"{dm.schema_version_advice(version)}")
-        return "corrupt"
-    if found := _attribute_problems(name, attrs):
-        problems.extend(found)
-        return "corrupt"
-    if not attrs.get(dm.ATTR_SKELETON, False):
-        problems.append(f"{name}: layout write was interrupted (re-run the same command)")
-        return "incomplete"
+    """The status of suite ``name`` (its group's attributes ``attrs``): its attributes, its
+    arrays' item counts, its written blocks against its manifest (or, before one, the shards
+    present), with ``deep`` each block decoded, and how far it got; what is wrong appended to
+    ``problems``."""
+    if (status := _header_status(name, attrs, problems)) is not None:
+        return status
     arrays = _open_arrays(zstore, name, _required_arrays(attrs), problems)
     if arrays is None:
         return "corrupt"
@@ -545,45 +567,13 @@ def _validate_suite(
         problems.append(f"{name}: marked complete but only {done} of {total} blocks are written")
         return "corrupt"
     block = int((attrs.get(dm.ATTR_EXTRACTION) or {}).get("block_size", emb_arr.chunks[0]))
-    try:
-        manifest = _manifest(zstore, name, complete=complete, attrs=attrs)
-    except BadMetadata as err:
-        problems.append(f"{name}: {err}; restore {name}/{dm.PROGRESS_GROUP}/zarr.json from a "
-                        f"copy, or re-extract the suite with --name {name} --overwrite")
+    found = _written_problems(zstore, name, attrs, arrays, markers, block=block,
+                              complete=complete, notes=notes, deep=deep)
+    if not found and deep:
+        found = _decode_problems(name, emb_arr, markers, block)
+    if found:
+        problems.extend(found)
         return "corrupt"
-    # a manifest also vouches for a suite whose 'complete' flag was not written (or was reset)
-    if manifest is not None and (complete or done == total):
-        n_blocks = -(-int(n_items) // block)  # as the writer cuts them (none for no items)
-        expected = [f"{key}/zarr.json" for key in arrays if not key.startswith(dm.PROGRESS_GROUP)]
-        expected += [shard_key(name, emb_arr, b).removeprefix(f"{name}/") for b in range(n_blocks)]
-        layout = {"n_items": int(n_items), "n_blocks": n_blocks, "block_size": block}
-        found = check_manifest(zstore, name, manifest, deep=deep, expected=expected, layout=layout)
-        if found:
-            problems.extend(found)
-            return "corrupt"
-    else:
-        found = missing_shards(zstore, name, emb_arr, np.flatnonzero(markers), block)
-        if found:
-            problems.extend(found)
-            return "corrupt"
-        if complete:
-            notes.append(
-                f"{name}: completed without a manifest (written by an emb before store schema 2): "
-                "checked the old way (layout, done-markers, each shard present)"
-                + ("; every block decoded" if deep else "; --deep also decodes every block")
-            )
-    if deep:
-        for b in np.flatnonzero(markers):
-            try:
-                values = np.asarray(emb_arr[b * block : (b + 1) * block])
-            except RemoteStoreError:  # the server, not the block
-                raise
-            except Exception as err:  # noqa: BLE001 - report any decode failure
-                problems.append(f"{name}: block {b} cannot be decoded: {type(err).__name__}: {err}")
-                return "corrupt"
-            if not np.isfinite(values).all():
-                problems.append(f"{name}: block {b} holds non-finite values")
-                return "corrupt"
     if not complete:
         shards = suite_shards(zstore, name, markers=raw)
         per_shard = (
@@ -594,6 +584,69 @@ def _validate_suite(
         problems.append(f"{name}: incomplete, {done} of {total} blocks written{per_shard}")
         return "incomplete"
     return "complete"
+
+
+def _header_status(name: str, attrs: dict[str, Any], problems: list[str]) -> Status | None:
+    """The status of a suite whose attributes already tell (a schema version this emb does not
+    read, attributes of the wrong kind, a layout write interrupted); None when they do not."""
+    version = attrs.get(dm.ATTR_SCHEMA_VERSION)
+    if version not in dm.READABLE_SCHEMA_VERSIONS:
+        problems.append(f"{name}: written with store schema version {version!r}, which this emb "
+                        f"does not read ({list(dm.READABLE_SCHEMA_VERSIONS)}); "
+                        f"{dm.schema_version_advice(version)}")
+        return "corrupt"
+    if found := _attribute_problems(name, attrs):
+        problems.extend(found)
+        return "corrupt"
+    if not attrs.get(dm.ATTR_SKELETON, False):
+        problems.append(f"{name}: layout write was interrupted (re-run the same command)")
+        return "incomplete"
+    return None
+
+
+def _written_problems(zstore: Any, name: str, attrs: dict[str, Any], arrays: dict[str, Any],
+                      markers: np.ndarray, *, block: int, complete: bool, notes: list[str],
+                      deep: bool) -> list[str]:
+    """What is wrong with the blocks suite ``name`` marked written (``markers``): checked against
+    its manifest when it has one and they are all written, else each one's shard present (a
+    suite completed before store schema 2 noted so)."""
+    try:
+        manifest = _manifest(zstore, name, complete=complete, attrs=attrs)
+    except BadMetadata as err:
+        return [f"{name}: {err}; restore {name}/{dm.PROGRESS_GROUP}/zarr.json from a "
+                f"copy, or re-extract the suite with --name {name} --overwrite"]
+    emb_arr = arrays[dm.EMBEDDING]
+    # a manifest also vouches for a suite whose 'complete' flag was not written (or was reset)
+    if manifest is not None and (complete or bool(markers.all())):
+        n_items = emb_arr.shape[0]
+        n_blocks = -(-int(n_items) // block)  # as the writer cuts them (none for no items)
+        expected = [f"{key}/zarr.json" for key in arrays if not key.startswith(dm.PROGRESS_GROUP)]
+        expected += [shard_key(name, emb_arr, b).removeprefix(f"{name}/") for b in range(n_blocks)]
+        layout = {"n_items": int(n_items), "n_blocks": n_blocks, "block_size": block}
+        return check_manifest(zstore, name, manifest, deep=deep, expected=expected, layout=layout)
+    found = missing_shards(zstore, name, emb_arr, np.flatnonzero(markers), block)
+    if not found and complete:
+        notes.append(
+            f"{name}: completed without a manifest (written by an emb before store schema 2): "
+            "checked the old way (layout, done-markers, each shard present)"
+            + ("; every block decoded" if deep else "; --deep also decodes every block")
+        )
+    return found
+
+
+def _decode_problems(name: str, emb_arr: Any, markers: np.ndarray, block: int) -> list[str]:
+    """The first block marked written that cannot be decoded or holds non-finite values (``emb
+    validate --deep``)."""
+    for b in np.flatnonzero(markers):
+        try:
+            values = np.asarray(emb_arr[b * block : (b + 1) * block])
+        except RemoteStoreError:  # the server, not the block
+            raise
+        except Exception as err:  # noqa: BLE001 - report any decode failure
+            return [f"{name}: block {b} cannot be decoded: {type(err).__name__}: {err}"]
+        if not np.isfinite(values).all():
+            return [f"{name}: block {b} holds non-finite values"]
+    return []
 
 
 def suite_shards(

@@ -32,18 +32,16 @@ from emb.analyses._analysis import (
     MAX_BOOTSTRAP,
     Analysis,
     Option,
-    check_options,
     coord_values,
     default_of,
     slug,
     small_n_of,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
 from emb.analyses._select import (
     describe_source,
     item_text,
     item_values,
-    provenance_attrs,
     refuse_repeats,
     suite_parameters,
     text_column,
@@ -364,6 +362,7 @@ def _stimulus_table(ds: xr.Dataset, tests: list[_Test], n_samples: int, replace:
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def ceat(
     ds: xr.Dataset,
     *,
@@ -463,9 +462,6 @@ def ceat(
     test
     T1     0.06  1.42  1.71
     """
-    check_options(ANALYSIS, alternative=alternative, method=method, n_samples=n_samples, ddof=ddof, n_permutations=n_permutations,
-                  n_bootstrap=n_bootstrap, bootstrap_samples=bootstrap_samples, seed=seed,
-                  min_words=min_words)
     if 0 < n_bootstrap < 20:
         raise AnalysisError(f"n_bootstrap must be 0 (no bootstrap CI) or at least 20 (fewer give too "
                             f"rough a standard error); got {n_bootstrap}")
@@ -523,7 +519,7 @@ def ceat(
         if name in out:
             out[name].attrs["long_name"] = text
     out.attrs = {
-        "analysis": "ceat", "n_samples": int(n_samples), "seed": int(seed), "ddof": int(ddof),
+        "n_samples": int(n_samples), "seed": int(seed), "ddof": int(ddof),
         "alternative": alternative, "method": method, "variance": variance,
         "sampling": "with replacement" if replace == "always"
         else "without replacement where a stimulus has >= N contexts, else with replacement",
@@ -532,7 +528,6 @@ def ceat(
         "declared_pooling": str(pooling), "min_words": int(min_words),
         "dropped": json.dumps(dropped, ensure_ascii=False),
         "stimuli": json.dumps({t.name: t.stimuli for t in test_list}, ensure_ascii=False),
-        **provenance_attrs(ds),
     }
     return out
 

@@ -32,10 +32,9 @@ from emb.analyses import stats
 from emb.analyses._analysis import (
     Analysis,
     Option,
-    check_options,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
-from emb.analyses._select import provenance_attrs, select_words
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
+from emb.analyses._select import select_words
 from emb.analyses.ibd._design import METHODS, Design, design, readable_names, title_of
 from emb.analyses.ibd._export import (
     DETECTOR,
@@ -160,6 +159,7 @@ def _roc_kernel(
 # -- the analysis ----------------------------------------------------------------------------------
 @public_in_package
 @own_descriptions
+@run_by_record()
 def ibd(
     ds: xr.Dataset,
     *,
@@ -270,8 +270,6 @@ def ibd(
     mexican_female  0.96  0.88  1.00
     european_male   0.88  0.83  1.00
     """
-    check_options(ANALYSIS, method=method, rule=rule, eibd_threshold=eibd_threshold,
-                  min_words=min_words)
     reference = method == "reference"
     rule = rule if rule is not None else ("all" if reference else "any")
     eibd_threshold = eibd_threshold if eibd_threshold is not None else ("own" if reference else "ibd")
@@ -295,7 +293,6 @@ def ibd(
                          "pooling") if x in out.dims]
     out = out.transpose(*order, ...)
     out.attrs = {
-        "analysis": "ibd",
         "method": method,
         "rule": rule,
         "eibd_threshold": eibd_threshold,
@@ -306,7 +303,6 @@ def ibd(
         "min_words": int(min_words),
         "small_sets": json.dumps({x: len(v) for x, v in d.sets.items() if len(v) < int(min_words)},
                                  ensure_ascii=False),
-        **provenance_attrs(ds),
     }
     return out
 

@@ -38,7 +38,6 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
-    check_options,
     default_of,
     format_adjusted,
     format_p,
@@ -47,8 +46,8 @@ from emb.analyses._analysis import (
     own_pooling_rows,
     tidy_frame,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
-from emb.analyses._select import item_values, label_mask, provenance_attrs, text_column
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
+from emb.analyses._select import item_values, label_mask, text_column
 from emb.analyses.stats.subspace import SCALINGS, Scaling
 from emb.analyses.stats.work import plan
 from emb.analyses.valence_subspace import project, valence_direction
@@ -229,8 +228,41 @@ def _experiment3(
     return has, at, values, n_pos
 
 
+def _with_extremes(out: xr.Dataset, p3: xr.DataArray, ds: xr.Dataset, exp3: np.ndarray,
+                   pairs: Mapping[str, tuple[str, str]], categories: Sequence[str], *,
+                   extreme_share: float) -> tuple[xr.Dataset, int]:
+    """``out`` with experiment 3: the share of the extreme phrases (by their projections ``p3``)
+    that hold each value (``share``), and hold it at each position (``position_share``); and
+    the number of positions."""
+    p3 = p3.reset_coords(drop=True).drop_vars(PHRASE)
+    has, at, values, n_pos = _experiment3(ds, exp3, pairs, categories)
+    k = max(1, int(round(float(extreme_share) * exp3.size)))
+    share, position_share = xr.apply_ufunc(
+        _share_kernel,
+        p3,
+        input_core_dims=[[PHRASE]],
+        output_core_dims=[["extreme", "value"], ["extreme", "value", "position"]],
+        kwargs={"has_value": has, "at_position": at, "k": k},
+        dask="parallelized",
+        output_dtypes=[np.float64, np.float64],
+        dask_gufunc_kwargs={"output_sizes": {"extreme": 2, "value": len(values),
+                                             "position": at.shape[-1]}},
+    )
+    out["share"] = share
+    out["position_share"] = position_share
+    out = out.assign_coords(
+        extreme=["top", "bottom"],
+        value=[v for _, v in values],
+        value_category=("value", [c for c, _ in values]),
+        position=np.arange(1, at.shape[-1] + 1),
+    )
+    out["n_extreme"] = k
+    return out, n_pos
+
+
 @public_in_package
 @own_descriptions
+@run_by_record(checked_in_body=("alternative", "correction", "method", "scaling"))
 def intersectional(
     ds: xr.Dataset,
     *,
@@ -322,8 +354,6 @@ def intersectional(
     ):
         if value not in allowed:
             raise AnalysisError(f"{name} must be one of {list(allowed)}; got {value!r}")
-    check_options(ANALYSIS, C=C, cv_folds=cv_folds, ddof=ddof,
-                  n_permutations=n_permutations, extreme_share=extreme_share, seed=seed)
     reference = method == "reference"
     pairs, categories = _suite_design(ds)
     for category in pairs:
@@ -383,29 +413,8 @@ def intersectional(
     if correction != "none":
         out["p_adjusted"] = stats.adjust(out["p"], method=correction, dims=("pair",))
 
-    p3 = proj.isel({PHRASE: slice(exp2.size, None)}).reset_coords(drop=True).drop_vars(PHRASE)
-    has, at, values, n_pos = _experiment3(ds, exp3, pairs, categories)
-    k = max(1, int(round(float(extreme_share) * exp3.size)))
-    share, position_share = xr.apply_ufunc(
-        _share_kernel,
-        p3,
-        input_core_dims=[[PHRASE]],
-        output_core_dims=[["extreme", "value"], ["extreme", "value", "position"]],
-        kwargs={"has_value": has, "at_position": at, "k": k},
-        dask="parallelized",
-        output_dtypes=[np.float64, np.float64],
-        dask_gufunc_kwargs={"output_sizes": {"extreme": 2, "value": len(values),
-                                             "position": at.shape[-1]}},
-    )
-    out["share"] = share
-    out["position_share"] = position_share
-    out = out.assign_coords(
-        extreme=["top", "bottom"],
-        value=[v for _, v in values],
-        value_category=("value", [c for c, _ in values]),
-        position=np.arange(1, at.shape[-1] + 1),
-    )
-    out["n_extreme"] = k
+    out, n_pos = _with_extremes(out, proj.isel({PHRASE: slice(exp2.size, None)}), ds, exp3, pairs,
+                                categories, extreme_share=extreme_share)
     out["projection"] = proj
     out["svc_accuracy"] = direction["svc_accuracy"]
     out["svc_converged"] = direction["svc_converged"]
@@ -419,7 +428,6 @@ def intersectional(
     out["share"].attrs["long_name"] = "share of the extreme phrases holding the value"
     out["position_share"].attrs["long_name"] = "share of the extreme phrases with the value at the position"
     out.attrs = {
-        "analysis": "intersectional",
         **{k_: v for k_, v in direction.attrs.items() if k_ != "method"},
         "ddof": int(ddof),
         "alternative": "smaller tail of a normal fit (reference)" if reference else alternative,
@@ -433,7 +441,6 @@ def intersectional(
         "experiment3_positions": int(n_pos),
         "seed": int(seed),
         "method": method,
-        **provenance_attrs(ds),
     }
     return out
 

@@ -23,14 +23,13 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
-    check_options,
     default_of,
     front,
     own_pooling_rows,
     tidy_frame,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
-from emb.analyses._select import describe_source, item_values, provenance_attrs, refuse_repeats
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
+from emb.analyses._select import describe_source, item_values, refuse_repeats
 from emb.analyses.stats import polar
 from emb.errors import AnalysisError, MissingStimuliError
 from emb.options import CORRECTION
@@ -197,6 +196,7 @@ def _accuracy(values: np.ndarray, *, dims: np.ndarray, high: np.ndarray, n_dims:
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def stereotype(
     ds: xr.Dataset,
     *,
@@ -282,7 +282,6 @@ def stereotype(
     comparison
     female_names vs male_names    2.27       -3.39
     """
-    check_options(ANALYSIS, basis=basis, test=test, correction=correction, method=method)
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
     _check_suite(ds)
@@ -375,7 +374,6 @@ def stereotype(
     out["accuracy"].attrs["long_name"] = "direction accuracy, cut-off 0"
     out["accuracy_centred"].attrs["long_name"] = "direction accuracy, cut-off = mean held-out coordinate"
     out.attrs = {
-        "analysis": "stereotype",
         "basis": basis,
         "groups": json.dumps([list(p) for p in pairs]),
         "test": test,
@@ -386,7 +384,6 @@ def stereotype(
         "heldout": "extended" if extended else "leave-one-sense-out",
         "senses": json.dumps({n: {"high": int(h.sum()), "low": int(lo.sum())}
                               for n, h, lo in zip(names, high, low, strict=True)}),
-        **provenance_attrs(ds),
     }
     return out
 

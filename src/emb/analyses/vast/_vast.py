@@ -36,19 +36,17 @@ from emb.analyses._analysis import (
     Option,
     Summary,
     add_log10_p,
-    check_options,
     coord_values,
     integer_columns,
     layer_table,
     slug,
     tidy_frame,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
 from emb.analyses._select import (
     compared_words,
     parse_subset,
     plain_strings,
-    provenance_attrs,
     refuse_repeats,
     settings_present,
 )
@@ -85,6 +83,7 @@ _CORRECTION_NAMES = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 
 @public_in_package
 @own_descriptions
+@run_by_record(checked_in_body=("method", "correction"))
 def vast(
     ds: xr.Dataset,
     *,
@@ -236,8 +235,6 @@ def vast(
         raise AnalysisError(f"method must be 'default' or 'reference'; got {method!r}")
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
-    check_options(ANALYSIS, k_max=k_max, n_subsets=n_subsets, ddof=ddof, seed=seed,
-                  word_set=word_set)
     reference = method == "reference"
     ds = plain_strings(ds)
     if similarity is not None:
@@ -294,7 +291,6 @@ def vast(
         )
     result["r"].attrs["long_name"] = "VAST: Pearson's r of SC-WEAT effect sizes vs ratings"
     result.attrs = {
-        "analysis": "vast",
         "method": method,
         "seed": int(seed),
         "ddof": int(ddof),
@@ -323,7 +319,6 @@ def vast(
                 "word_set": word_set,
             }
         ),
-        **provenance_attrs(ds),
     }
     return result
 

@@ -22,13 +22,11 @@ from emb.analyses._analysis import (
     MAX_PERMUTATIONS,
     Analysis,
     Option,
-    check_options,
     coord_values,
     slug,
     small_n_of,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
-from emb.analyses._select import provenance_attrs
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
 from emb.analyses.stats.work import plan
 from emb.analyses.weat._summary import _CORRECTIONS, _FAMILIES, summary
 from emb.analyses.weat._tables import tables
@@ -172,6 +170,7 @@ def _one_test(
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def weat(
     ds: xr.Dataset,
     *,
@@ -305,13 +304,8 @@ def weat(
     WEAT1  0.69  1.46  1.30  1.74
     WEAT2 -0.20 -0.47  0.12 -0.35
     """
-    check_options(ANALYSIS, alternative=alternative, method=method, correction=correction,
-                  correction_over=correction_over, ddof=ddof, n_permutations=n_permutations,
-                  exact_limit=exact_limit, seed=seed, n_bootstrap=n_bootstrap,
-                  confidence=confidence, min_words=min_words, word_set=word_set)
     if "embedding" not in ds.variables:
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
-    source = ds
     if is_context_suite(ds):  # a ceat suite: each word's vector is the mean of its contexts
         ds = per_stimulus(ds)
 
@@ -364,7 +358,6 @@ def weat(
     out["n_permutations"].attrs["long_name"] = "random splits used (0 = exact enumeration)"
     out["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
     out.attrs = {
-        "analysis": "weat",
         "ddof": int(ddof),
         "alternative": alternative,
         "n_permutations": int(n_permutations),
@@ -382,7 +375,6 @@ def weat(
         "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
         "filters": json.dumps({t.name: t.filters for t in test_list}, ensure_ascii=False),
         **{k: ds.attrs[k] for k in ("contexts",) if k in ds.attrs},
-        **provenance_attrs(source),
     }
     return out
 
