@@ -22,7 +22,7 @@ from typing import Literal
 from emb.errors import EmbError
 from emb.files.documents import control_character
 
-__all__ = ["MAX_PAIR_FILE", "Pair", "read_pair_file"]
+__all__ = ["MAX_PAIR_FILE", "Pair", "TargetPair", "read_pair_file", "read_target_pairs"]
 
 #: The largest pair file read (bytes): the benchmarks are ~100 KB; anything near this is not one.
 MAX_PAIR_FILE = 64 << 20
@@ -227,4 +227,98 @@ def read_pair_file(
             f"{what} {path} has no pairs (only {'comments' if layout == 'tsv' else 'its header'}); "
             "give one line per pair: word1, word2, score"
         )
+    return pairs
+
+
+# -- target pairs (RIPA's relation vectors): test, x, y -------------------------------------------
+@dataclass(frozen=True)
+class TargetPair:
+    """One (X, Y) pair of a WEAT-style test; ``test`` None where the file has no ``test``
+    column (the run's one test); ``line`` is 1-based."""
+
+    test: str | None
+    x: str
+    y: str
+    line: int
+
+
+_TARGET_COLUMNS = ("x", "y")
+
+
+def _target_rows(path: Path, text: str, what: str, error: type[EmbError]) -> list[TargetPair]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = next(reader, None)
+        if header is None or not any(cell.strip() for cell in header):
+            raise error(f"{what} {path} is empty; it needs the header x,y (or test,x,y) and one "
+                        "line per pair")
+        columns = [cell.strip() for cell in header]
+        missing = [c for c in _TARGET_COLUMNS if c not in columns]
+        if missing:
+            raise error(f"{what} {path} lacks the column(s) {missing} in its header; found "
+                        f"{[c[:40] for c in columns[:10]]} (a pairs file needs x, y and, for "
+                        "several tests, test)")
+        repeated = sorted({c for c in columns if c in ("test", "x", "y") and columns.count(c) > 1})
+        if repeated:
+            raise error(f"{what} {path} names the column(s) {repeated} twice in its header")
+        at = {name: columns.index(name) for name in ("test", "x", "y") if name in columns}
+        pairs: list[TargetPair] = []
+        problems: list[str] = []
+        for row in reader:
+            line = reader.line_num
+            if not any(cell.strip() for cell in row):
+                continue
+            if len(row) != len(columns):
+                problems.append(f"line {line} has {len(row)} fields, the header {len(columns)}")
+                continue
+            x, y = row[at["x"]].strip(), row[at["y"]].strip()
+            test = row[at["test"]].strip() if "test" in at else None
+            if not x or not y:
+                problems.append(f"line {line} has an empty word")
+            elif test == "":
+                problems.append(f"line {line} has an empty test name")
+            elif (control := _control(line, (test, x, y))) is not None:
+                problems.append(control)
+            else:
+                pairs.append(TargetPair(test, x, y, line))
+    except csv.Error as err:
+        raise error(f"{what} {path}: line {reader.line_num} is not valid CSV ({err}); give a CSV "
+                    "with the columns x, y (and test)") from None
+    if problems:
+        shown = "; ".join(problems[:_SHOWN]) + (" …" if len(problems) > _SHOWN else "")
+        raise error(f"{what} {path}: {len(problems)} bad line(s): {shown}; every pair needs an X "
+                    "word and a Y word: fix or remove these lines")
+    return pairs
+
+
+def read_target_pairs(path: str | Path, *, error: type[EmbError],
+                      what: str = "pairs file") -> list[TargetPair]:
+    """The (X, Y) pairs of a CSV with the header ``x, y`` and, for several tests, ``test``
+    (other columns ignored), in file order.
+
+    Raises
+    ------
+    EmbError
+        Of class ``error``: not a regular file, unreadable, binary, not UTF-8, oversized, empty,
+        a missing or repeated column, a row whose field count differs from the header's, an empty
+        word or test name, a control character, a word paired twice within a test, or no pair.
+    """
+    from emb.files.special import check_regular_file
+
+    path = Path(path)
+    check_regular_file(path, what=what, error=error, must_exist=True,
+                       reason="give the pairs as a CSV file (x,y or test,x,y)")
+    pairs = _target_rows(path, _text(path, what, error), what, error)
+    if not pairs:
+        raise error(f"{what} {path} has no pairs (only its header); give one line per pair: x,y "
+                    "(or test,x,y)")
+    seen: dict[tuple[str | None, str], int] = {}
+    for pair in pairs:
+        for role, word in (("X", pair.x), ("Y", pair.y)):
+            if (pair.test, role + word) in seen:
+                where = f" of test {pair.test!r}" if pair.test else ""
+                raise error(f"{what} {path}: line {pair.line} pairs the {role} word {word!r}{where} "
+                            f"again (first on line {seen[(pair.test, role + word)]}); each word "
+                            "is in at most one pair")
+            seen[(pair.test, role + word)] = pair.line
     return pairs

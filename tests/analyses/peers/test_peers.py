@@ -73,14 +73,25 @@ def test_equal_to_wefe_on_the_word2vec_subset(w2v_weat: xr.Dataset) -> None:
         assert words[test] == entry["words"], test
     checked = 0
     for key, result in runs.items():
-        got = _values(result, key.split("_")[0])
-        for test, entry in expected.items():
-            if entry[key] is None:  # no pair of WEAT3's definition survives: no RIPA
-                assert np.isnan(got[test]) and int(result.n_pairs.sel(test=test)) == 0
-                continue
-            assert got[test] == pytest.approx(entry[key], abs=1e-6, rel=0), (key, test)
-            checked += 1
-    assert checked == 47
+        metric, _, kind = key.partition("_")
+        # RIPA as WEFE means it: the target pairs and one attribute set, A, then B
+        wanted = [(f"ripa_{s}", f"ripa_{s}_{kind}") for s in "ab"] if metric == "ripa" else [(metric, key)]
+        for variable, fixture_key in wanted:
+            got = _values(result, variable)
+            for test, entry in expected.items():
+                if entry[fixture_key] is None:  # no pair of WEAT3's definition survives: no RIPA
+                    assert np.isnan(got[test]) and int(result.n_pairs.sel(test=test)) == 0
+                    continue
+                assert got[test] == pytest.approx(entry[fixture_key], abs=1e-6, rel=0), (key, test)
+                checked += 1
+        if metric == "ripa":  # the test's value is the contrast
+            np.testing.assert_array_equal(result.ripa.values, (result.ripa_a - result.ripa_b).values)
+    assert checked == 8 * 4 + 7 * 2 + 8 * 2
+    # WEAT3 has no pair whose two words are in the store: no row, and the summary says why
+    record = ANALYSES["ripa"]
+    summary = record.summary(runs["ripa_default"], record.tables(runs["ripa_default"]))
+    assert "WEAT3" not in set(summary.table["test"])
+    assert any(n.startswith("WEAT3: no RIPA") and "no pair" in n for n in summary.notes), summary.notes
     # the pairs differ where a missing word shifts WEFE's (WEAT2: 12 defined pairs, 16 found)
     assert int(runs["ripa_default"].n_pairs.sel(test="WEAT2")) == 12
     assert int(runs["ripa_reference"].n_pairs.sel(test="WEAT2")) == 16
@@ -105,8 +116,10 @@ def test_kernels_equal_loops_over_scipy_and_sklearn() -> None:
         assert kernels.ect(emb_, nx, ny, na)[0] == pytest.approx(spearmanr(sx, sy).correlation, abs=1e-12)
         pairs = np.array([[0, 2], [3, 1], [4, 4]])
         bs = [(X[i] - Y[j]) / np.linalg.norm(X[i] - Y[j]) for i, j in pairs]
-        ripa_loop = np.mean([np.mean([w @ b for b in bs]) for w in AB])
-        assert kernels.ripa(emb_, pairs, nx, ny)[0] == pytest.approx(ripa_loop, abs=1e-12)
+        ripa_a, ripa_b = (np.mean([np.mean([w @ b for b in bs]) for w in S]) for S in (A, B))
+        np.testing.assert_allclose(kernels.ripa_sets(emb_, pairs, nx, ny, na)[0], [ripa_a, ripa_b],
+                                   rtol=0, atol=1e-12)
+        assert kernels.ripa(emb_, pairs, nx, ny, na)[0] == pytest.approx(ripa_a - ripa_b, abs=1e-12)
         clf = LogisticRegression(solver="liblinear", max_iter=10_000, random_state=3).fit(
             AB, np.r_[np.ones(na), -np.ones(len(B))])
         p = clf.predict_proba(np.concatenate([X, Y]))[:, list(clf.classes_).index(-1)]
@@ -118,7 +131,7 @@ def test_kernels_vectorise_over_leading_cells() -> None:
     rng = np.random.default_rng(1)
     cells = np.stack([np.concatenate(_sets(rng)) for _ in range(6)]).reshape(2, 3, 27, 12)
     for f, args in ((kernels.mac, (6, 7, 5)), (kernels.ect, (6, 7, 5)),
-                    (kernels.ripa, (np.array([[0, 0], [1, 1]]), 6, 7))):
+                    (kernels.ripa, (np.array([[0, 0], [1, 1]]), 6, 7, 5))):
         whole = f(cells, *args)
         one_by_one = np.array([[f(cells[i, j][None], *args)[0] for j in range(3)] for i in range(2)])
         np.testing.assert_allclose(whole, one_by_one, rtol=0, atol=1e-12)
@@ -137,10 +150,12 @@ def _planted(shift: float, d: int = 20, n: int = 10, seed: int = 0) -> np.ndarra
 def test_planted_effects_are_recovered() -> None:
     strong, none = _planted(1.0), _planted(0.0)
     pairs = np.stack([np.arange(10), np.arange(10)], 1)
-    # RIPA over A ∪ B: A towards X and B towards Y cancel; over A alone it is positive
-    a_only = np.concatenate([strong[0, :30]])[None]
-    assert kernels.ripa(a_only, pairs, 10, 10)[0] > 0.5
-    assert abs(kernels.ripa(strong, pairs, 10, 10)[0]) < 0.2
+    # RIPA: A towards X (> 0), B towards Y (< 0); pooled over A ∪ B they would cancel, the
+    # contrast A − B keeps the effect; with no effect every value is near 0
+    ripa_a, ripa_b = kernels.ripa_sets(strong, pairs, 10, 10, 10)[0]
+    assert ripa_a > 0.5 and ripa_b < -0.5 and abs(ripa_a + ripa_b) < 0.2
+    assert kernels.ripa(strong, pairs, 10, 10, 10)[0] > 1.0
+    assert abs(kernels.ripa(none, pairs, 10, 10, 10)[0]) < 0.2
     # ECT: X and Y rank the attributes in opposite orders when associated, alike when not
     assert kernels.ect(strong, 10, 10, 10)[0] < -0.5 < kernels.ect(none, 10, 10, 10)[0]
     # RNSB: Y (towards B, the negative class) is negative, X is not: far from uniform

@@ -75,8 +75,13 @@ def test_swapping_x_and_y(ds: xr.Dataset) -> None:
 def test_swapping_a_and_b(ds: xr.Dataset) -> None:
     sets = _sets(ds)
     rev = _swapped(sets, "A", "B")
-    for name, var in (("mac", "mac"), ("ect", "ect"), ("ripa", "ripa")):  # A ∪ B as one set
+    for name, var in (("mac", "mac"), ("ect", "ect")):  # A ∪ B as one set
         np.testing.assert_allclose(_run(ds, name, rev)[var], _run(ds, name, sets)[var], **CLOSE)
+    # RIPA per attribute set: A's value becomes B's, and the test's contrast flips its sign
+    fwd, back = _run(ds, "ripa", sets), _run(ds, "ripa", rev)
+    np.testing.assert_allclose(back.ripa_a, fwd.ripa_b, **CLOSE)
+    np.testing.assert_allclose(back.ripa_b, fwd.ripa_a, **CLOSE)
+    np.testing.assert_allclose(back.ripa, -fwd.ripa, **CLOSE)
     for name in ("ml-eat", "seed-sensitivity", "empirical-null"):
         np.testing.assert_allclose(_run(ds, name, rev).effect_size, -_run(ds, name, sets).effect_size,
                                    err_msg=name, **CLOSE)

@@ -4,14 +4,17 @@ test, setting, layer and pooling, lazily.
 Each applies its statistic (:mod:`emb.analyses.stats.peers`) to the (X, Y, A, B) tests a ``weat``
 run would use (the suite's own tests, test files, or ``--x/--y/--a/--b``), as WEFE applies its
 metric templates to such a query: MAC over targets {X, Y} and attributes {A, B}; ECT with targets X,
-Y and one attribute set A ∪ B; RIPA with the relation vectors of the pairs (X[i], Y[i]) and the
-words of A ∪ B; RNSB with targets X, Y, the classifier trained on A against B (the negative class).
+Y and one attribute set A ∪ B; RIPA with the relation vectors of the pairs (X[i], Y[i]), over A and
+over B (each WEFE's RIPA of a query with that one attribute set) and, as the test's value, their
+difference; RNSB with targets X, Y, the classifier trained on A against B (the negative class).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from os import PathLike
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -36,6 +39,8 @@ from emb.analyses.wordsets import (
     TestSpec,
     cell_summary,
     declared_cell,
+    given_pairs,
+    pair_words,
     per_test,
     target_pairs,
     top_rows,
@@ -55,7 +60,8 @@ _NAMES = {
     "ect": ("ECT (embedding coherence test)",
             "Spearman r over A ∪ B of the cosines with mean X and mean Y; 1 = no bias"),
     "ripa": ("RIPA (relational inner product association)",
-             "mean over A ∪ B of <w, b> for the unit relation vectors b of the pairs (X[i], Y[i])"),
+             "RIPA over A minus RIPA over B, each the mean over its words of <w, b> for the unit "
+             "relation vectors b of the pairs (X[i], Y[i]); > 0: A lies towards X more than B does"),
     "rnsb": ("RNSB (relative negative sentiment bias)",
              "KL divergence from uniform of the targets' normalised P(B); 0 = no bias"),
 }
@@ -76,6 +82,7 @@ def _run(
     method: str = "default",
     seed: int = 0,
     word_set: str = "common",
+    pairs: Any = None,
 ) -> xr.Dataset:
     """One metric over every resolved test: ``metric(test, setting, layer, pooling)`` with the
     per-test set sizes and flags."""
@@ -84,29 +91,34 @@ def _run(
 
         raise AnalysisError("the Dataset has no 'embedding' variable: pass a store suite group")
 
+    given = _read_pairs(pairs) if metric == "ripa" and pairs is not None else None
+    used: dict[str, list[list[str]]] = {}
+    left_out: dict[str, list[str]] = {}
+
     def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
-        kwargs: dict[str, Any] = {"n_x": n["X"], "n_y": n["Y"]}
         if metric == "ripa":
-            kwargs["pairs"] = target_pairs(test, method)
-            function: Callable[..., np.ndarray] = kernels.ripa
-        elif metric == "rnsb":
+            return _ripa_of(vectors(data, test, chosen), test, n, method, given, used, left_out)
+        kwargs: dict[str, Any] = {"n_x": n["X"], "n_y": n["Y"]}
+        if metric == "rnsb":
             kwargs.update(n_a=n["A"], seed=int(seed), holdout=method == "reference")
-            function = kernels.rnsb
+            function: Callable[..., np.ndarray] = kernels.rnsb
         else:
             kwargs["n_a"] = n["A"]
             function = kernels.mac if metric == "mac" else kernels.ect
         value = xr.apply_ufunc(function, vectors(data, test, chosen), input_core_dims=[["item", "feature"]],
                                kwargs=kwargs, dask="parallelized", output_dtypes=[np.float64])
-        out = xr.Dataset({metric: value})
-        if metric == "ripa":
-            out["n_pairs"] = len(kwargs["pairs"])
-        return out
+        return xr.Dataset({metric: value})
 
     out, test_list, dropped = per_test(ds, build, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
                                        include_excluded=include_excluded, min_words=min_words)
+    if given is not None:
+        _check_pair_tests(given, [t.name for t in test_list], pairs)
     if "n_pairs" in out:  # RIPA: too few pairs is a small set too
         out["small_n"] = out["small_n"] | (out["n_pairs"] < min_words)
         out["small_n"].attrs["long_name"] = f"a word set has fewer than {int(min_words)} words"
+        for name, long_name in (("ripa_a", "RIPA over A"), ("ripa_b", "RIPA over B")):
+            out[name].attrs["long_name"] = long_name
+        out["n_pairs"].attrs["long_name"] = "pairs (X[i], Y[i]) of the relation vectors"
     out = out.transpose("test", "setting", "layer", "pooling", ...)
     out[metric].attrs["long_name"] = _NAMES[metric][0]
     out[metric].attrs["description"] = _NAMES[metric][1]
@@ -119,9 +131,65 @@ def _run(
         "dropped": json.dumps(dropped, ensure_ascii=False),
         "words": json.dumps({t.name: t.words for t in test_list}, ensure_ascii=False),
         **({"seed": int(seed)} if metric == "rnsb" else {}),
+        **(_pairing_attrs(method, pairs, used, left_out) if metric == "ripa" else {}),
         **provenance_attrs(ds),
     }
     return out
+
+
+def _read_pairs(path: Any) -> list[Any]:
+    from emb._pair_files import read_target_pairs
+    from emb.errors import AnalysisError
+
+    return read_target_pairs(path, error=AnalysisError, what="--pairs file")
+
+
+def _check_pair_tests(given: Sequence[Any], names: Sequence[str], path: Any) -> None:
+    """A pairs file names only tests of the run, and leaves the test out only for a run of one."""
+    from emb.errors import AnalysisError
+
+    unknown = sorted({p.test for p in given if p.test is not None and p.test not in names})
+    if unknown:
+        raise AnalysisError(f"--pairs file {path} names the test(s) {unknown}, which this run does "
+                            f"not have (its tests: {list(names)}); fix the test column")
+    if len(names) > 1 and any(p.test is None for p in given):
+        raise AnalysisError(f"--pairs file {path} has no test column but the run has "
+                            f"{len(names)} tests ({list(names)}); add a column test naming each "
+                            "pair's test, or choose one test with --test")
+
+
+def _ripa_of(v: xr.DataArray, test: TestSpec, n: dict[str, int], method: str, given: Any,
+             used: dict[str, list[list[str]]], left_out: dict[str, list[str]]) -> xr.Dataset:
+    """RIPA over A, over B and their difference for one test (lazy), with its pairs recorded."""
+    if given is not None:
+        pairs, left = given_pairs(test, given)
+        if left:
+            left_out[test.name] = left
+    else:
+        pairs = target_pairs(test, method)
+    used[test.name] = pair_words(test, pairs)
+    sets = xr.apply_ufunc(kernels.ripa_sets, v, input_core_dims=[["item", "feature"]],
+                          output_core_dims=[["attribute_set"]],
+                          kwargs={"pairs": pairs, "n_x": n["X"], "n_y": n["Y"], "n_a": n["A"]},
+                          dask="parallelized", output_dtypes=[np.float64],
+                          dask_gufunc_kwargs={"output_sizes": {"attribute_set": 2}})
+    out = xr.Dataset({"ripa_a": sets.isel(attribute_set=0, drop=True),
+                      "ripa_b": sets.isel(attribute_set=1, drop=True)})
+    out["ripa"] = out["ripa_a"] - out["ripa_b"]
+    out["n_pairs"] = len(pairs)
+    return out
+
+
+def _pairing_attrs(method: str, path: Any, used: Mapping[str, Any],
+                   left_out: Mapping[str, Any]) -> dict[str, str]:
+    if path is not None:
+        pairing = f"the pairs file {Path(path).name}"
+    elif method == "reference":
+        pairing = "the words found, by position, up to the shorter set (WEFE 1.0.1)"
+    else:
+        pairing = "position in the test's definition (a pair dropped when a word is missing)"
+    return {"pairing": pairing, "pairs": json.dumps(used, ensure_ascii=False),
+            "pairs_left_out": json.dumps(left_out, ensure_ascii=False)}
 
 
 _TESTS_DOC = """    ds : xarray.Dataset
@@ -220,7 +288,8 @@ def ripa(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
          b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
          include_excluded: bool = False, min_words: int = 8,
          word_set: Literal["common", "per-setting"] = "common",
-         method: Literal["default", "reference"] = "default") -> xr.Dataset:
+         method: Literal["default", "reference"] = "default",
+         pairs: str | PathLike[str] | None = None) -> xr.Dataset:
     """Relational inner product association (Ethayarajh et al. 2019) of each WEAT-style test.
 
     Parameters
@@ -230,19 +299,30 @@ def ripa(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
         How X and Y are paired: by position in the test's definition, a pair dropped when either
         of its words is not in the store; ``reference`` pairs the words *found* by position, up
         to the shorter set, as WEFE 1.0.1 does (a missing word shifts every later pair).
+    pairs : path, optional
+        The pairs themselves: a CSV with the columns ``x``, ``y`` and, for a run of several
+        tests, ``test`` (each word in at most one pair of a test). A pair whose word is not among
+        the test's words in the store is left out and listed (``pairs_left_out``).
 
     Returns
     -------
     xarray.Dataset
-        ``ripa(test, setting, layer, pooling)``: the mean over w ∈ A ∪ B of the mean over the
-        pairs of ``<w, (x_i − y_i) / ‖x_i − y_i‖>`` (positive: the attributes lie towards X);
-        per test ``n_pairs``, ``n_x`` … ``n_b``, ``small_n`` (also when fewer than
-        ``min_words`` pairs).
+        ``ripa_a(test, setting, layer, pooling)``: the mean over w ∈ A of the mean over the pairs
+        of ``<w, (x_i − y_i) / ‖x_i − y_i‖>`` (WEFE's RIPA with the pairs and A alone);
+        ``ripa_b`` the same over B; ``ripa = ripa_a − ripa_b``, the test's value (positive: A lies
+        towards X more than B does); per test ``n_pairs``, ``n_x`` … ``n_b``, ``small_n`` (also
+        when fewer than ``min_words`` pairs). The attributes ``pairing`` (how X and Y were
+        paired), ``pairs`` (each test's pairs, JSON) and ``pairs_left_out``.
 
     Notes
     -----
-    RIPA uses the raw word vector (not normalised): on a contextual model it scales with the
-    layer's vector norms, so compare RIPA across tests of one layer, not across layers.
+    RIPA relates attribute words to the relation vectors of *pairs*; for sets that are not pairs
+    by nature (flowers and insects) the pairing is a choice, and re-pairing changes the value:
+    give the pairs a study means with ``pairs``. Averaged over A ∪ B pooled, as a one-attribute-set
+    metric would be, the two sets' associations cancel (WEAT1 on MiniLM: +0.23 over pleasant,
+    −0.26 over unpleasant, −0.02 pooled); the contrast keeps the direction. RIPA uses the raw word
+    vector (not normalised): on a contextual model it scales with the layer's vector norms, so
+    compare RIPA across tests of one layer, not across layers.
 
     Examples
     --------
@@ -251,10 +331,10 @@ def ripa(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
     >>> int(ripa(ds, **options).n_pairs.sel(test="WEAT1"))
     8
     """
-    check_options(RIPA, min_words=min_words, method=method, word_set=word_set)
+    check_options(RIPA, min_words=min_words, method=method, word_set=word_set, pairs=pairs)
     return _run("ripa", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
                 include_excluded=include_excluded, min_words=min_words, method=method,
-                word_set=word_set)
+                word_set=word_set, pairs=pairs)
 
 
 @public_in_package
@@ -315,7 +395,8 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
     """``<metric>``: one row per (model, test, setting, pooling, layer), the word-set sizes and
     the flag last."""
     metric = str(result.attrs["analysis"])
-    frame = tidy_frame(result, [metric], drop_all_nan=[metric])
+    values = [metric, "ripa_a", "ripa_b"] if metric == "ripa" else [metric]
+    frame = tidy_frame(result, values, drop_all_nan=[metric])
     groups = [c for c in ("x_group", "y_group", "a_group", "b_group") if c in result.coords]
     if groups:
         extra = xr.Dataset({g: (result[g].dims, np.asarray(result[g].values)) for g in groups},
@@ -323,7 +404,7 @@ def _tables(result: xr.Dataset) -> dict[str, pd.DataFrame]:
         frame = frame.merge(extra.to_dataframe().reset_index(), how="left")
     frame = integer_columns(frame, ("layer",))
     frame = front(frame, ("model", "test", "x_group", "y_group", "a_group", "b_group", "setting",
-                          "pooling", "layer", metric))
+                          "pooling", "layer", *values))
     sizes = ("n_pairs", "n_x", "n_y", "n_a", "n_b", "small_n")
     return {metric: with_set_sizes(frame, result, variables=sizes)}
 
@@ -343,12 +424,16 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
         if "x_group" in top:
             row["groups"] = f"{top['x_group']} vs {top['y_group']} / {top['a_group']} vs {top['b_group']}"
         row["layer"] = int(top["layer"])
+        if metric == "ripa":
+            row["ripa_a"], row["ripa_b"] = round(float(top["ripa_a"]), 4), round(float(top["ripa_b"]), 4)
         row[metric] = round(float(top[metric]), 4)
         row["n (X+Y | A+B)"] = f"{top['n_x']}+{top['n_y']} | {top['n_a']}+{top['n_b']}"
         if metric == "ripa":
             row["pairs"] = int(top["n_pairs"])
         rows.append(row)
     notes = [f"{metric}: {meaning}."]
+    if metric == "ripa":
+        notes += _pairing_notes(result)
     if result.attrs.get("method") == "reference":
         notes.append({"ripa": "Pairs as WEFE 1.0.1 makes them (the found words by position).",
                       "rnsb": "Classifier trained as WEFE 1.0.1's default (80 % holdout).",
@@ -357,6 +442,27 @@ def _summary(result: xr.Dataset, tables: Mapping[str, pd.DataFrame]) -> Summary:
         notes.append(f"Seeded (random_state {result.attrs.get('seed')}); B is the negative class.")
     notes.append("No p-value: these metrics have no test of their own; use weat's permutation p.")
     return cell_summary(long_name, result, setting=setting, pooling=pooling, rows=rows, notes=notes)
+
+
+def _pairing_notes(result: xr.Dataset) -> list[str]:
+    """How X and Y were paired, the pairs a file gave that were left out, and the tests without
+    a pair (no RIPA: they have no row)."""
+    notes = [f"Pairs (X[i], Y[i]) by {result.attrs.get('pairing', 'position')}; for sets that are not "
+             "pairs by nature the pairing is a choice that changes the value (--pairs FILE "
+             "states it; the pairs used are in the netCDF's attribute 'pairs')."]
+    left_out = json.loads(str(result.attrs.get("pairs_left_out", "{}")))
+    for test, pairs in left_out.items():
+        notes.append(f"{test}: {len(pairs)} pair(s) of the pairs file left out: "
+                     + "; ".join(pairs[:5]) + (" …" if len(pairs) > 5 else ""))
+    if "n_pairs" in result:
+        n_pairs = result["n_pairs"]
+        fewest = n_pairs.min([d for d in n_pairs.dims if d != "test"]) if n_pairs.ndim > 1 else n_pairs
+        empty = [str(t) for t, k in zip(np.atleast_1d(fewest["test"].values),
+                                        np.atleast_1d(fewest.values), strict=True) if int(k) == 0]
+        for test in empty:
+            notes.append(f"{test}: no RIPA (no row): no pair (X[i], Y[i]) has both words in the "
+                         "store" + (" among the pairs file's" if left_out.get(test) else ""))
+    return notes
 
 
 def _figures(result: xr.Dataset, *, relative_depth: bool = False) -> dict[str, Figure]:
@@ -388,12 +494,17 @@ def _record(function: Callable[..., xr.Dataset], description: str, *options: Opt
         options=_COMMON + options, tables=_tables, figures=_figures, summary=_summary,
         outputs={name: ("test", "setting", "layer", "pooling"),
                  **{v: ("test",) for v in ("n_x", "n_y", "n_a", "n_b", "small_n")},
-                 **({"n_pairs": ("test",)} if name == "ripa" else {})},
+                 **({"n_pairs": ("test",), "ripa_a": ("test", "setting", "layer", "pooling"),
+                     "ripa_b": ("test", "setting", "layer", "pooling")} if name == "ripa" else {})},
         example=_example, **kwargs)
 
 
 MAC = _record(mac, "MAC: mean average cosine distance of the targets to the attribute sets (WEFE)")
 ECT = _record(ect, "ECT: embedding coherence test, Spearman r of X's and Y's attribute similarities")
-RIPA = _record(ripa, "RIPA: relational inner product association over the pairs (X[i], Y[i])")
+RIPA = _record(ripa, "RIPA: relational inner product association over the pairs (X[i], Y[i]), "
+               "A against B",
+               Option(name="pairs", type="path", metavar="FILE",
+                      help="the (X, Y) pairs: a CSV with the columns x, y (and test, for several "
+                           "tests); default: by position in each test's definition"))
 RNSB = _record(rnsb, "RNSB: KL divergence of a sentiment classifier's negative probabilities",
                seed=SEED_32)

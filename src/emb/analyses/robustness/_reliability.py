@@ -51,7 +51,7 @@ def _kernel(emb: np.ndarray, *, n_x: int, n_y: int, n_a: int, pairs: np.ndarray,
     """(r_half, Spearman–Brown, |d|, |RIPA|, 1 − ECT, MAC), (..., 6)."""
     r_half, sb = rb.split_half(emb, n_x, n_y, n_a, n_splits=n_splits, seed=seed)
     d, _ = rb.leave_one_out(emb, n_x, n_y, n_a, ddof=ddof)
-    ripa = pk.ripa(emb, pairs, n_x, n_y) if len(pairs) else np.full(d.shape, np.nan)
+    ripa = pk.ripa(emb, pairs, n_x, n_y, n_a) if len(pairs) else np.full(d.shape, np.nan)
     return np.stack([r_half, sb, np.abs(d), np.abs(ripa), 1 - pk.ect(emb, n_x, n_y, n_a),
                      pk.mac(emb, n_x, n_y, n_a)], axis=-1)
 
@@ -161,7 +161,7 @@ def reliability(
         "split_half_r": f"mean split-half r of the target words' scores ({int(n_splits)} halvings of A and B)",
         "reliability": "Spearman-Brown split-half reliability, 2r / (1 + r)",
         "abs_d": "|WEAT effect size d|",
-        "abs_ripa": "|RIPA| (pairs of the definition)",
+        "abs_ripa": "|RIPA_A − RIPA_B| (pairs of the definition)",
         "ect_bias": "1 - ECT (Spearman r of X's and Y's attribute similarities)",
         "mac": "MAC (mean cosine distance of targets to attributes)",
         "agreement": "Spearman r over the tests between two metrics",

@@ -11,7 +11,9 @@ definitions as WEFE 1.0.1 applies them to a query with targets (X, Y) and attrib
   ``cos(mean X, a)`` and ``cos(mean Y, a)`` (the mean of the raw vectors), 1 = no bias;
 - RIPA (Ethayarajh, Duvenaud & Hirst 2019): with the relation vectors
   ``b_i = (x_i − y_i) / ‖x_i − y_i‖`` of the pairs (X[i], Y[i]), a word's RIPA is the mean over
-  the pairs of ``⟨w, b_i⟩`` (the raw word vector); the test's value is the mean over A ∪ B;
+  the pairs of ``⟨w, b_i⟩`` (the raw word vector); WEFE's RIPA of a query is the mean over its
+  one attribute set. A WEAT-style test has two: RIPA over A, over B, and the test's value, their
+  difference ``RIPA_A − RIPA_B`` (pooled over A ∪ B, the two sets' associations cancel);
 - RNSB (Sweeney & Najafian 2019): a logistic regression (scikit-learn, liblinear) trained on A
   (label +1) against B (label −1, the "negative" class); each target word's probability of B,
   normalised over X ∪ Y, against the uniform distribution by the Kullback–Leibler divergence.
@@ -35,7 +37,7 @@ import numpy as np
 
 from emb.analyses.stats.association import target_attribute_cosines, unit
 
-__all__ = ["mac", "ect", "ripa", "ripa_words", "rnsb", "rnsb_probabilities"]
+__all__ = ["mac", "ect", "ripa", "ripa_sets", "ripa_words", "rnsb", "rnsb_probabilities"]
 
 
 def _float(emb: Any) -> np.ndarray:
@@ -81,9 +83,20 @@ def ripa_words(emb: Any, pairs: np.ndarray, n_x: int, n_y: int) -> np.ndarray:
     return np.matmul(v[..., n_x + n_y:, :], np.swapaxes(b, -1, -2)).mean(-1)
 
 
-def ripa(emb: Any, pairs: np.ndarray, n_x: int, n_y: int) -> np.ndarray:
-    """The mean RIPA over the attribute words A ∪ B, shape ``emb.shape[:-2]``."""
-    return ripa_words(emb, pairs, n_x, n_y).mean(-1)
+def ripa_sets(emb: Any, pairs: np.ndarray, n_x: int, n_y: int, n_a: int) -> np.ndarray:
+    """RIPA over A and over B (each the mean of its words' RIPA, WEFE's RIPA with that one
+    attribute set), shape ``emb.shape[:-2] + (2,)``; NaN without a pair."""
+    words = ripa_words(emb, pairs, n_x, n_y)
+    if not len(np.asarray(pairs).reshape(-1, 2)):
+        return np.full(words.shape[:-1] + (2,), np.nan)
+    return np.stack([words[..., :n_a].mean(-1), words[..., n_a:].mean(-1)], axis=-1)
+
+
+def ripa(emb: Any, pairs: np.ndarray, n_x: int, n_y: int, n_a: int) -> np.ndarray:
+    """A WEAT-style test's RIPA: ``RIPA_A − RIPA_B`` (positive: A lies towards X more than B
+    does), shape ``emb.shape[:-2]``."""
+    sets = ripa_sets(emb, pairs, n_x, n_y, n_a)
+    return sets[..., 0] - sets[..., 1]
 
 
 def _classifier(seed: int) -> Any:

@@ -24,7 +24,7 @@ from emb.analyses.wordsets.contexts import (
     per_stimulus,
 )
 from emb.analyses.wordsets.each_test import TEST_CHOICE, per_test, test_attrs, vectors
-from emb.analyses.wordsets.pairs import target_pairs
+from emb.analyses.wordsets.pairs import given_pairs, pair_words, target_pairs
 from emb.analyses.wordsets.resolve import (
     MIN_TARGET_WORDS,
     TEST_OPTIONS,
@@ -71,10 +71,12 @@ __all__ = [
     "declared_cell",
     "dropped_text",
     "gather_test",
+    "given_pairs",
     "is_context_suite",
     "is_test_file",
     "load_tests",
     "p_text",
+    "pair_words",
     "parse_tests",
     "per_stimulus",
     "per_test",
