@@ -245,42 +245,49 @@ class TargetPair:
 _TARGET_COLUMNS = ("x", "y")
 
 
+def _target_header(path: Path, header: list[str] | None, what: str,
+                   error: type[EmbError]) -> tuple[list[str], dict[str, int]]:
+    """The header's columns and where ``test``, ``x`` and ``y`` are; a missing or repeated one
+    refused."""
+    if header is None or not any(cell.strip() for cell in header):
+        raise error(f"{what} {path} is empty; it needs the header x,y (or test,x,y) and one line "
+                    "per pair")
+    columns = [cell.strip() for cell in header]
+    missing = [c for c in _TARGET_COLUMNS if c not in columns]
+    if missing:
+        raise error(f"{what} {path} lacks the column(s) {missing} in its header; found "
+                    f"{[c[:40] for c in columns[:10]]} (a pairs file needs x, y and, for several "
+                    "tests, test)")
+    repeated = sorted({c for c in columns if c in ("test", "x", "y") and columns.count(c) > 1})
+    if repeated:
+        raise error(f"{what} {path} names the column(s) {repeated} twice in its header")
+    return columns, {name: columns.index(name) for name in ("test", "x", "y") if name in columns}
+
+
+def _target_row(row: list[str], width: int, at: dict[str, int], line: int) -> TargetPair | str:
+    """One line's pair, or what is wrong with it."""
+    if len(row) != width:
+        return f"line {line} has {len(row)} fields, the header {width}"
+    x, y = row[at["x"]].strip(), row[at["y"]].strip()
+    test = row[at["test"]].strip() if "test" in at else None
+    if not x or not y:
+        return f"line {line} has an empty word"
+    if test == "":
+        return f"line {line} has an empty test name"
+    control = _control(line, (test, x, y))
+    return control if control is not None else TargetPair(test, x, y, line)
+
+
 def _target_rows(path: Path, text: str, what: str, error: type[EmbError]) -> list[TargetPair]:
     reader = csv.reader(io.StringIO(text, newline=""))
+    pairs: list[TargetPair] = []
+    problems: list[str] = []
     try:
-        header = next(reader, None)
-        if header is None or not any(cell.strip() for cell in header):
-            raise error(f"{what} {path} is empty; it needs the header x,y (or test,x,y) and one "
-                        "line per pair")
-        columns = [cell.strip() for cell in header]
-        missing = [c for c in _TARGET_COLUMNS if c not in columns]
-        if missing:
-            raise error(f"{what} {path} lacks the column(s) {missing} in its header; found "
-                        f"{[c[:40] for c in columns[:10]]} (a pairs file needs x, y and, for "
-                        "several tests, test)")
-        repeated = sorted({c for c in columns if c in ("test", "x", "y") and columns.count(c) > 1})
-        if repeated:
-            raise error(f"{what} {path} names the column(s) {repeated} twice in its header")
-        at = {name: columns.index(name) for name in ("test", "x", "y") if name in columns}
-        pairs: list[TargetPair] = []
-        problems: list[str] = []
+        columns, at = _target_header(path, next(reader, None), what, error)
         for row in reader:
-            line = reader.line_num
-            if not any(cell.strip() for cell in row):
-                continue
-            if len(row) != len(columns):
-                problems.append(f"line {line} has {len(row)} fields, the header {len(columns)}")
-                continue
-            x, y = row[at["x"]].strip(), row[at["y"]].strip()
-            test = row[at["test"]].strip() if "test" in at else None
-            if not x or not y:
-                problems.append(f"line {line} has an empty word")
-            elif test == "":
-                problems.append(f"line {line} has an empty test name")
-            elif (control := _control(line, (test, x, y))) is not None:
-                problems.append(control)
-            else:
-                pairs.append(TargetPair(test, x, y, line))
+            if any(cell.strip() for cell in row):
+                got = _target_row(row, len(columns), at, reader.line_num)
+                (pairs if isinstance(got, TargetPair) else problems).append(got)  # type: ignore[arg-type]
     except csv.Error as err:
         raise error(f"{what} {path}: line {reader.line_num} is not valid CSV ({err}); give a CSV "
                     "with the columns x, y (and test)") from None
