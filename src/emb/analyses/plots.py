@@ -222,10 +222,10 @@ def _setting_points(result: xr.Dataset, *, variable: str, where: dict[str, Any],
 
 
 # -- tokenization ------------------------------------------------------------------------------------
-def _all_equal(curves: list[np.ndarray]) -> bool:
-    first = curves[0]
+def _all_equal(means: list[np.ndarray]) -> bool:
+    first = means[0]
     return all(c.shape == first.shape and np.allclose(c, first, rtol=1e-9, atol=1e-12, equal_nan=True)
-               for c in curves[1:])
+               for c in means[1:])
 
 
 @fg.styled
