@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from emb.analyses import _figure as fg
+from emb.analyses import curves
 from emb.analyses.ratings import figure_panels
 from emb.errors import AnalysisError
 
@@ -108,42 +110,37 @@ def layer_curves(
         return _setting_points(result, variable=variable, where=where, models=models,
                                poolings=poolings, settings=settings, has_band=has_band,
                                title=title, tag=tag)
-    cells = [(s, p) for s in settings for p in poolings] if multi else [(None, p) for p in poolings]
-    fig, axes, n_cols = fg.grid(len(cells), max_cols=len(poolings) if multi else 4)
     colors = fg.colors_for(models) if multi else fg.colors_for(settings, kind="setting")
-    layers = np.asarray(result["layer"].values)
-    xlabel = "layer"
-    for ax, (cell_setting, pooling) in zip(axes, cells, strict=True):
-        for hue in (models if multi else settings):
-            model, setting = (hue, cell_setting) if multi else (None, hue)
-            at = {"model": model, "pooling": pooling, "setting": setting}
-            y = fg.values(fg.sel(da, **at))
-            x, xlabel = fg.depth_axis(layers, np.isfinite(y), relative_depth)
-            n = _n_label(result, "n", **where, model=model, setting=setting)
-            label = str(hue) if hue is not None else variable
-            if not multi and n:
-                label += f" (n = {n})"
-            fg.line(ax, x, y, marker="o", color=colors[hue], label=label)
-            if has_band:
-                lo = fg.values(fg.sel(result["ci_low"], **where, **at))
-                hi = fg.values(fg.sel(result["ci_high"], **where, **at))
-                fg.band(ax, x, lo, hi, colors[hue])
-        head = f"{cell_setting} · " if multi else ""
-        ax.set_title(f"{head}{pooling} pooling" if pooling else head.rstrip(" ·"))
-        if multi:
-            n = _n_label(result, "n", **where, setting=cell_setting)
-            if n:
-                ax.text(0.98, 0.04, f"n = {n}", transform=ax.transAxes, ha="right", va="bottom",
-                        fontsize=6.5, color="0.3")
-        fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth)
-    for ax in axes[::n_cols]:
-        ax.set_ylabel(_ylabel(variable))
-    fg.outer_xlabels(axes)
     extra = [fg.band_handle("shaded: 95% CI (Fisher z)")] if has_band else []
-    fg.legend(fig, axes, extra, title="model" if multi else None)
-    fig.suptitle((title or f"{_ylabel(variable)} by layer" + (f" — {lexicon}" if lexicon else "")
-                  + (f" ({rating})" if rating and rating != "valence" else "")) + tag)
-    return fig
+
+    def curve(hue: Any, cell_setting: Any, pooling: Any) -> curves.Curve:
+        model, setting = (hue, cell_setting) if multi else (None, hue)
+        at = {"model": model, "pooling": pooling, "setting": setting}
+        n = _n_label(result, "n", **where, model=model, setting=setting)
+        label = str(hue) if hue is not None else variable
+        band = (fg.values(fg.sel(result["ci_low"], **where, **at)),
+                fg.values(fg.sel(result["ci_high"], **where, **at))) if has_band else None
+        return curves.Curve(y=fg.values(fg.sel(da, **at)), color=colors[hue], style={"marker": "o"},
+                            label=label + (f" (n = {n})" if not multi and n else ""), band=band)
+
+    def n_in_corner(ax: Any, _x: np.ndarray, panel: curves.Panel) -> None:
+        n = _n_label(result, "n", **where, setting=panel.key["setting"])
+        if n:
+            ax.text(0.98, 0.04, f"n = {n}", transform=ax.transAxes, ha="right", va="bottom",
+                    fontsize=6.5, color="0.3")
+
+    cells = [(s, p) for s in settings for p in poolings] if multi else [(None, p) for p in poolings]
+    head = {s: f"{s} · " if multi else "" for s, _p in cells}
+    panels = [curves.Panel(title=f"{head[s]}{p} pooling" if p else head[s].rstrip(" ·"),
+                           key={"setting": s},
+                           curves=[curve(hue, s, p) for hue in (models if multi else settings)])
+              for s, p in cells]
+    return curves.draw_layer_curves(curves.LayerCurves(
+        layers=np.asarray(result["layer"].values), panels=panels, ylabel=_ylabel(variable),
+        relative_depth=relative_depth, max_cols=len(poolings) if multi else 4,
+        on_panel=n_in_corner if multi else None, legend=partial(fg.legend, extra=extra, title="model" if multi else None),
+        title=(title or f"{_ylabel(variable)} by layer" + (f" — {lexicon}" if lexicon else "")
+               + (f" ({rating})" if rating and rating != "valence" else "")) + tag))
 
 
 def _same_settings(result: xr.Dataset, variable: str, where: dict[str, Any],
@@ -225,10 +222,10 @@ def _setting_points(result: xr.Dataset, *, variable: str, where: dict[str, Any],
 
 
 # -- tokenization ------------------------------------------------------------------------------------
-def _all_equal(curves: list[np.ndarray]) -> bool:
-    first = curves[0]
+def _all_equal(means: list[np.ndarray]) -> bool:
+    first = means[0]
     return all(c.shape == first.shape and np.allclose(c, first, rtol=1e-9, atol=1e-12, equal_nan=True)
-               for c in curves[1:])
+               for c in means[1:])
 
 
 @fg.styled
@@ -250,57 +247,54 @@ def tokenization_curves(
     result, tag = fg.one_model(result)
     lexicon = fg.pick(result, "lexicon", lexicon)
     da = fg.sel(result["tokenization_r"], lexicon=lexicon)
-    models = fg.labels(result, "model")
     settings = fg.labels(result, "setting")
     poolings = fg.labels(result, "pooling")
-    token_sets = fg.labels(result, "token_set")
     layers = np.asarray(result["layer"].values)
-    cells = [(m, s) for m in models for s in settings]
-    fig, axes, n_cols = fg.grid(len(cells), max_cols=min(len(settings), 4))
     colors = fg.colors_for(poolings)
     styles = {"single": "-", "multi": "--"}
-    collapsed = False
+    collapsed = []
     n_subsets = result.sizes.get("subset", 1)
-    xlabel = "layer"
-    for ax, (model, setting) in zip(axes, cells, strict=True):
-        for token_set in token_sets:
-            curves, bands = [], []
-            for pooling in poolings:
-                sub = fg.sel(da, model=model, setting=setting, pooling=pooling, token_set=token_set)
-                vals = fg.values(sub.transpose(..., "layer")).reshape(-1, len(layers))
-                with np.errstate(all="ignore"), warnings.catch_warnings(
-                    action="ignore", category=RuntimeWarning  # 'mean of empty slice'
-                ):
-                    curves.append(np.nanmean(vals, axis=0))
-                    bands.append((np.nanmin(vals, axis=0), np.nanmax(vals, axis=0)))
-            x, xlabel = fg.depth_axis(layers, np.isfinite(curves[0]), relative_depth)
-            style = styles.get(str(token_set), ":")
-            if token_set == "single" and len(poolings) > 1 and _all_equal(curves):
-                collapsed = True
-                fg.line(ax, x, curves[0], marker="o", ms=2.6, color="black", ls=style,
-                        label="single · every pooling (equal)")
-                if n_subsets > 1:
-                    fg.band(ax, x, *bands[0], "black", alpha=0.12)
-                continue
-            for pooling, mean, (lo, hi) in zip(poolings, curves, bands, strict=True):
-                fg.line(ax, x, mean, marker="o", ms=2.6, color=colors[pooling], ls=style,
-                        label=f"{token_set} · {pooling}")
-                if n_subsets > 1:
-                    fg.band(ax, x, lo, hi, colors[pooling], alpha=0.12)
+
+    def token_set_curves(model: Any, setting: Any, token_set: Any) -> list[curves.Curve]:
+        """One curve per pooling: the mean over the subsets, their range as the band; a singly
+        tokenized word's poolings in one black curve where they coincide."""
+        means, bands = [], []
+        for pooling in poolings:
+            sub = fg.sel(da, model=model, setting=setting, pooling=pooling, token_set=token_set)
+            vals = fg.values(sub.transpose(..., "layer")).reshape(-1, len(layers))
+            with np.errstate(all="ignore"), warnings.catch_warnings(
+                action="ignore", category=RuntimeWarning  # 'mean of empty slice'
+            ):
+                means.append(np.nanmean(vals, axis=0))
+                bands.append((np.nanmin(vals, axis=0), np.nanmax(vals, axis=0)))
+        style = {"marker": "o", "ms": 2.6, "ls": styles.get(str(token_set), ":")}
+        finite = np.isfinite(means[0])
+        if token_set == "single" and len(poolings) > 1 and _all_equal(means):
+            collapsed.append(True)
+            return [curves.Curve(y=means[0], color="black", style=style, finite=finite,
+                                 label="single · every pooling (equal)",
+                                 band=bands[0] if n_subsets > 1 else None, band_alpha=0.12)]
+        return [curves.Curve(y=mean, color=colors[pooling], style=style, finite=finite,
+                             label=f"{token_set} · {pooling}", band=band if n_subsets > 1 else None,
+                             band_alpha=0.12)
+                for pooling, mean, band in zip(poolings, means, bands, strict=True)]
+
+    def panel(model: Any, setting: Any) -> curves.Panel:
         n = _n_label(result, "tokenization_n", lexicon=lexicon, model=model, setting=setting)
-        ax.set_title(f"{fg.model_prefix(model)}{setting}" + (f" (n = {n} per set)" if n else ""))
-        fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth)
-    for ax in axes[::n_cols]:
-        ax.set_ylabel("VAST (Pearson's r)")
-    fg.outer_xlabels(axes)
-    extra = []
-    if n_subsets > 1:
-        extra.append(fg.band_handle(f"shaded: range over {n_subsets} random subsets"))
-    note = "single-subtoken words: first = last = mean = max" if collapsed else None
-    fg.legend(fig, axes, extra, ncols=3, title=note)
-    fig.suptitle((title or "Singly (solid) vs multiply (dashed) tokenized words"
-                  + (f" — {lexicon}" if lexicon else "")) + tag)
-    return fig
+        return curves.Panel(title=f"{fg.model_prefix(model)}{setting}" + (f" (n = {n} per set)" if n else ""),
+                            curves=[c for token_set in fg.labels(result, "token_set")
+                                    for c in token_set_curves(model, setting, token_set)])
+
+    def legend(fig: Figure, axes: list[Any]) -> None:
+        extra = [fg.band_handle(f"shaded: range over {n_subsets} random subsets")] if n_subsets > 1 else []
+        note = "single-subtoken words: first = last = mean = max" if collapsed else None
+        fg.legend(fig, axes, extra, ncols=3, title=note)
+
+    return curves.draw_layer_curves(curves.LayerCurves(
+        layers=layers, panels=[panel(m, s) for m in fg.labels(result, "model") for s in settings],
+        relative_depth=relative_depth, max_cols=min(len(settings), 4), ylabel="VAST (Pearson's r)",
+        legend=legend, title=(title or "Singly (solid) vs multiply (dashed) tokenized words"
+                              + (f" — {lexicon}" if lexicon else "")) + tag))
 
 
 # -- nullification -----------------------------------------------------------------------------------
@@ -448,10 +442,6 @@ def similarity_curves(
     absent = [k for k in ks if k not in all_k]
     if absent:
         raise AnalysisError(f"k {absent} not in the result; it has k = {all_k}")
-    models = fg.labels(result, "model")
-    layers = np.asarray(result["layer"].values)
-    cells = [(m, p, d) for m in models for p in poolings for d in datasets]
-    fig, axes, n_cols = fg.grid(len(cells), max_cols=max(1, min(len(datasets), 4)))
     ordered = [k for k in ks if k != 0]
     colors: dict[int, Any] = dict(zip(ordered, fg.ordered_colors(len(ordered), start=0.3, stop=0.9)[:len(ordered)],
                                       strict=True))
@@ -460,34 +450,32 @@ def similarity_curves(
     setting = setting or result[variable].attrs.get("setting") or _parameters(result).get("setting")
     low, high = f"{prefix}ci_low", f"{prefix}ci_high"
     has_band = low in result and high in result
-    xlabel = "layer"
-    for ax, (model, pool, dataset) in zip(axes, cells, strict=True):
+
+    def panel(model: Any, pool: Any, dataset: Any) -> curves.Panel:
+        lines = []
         for k in ks:
-            y = fg.values(fg.sel(da, model=model, dataset=dataset, k=k, pooling=pool))
-            x, xlabel = fg.depth_axis(layers, np.isfinite(y), relative_depth)
-            n_finite = int((np.isfinite(x) & np.isfinite(y)).sum())
-            fg.line(ax, x, y, marker="o", ms=2.6, color=colors[k], label=f"k = {k}",
-                    markevery=fg.thinned(n_finite).tolist())
-            if has_band and k == ks[0]:
-                at = {"model": model, "dataset": dataset, "k": k, "pooling": pool}
-                fg.band(ax, x, fg.values(fg.sel(result[low], **at)),
-                        fg.values(fg.sel(result[high], **at)), colors[k], alpha=0.12)
+            at = {"model": model, "dataset": dataset, "k": k, "pooling": pool}
+            band = (fg.values(fg.sel(result[low], **at)),
+                    fg.values(fg.sel(result[high], **at))) if has_band and k == ks[0] else None
+            lines.append(curves.Curve(y=fg.values(fg.sel(da, **at)), color=colors[k], label=f"k = {k}",
+                                      style={"marker": "o", "ms": 2.6}, thin=True, band=band,
+                                      band_alpha=0.12))
         n = _n_label(result, f"{prefix}n", model=model, dataset=dataset)
         head = f"{fg.model_prefix(model)}{dataset}" + (f" (n = {n})" if n else "")
-        ax.set_title(head + (f" · {pool}" if len(poolings) > 1 else ""))
-        fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth)
-    for ax in axes[::n_cols]:
-        ax.set_ylabel("Spearman's rho")
-    fg.outer_xlabels(axes)
+        return curves.Panel(title=head + (f" · {pool}" if len(poolings) > 1 else ""), curves=lines)
+
     extra = [fg.band_handle(f"shaded: 95% CI at k = {ks[0]} (Fisher z, Bonett-Wright SE)",
                             color=colors[ks[0]], alpha=0.12)] if has_band else []
-    fg.legend(fig, axes, extra, ncols=min(len(ks), 6) if not extra else 4,
-              title="k = top principal components nullified; n = pairs")
     where = [f"{setting} setting"] if setting else []
     if len(poolings) == 1 and poolings[0]:
         where.append(f"{poolings[0]} pooling")
-    fig.suptitle((title or "Word similarity by layer" + (f" — {', '.join(where)}" if where else "")) + tag)
-    return fig
+    return curves.draw_layer_curves(curves.LayerCurves(
+        layers=np.asarray(result["layer"].values), relative_depth=relative_depth,
+        panels=[panel(m, p, d) for m in fg.labels(result, "model") for p in poolings for d in datasets],
+        max_cols=max(1, min(len(datasets), 4)), ylabel="Spearman's rho",
+        legend=partial(fg.legend, extra=extra, ncols=min(len(ks), 6) if not extra else 4,
+                       title="k = top principal components nullified; n = pairs"),
+        title=(title or "Word similarity by layer" + (f" — {', '.join(where)}" if where else "")) + tag))
 
 
 # -- per-word scatter --------------------------------------------------------------------------------

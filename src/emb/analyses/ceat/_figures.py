@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from emb.analyses import _figure as fg
+from emb.analyses import curves
 
 __all__ = ["ces_by_layer", "convergence", "es_histograms", "heat_table"]
 
@@ -140,8 +142,6 @@ def es_histograms(result: xr.Dataset, *, model: Any = None, bins: int = 30) -> F
 def ces_by_layer(result: xr.Dataset, *, model: Any = None) -> Figure:
     """CES ± 95 % CI by layer, one panel per test, one line per pooling; bootstrap CI as bars."""
     sel = result.sel(model=model) if model is not None and "model" in result.dims else result
-    tests = list(sel["test"].values)
-    fig, axes, cols = fg.grid(len(tests), max_cols=4, sharey=False, panel_height=1.7)
     # the poolings and layers this model has (a static store beside a contextual one: static, 0)
     has = sel["ces"].notnull()
     sel = sel.sel(pooling=has.any([d for d in has.dims if d != "pooling"]),
@@ -151,31 +151,26 @@ def ces_by_layer(result: xr.Dataset, *, model: Any = None) -> Figure:
     colors = fg.colors_for(poolings)
     step = min(0.5, 0.7 / max(len(poolings), 1)) * (np.median(np.diff(layers)) if layers.size > 1 else 1)
     has_boot = "boot_ci_low" in sel
-    for ax, test in zip(axes, tests, strict=True):
-        for k, pooling in enumerate(poolings):
-            cur = sel.sel(test=test, pooling=pooling)
-            x = layers + (k - (len(poolings) - 1) / 2) * step  # side by side, bars apart
-            ax.fill_between(x, cur["ci_low"].values, cur["ci_high"].values, color=colors[pooling],
-                            alpha=0.35, lw=0)
-            if has_boot:
-                ax.vlines(x, cur["boot_ci_low"].values, cur["boot_ci_high"].values,
-                          color=colors[pooling], lw=0.7, alpha=0.7)
-            ax.plot(x, np.asarray(cur["ces"].values, dtype=float), marker="o", ms=2.2, lw=1.0,
-                    color=colors[pooling], label=str(pooling))
-        fg.finish_axes(ax, xlabel="layer")
-        ax.set_title(label_of(result, test), fontsize=6.5)
-    for k, ax in enumerate(axes):
-        if k % cols == 0:
-            ax.set_ylabel("CES (d)")
-    fg.outer_xlabels(axes)
+
+    def curve(test: Any, k: int, pooling: Any) -> curves.Curve:
+        cur = sel.sel(test=test, pooling=pooling)
+        return curves.Curve(
+            y=fg.values(cur["ces"]), color=colors[pooling], label=str(pooling),
+            style={"marker": "o", "ms": 2.2, "lw": 1.0}, shift=(k - (len(poolings) - 1) / 2) * step,
+            band=(fg.values(cur["ci_low"]), fg.values(cur["ci_high"])), band_alpha=0.35,
+            bars=(fg.values(cur["boot_ci_low"]), fg.values(cur["boot_ci_high"])) if has_boot else None)
+
     n = int(result.attrs.get("n_samples", 0))
     extra = [fg.band_handle(f"random-effects 95% CI over N = {n:,} resamples (shrinks with N; "
                             "often thinner than the line)")]
     if has_boot:
         extra.append((Line2D([], [], color="0.4", lw=0.8), "bootstrap 95% CI (stimuli resampled)"))
-    fg.legend(fig, axes, extra, ncols=3, title="pooling")
-    fig.suptitle(_title(model, f"CEAT combined effect size by layer (N = {n:,} samples)"))
-    return fig
+    panels = [curves.Panel(title=label_of(result, test), curves=[curve(test, k, p) for k, p in enumerate(poolings)])
+              for test in sel["test"].values]
+    return curves.draw_layer_curves(curves.LayerCurves(
+        layers=layers, panels=panels, max_cols=4, sharey=False, panel_height=1.7, title_size=6.5,
+        ylabel="CES (d)", legend=partial(fg.legend, extra=extra, ncols=3, title="pooling"),
+        title=_title(model, f"CEAT combined effect size by layer (N = {n:,} samples)")))
 
 
 @fg.styled

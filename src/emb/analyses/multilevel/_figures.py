@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from emb.analyses import _figure as fg
+from emb.analyses import curves
 
 __all__ = ["eat_map", "levels_by_layer"]
 
@@ -119,34 +120,36 @@ def levels_by_layer(result: xr.Dataset, *, setting: str | None = None, pooling: 
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
     # the models with this pooling (a static store has only 'static'), its title names one
     result, tag = fg.one_model(fg.with_data(result, "effect_size", setting=setting, pooling=pooling))
-    panels = _panels(result)
-    cols = min(len(panels), 3)
-    fig, axes, _ = fg.grid(len(panels), max_cols=cols, panel_height=1.95)
     layers = np.asarray(result["layer"].values)
+    marker = "o" if layers.size <= fg.DENSE_LAYERS or layers.size == 1 else None
     colors = fg.PALETTE
-    xlabel = "layer"
-    for ax, (model, test) in zip(axes, panels, strict=True):
+
+    def panel(model: Any, test: Any) -> curves.Panel:
         cell = {"setting": setting, "pooling": pooling, "model": model, "test": test}
         d1 = fg.values(fg.sel(result["effect_size"], **cell))
-        x, xlabel = fg.depth_axis(layers, np.isfinite(d1), relative_depth)
-        marker = "o" if layers.size <= fg.DENSE_LAYERS or layers.size == 1 else None
-        fg.line(ax, x, d1, color="0.15", marker=marker, ms=3, label="_l1")
-        for k, target in enumerate(("X", "Y")):
-            d2 = fg.values(fg.sel(result["target_effect_size"], **cell).sel(target=target))
-            fg.line(ax, x, d2, color=colors[k], ls="--", marker=marker, ms=3, label=f"_{target}")
+        finite = np.isfinite(d1)  # the targets' curves on level 1's depth axis
+        lines = [curves.Curve(y=d1, color="0.15", style={"marker": marker, "ms": 3}, label="_l1")]
+        lines += [curves.Curve(y=fg.values(fg.sel(result["target_effect_size"], **cell).sel(target=target)),
+                               color=colors[k], style={"ls": "--", "marker": marker, "ms": 3},
+                               label=f"_{target}", finite=finite)
+                  for k, target in enumerate(("X", "Y"))]
         gx, gy, ga, gb = _groups(result, test)
-        ax.set_title(fg.wrap(f"{fg.model_prefix(model)}{test}: {gx} vs {gy} / {ga} vs {gb}", 44),
-                     fontsize=6.8)
-        fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth)
+        return curves.Panel(title=fg.wrap(f"{fg.model_prefix(model)}{test}: {gx} vs {gy} / {ga} vs {gb}", 44),
+                            curves=lines)
+
+    def layer_tick(ax: Any, x: np.ndarray, _panel: curves.Panel) -> None:
         if layers.size == 1:
             ax.set_xticks(x, [f"layer {int(layers[0])}"])
-    for ax in axes[::cols]:
-        ax.set_ylabel("effect size")
-    fg.outer_xlabels(axes)
-    handles = [Line2D([], [], color="0.15", marker="o", ms=3), Line2D([], [], color=colors[0], ls="--"),
-               Line2D([], [], color=colors[1], ls="--")]
-    fig.legend(handles, ["level 1: d (X vs Y)", "level 2: X's single-target d (A vs B)",
-                         "level 2: Y's single-target d (A vs B)"], loc="outside lower center",
-               frameon=False, ncols=3)
-    fig.suptitle(f"ML-EAT effect sizes by layer — setting {setting}, {pooling} pooling{tag}")
-    return fig
+
+    def legend(fig: Figure, _axes: list[Any]) -> None:
+        handles = [Line2D([], [], color="0.15", marker="o", ms=3), Line2D([], [], color=colors[0], ls="--"),
+                   Line2D([], [], color=colors[1], ls="--")]
+        fig.legend(handles, ["level 1: d (X vs Y)", "level 2: X's single-target d (A vs B)",
+                             "level 2: Y's single-target d (A vs B)"], loc="outside lower center",
+                   frameon=False, ncols=3)
+
+    panels = [panel(m, t) for m, t in _panels(result)]
+    return curves.draw_layer_curves(curves.LayerCurves(
+        layers=layers, panels=panels, relative_depth=relative_depth, max_cols=min(len(panels), 3),
+        panel_height=1.95, title_size=6.8, ylabel="effect size", on_panel=layer_tick, legend=legend,
+        title=f"ML-EAT effect sizes by layer — setting {setting}, {pooling} pooling{tag}"))

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from emb.analyses import _figure as fg
+from emb.analyses import curves
 
 __all__ = ["metric_by_layer"]
 
@@ -51,44 +52,29 @@ def metric_by_layer(result: xr.Dataset, *, pooling: str | None = None, title: st
     settings = fg.labels(result, "setting")
     multi = models != [None]
     cols = min(len(tests), 3)
-    fig, axes, _ = fg.grid(len(tests), max_cols=cols, panel_height=1.95)
     colors = fg.colors_for(models) if multi else fg.colors_for(settings, kind="setting")
     styles = dict(zip(settings, fg.LINESTYLES * 4, strict=False))
     markers = dict(zip(settings, fg.MARKERS * 4, strict=False))
     layers = np.asarray(result["layer"].values)
-    one_layer = layers.size == 1
-    xlabel = "layer"
     handles: dict[str, Line2D] = {}
-    for ax, test in zip(axes, tests, strict=True):
-        for i, model in enumerate(models):
-            for j, setting in enumerate(settings):
-                color = colors[model] if multi else colors[setting]
-                y = fg.values(fg.sel(values, model=model, test=test, setting=setting))
-                if one_layer:
-                    x = np.array([float(i * len(settings) + j)])
-                else:
-                    x, xlabel = fg.depth_axis(layers, np.isfinite(y), relative_depth)
-                name = (f"{model} · {setting}" if len(settings) > 1 else str(model)) if multi else str(setting)
-                handles.setdefault(name, Line2D([], [], color=color, ls=styles[setting],
-                                                marker=markers[setting], ms=3.4))
-                fg.line(ax, x, y, color=color, ls=styles[setting], marker=markers[setting], ms=3.4,
-                        label=f"_{name}", zorder=3)
-        if reference is not None:
-            ax.axhline(reference, color="0.55", lw=0.6, zorder=0)
-        ax.set_title(_title(result, test, 34 if cols == 3 else 48), fontsize=6.8)
-        if one_layer:
-            ax.set_xticks(range(len(models) * len(settings)),
-                          [str(s) for _m in models for s in settings], rotation=30, ha="right")
-            ax.set_xlim(-0.6, len(models) * len(settings) - 0.4)
-            ax.grid(alpha=0.3, axis="y")
-        else:
-            fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth, zero=False)
-    for ax in axes[::cols]:
-        ax.set_ylabel(label)
-    if not one_layer:
-        fg.outer_xlabels(axes)
-    fig.legend(list(handles.values()), list(handles), loc="outside lower center", frameon=False,
-               ncols=min(len(handles), 4), handlelength=2.6, columnspacing=1.2)
-    layer_text = f"layer {int(layers[0])}" if one_layer else "by layer"
-    fig.suptitle((title or f"{label} {layer_text} — {pooling} pooling\n({reading})") + tag)
-    return fig
+
+    def curve(model: Any, test: Any, setting: Any) -> curves.Curve:
+        color = colors[model] if multi else colors[setting]
+        name = (f"{model} · {setting}" if len(settings) > 1 else str(model)) if multi else str(setting)
+        handles.setdefault(name, Line2D([], [], color=color, ls=styles[setting], marker=markers[setting],
+                                        ms=3.4))
+        return curves.Curve(y=fg.values(fg.sel(values, model=model, test=test, setting=setting)),
+                            color=color, label=f"_{name}", tick=str(setting),
+                            style={"ls": styles[setting], "marker": markers[setting], "ms": 3.4, "zorder": 3})
+
+    def legend(fig: Figure, _axes: list[Any]) -> None:
+        fig.legend(list(handles.values()), list(handles), loc="outside lower center", frameon=False,
+                   ncols=min(len(handles), 4), handlelength=2.6, columnspacing=1.2)
+
+    panels = [curves.Panel(title=_title(result, test, 34 if cols == 3 else 48),
+                           curves=[curve(m, test, s) for m in models for s in settings]) for test in tests]
+    layer_text = f"layer {int(layers[0])}" if layers.size == 1 else "by layer"
+    return curves.draw_layer_curves(curves.LayerCurves(
+        layers=layers, panels=panels, relative_depth=relative_depth, max_cols=cols, panel_height=1.95,
+        title_size=6.8, ylabel=label, reference=reference, one_layer="categories", legend=legend,
+        title=(title or f"{label} {layer_text} — {pooling} pooling\n({reading})") + tag))

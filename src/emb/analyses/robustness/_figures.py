@@ -4,6 +4,8 @@ and d against its empirical null (matplotlib, no pyplot state; the house style o
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -12,6 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from emb.analyses import _figure as fg
+from emb.analyses import curves
 
 __all__ = ["agreement_by_layer", "influence_bars", "null_positions", "reliability_by_layer",
            "subset_bands"]
@@ -89,35 +92,26 @@ def subset_bands(result: xr.Dataset, *, setting: str | None = None, pooling: str
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
     # the models with this pooling (a static store has only 'static'), its title names one
     result, tag = fg.one_model(fg.with_data(result, "effect_size", setting=setting, pooling=pooling))
-    panels = [(m, t) for m in fg.labels(result, "model") for t in fg.labels(result, "test")]
-    cols = min(len(panels), 3)
-    fig, axes, _ = fg.grid(len(panels), max_cols=cols, panel_height=1.8)
-    layers = np.asarray(result["layer"].values)
-    xlabel = "layer"
-    for ax, (model, test) in zip(axes, panels, strict=True):
-        at = {"model": model, "test": test, "setting": setting, "pooling": pooling}
-        d = fg.values(fg.sel(result["effect_size"], **at))
-        lo = fg.values(fg.sel(result["subset_low"], **at))
-        hi = fg.values(fg.sel(result["subset_high"], **at))
-        x, xlabel = fg.depth_axis(layers, np.isfinite(d), relative_depth)
-        if layers.size == 1:
-            ax.errorbar(x, d, yerr=[d - lo, hi - d], fmt="o", color=fg.PALETTE[0], ms=4, capsize=3)
-            ax.set_xticks(x, [f"layer {int(layers[0])}"])
-        else:
-            fg.band(ax, x, lo, hi, fg.PALETTE[0], alpha=0.2)
-            fg.line(ax, x, d, color=fg.PALETTE[0], marker="o", ms=3)
-        ax.set_title(_title(result, model, test, 34 if cols == 3 else 48), fontsize=6.8)
-        fg.finish_axes(ax, xlabel=None if layers.size == 1 else xlabel,
-                       integer_x=not relative_depth and layers.size > 1)
-    for ax in axes[::cols]:
-        ax.set_ylabel("effect size (d)")
-    fg.outer_xlabels(axes)
     fraction = float(result.attrs.get("fraction", 0.8))
-    fig.legend(handles=[Patch(color=fg.PALETTE[0], alpha=0.3,
-                              label=f"5–95% of d over random {fraction:.0%} subsets of each word set")],
-               loc="outside lower center", frameon=False)
-    fig.suptitle(f"d and its spread over word subsets — setting {setting}, {pooling} pooling{tag}")
-    return fig
+
+    def curve(at: dict[str, Any]) -> curves.Curve:
+        return curves.Curve(y=fg.values(fg.sel(result["effect_size"], **at)), color=fg.PALETTE[0],
+                            style={"marker": "o", "ms": 3}, band_alpha=0.2,
+                            band=(fg.values(fg.sel(result["subset_low"], **at)),
+                                  fg.values(fg.sel(result["subset_high"], **at))))
+
+    def bar(ax: Any, x: np.ndarray, curve: curves.Curve) -> None:
+        d, (lo, hi) = curve.y, curve.band
+        ax.errorbar(x, d, yerr=[d - lo, hi - d], fmt="o", color=fg.PALETTE[0], ms=4, capsize=3)
+
+    def legend(fig: Figure, _axes: list[Any]) -> None:
+        fig.legend(handles=[Patch(color=fg.PALETTE[0], alpha=0.3,
+                                  label=f"5–95% of d over random {fraction:.0%} subsets of each word set")],
+                   loc="outside lower center", frameon=False)
+
+    return curves.draw_layer_curves(_test_panels(
+        result, curve, setting=setting, pooling=pooling, relative_depth=relative_depth, one_point=bar,
+        legend=legend, title=f"d and its spread over word subsets — setting {setting}, {pooling} pooling{tag}"))
 
 
 @fg.styled
@@ -131,82 +125,95 @@ def null_positions(result: xr.Dataset, *, setting: str | None = None, pooling: s
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
     # the models with this pooling (a static store has only 'static'), its title names one
     result, tag = fg.one_model(fg.with_data(result, "effect_size", setting=setting, pooling=pooling))
-    panels = [(m, t) for m in fg.labels(result, "model") for t in fg.labels(result, "test")]
-    cols = min(len(panels), 3)
-    fig, axes, _ = fg.grid(len(panels), max_cols=cols, panel_height=1.8)
-    layers = np.asarray(result["layer"].values)
-    xlabel = "layer"
-    for ax, (model, test) in zip(axes, panels, strict=True):
-        at = {"model": model, "test": test, "setting": setting, "pooling": pooling}
-        d = fg.values(fg.sel(result["effect_size"], **at))
-        lo = fg.values(fg.sel(result["null_low"], **at))
-        hi = fg.values(fg.sel(result["null_high"], **at))
-        p = fg.values(fg.sel(result["empirical_p"], **at))
-        x, xlabel = fg.depth_axis(layers, np.isfinite(d), relative_depth)
-        if layers.size == 1:
-            ax.errorbar(x, (lo + hi) / 2, yerr=(hi - lo) / 2, fmt="none", color="0.55", capsize=4, lw=4, alpha=0.5)
-            ax.set_xticks(x, [f"layer {int(layers[0])}"])
-        else:
-            fg.band(ax, x, lo, hi, "0.5", alpha=0.25)
-            fg.line(ax, x, d, color=fg.PALETTE[0])
+
+    def curve(at: dict[str, Any]) -> curves.Curve:
+        return curves.Curve(y=fg.values(fg.sel(result["effect_size"], **at)), color=fg.PALETTE[0],
+                            band=(fg.values(fg.sel(result["null_low"], **at)),
+                                  fg.values(fg.sel(result["null_high"], **at))),
+                            band_color="0.5", band_alpha=0.25, key=at)
+
+    def bar(ax: Any, x: np.ndarray, curve: curves.Curve) -> None:
+        lo, hi = curve.band
+        ax.errorbar(x, (lo + hi) / 2, yerr=(hi - lo) / 2, fmt="none", color="0.55", capsize=4, lw=4, alpha=0.5)
+
+    def markers(ax: Any, x: np.ndarray, curve: curves.Curve) -> None:
+        """Filled where d lies outside the null (empirical p < 0.05), open inside."""
+        d, p = curve.y, fg.values(fg.sel(result["empirical_p"], **curve.key))
         sig = np.isfinite(d) & (p < 0.05)
         ax.plot(x[sig], d[sig], "o", ms=3.6, color=fg.PALETTE[0])
         ax.plot(x[~sig & np.isfinite(d)], d[~sig & np.isfinite(d)], "o", ms=3.6, mfc="white",
                 mec=fg.PALETTE[0])
-        ax.set_title(_title(result, model, test, 34 if cols == 3 else 48), fontsize=6.8)
-        fg.finish_axes(ax, xlabel=None if layers.size == 1 else xlabel,
-                       integer_x=not relative_depth and layers.size > 1)
-    for ax in axes[::cols]:
-        ax.set_ylabel("effect size (d)")
-    fg.outer_xlabels(axes)
-    handles = [Patch(color="0.5", alpha=0.4, label="2.5–97.5% of d with random attribute sets"),
-               *[h for h, _ in fg.marker_handles("filled: empirical p < 0.05", "open: not")]]
-    labels = [handles[0].get_label(), "filled: empirical p < 0.05", "open: inside the null"]
-    fig.legend(handles, labels, loc="outside lower center", frameon=False, ncols=3)
+
+    def legend(fig: Figure, _axes: list[Any]) -> None:
+        handles = [Patch(color="0.5", alpha=0.4, label="2.5–97.5% of d with random attribute sets"),
+                   *[h for h, _ in fg.marker_handles("filled: empirical p < 0.05", "open: not")]]
+        labels = [handles[0].get_label(), "filled: empirical p < 0.05", "open: inside the null"]
+        fig.legend(handles, labels, loc="outside lower center", frameon=False, ncols=3)
+
     matched = result.attrs.get("match", "length")
-    fig.suptitle(f"d against random attribute sets ({matched}-matched) — setting {setting}, "
-                 f"{pooling} pooling{tag}")
-    return fig
+    return curves.draw_layer_curves(_test_panels(
+        result, curve, setting=setting, pooling=pooling, relative_depth=relative_depth, one_point=bar,
+        on_curve=markers, legend=legend,
+        title=f"d against random attribute sets ({matched}-matched) — setting {setting}, {pooling} pooling{tag}"))
+
+
+def _test_panels(result: xr.Dataset, curve: Callable[[dict[str, Any]], curves.Curve], *, setting: Any,
+                 pooling: Any, relative_depth: bool, **spec: Any) -> curves.LayerCurves:
+    """d by layer, one panel per test (and model), each titled with its groups: ``curve(at)``
+    gives a panel's curve at its cell; a store of one layer is drawn on one tick, ``layer N``."""
+    layers = np.asarray(result["layer"].values)
+    cells = [(m, t) for m in fg.labels(result, "model") for t in fg.labels(result, "test")]
+    cols = min(len(cells), 3)
+    panels = [curves.Panel(title=_title(result, m, t, 34 if cols == 3 else 48),
+                           curves=[curve({"model": m, "test": t, "setting": setting, "pooling": pooling})])
+              for m, t in cells]
+
+    def layer_tick(ax: Any, x: np.ndarray, _panel: curves.Panel) -> None:
+        if layers.size == 1:
+            ax.set_xticks(x, [f"layer {int(layers[0])}"])
+
+    return curves.LayerCurves(layers=layers, panels=panels, relative_depth=relative_depth,
+                              max_cols=cols, panel_height=1.8, title_size=6.8,
+                              ylabel="effect size (d)", one_layer="tick", on_panel=layer_tick, **spec)
 
 
 def _layer_panels(result: xr.Dataset, variable: str, ylabel: str, title: str, *,
                   group: str, setting: str | None, pooling: str | None, relative_depth: bool,
-                  reference: float | None = None, ylim: tuple[float, float] | None = None) -> Figure:
-    """One panel per model, one line per value of ``group`` (tests, or pairs of metrics)."""
+                  ylim: tuple[float, float] | None = None) -> Figure:
+    """One panel per model, one line per value of ``group`` (tests, or pairs of metrics), a line
+    at 0 over them."""
     setting = fg.pick(result, "setting", setting, fg.SETTING_ORDER)
     pooling = fg.pick(result, "pooling", pooling, ("last", "mean"))
     # the models with this pooling (a static store has only 'static'), its title names one
     result, tag = fg.one_model(fg.with_data(result, variable, setting=setting, pooling=pooling))
-    models = fg.labels(result, "model")
-    fig, axes, _ = fg.grid(len(models), max_cols=2, panel_height=2.3, extra_height=1.0,
-                           width=fg.PAGE_WIDTH if len(models) > 1 else fg.PAGE_WIDTH * 0.7)
     layers = np.asarray(result["layer"].values)
     members = fg.labels(result, group)
     colors = dict(zip(members, fg.ordered_colors(len(members)) if len(members) > len(fg.PALETTE)
                       else fg.PALETTE, strict=False))
-    xlabel = "layer"
-    for ax, model in zip(axes, models, strict=True):
-        for k, member in enumerate(members):
-            y = fg.values(fg.sel(result[variable], model=model, setting=setting, pooling=pooling,
-                                 **{group: member}))
-            x, xlabel = fg.depth_axis(layers, np.isfinite(y), relative_depth)
-            if layers.size == 1:
-                x = x + (k - (len(members) - 1) / 2) * 0.04
-            fg.line(ax, x, y, color=colors[member], ls=fg.LINESTYLES[k % len(fg.LINESTYLES)],
-                    marker=fg.MARKERS[k % len(fg.MARKERS)], ms=3, label=str(member))
-        if reference is not None:
-            ax.axhline(reference, color="0.55", lw=0.6)
-        if ylim:
-            ax.set_ylim(*ylim)
-        ax.set_title(str(model) if model is not None else "", fontsize=6.8)
-        fg.finish_axes(ax, xlabel=None if layers.size == 1 else xlabel,
-                       integer_x=not relative_depth and layers.size > 1, zero=reference is None)
+
+    def panel(model: Any) -> curves.Panel:
+        return curves.Panel(title=str(model) if model is not None else "", curves=[
+            curves.Curve(y=fg.values(fg.sel(result[variable], model=model, setting=setting,
+                                            pooling=pooling, **{group: member})),
+                         color=colors[member], label=str(member),
+                         shift=(k - (len(members) - 1) / 2) * 0.04 if layers.size == 1 else 0.0,
+                         style={"ls": fg.LINESTYLES[k % len(fg.LINESTYLES)],
+                                "marker": fg.MARKERS[k % len(fg.MARKERS)], "ms": 3})
+            for k, member in enumerate(members)])
+
+    def layer_tick(ax: Any, _x: np.ndarray, _panel: curves.Panel) -> None:
         if layers.size == 1:
             ax.set_xticks([float(layers[0])], [f"layer {int(layers[0])}"])
-    axes[0].set_ylabel(ylabel)
-    fg.legend(fig, axes, ncols=min(len(members), 3))
-    fig.suptitle(fg.wrap(f"{title} — setting {setting}, {pooling} pooling{tag}", 60))
-    return fig
+
+    models = fg.labels(result, "model")
+    return curves.draw_layer_curves(curves.LayerCurves(
+        layers=layers, panels=[panel(m) for m in models], relative_depth=relative_depth,
+        max_cols=2, panel_height=2.3, extra_height=1.0,
+        width=fg.PAGE_WIDTH if len(models) > 1 else fg.PAGE_WIDTH * 0.7, title_size=6.8,
+        ylabel=ylabel, ylabels="first", reference=0.0, reference_above=True, ylim=ylim,
+        one_layer="tick", on_panel=layer_tick,
+        legend=partial(fg.legend, ncols=min(len(members), 3)),
+        title=fg.wrap(f"{title} — setting {setting}, {pooling} pooling{tag}", 60)))
 
 
 @fg.styled
@@ -217,7 +224,7 @@ def reliability_by_layer(result: xr.Dataset, *, setting: str | None = None,
     return _layer_panels(result, "reliability", "split-half reliability (Spearman-Brown)",
                          "Reliability of the target words' scores over attribute halves",
                          group="test", setting=setting, pooling=pooling,
-                         relative_depth=relative_depth, reference=0.0, ylim=(-1.05, 1.05))
+                         relative_depth=relative_depth, ylim=(-1.05, 1.05))
 
 
 @fg.styled
@@ -228,5 +235,4 @@ def agreement_by_layer(result: xr.Dataset, *, setting: str | None = None,
     n = int(np.nanmax(fg.values(result["n_tests"]))) if "n_tests" in result else 0
     return _layer_panels(result, "agreement", f"Spearman r over {n} tests",
                          "Agreement of the metrics across tests", group="pair", setting=setting,
-                         pooling=pooling, relative_depth=relative_depth, reference=0.0,
-                         ylim=(-1.05, 1.05))
+                         pooling=pooling, relative_depth=relative_depth, ylim=(-1.05, 1.05))

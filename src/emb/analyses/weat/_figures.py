@@ -13,6 +13,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 
 from emb.analyses import _figure as fg
+from emb.analyses import curves
 
 __all__ = ["weat_effect_sizes", "weat_heatmap"]
 
@@ -76,64 +77,66 @@ def weat_effect_sizes(
     settings = fg.labels(result, "setting")
     multi = models != [None]
     cols = min(len(tests), 3)
-    fig, axes, _ = fg.grid(len(tests), max_cols=cols, panel_height=1.95)
     colors = fg.colors_for(models) if multi else fg.colors_for(settings, kind="setting")
     styles = dict(zip(settings, fg.LINESTYLES * 4, strict=False))
     markers = dict(zip(settings, fg.MARKERS * 4, strict=False))
-    layers = np.asarray(result["layer"].values)
-    n_curves = len(models) * len(settings)
-    band_alpha = 0.07 if n_curves <= 2 else 0.05  # light: overlapping bands stay apart by their edges
-    xlabel = "layer"
-    thinned_any = False
+    band_alpha = 0.07 if len(models) * len(settings) <= 2 else 0.05  # light: bands stay apart by their edges
     handles: dict[str, Line2D] = {}
-    for ax, test in zip(axes, tests, strict=True):
-        for model in models:
-            for setting in settings:
-                at = {"model": model, "test": test, "setting": setting}
-                color = colors[model] if multi else colors[setting]
-                ls, marker = styles[setting], markers[setting]
-                y = fg.values(fg.sel(es, **at))
-                x, xlabel = fg.depth_axis(layers, np.isfinite(y), relative_depth)
-                label = (f"{model} · {setting}" if len(settings) > 1 else str(model)) if multi else str(setting)
-                handles.setdefault(label, Line2D([], [], color=color, ls=ls, marker=marker, ms=3.4,
-                                                 mfc=color, mec=color))
-                fg.line(ax, x, y, color=color, ls=ls, label=f"_{label}", zorder=3)
-                if has_band:
-                    lo = fg.values(fg.sel(result["ci_low"], pooling=pooling, **at))
-                    hi = fg.values(fg.sel(result["ci_high"], pooling=pooling, **at))
-                    fg.band(ax, x, lo, hi, color, alpha=band_alpha)
-                    for edge in (lo, hi):
-                        fg.line(ax, x, edge, color=color, ls=ls, lw=0.45, alpha=0.55, zorder=2)
-                if ps is None:
-                    continue
-                p = fg.values(fg.sel(ps, **at))
-                finite = np.flatnonzero(np.isfinite(y))
-                dense = finite.size > fg.DENSE_LAYERS
-                thinned_any |= dense
-                ms = 2.6 if dense else 3.4
-                shown = np.zeros(y.shape, bool)
-                shown[finite[fg.thinned(finite.size)]] = True
-                sig = np.isfinite(y) & (p < alpha)
-                ns = shown & np.isfinite(y) & ~(p < alpha)
-                ax.plot(x[sig], y[sig], marker, ms=ms, color=color, mew=0.8, ls="", zorder=4)
-                ax.plot(x[ns], y[ns], marker, ms=ms, mfc="white", mec=color, mew=0.8, ls="", zorder=4)
-        ax.set_title(_test_title(result, test, 34 if cols == 3 else 48), fontsize=6.8)
-        fg.finish_axes(ax, xlabel=xlabel, integer_x=not relative_depth)
-    for ax in axes[::cols]:
-        ax.set_ylabel("effect size (d)")
-    fg.outer_xlabels(axes)
-    extra: list[tuple[Any, str]] = [(h, lab) for lab, h in handles.items()]
-    if ps is not None:
-        extra += fg.marker_handles(
-            f"filled: {plabel} < {alpha:g}",
-            "open: not significant" + (f" (every few layers where > {fg.DENSE_LAYERS})" if thinned_any else ""))
-    if has_band:
-        level = f"{100 * float(result.attrs.get('confidence', 0.95)):g}%"
-        extra.append(fg.band_handle(f"shaded, thin edges: {level} bootstrap CI over stimuli"))
-    fg.fitted_legend(fig, *zip(*extra, strict=True), loc="outside lower center", frameon=False,
-                     ncols=2 if len(handles) > 2 else 3, handlelength=2.6, columnspacing=1.2)
-    fig.suptitle((title or f"WEAT effect size by layer — {pooling} pooling") + tag)
-    return fig
+    thinned_any = []
+
+    def curve(model: Any, test: Any, setting: Any) -> curves.Curve:
+        at = {"model": model, "test": test, "setting": setting}
+        color, ls = colors[model] if multi else colors[setting], styles[setting]
+        label = (f"{model} · {setting}" if len(settings) > 1 else str(model)) if multi else str(setting)
+        handles.setdefault(label, Line2D([], [], color=color, ls=ls, marker=markers[setting], ms=3.4,
+                                         mfc=color, mec=color))
+        band = (fg.values(fg.sel(result["ci_low"], pooling=pooling, **at)),
+                fg.values(fg.sel(result["ci_high"], pooling=pooling, **at))) if has_band else None
+        return curves.Curve(y=fg.values(fg.sel(es, **at)), color=color, label=f"_{label}",
+                            style={"ls": ls, "zorder": 3}, band=band, band_alpha=band_alpha,
+                            key={**at, "ls": ls, "marker": markers[setting]})
+
+    def edges_and_markers(ax: Any, x: np.ndarray, curve: curves.Curve) -> None:
+        """The band's edges in the line's colour; filled markers where p < alpha, open elsewhere
+        (every few layers of a long curve)."""
+        color, ls, marker = curve.color, curve.key["ls"], curve.key["marker"]
+        for edge in curve.band or ():
+            fg.line(ax, x, edge, color=color, ls=ls, lw=0.45, alpha=0.55, zorder=2)
+        if ps is None:
+            return
+        y = curve.y
+        p = fg.values(fg.sel(ps, **{k: curve.key[k] for k in ("model", "test", "setting")}))
+        finite = np.flatnonzero(np.isfinite(y))
+        dense = finite.size > fg.DENSE_LAYERS
+        thinned_any.append(dense)
+        ms = 2.6 if dense else 3.4
+        shown = np.zeros(y.shape, bool)
+        shown[finite[fg.thinned(finite.size)]] = True
+        sig = np.isfinite(y) & (p < alpha)
+        ns = shown & np.isfinite(y) & ~(p < alpha)
+        ax.plot(x[sig], y[sig], marker, ms=ms, color=color, mew=0.8, ls="", zorder=4)
+        ax.plot(x[ns], y[ns], marker, ms=ms, mfc="white", mec=color, mew=0.8, ls="", zorder=4)
+
+    def legend(fig: Figure, _axes: list[Any]) -> None:
+        extra: list[tuple[Any, str]] = [(h, lab) for lab, h in handles.items()]
+        if ps is not None:
+            extra += fg.marker_handles(
+                f"filled: {plabel} < {alpha:g}",
+                "open: not significant" + (f" (every few layers where > {fg.DENSE_LAYERS})"
+                                           if any(thinned_any) else ""))
+        if has_band:
+            level = f"{100 * float(result.attrs.get('confidence', 0.95)):g}%"
+            extra.append(fg.band_handle(f"shaded, thin edges: {level} bootstrap CI over stimuli"))
+        fg.fitted_legend(fig, *zip(*extra, strict=True), loc="outside lower center", frameon=False,
+                         ncols=2 if len(handles) > 2 else 3, handlelength=2.6, columnspacing=1.2)
+
+    panels = [curves.Panel(title=_test_title(result, test, 34 if cols == 3 else 48),
+                           curves=[curve(m, test, s) for m in models for s in settings]) for test in tests]
+    return curves.draw_layer_curves(curves.LayerCurves(
+        layers=np.asarray(result["layer"].values), panels=panels, relative_depth=relative_depth,
+        max_cols=cols, panel_height=1.95, title_size=6.8, ylabel="effect size (d)",
+        on_curve=edges_and_markers, legend=legend,
+        title=(title or f"WEAT effect size by layer — {pooling} pooling") + tag))
 
 
 def _test_key(result: xr.Dataset, test: Any, width: int) -> str:
