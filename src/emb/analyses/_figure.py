@@ -144,6 +144,35 @@ def _is_layer_label(label: str) -> bool:
     return "layer" in label or "depth" in label
 
 
+def _series_offsets(ax: Any, bands: list[Any]) -> tuple[dict[tuple[float, ...], float], float]:
+    """Each series' sideways offset at the one layer (a series' colour: its markers' edge, the
+    line's by default, then the bands' faces, in the order drawn), and the slots' width."""
+    order: list[tuple[float, ...]] = []
+    for line in _data_lines(ax):
+        if _rgb(line.get_markeredgecolor()) not in order:
+            order.append(_rgb(line.get_markeredgecolor()))
+    for coll in bands:
+        face = coll.get_facecolor()
+        if len(face) and _rgb(face[0]) not in order:
+            order.append(_rgb(face[0]))
+    width = 0.5 if len(order) > 1 else 0.0
+    return ({c: (i / (len(order) - 1) - 0.5) * width if len(order) > 1 else 0.0
+             for i, c in enumerate(order)}, width)
+
+
+def _band_as_bar(ax: Any, coll: Any, x0: float, offset: dict[tuple[float, ...], float]) -> None:
+    """A band at one x (a zero-width area) drawn again as its series' error bar."""
+    face = coll.get_facecolor()
+    ys = np.concatenate([p.vertices[:, 1] for p in coll.get_paths()] or [np.array([np.nan])])
+    ys = ys[np.isfinite(ys)]
+    coll.remove()
+    if ys.size and len(face):
+        color = _rgb(face[0])
+        ax.errorbar([x0 + offset[color]], [(ys.min() + ys.max()) / 2],
+                    yerr=[[(ys.max() - ys.min()) / 2], [(ys.max() - ys.min()) / 2]],
+                    fmt="none", ecolor=color, elinewidth=1.0, capsize=2.5, zorder=2)
+
+
 def one_layer_axes(ax: Any, *, layered: bool = False) -> bool:
     """Dress an axes whose x is the layer but that holds one layer (a static store): the layer
     is one category (one tick, no continuous axis from -0.045 to 0.045), the series drawn side by
@@ -162,33 +191,15 @@ def one_layer_axes(ax: Any, *, layered: bool = False) -> bool:
         if 0 < len(ticks) <= 1 and hi - lo <= 1.5:  # one column of a map
             ax.set_xticks(ticks)
         return False
-    order: list[tuple[float, ...]] = []
-    for line in _data_lines(ax):  # a series' colour: its markers' edge (the line's by default)
-        if _rgb(line.get_markeredgecolor()) not in order:
-            order.append(_rgb(line.get_markeredgecolor()))
     bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
-    for coll in bands:
-        face = coll.get_facecolor()
-        if len(face) and _rgb(face[0]) not in order:
-            order.append(_rgb(face[0]))
-    width = 0.5 if len(order) > 1 else 0.0
-    offset = {c: (i / (len(order) - 1) - 0.5) * width if len(order) > 1 else 0.0
-              for i, c in enumerate(order)}
+    offset, width = _series_offsets(ax, bands)
     for line in _data_lines(ax):
         x = np.asarray(line.get_xdata(), dtype=np.float64)
         line.set_xdata(x + offset[_rgb(line.get_markeredgecolor())])
         if line.get_marker() in ("None", "", " ", None) and line.get_linewidth() >= 1.0:
             line.set_marker("o")  # a curve of one point shows only as a marker (thin edges stay)
     for coll in bands:
-        face = coll.get_facecolor()
-        ys = np.concatenate([p.vertices[:, 1] for p in coll.get_paths()] or [np.array([np.nan])])
-        ys = ys[np.isfinite(ys)]
-        coll.remove()
-        if ys.size and len(face):
-            color = _rgb(face[0])
-            ax.errorbar([x0 + offset[color]], [(ys.min() + ys.max()) / 2],
-                        yerr=[[(ys.max() - ys.min()) / 2], [(ys.max() - ys.min()) / 2]],
-                        fmt="none", ecolor=color, elinewidth=1.0, capsize=2.5, zorder=2)
+        _band_as_bar(ax, coll, x0, offset)
     ax.set_xticks([x0], [f"{x0:g}"])
     ax.set_xlim(x0 - 0.5 - width / 2, x0 + 0.5 + width / 2)
     if label and "the store has one" not in label:

@@ -164,6 +164,25 @@ def _same_settings(result: xr.Dataset, variable: str, where: dict[str, Any],
     return groups
 
 
+def _point_error(result: xr.Dataset, where: dict[str, Any], at: dict[str, Any],
+                 y: np.ndarray) -> np.ndarray | None:
+    """A point's 95 % CI as matplotlib's asymmetric error bar, None where it is not finite."""
+    lo = fg.values(fg.sel(result["ci_low"], **where, **at)).ravel()
+    hi = fg.values(fg.sel(result["ci_high"], **where, **at)).ravel()
+    err = np.array([[y[0] - lo[0]], [hi[0] - y[0]]])
+    return None if not np.isfinite(err).all() else err
+
+
+def _group_labels(result: xr.Dataset, where: dict[str, Any], pooling: Any,
+                  groups: list[list[Any]]) -> list[str]:
+    """The x labels of the setting groups: their names joined by '=', and n."""
+    labels = []
+    for group in groups:
+        n = _n_label(result, "n", **where, pooling=pooling, setting=group[0])
+        labels.append(" =\n".join(map(str, group)) + (f"\n(n = {n})" if n else ""))
+    return labels
+
+
 def _setting_points(result: xr.Dataset, *, variable: str, where: dict[str, Any],
                     models: list[Any], poolings: list[Any], settings: list[Any], has_band: bool,
                     title: str | None, tag: str) -> Figure:
@@ -189,19 +208,10 @@ def _setting_points(result: xr.Dataset, *, variable: str, where: dict[str, Any],
                     continue
                 x = i + (j - (len(models) - 1) / 2) * width / max(len(models), 1) if multi else i
                 color = colors[model] if multi else colors[setting]
-                err = None
-                if has_band:
-                    lo = fg.values(fg.sel(result["ci_low"], **where, **at)).ravel()
-                    hi = fg.values(fg.sel(result["ci_high"], **where, **at)).ravel()
-                    err = np.array([[y[0] - lo[0]], [hi[0] - y[0]]])
-                    err = None if not np.isfinite(err).all() else err
+                err = _point_error(result, where, at, y) if has_band else None
                 ax.errorbar([x], y[:1], yerr=err, fmt="o", color=color, capsize=2.5, elinewidth=0.9,
                             label=str(model) if multi else "_")
-        labels = []
-        for group in groups:
-            n = _n_label(result, "n", **where, pooling=pooling, setting=group[0])
-            labels.append(" =\n".join(map(str, group)) + (f"\n(n = {n})" if n else ""))
-        ax.set_xticks(range(len(groups)), labels)
+        ax.set_xticks(range(len(groups)), _group_labels(result, where, pooling, groups))
         ax.set_xlim(-0.6, len(groups) - 0.4)
         ax.set_title(f"{pooling} pooling" if pooling else "")
         ax.axhline(0, color="0.55", lw=0.6, zorder=0)
@@ -391,6 +401,42 @@ def nullification_curves(
 
 
 # -- word similarity ---------------------------------------------------------------------------------
+def _similarity_cells(result: xr.Dataset, variable: str, pooling: str | None) -> tuple[list[Any], list[Any]]:
+    """The poolings and benchmarks with a panel: a pooling the similarity suite was not
+    extracted with, a benchmark without a rho, has none (no empty panels; the summary names each
+    one left out, and why: figure_panels)."""
+    kept_poolings, datasets, _ = figure_panels(result, variable=variable)
+    if pooling is not None:
+        poolings = [fg.pick(result, "pooling", pooling)]
+    else:
+        poolings = kept_poolings or fg.labels(result, "pooling")
+    return poolings, datasets or fg.labels(result, "dataset")
+
+
+def _drawn_ks(result: xr.Dataset, ks: Sequence[int] | None) -> list[int]:
+    """The k drawn: those asked for (each must be in the result), else 0, 1, 2, 4, 8 and the
+    largest, where present."""
+    all_k = [int(k) for k in result["k"].values]
+    if ks is None:
+        ks = [k for k in (0, 1, 2, 4, 8) if k in all_k]
+        if all_k and all_k[-1] not in ks:
+            ks.append(all_k[-1])
+    absent = [k for k in ks if k not in all_k]
+    if absent:
+        raise AnalysisError(f"k {absent} not in the result; it has k = {all_k}")
+    return list(ks)
+
+
+def _k_colors(ks: Sequence[int]) -> dict[int, Any]:
+    """k = 0 black, the others on an ordered colormap that starts at blue."""
+    ordered = [k for k in ks if k != 0]
+    colors: dict[int, Any] = dict(zip(ordered, fg.ordered_colors(len(ordered), start=0.3, stop=0.9)[:len(ordered)],
+                                      strict=True))
+    if 0 in ks:
+        colors[0] = "black"
+    return colors
+
+
 @fg.styled
 def similarity_curves(
     result: xr.Dataset,
@@ -426,27 +472,9 @@ def similarity_curves(
     prefix = "similarity_" if variable.startswith("similarity_") else ""
     result, tag = fg.one_model(result)
     da = result[variable]
-    # a pooling the similarity suite was not extracted with, a benchmark without a rho: no panel
-    # (no empty panels; the summary names each one left out, and why: figure_panels)
-    kept_poolings, datasets, _ = figure_panels(result, variable=variable)
-    if pooling is not None:
-        poolings = [fg.pick(result, "pooling", pooling)]
-    else:
-        poolings = kept_poolings or fg.labels(result, "pooling")
-    datasets = datasets or fg.labels(result, "dataset")
-    all_k = [int(k) for k in result["k"].values]
-    if ks is None:
-        ks = [k for k in (0, 1, 2, 4, 8) if k in all_k]
-        if all_k and all_k[-1] not in ks:
-            ks.append(all_k[-1])
-    absent = [k for k in ks if k not in all_k]
-    if absent:
-        raise AnalysisError(f"k {absent} not in the result; it has k = {all_k}")
-    ordered = [k for k in ks if k != 0]
-    colors: dict[int, Any] = dict(zip(ordered, fg.ordered_colors(len(ordered), start=0.3, stop=0.9)[:len(ordered)],
-                                      strict=True))
-    if 0 in ks:
-        colors[0] = "black"
+    poolings, datasets = _similarity_cells(result, variable, pooling)
+    ks = _drawn_ks(result, ks)
+    colors = _k_colors(ks)
     setting = setting or result[variable].attrs.get("setting") or _parameters(result).get("setting")
     low, high = f"{prefix}ci_low", f"{prefix}ci_high"
     has_band = low in result and high in result

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -160,6 +161,113 @@ def _crosses(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray, q2: np.ndarray) -> 
     return (side(p1, q1, p2) * side(p1, q1, q2) < 0) and (side(p2, q2, p1) * side(p2, q2, q1) < 0)
 
 
+@dataclass
+class _Placement:
+    """The geometry of one label placement (display coordinates): the points, the axes' frame,
+    display pixels per point, each label's box size, the fixed boxes (markers, obstacles) and
+    the markers' radius."""
+
+    pts: np.ndarray
+    frame: Any
+    px: float
+    sizes: list[tuple[float, float]]
+    fixed: np.ndarray
+    r: float
+
+    def inside(self, box: np.ndarray) -> bool:
+        f = self.frame
+        return bool(box[0] >= f.x0 and box[1] >= f.y0 and box[2] <= f.x1 and box[3] <= f.y1)
+
+    def leader(self, i: int, box: np.ndarray) -> np.ndarray | None:
+        """Points along the leader line of label ``i`` at ``box`` (None when it needs none)."""
+        pts = self.pts
+        c = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+        gap = max(box[0] - pts[i][0], pts[i][0] - box[2], box[1] - pts[i][1], pts[i][1] - box[3])
+        return pts[i] + np.linspace(0.1, 0.9, 9)[:, None] * (c - pts[i]) if gap > 8 * self.px else None
+
+    @staticmethod
+    def hits(line: np.ndarray | None, box: np.ndarray) -> bool:
+        return line is not None and bool(((line[:, 0] > box[0]) & (line[:, 0] < box[2])
+                                          & (line[:, 1] > box[1]) & (line[:, 1] < box[3])).any())
+
+    def cost(self, i: int, box: np.ndarray, placed: dict[int, np.ndarray]) -> float:
+        """Overlap with markers, obstacles and labels, plus a penalty per leader line through a
+        label (this one's through the others, the others' through this one)."""
+        others = np.delete(self.fixed, i, axis=0)
+        labels = {j: b for j, b in placed.items() if j != i}
+        area = _overlap(box, np.array(list(labels.values())).reshape(-1, 4)).sum()
+        line = self.leader(i, box)
+        crossings = sum(self.hits(line, b) + self.hits(self.leader(j, b), box) for j, b in labels.items())
+        return float(_overlap(box, others).sum() + area + crossings * 25 * self.px * self.px)
+
+    def directions(self, i: int, near: np.ndarray) -> list[tuple[float, float]]:
+        """The directions tried for label ``i``: away from its crowd first (a stable sort keeps
+        ties in order)."""
+        away = self.pts[i] - self.pts[near[i]].mean(axis=0)
+        directions = list(_DIRECTIONS)
+        if np.hypot(*away) > 0.5 * self.px:
+            directions.sort(key=lambda d: -round(float(np.dot(d, away / np.hypot(*away))), 1))
+        return directions
+
+    def best_box(self, i: int, near: np.ndarray, placed: dict[int, np.ndarray]) -> np.ndarray:
+        """The first free position (nearest gap first), else the one of least overlap."""
+        size = self.sizes[i]
+        best: tuple[float, np.ndarray] | None = None
+        for gap in _GAPS:
+            g = gap * self.px + self.r
+            for cx, cy in self.directions(i, near):
+                box = _box(self.pts[i] + (cx * (size[0] / 2 + g), cy * (size[1] / 2 + g)), size)
+                if not self.inside(box):
+                    continue
+                c = self.cost(i, box, placed)
+                if best is None or c < best[0]:
+                    best = (c, box)
+                if c == 0:
+                    break
+            if best is not None and best[0] == 0:
+                break
+        return best[1] if best is not None else _box(self.pts[i] + (size[0] / 2 + self.r, 0), size)
+
+    def greedy(self) -> dict[int, np.ndarray]:
+        """Every label's box, crowded points first."""
+        pts = self.pts
+        dist = np.hypot(*(pts[:, None, :] - pts[None, :, :]).transpose(2, 0, 1))
+        near = dist < 30 * self.px
+        placed: dict[int, np.ndarray] = {}
+        for i in sorted(range(len(pts)), key=lambda i: (-int(near[i].sum()), i)):
+            placed[i] = self.best_box(i, near, placed)
+        return placed
+
+    def untangle(self, placed: dict[int, np.ndarray]) -> dict[int, np.ndarray]:
+        """Two labels whose leader lines cross swap places where that adds no overlap (three
+        rounds at most)."""
+        for _ in range(3):
+            swapped = False
+            for i in range(len(self.pts)):
+                for j in range(i + 1, len(self.pts)):
+                    trial = self.swapped(i, j, placed)
+                    if trial is not None:
+                        placed, swapped = trial, True
+            if not swapped:
+                break
+        return placed
+
+    def swapped(self, i: int, j: int, placed: dict[int, np.ndarray]) -> dict[int, np.ndarray] | None:
+        pts, sizes = self.pts, self.sizes
+        if not _crosses(pts[i], _centre(placed[i]), pts[j], _centre(placed[j])):
+            return None
+        bi, bj = _box(_centre(placed[j]), sizes[i]), _box(_centre(placed[i]), sizes[j])
+        if not (self.inside(bi) and self.inside(bj)):
+            return None
+        before = self.cost(i, placed[i], placed) + self.cost(j, placed[j], placed)
+        trial = {**placed, i: bi, j: bj}
+        return trial if self.cost(i, bi, trial) + self.cost(j, bj, trial) <= before else None
+
+
+def _centre(box: np.ndarray) -> np.ndarray:
+    return np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
+
+
 def _place_labels(fig: Figure, ax: Any, xy: np.ndarray, texts: Sequence[str], colors: Sequence[Any],
                   obstacles: Sequence[np.ndarray] = (), marker_pt: float = 3.5) -> list[Any]:
     """Label the points ``xy`` (data coordinates) without overlaps, deterministically.
@@ -174,7 +282,6 @@ def _place_labels(fig: Figure, ax: Any, xy: np.ndarray, texts: Sequence[str], co
     """
     px = fig.dpi / 72.0  # display pixels per point
     pts = ax.transData.transform(xy)
-    frame = ax.get_window_extent()
     probes = [ax.text(0, 0, t, fontsize=6) for t in texts]
     # boxes with a margin of 3.5 points left and right, 1 above and below: neighbours never touch
     sizes = [(pr.get_window_extent().width + 7 * px, pr.get_window_extent().height + 2 * px) for pr in probes]
@@ -183,78 +290,11 @@ def _place_labels(fig: Figure, ax: Any, xy: np.ndarray, texts: Sequence[str], co
     r = marker_pt * px
     markers = np.column_stack([pts - r, pts + r]) if len(pts) else np.zeros((0, 4))
     fixed = np.vstack([markers, *[np.reshape(o, (-1, 4)) for o in obstacles]])
-
-    def inside(box: np.ndarray) -> bool:
-        return bool(box[0] >= frame.x0 and box[1] >= frame.y0 and box[2] <= frame.x1 and box[3] <= frame.y1)
-
-    def leader(i: int, box: np.ndarray) -> np.ndarray | None:
-        """Points along the leader line of label ``i`` at ``box`` (None when it needs none)."""
-        c = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
-        gap = max(box[0] - pts[i][0], pts[i][0] - box[2], box[1] - pts[i][1], pts[i][1] - box[3])
-        return pts[i] + np.linspace(0.1, 0.9, 9)[:, None] * (c - pts[i]) if gap > 8 * px else None
-
-    def hits(line: np.ndarray | None, box: np.ndarray) -> bool:
-        return line is not None and bool(((line[:, 0] > box[0]) & (line[:, 0] < box[2])
-                                          & (line[:, 1] > box[1]) & (line[:, 1] < box[3])).any())
-
-    def cost(i: int, box: np.ndarray, placed: dict[int, np.ndarray]) -> float:
-        """Overlap with markers, obstacles and labels, plus a penalty per leader line through a
-        label (this one's through the others, the others' through this one)."""
-        others = np.delete(fixed, i, axis=0)
-        labels = {j: b for j, b in placed.items() if j != i}
-        area = _overlap(box, np.array(list(labels.values())).reshape(-1, 4)).sum()
-        line = leader(i, box)
-        crossings = sum(hits(line, b) + hits(leader(j, b), box) for j, b in labels.items())
-        return float(_overlap(box, others).sum() + area + crossings * 25 * px * px)
-
-    dist = np.hypot(*(pts[:, None, :] - pts[None, :, :]).transpose(2, 0, 1))
-    near = dist < 30 * px
-    order = sorted(range(len(pts)), key=lambda i: (-int(near[i].sum()), i))  # crowded first
-    placed: dict[int, np.ndarray] = {}
-    for i in order:
-        away = pts[i] - pts[near[i]].mean(axis=0)
-        directions = list(_DIRECTIONS)
-        if np.hypot(*away) > 0.5 * px:  # away from the crowd first (a stable sort keeps ties in order)
-            directions.sort(key=lambda d: -round(float(np.dot(d, away / np.hypot(*away))), 1))
-        best: tuple[float, np.ndarray] | None = None
-        for gap in _GAPS:
-            g = gap * px + r
-            for cx, cy in directions:
-                box = _box(pts[i] + (cx * (sizes[i][0] / 2 + g), cy * (sizes[i][1] / 2 + g)), sizes[i])
-                if not inside(box):
-                    continue
-                c = cost(i, box, placed)
-                if best is None or c < best[0]:
-                    best = (c, box)
-                if c == 0:
-                    break
-            if best is not None and best[0] == 0:
-                break
-        placed[i] = best[1] if best is not None else _box(pts[i] + (sizes[i][0] / 2 + r, 0), sizes[i])
-
-    def centre(box: np.ndarray) -> np.ndarray:
-        return np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2])
-
-    for _ in range(3):  # untangle crossing leader lines
-        swapped = False
-        for i in range(len(pts)):
-            for j in range(i + 1, len(pts)):
-                if not _crosses(pts[i], centre(placed[i]), pts[j], centre(placed[j])):
-                    continue
-                bi, bj = _box(centre(placed[j]), sizes[i]), _box(centre(placed[i]), sizes[j])
-                if not (inside(bi) and inside(bj)):
-                    continue
-                before = cost(i, placed[i], placed) + cost(j, placed[j], placed)
-                trial = {**placed, i: bi, j: bj}
-                if cost(i, bi, trial) + cost(j, bj, trial) <= before:
-                    placed = trial
-                    swapped = True
-        if not swapped:
-            break
-
+    place = _Placement(pts=pts, frame=ax.get_window_extent(), px=px, sizes=sizes, fixed=fixed, r=r)
+    placed = place.untangle(place.greedy())
     out: list[Any] = []
     for i in range(len(pts)):
-        c = centre(placed[i])
+        c = _centre(placed[i])
         offset = ((c[0] - pts[i][0]) / px, (c[1] - pts[i][1]) / px)
         box = placed[i]
         gap = max(box[0] - pts[i][0], pts[i][0] - box[2], box[1] - pts[i][1], pts[i][1] - box[3]) / px
@@ -338,6 +378,29 @@ def _mean_box(ax: Any, mx: float, my: float, hx: float, hy: float) -> np.ndarray
 
 # -- layer heat map ----------------------------------------------------------------------------------
 @fg.styled
+def _heat_panel(result: xr.Dataset, model: Any, pvar: str, comparison: str,
+                pooling: str) -> tuple[Any, np.ndarray, np.ndarray, list[str]]:
+    """One model's row of the heat map: d and p (dimension × its own layers) and the layers'
+    names; a shorter model keeps its own layers only, one without any d every layer (drawn
+    empty)."""
+    d = _at(result["d"], model, comparison=comparison, pooling=pooling).transpose("dimension", "layer")
+    p = _at(result[pvar], model, comparison=comparison, pooling=pooling).transpose("dimension", "layer")
+    values = np.asarray(d.values, dtype=float)
+    keep = np.isfinite(values).any(axis=0)
+    if not keep.any():
+        keep = np.ones_like(keep)
+    layers = [str(v) for v, k in zip(d["layer"].values, keep, strict=True) if k]
+    return model, values[:, keep], np.asarray(p.values, dtype=float)[:, keep], layers
+
+
+def _shown_layers(layers: list[str], numeric: list[int]) -> list[int]:
+    """The columns with a tick: every step-th layer (at most ~16), the last, and ``mean``."""
+    step = max(1, math.ceil(len(numeric) / 16))
+    shown = [i for i in numeric if i % step == 0 and (i == numeric[-1] or numeric[-1] - i >= step)]
+    shown += [numeric[-1]] if numeric and numeric[-1] not in shown else []
+    return shown + [i for i, v in enumerate(layers) if v == "mean"]
+
+
 def layer_heatmap(result: xr.Dataset, *, comparison: str, pooling: str) -> Figure:
     """Cohen's d (A − B) per dimension × layer (``mean`` = the layer average); ``•`` marks
     significant cells. One row per model, each on its own layers (0 … its last layer, then
@@ -350,16 +413,7 @@ def layer_heatmap(result: xr.Dataset, *, comparison: str, pooling: str) -> Figur
     bases = [str(x) for x in result["basis"].values]
     d_all = np.asarray(result["d"].sel(comparison=comparison, pooling=pooling).values, dtype=float)
     vmax = float(np.nanmax(np.abs(d_all))) if np.isfinite(d_all).any() else 1.0
-    panels = []
-    for model in models:
-        d = _at(result["d"], model, comparison=comparison, pooling=pooling).transpose("dimension", "layer")
-        p = _at(result[pvar], model, comparison=comparison, pooling=pooling).transpose("dimension", "layer")
-        values = np.asarray(d.values, dtype=float)
-        keep = np.isfinite(values).any(axis=0)  # a shorter model's own layers only
-        if not keep.any():  # no d at any layer (identical vectors): every layer, drawn empty
-            keep = np.ones_like(keep)
-        layers = [str(v) for v, k in zip(d["layer"].values, keep, strict=True) if k]
-        panels.append((model, values[:, keep], np.asarray(p.values, dtype=float)[:, keep], layers))
+    panels = [_heat_panel(result, model, pvar, comparison, pooling) for model in models]
     widest = max(len(pl[3]) for pl in panels)
     width = fg.COLUMN_WIDTH if widest <= 10 else fg.PAGE_WIDTH
     row_height = 0.2 * len(dims) + 0.45
@@ -380,10 +434,7 @@ def layer_heatmap(result: xr.Dataset, *, comparison: str, pooling: str) -> Figur
         ax.scatter(x[cols_], rows, s=4, color="black", marker="o", lw=0)
         ax.set_xlim(-0.5, x.max() + 0.5)
         ax.set_ylim(len(dims) - 0.5, -0.5)
-        step = max(1, math.ceil(len(numeric) / 16))
-        shown = [i for i in numeric if i % step == 0 and (i == numeric[-1] or numeric[-1] - i >= step)]
-        shown += [numeric[-1]] if numeric and numeric[-1] not in shown else []
-        shown += [i for i, v in enumerate(layers) if v == "mean"]
+        shown = _shown_layers(layers, numeric)
         ax.set_xticks(x[shown], [layers[i] for i in shown])
         ax.tick_params(axis="x", length=2, pad=1.5)
         ax.set_yticks(range(len(dims)), dims)

@@ -165,6 +165,36 @@ def _model_layers(da: xr.DataArray, model: Any) -> np.ndarray:
 
 
 @fg.styled
+def _significance_dots(ax: Any, x: np.ndarray, grid: np.ndarray, significant: np.ndarray,
+                       vmax: float, dot: float) -> None:
+    """A dot on each significant cell: black, white on a dark one."""
+    rows, cols_ = np.nonzero(significant)
+    dark = np.abs(grid[rows, cols_]) > 0.6 * vmax
+    ax.plot(x[cols_[~dark]], rows[~dark], "o", ms=dot, color="black", ls="", mew=0)
+    ax.plot(x[cols_[dark]], rows[dark], "o", ms=dot, color="white", ls="", mew=0)
+
+
+def _heatmap_key(result: xr.Dataset, tests: list[Any], wrap_at: int, pvar: str | None,
+                 plabel: str, alpha: float, n_key_cols: int) -> list[tuple[Any, str]]:
+    """One legend below: what the dots mean on its first row, then the key of the tests (in two
+    columns, filled column by column, under several panels)."""
+    blank = Line2D([], [], color="none")
+    key = [(blank, _test_key(result, t, wrap_at)) for t in tests]
+    key.append((blank, "n = words per group: X+Y | A+B"))
+    dots: list[tuple[Any, str]] = []
+    if pvar:
+        black = Line2D([], [], ls="", marker="o", ms=4, color="black", mew=0)
+        white = Line2D([], [], ls="", marker="o", ms=4, color="white", mec="0.3", mew=0.5)
+        dots = [(black, f"dot: {plabel} < {alpha:g}"), (white, "white dot: the same, on a dark cell")]
+    if n_key_cols != 2:
+        return dots + key
+    half = (len(key) + 1) // 2
+    columns = [dots[:1] + key[:half], dots[1:] + key[half:]]
+    while len(columns[1]) != len(columns[0]):
+        min(columns, key=len).append((blank, ""))
+    return columns[0] + columns[1]
+
+
 def weat_heatmap(
     result: xr.Dataset,
     *,
@@ -217,10 +247,7 @@ def weat_heatmap(
         if pvar:
             p = np.stack([fg.values(fg.sel(result[pvar], pooling=pooling, **at, test=t)).reshape(-1)
                           for t in tests])
-            rows, cols_ = np.nonzero(p < alpha)
-            dark = np.abs(grid[rows, cols_]) > 0.6 * vmax
-            ax.plot(x[cols_[~dark]], rows[~dark], "o", ms=dot, color="black", ls="", mew=0)
-            ax.plot(x[cols_[dark]], rows[dark], "o", ms=dot, color="white", ls="", mew=0)
+            _significance_dots(ax, x, grid, p < alpha, vmax, dot)
         edges = _cell_edges(x)
         ax.set_xlim(edges[0], edges[-1])
         ax.set_ylim(y_edges[-1], y_edges[0])  # first test on top
@@ -237,24 +264,8 @@ def weat_heatmap(
     if image is not None:
         fig.colorbar(image, ax=[a for a in axes if a.get_visible()], shrink=0.9, aspect=30,
                      label="effect size (d)")
-    # one legend below: what the dots mean on its first row, then the key of the tests
     n_key_cols = 1 if one_panel else 2
-    blank = Line2D([], [], color="none")
-    key = [(blank, _test_key(result, t, wrap_at)) for t in tests]
-    key.append((blank, "n = words per group: X+Y | A+B"))
-    dots: list[tuple[Any, str]] = []
-    if pvar:
-        black = Line2D([], [], ls="", marker="o", ms=4, color="black", mew=0)
-        white = Line2D([], [], ls="", marker="o", ms=4, color="white", mec="0.3", mew=0.5)
-        dots = [(black, f"dot: {plabel} < {alpha:g}"), (white, "white dot: the same, on a dark cell")]
-    if n_key_cols == 2:
-        half = (len(key) + 1) // 2
-        columns = [dots[:1] + key[:half], dots[1:] + key[half:]]
-        while len(columns[1]) != len(columns[0]):
-            min(columns, key=len).append((blank, ""))
-        entries = columns[0] + columns[1]  # a legend fills column by column
-    else:
-        entries = dots + key
+    entries = _heatmap_key(result, tests, wrap_at, pvar, plabel, alpha, n_key_cols)
     fg.fitted_legend(fig, *zip(*entries, strict=True), loc="outside lower center", ncols=n_key_cols,
                      frameon=False, handlelength=1.0, handletextpad=0.4, columnspacing=1.5,
                      fontsize=6.3)
