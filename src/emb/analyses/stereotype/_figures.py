@@ -377,7 +377,6 @@ def _mean_box(ax: Any, mx: float, my: float, hx: float, hy: float) -> np.ndarray
 
 
 # -- layer heat map ----------------------------------------------------------------------------------
-@fg.styled
 def _heat_panel(result: xr.Dataset, model: Any, pvar: str, comparison: str,
                 pooling: str) -> tuple[Any, np.ndarray, np.ndarray, list[str]]:
     """One model's row of the heat map: d and p (dimension × its own layers) and the layers'
@@ -401,6 +400,7 @@ def _shown_layers(layers: list[str], numeric: list[int]) -> list[int]:
     return shown + [i for i, v in enumerate(layers) if v == "mean"]
 
 
+@fg.styled
 def layer_heatmap(result: xr.Dataset, *, comparison: str, pooling: str) -> Figure:
     """Cohen's d (A − B) per dimension × layer (``mean`` = the layer average); ``•`` marks
     significant cells. One row per model, each on its own layers (0 … its last layer, then

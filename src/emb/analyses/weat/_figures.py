@@ -164,7 +164,6 @@ def _model_layers(da: xr.DataArray, model: Any) -> np.ndarray:
     return layers[finite.any(axis=1)] if finite.any() else layers
 
 
-@fg.styled
 def _significance_dots(ax: Any, x: np.ndarray, grid: np.ndarray, significant: np.ndarray,
                        vmax: float, dot: float) -> None:
     """A dot on each significant cell: black, white on a dark one."""
@@ -195,6 +194,7 @@ def _heatmap_key(result: xr.Dataset, tests: list[Any], wrap_at: int, pvar: str |
     return columns[0] + columns[1]
 
 
+@fg.styled
 def weat_heatmap(
     result: xr.Dataset,
     *,
