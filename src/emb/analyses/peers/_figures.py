@@ -19,7 +19,7 @@ __all__ = ["metric_by_layer"]
 _AXES = {
     "mac": ("MAC (mean cosine distance)", "0 = every target identical to every attribute", None),
     "ect": ("ECT (Spearman r)", "1 = X and Y relate to the attributes alike", 1.0),
-    "ripa": ("RIPA", "> 0: the attributes lie towards X; 0 = none", 0.0),
+    "ripa": ("RIPA (A − B)", "RIPA over A − over B; > 0: A lies towards X more than B does", 0.0),
     "rnsb": ("RNSB (KL divergence)", "0 = every target word equally negative", 0.0),
 }
 
