@@ -17,14 +17,13 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
-    check_options,
     front,
     integer_columns,
     mc_floor,
     tidy_frame,
     with_set_sizes,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
 from emb.analyses._select import provenance_attrs
 from emb.analyses.stats import multilevel as ml
 from emb.analyses.wordsets import (
@@ -47,6 +46,7 @@ __all__ = ["ANALYSIS", "ml_eat"]
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def ml_eat(
     ds: xr.Dataset,
     *,
@@ -119,9 +119,6 @@ def ml_eat(
     ...                            layer=3).round(2).values.tolist()
     [1.78, -1.74]
     """
-    check_options(ANALYSIS, ddof=ddof, alternative=alternative, alpha=alpha,
-                  n_permutations=n_permutations, exact_limit=exact_limit, seed=seed,
-                  min_words=min_words, word_set=word_set)
 
     def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
         out = xr.apply_ufunc(

@@ -25,13 +25,12 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
-    check_options,
     front,
     integer_columns,
     tidy_frame,
     with_set_sizes,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
 from emb.analyses._select import provenance_attrs
 from emb.analyses.stats import peers as kernels
 from emb.analyses.wordsets import (
@@ -212,6 +211,7 @@ _TESTS_DOC = """    ds : xarray.Dataset
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def mac(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
         y: Sequence[str] | None = None, a: Sequence[str] | None = None,
         b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
@@ -243,13 +243,13 @@ def mac(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
     ...                                   layer=0)) > 0
     True
     """
-    check_options(MAC, min_words=min_words, word_set=word_set)
     return _run("mac", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
                 include_excluded=include_excluded, min_words=min_words, word_set=word_set)
 
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def ect(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
         y: Sequence[str] | None = None, a: Sequence[str] | None = None,
         b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
@@ -276,13 +276,13 @@ def ect(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
     >>> bool(res.sel(test="WEAT1") < res.sel(test="WEAT2"))
     True
     """
-    check_options(ECT, min_words=min_words, word_set=word_set)
     return _run("ect", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
                 include_excluded=include_excluded, min_words=min_words, word_set=word_set)
 
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def ripa(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
          y: Sequence[str] | None = None, a: Sequence[str] | None = None,
          b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
@@ -331,7 +331,6 @@ def ripa(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
     >>> int(ripa(ds, **options).n_pairs.sel(test="WEAT1"))
     8
     """
-    check_options(RIPA, min_words=min_words, method=method, word_set=word_set, pairs=pairs)
     return _run("ripa", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
                 include_excluded=include_excluded, min_words=min_words, method=method,
                 word_set=word_set, pairs=pairs)
@@ -339,6 +338,7 @@ def ripa(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def rnsb(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
          y: Sequence[str] | None = None, a: Sequence[str] | None = None,
          b: Sequence[str] | None = None, settings: str | Sequence[str] | None = None,
@@ -379,7 +379,6 @@ def rnsb(ds: xr.Dataset, *, tests: Any = None, x: Sequence[str] | None = None,
     ...                                     layer=0)) >= 0
     True
     """
-    check_options(RNSB, min_words=min_words, method=method, seed=seed, word_set=word_set)
     return _run("rnsb", ds, tests=tests, x=x, y=y, a=a, b=b, settings=settings,
                 include_excluded=include_excluded, min_words=min_words, method=method, seed=seed,
                 word_set=word_set)

@@ -14,12 +14,11 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
-    check_options,
     front,
     integer_columns,
     tidy_frame,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
 from emb.analyses.stats import robustness as rb
 from emb.analyses.wordsets import (
     ROLES,
@@ -55,6 +54,7 @@ def _subset_summary(emb: np.ndarray, **kwargs: Any) -> np.ndarray:
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def seed_sensitivity(
     ds: xr.Dataset,
     *,
@@ -118,8 +118,6 @@ def seed_sensitivity(
     >>> bool(res.subset_low.sel(cell) < res.effect_size.sel(cell) < res.subset_high.sel(cell))
     True
     """
-    check_options(ANALYSIS, ddof=ddof, fraction=fraction, n_subsets=n_subsets, seed=seed,
-                  min_words=min_words, word_set=word_set)
 
     def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
         emb = vectors(data, test, chosen)

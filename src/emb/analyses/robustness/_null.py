@@ -16,11 +16,10 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
-    check_options,
     mc_floor,
     tidy_frame,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
 from emb.analyses._select import item_values
 from emb.analyses.stats import (
     association,
@@ -153,6 +152,7 @@ _STATS = ("effect_size", "null_mean", "null_sd", "null_low", "null_high", "null_
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def empirical_null(
     ds: xr.Dataset,
     *,
@@ -222,8 +222,6 @@ def empirical_null(
     >>> int(res.pool_size.sel(test="WEAT1"))
     16
     """
-    check_options(ANALYSIS, match=match, n_null=n_null, alternative=alternative,
-                  n_permutations=n_permutations, ddof=ddof, seed=seed, min_words=min_words, word_set=word_set)
 
     def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
         pool_words, positions = _pool(data, test, chosen)

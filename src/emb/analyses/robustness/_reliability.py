@@ -16,11 +16,10 @@ from emb.analyses._analysis import (
     Analysis,
     Option,
     Summary,
-    check_options,
     integer_columns,
     tidy_frame,
 )
-from emb.analyses._decorators import own_descriptions, public_in_package
+from emb.analyses._decorators import own_descriptions, public_in_package, run_by_record
 from emb.analyses.stats import peers as pk
 from emb.analyses.stats import robustness as rb
 from emb.analyses.wordsets import (
@@ -76,6 +75,7 @@ def _agreement(values: np.ndarray) -> np.ndarray:
 
 @public_in_package
 @own_descriptions
+@run_by_record()
 def reliability(
     ds: xr.Dataset,
     *,
@@ -134,7 +134,6 @@ def reliability(
     >>> float(res.reliability.sel(test="WEAT1", setting="bleached", pooling="last", layer=3)) > 0.5
     True
     """
-    check_options(ANALYSIS, n_splits=n_splits, ddof=ddof, seed=seed, min_words=min_words, word_set=word_set)
 
     def build(data: xr.Dataset, test: TestSpec, chosen: list[str], n: dict[str, int]) -> xr.Dataset:
         out = xr.apply_ufunc(
