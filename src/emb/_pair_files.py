@@ -93,12 +93,13 @@ def _control(line: int, texts: tuple[str | None, ...]) -> str | None:
     return None
 
 
-def _refuse(path: Path, what: str, problems: list[str], error: type[EmbError]) -> None:
+def _refuse(path: Path, what: str, problems: list[str], error: type[EmbError],
+            needs: str = "two words and a finite score") -> None:
     if problems:
         shown = "; ".join(problems[:_SHOWN]) + (" …" if len(problems) > _SHOWN else "")
         raise error(
-            f"{what} {path}: {len(problems)} bad line(s): {shown}; every pair needs two words "
-            "and a finite score: fix or remove these lines"
+            f"{what} {path}: {len(problems)} bad line(s): {shown}; every pair needs {needs}: fix "
+            "or remove these lines"
         )
 
 
@@ -127,25 +128,26 @@ def _csv_pairs(path: Path, text: str, what: str, error: type[EmbError]) -> list[
 
 
 def _csv_header(
-    header: list[str] | None, path: Path, what: str, error: type[EmbError],
+    header: list[str] | None, path: Path, what: str, error: type[EmbError], *,
+    required: tuple[str, ...] = _COLUMNS, known: tuple[str, ...] = (*_COLUMNS, "dataset"),
+    layout: str = "word1,word2,score", hint: str = "a pairs CSV needs word1, word2, score",
 ) -> tuple[list[str], dict[str, int]]:
-    """The header's columns and where each known one is; refused when empty, without word1,
-    word2 and score, or naming one twice."""
+    """The header's columns and where each ``known`` one is; refused when empty, without a
+    ``required`` column, or naming a known one twice (``layout`` and ``hint`` say what the file
+    needs)."""
     if header is None or not any(cell.strip() for cell in header):
-        raise error(
-            f"{what} {path} is empty; it needs the header word1,word2,score and one line per pair"
-        )
+        raise error(f"{what} {path} is empty; it needs the header {layout} and one line per pair")
     columns = [cell.strip() for cell in header]
-    missing = [c for c in _COLUMNS if c not in columns]
+    missing = [c for c in required if c not in columns]
     if missing:
         raise error(
             f"{what} {path} lacks the column(s) {missing} in its header; found "
-            f"{[c[:40] for c in columns[:10]]} (a pairs CSV needs word1, word2, score)"
+            f"{[c[:40] for c in columns[:10]]} ({hint})"
         )
-    repeated = sorted({c for c in columns if c in (*_COLUMNS, "dataset") and columns.count(c) > 1})
+    repeated = sorted({c for c in columns if c in known and columns.count(c) > 1})
     if repeated:
         raise error(f"{what} {path} names the column(s) {repeated} twice in its header")
-    at = {name: columns.index(name) for name in (*_COLUMNS, "dataset") if name in columns}
+    at = {name: columns.index(name) for name in known if name in columns}
     return columns, at
 
 
@@ -245,25 +247,6 @@ class TargetPair:
 _TARGET_COLUMNS = ("x", "y")
 
 
-def _target_header(path: Path, header: list[str] | None, what: str,
-                   error: type[EmbError]) -> tuple[list[str], dict[str, int]]:
-    """The header's columns and where ``test``, ``x`` and ``y`` are; a missing or repeated one
-    refused."""
-    if header is None or not any(cell.strip() for cell in header):
-        raise error(f"{what} {path} is empty; it needs the header x,y (or test,x,y) and one line "
-                    "per pair")
-    columns = [cell.strip() for cell in header]
-    missing = [c for c in _TARGET_COLUMNS if c not in columns]
-    if missing:
-        raise error(f"{what} {path} lacks the column(s) {missing} in its header; found "
-                    f"{[c[:40] for c in columns[:10]]} (a pairs file needs x, y and, for several "
-                    "tests, test)")
-    repeated = sorted({c for c in columns if c in ("test", "x", "y") and columns.count(c) > 1})
-    if repeated:
-        raise error(f"{what} {path} names the column(s) {repeated} twice in its header")
-    return columns, {name: columns.index(name) for name in ("test", "x", "y") if name in columns}
-
-
 def _target_row(row: list[str], width: int, at: dict[str, int], line: int) -> TargetPair | str:
     """One line's pair, or what is wrong with it."""
     if len(row) != width:
@@ -283,7 +266,9 @@ def _target_rows(path: Path, text: str, what: str, error: type[EmbError]) -> lis
     pairs: list[TargetPair] = []
     problems: list[str] = []
     try:
-        columns, at = _target_header(path, next(reader, None), what, error)
+        columns, at = _csv_header(next(reader, None), path, what, error, required=_TARGET_COLUMNS,
+                                  known=("test", "x", "y"), layout="x,y (or test,x,y)",
+                                  hint="a pairs file needs x, y and, for several tests, test")
         for row in reader:
             if any(cell.strip() for cell in row):
                 got = _target_row(row, len(columns), at, reader.line_num)
@@ -291,10 +276,7 @@ def _target_rows(path: Path, text: str, what: str, error: type[EmbError]) -> lis
     except csv.Error as err:
         raise error(f"{what} {path}: line {reader.line_num} is not valid CSV ({err}); give a CSV "
                     "with the columns x, y (and test)") from None
-    if problems:
-        shown = "; ".join(problems[:_SHOWN]) + (" …" if len(problems) > _SHOWN else "")
-        raise error(f"{what} {path}: {len(problems)} bad line(s): {shown}; every pair needs an X "
-                    "word and a Y word: fix or remove these lines")
+    _refuse(path, what, problems, error, needs="an X word and a Y word")
     return pairs
 
 
