@@ -109,11 +109,25 @@ def _settle_store_io() -> None:
         with contextlib.suppress(Exception):  # a loop stopping as we ask: nothing left to settle
             asyncio.run_coroutine_threadsafe(cancel_pending(), loop).result(timeout=3.0)
     if not _debug():
-        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
         sys.unraisablehook = lambda unraisable: None
 
 
+def _quiet_asyncio() -> None:
+    """Keep asyncio's own log (a traceback on stderr) out of a run, unless ``EMB_DEBUG``.
+
+    The event loops of the store's I/O (zarr's, s3fs's aiohttp) log through the ``asyncio``
+    logger, and Python prints an unconfigured logger's errors with their traceback. A request
+    whose connection closes under it (an S3 server that died) leaves aiohttp's writing task with
+    an exception nobody retrieves; when it is collected, mid-run, asyncio logs "Task exception was
+    never retrieved" and the traceback (seen on CI), before emb's own one-line error. The failure
+    itself reaches emb through the request, which says it in one line.
+    """
+    if not _debug():
+        logging.getLogger("asyncio").setLevel(logging.CRITICAL)
+
+
 def _invoke(invoke: Any, ctx: click.Context) -> Any:
+    _quiet_asyncio()
     try:
         return _one_line(invoke, ctx)
     except BaseException:
